@@ -1,0 +1,343 @@
+// Runs inside a program's isolate before the program, as a plain script (never transpiled).
+// Its completion value is `installSandbox`; the host calls it once with the configuration and
+// keeps the returned `dispatch` function. Nothing defined here is reachable from the program
+// except the three globals it installs: `tools`, `text` and `image`.
+//
+// Every intrinsic used after the program starts is captured first, so a program that replaces
+// `JSON`, `Promise`, `Map.prototype.set` or adds setters to `Object.prototype` changes only
+// what its own code sees. Only strings cross to the host: `dispatch` takes and returns JSON.
+(function installSandbox(configJson) {
+  'use strict';
+
+  const jsonParse = JSON.parse;
+  const jsonStringify = JSON.stringify;
+  const reflectApply = Reflect.apply;
+  const reflectConstruct = Reflect.construct;
+  const defineProperty = Object.defineProperty;
+  const freeze = Object.freeze;
+  const isArray = Array.isArray;
+  const PromiseCtor = Promise;
+  const promiseThen = Promise.prototype.then;
+  const promiseReject = Promise.reject;
+  const MapCtor = Map;
+  const mapGet = Map.prototype.get;
+  const mapSet = Map.prototype.set;
+  const mapDelete = Map.prototype.delete;
+  const mapClear = Map.prototype.clear;
+  const mapForEach = Map.prototype.forEach;
+  const mapSizeGetter = Reflect.getOwnPropertyDescriptor(Map.prototype, 'size').get;
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const StringCtor = String;
+  const stringSlice = String.prototype.slice;
+  const stringStartsWith = String.prototype.startsWith;
+  const regexpExec = RegExp.prototype.exec;
+  const objectPrototypeToString = Object.prototype.toString;
+  const NumberCtor = Number;
+  const mathImul = Math.imul;
+  const AsyncFunction = (async function () {}).constructor;
+  const RealDate = Date;
+  const dateToString = Date.prototype.toString;
+
+  const config = jsonParse(configJson);
+  const limits = config.limits;
+  const STRICT_PREFIX = '"use strict";';
+  const MAX_ERROR_MESSAGE = 4096;
+
+  // ---- program state --------------------------------------------------------------------
+  const pending = new MapCtor(); // seq -> { resolve, reject, tool }: calls awaiting output
+  const unreported = new MapCtor(); // seq -> { tool, args }: calls the host has not seen yet
+  let nextSeq = 0;
+  let output = '';
+  let settled = false;
+  let outcome = null; // { status: 'completed', result } | { status: 'failed', code, message }
+  let fatal = null; // a limit hit: ends the program whatever the program catches
+
+  function size(map) {
+    return reflectApply(mapSizeGetter, map, []);
+  }
+
+  function truncate(text, max) {
+    return text.length > max ? reflectApply(stringSlice, text, [0, max]) + '…' : text;
+  }
+
+  /** Records a limit breach (first one wins) and returns the error to throw at the program. */
+  function hitLimit(code, message) {
+    if (fatal === null) fatal = { __proto__: null, code, message };
+    return new ErrorCtor(message);
+  }
+
+  // ---- determinism: seeded Math.random, frozen Date --------------------------------------
+  // sfc32 seeded through splitmix32: fast, good enough for programs, and reproducible on replay.
+  let seedState = config.seed >>> 0;
+  function splitmix32() {
+    seedState = (seedState + 0x9e3779b9) | 0;
+    let z = seedState;
+    z = mathImul(z ^ (z >>> 16), 0x85ebca6b);
+    z = mathImul(z ^ (z >>> 13), 0xc2b2ae35);
+    return (z ^ (z >>> 16)) >>> 0;
+  }
+  let a = splitmix32();
+  let b = splitmix32();
+  let c = splitmix32();
+  let d = splitmix32();
+  function random() {
+    const t = (((a + b) | 0) + d) | 0;
+    d = (d + 1) | 0;
+    a = b ^ (b >>> 9);
+    b = (c + (c << 3)) | 0;
+    c = (c << 21) | (c >>> 11);
+    c = (c + t) | 0;
+    return (t >>> 0) / 4294967296;
+  }
+  defineProperty(Math, 'random', { value: random, writable: true, enumerable: false, configurable: true });
+
+  const frozenNow = config.clock;
+  // `function Date` keeps `Date.name === 'Date'`; `new.target` keeps subclassing working.
+  const FrozenDate = function Date(...args) {
+    if (new.target === undefined) return reflectApply(dateToString, new RealDate(frozenNow), []);
+    return reflectConstruct(RealDate, args.length === 0 ? [frozenNow] : args, new.target);
+  };
+  defineProperty(FrozenDate, 'length', { value: 7 });
+  defineProperty(FrozenDate, 'prototype', { value: RealDate.prototype, writable: false });
+  defineProperty(FrozenDate, 'now', { value: function now() { return frozenNow; }, writable: true, configurable: true });
+  defineProperty(FrozenDate, 'parse', { value: RealDate.parse, writable: true, configurable: true });
+  defineProperty(FrozenDate, 'UTC', { value: RealDate.UTC, writable: true, configurable: true });
+  defineProperty(RealDate.prototype, 'constructor', { value: FrozenDate, writable: true, configurable: true });
+  defineProperty(globalThis, 'Date', { value: FrozenDate, writable: true, configurable: true, enumerable: false });
+
+  // Intl formatters read the real clock when given no date: pin them to the frozen one.
+  const dateTimeFormatProto = Intl.DateTimeFormat.prototype;
+  const formatGetter = Reflect.getOwnPropertyDescriptor(dateTimeFormatProto, 'format').get;
+  defineProperty(dateTimeFormatProto, 'format', {
+    configurable: true,
+    get() {
+      const format = reflectApply(formatGetter, this, []);
+      return (date) => format(date === undefined ? frozenNow : date);
+    },
+  });
+  const formatToParts = dateTimeFormatProto.formatToParts;
+  defineProperty(dateTimeFormatProto, 'formatToParts', {
+    configurable: true,
+    writable: true,
+    value: function formatToParts_(date) {
+      return reflectApply(formatToParts, this, [date === undefined ? frozenNow : date]);
+    },
+  });
+
+  // ---- globals that are not ECMAScript built-ins, or that leak timing, go ----------------
+  for (const name of ['console', 'Atomics', 'SharedArrayBuffer', 'WebAssembly']) {
+    delete globalThis[name];
+  }
+
+  // ---- text() and image() -----------------------------------------------------------------
+  function appendOutput(chunk) {
+    // Length in UTF-16 units never exceeds UTF-8 bytes; the host re-checks in bytes.
+    if (output.length + chunk.length > limits.maxOutputBytes) {
+      throw hitLimit('output_limit_exceeded', `Program output exceeds ${limits.maxOutputBytes} bytes`);
+    }
+    output += chunk;
+  }
+
+  function describeValue(value) {
+    if (typeof value === 'string') return value;
+    if (typeof value === 'bigint' || typeof value === 'symbol') return StringCtor(value);
+    const json = jsonStringify(value);
+    return typeof json === 'string' ? json : StringCtor(value);
+  }
+
+  function text(value) {
+    appendOutput(describeValue(value));
+  }
+
+  const IMAGE_DETAILS = freeze({ __proto__: null, low: true, high: true, auto: true, original: true });
+  function image(urlOrItem) {
+    let url = urlOrItem;
+    if (urlOrItem !== null && typeof urlOrItem === 'object') {
+      url = urlOrItem.image_url;
+      const detail = urlOrItem.detail;
+      if (detail !== undefined && !(typeof detail === 'string' && IMAGE_DETAILS[detail] === true)) {
+        throw new TypeErrorCtor('image(): detail must be one of "low", "high", "auto", "original"');
+      }
+    }
+    if (
+      typeof url !== 'string' ||
+      !(reflectApply(stringStartsWith, url, ['data:image/']) || reflectApply(stringStartsWith, url, ['https://']))
+    ) {
+      throw new TypeErrorCtor('image() expects a data:image/… or https:// URL, or {image_url, detail}');
+    }
+    appendOutput('![image](' + url + ')');
+  }
+
+  // ---- tools ------------------------------------------------------------------------------
+  function describeType(value) {
+    if (value === null) return 'null';
+    if (isArray(value)) return 'an array';
+    return typeof value === 'object' ? 'an object' : 'a ' + typeof value;
+  }
+
+  function makeTool(tool) {
+    // An arrow function: callable, not constructible, no own `prototype`.
+    const call = (args) => {
+      if (settled) return reflectApply(promiseReject, PromiseCtor, [new ErrorCtor('The program has ended')]);
+      let argsJson;
+      try {
+        if (args === undefined) {
+          argsJson = '{}';
+        } else if (args === null || typeof args !== 'object' || isArray(args)) {
+          throw new TypeErrorCtor(`tools.${tool.name} expects an object of arguments, got ${describeType(args)}`);
+        } else {
+          argsJson = jsonStringify(args);
+        }
+        if (typeof argsJson !== 'string') {
+          throw new TypeErrorCtor(`tools.${tool.name}: arguments are not JSON-serialisable`);
+        }
+        if (argsJson.length > limits.maxArgumentBytes) {
+          throw hitLimit('arguments_too_large', `Arguments of tools.${tool.name} exceed ${limits.maxArgumentBytes} bytes`);
+        }
+        if (nextSeq >= limits.maxCalls) {
+          throw hitLimit('call_limit_exceeded', `The program made more than ${limits.maxCalls} tool calls`);
+        }
+        if (size(pending) >= limits.maxCallsInFlight) {
+          throw hitLimit('calls_in_flight_exceeded', `More than ${limits.maxCallsInFlight} tool calls pending at once`);
+        }
+      } catch (error) {
+        return reflectApply(promiseReject, PromiseCtor, [error]);
+      }
+      const seq = nextSeq++;
+      return new PromiseCtor((resolve, reject) => {
+        reflectApply(mapSet, pending, [seq, { __proto__: null, resolve, reject, tool }]);
+        reflectApply(mapSet, unreported, [seq, { __proto__: null, tool: tool.name, args: argsJson }]);
+      });
+    };
+    defineProperty(call, 'name', { value: tool.name });
+    return call;
+  }
+
+  const tools = { __proto__: null };
+  for (const tool of config.tools) {
+    const fn = makeTool(tool);
+    for (const key of tool.keys) defineProperty(tools, key, { value: fn, enumerable: true });
+  }
+  freeze(tools);
+
+  for (const [name, value] of [['tools', tools], ['text', text], ['image', image]]) {
+    defineProperty(globalThis, name, { value, writable: false, enumerable: false, configurable: false });
+  }
+
+  // ---- outcome ----------------------------------------------------------------------------
+  // Where the program's code sits in the AsyncFunction source: two wrapper lines above it and
+  // the strict prefix before its first column.
+  const BODY_LINE_OFFSET = 2;
+  const LOCATION = /<anonymous>:(\d+):(\d+)/;
+
+  function locate(stack) {
+    if (typeof stack !== 'string') return '';
+    const match = reflectApply(regexpExec, LOCATION, [stack]);
+    if (match === null) return '';
+    const line = NumberCtor(match[1]) - BODY_LINE_OFFSET;
+    let column = NumberCtor(match[2]);
+    if (line === 1) column -= STRICT_PREFIX.length;
+    return line >= 1 ? ` (line ${line}, column ${column})` : '';
+  }
+
+  function describeThrown(value) {
+    try {
+      if (value !== null && (typeof value === 'object' || typeof value === 'function')) {
+        const tag = reflectApply(objectPrototypeToString, value, []);
+        if (tag === '[object Error]') {
+          const name = StringCtor(value.name);
+          const message = StringCtor(value.message);
+          return (message === '' ? name : `${name}: ${message}`) + locate(value.stack);
+        }
+      }
+      return 'Uncaught ' + describeValue(value);
+    } catch {
+      return 'Uncaught value that cannot be described';
+    }
+  }
+
+  function finish(result) {
+    if (settled) return;
+    settled = true;
+    outcome = result;
+  }
+
+  function start(code) {
+    let body;
+    try {
+      body = new AsyncFunction(STRICT_PREFIX + code);
+    } catch (error) {
+      finish({ __proto__: null, status: 'failed', code: 'syntax_error', message: describeThrown(error) });
+      return;
+    }
+    const running = reflectApply(body, undefined, []);
+    reflectApply(promiseThen, running, [
+      () => finish({ __proto__: null, status: 'completed', result: output }),
+      (error) => finish({ __proto__: null, status: 'failed', code: 'program_threw', message: describeThrown(error) }),
+    ]);
+  }
+
+  function deliver(outputsJson) {
+    const outputs = jsonParse(outputsJson);
+    for (let i = 0; i < outputs.length; i++) {
+      const { seq, output: toolOutput } = outputs[i];
+      const call = reflectApply(mapGet, pending, [seq]);
+      if (call === undefined) continue;
+      reflectApply(mapDelete, pending, [seq]);
+      if (!call.tool.parseJson) {
+        call.resolve(toolOutput);
+        continue;
+      }
+      let value;
+      try {
+        value = jsonParse(toolOutput);
+      } catch {
+        call.reject(
+          new TypeErrorCtor(
+            `tools.${call.tool.name} declares output_schema but its output is not JSON: ${jsonStringify(truncate(toolOutput, 200))}`,
+          ),
+        );
+        continue;
+      }
+      call.resolve(value);
+    }
+  }
+
+  function poll() {
+    if (fatal !== null) {
+      settled = true;
+      return jsonStringify({ __proto__: null, state: 'settled', status: 'failed', code: fatal.code, message: fatal.message });
+    }
+    if (settled) {
+      if (outcome.status === 'completed') {
+        return jsonStringify({ __proto__: null, state: 'settled', status: 'completed', result: outcome.result });
+      }
+      return jsonStringify({
+        __proto__: null,
+        state: 'settled',
+        status: 'failed',
+        code: outcome.code,
+        message: truncate(outcome.message, MAX_ERROR_MESSAGE),
+      });
+    }
+    // Objects above have no prototype and calls are serialised by hand: JSON.stringify would
+    // otherwise consult a `toJSON` the program can define on Object.prototype or Array.prototype.
+    let calls = '';
+    reflectApply(mapForEach, unreported, [
+      (call, seq) => {
+        calls += (calls === '' ? '' : ',') + '{"seq":' + seq + ',"tool":' + jsonStringify(call.tool) + ',"args":' + jsonStringify(call.args) + '}';
+      },
+    ]);
+    reflectApply(mapClear, unreported, []);
+    return '{"state":"running","inFlight":' + size(pending) + ',"calls":[' + calls + ']}';
+  }
+
+  return function dispatch(op, payload) {
+    if (op === 'start') start(payload);
+    else if (op === 'deliver') deliver(payload);
+    else if (op === 'poll') return poll();
+    else throw new TypeErrorCtor('unknown operation');
+    return '';
+  };
+});

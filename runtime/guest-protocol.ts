@@ -1,0 +1,32 @@
+import { z } from 'zod';
+import { PROGRAM_ERRORS, type ProgramErrorCode } from '../schemas/error-codes.ts';
+
+/**
+ * The strings `dispatch('poll')` returns from inside the isolate. The host parses and checks
+ * them like any untrusted input: the isolate runs code written by a model.
+ */
+const ProgramErrorCodeSchema = z.custom<ProgramErrorCode>((value) => typeof value === 'string' && Object.hasOwn(PROGRAM_ERRORS, value));
+
+export const PollResult = z.union([
+  z.strictObject({
+    state: z.literal('running'),
+    inFlight: z.number().int().min(0),
+    calls: z.array(z.strictObject({ seq: z.number().int().min(0), tool: z.string(), args: z.string() })),
+  }),
+  z.strictObject({ state: z.literal('settled'), status: z.literal('completed'), result: z.string() }),
+  z.strictObject({ state: z.literal('settled'), status: z.literal('failed'), code: ProgramErrorCodeSchema, message: z.string() }),
+]);
+export type PollResult = z.infer<typeof PollResult>;
+
+/** The configuration `installSandbox` receives. */
+export interface SandboxConfig {
+  readonly seed: number;
+  readonly clock: number;
+  readonly tools: readonly { readonly name: string; readonly keys: readonly string[]; readonly parseJson: boolean }[];
+  readonly limits: {
+    readonly maxCalls: number;
+    readonly maxCallsInFlight: number;
+    readonly maxArgumentBytes: number;
+    readonly maxOutputBytes: number;
+  };
+}

@@ -1,0 +1,257 @@
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import ivm from 'isolated-vm';
+import type { ProgramErrorCode } from '../schemas/error-codes.ts';
+import { PollResult, type SandboxConfig } from './guest-protocol.ts';
+import type { ProgramLimits } from './limits.ts';
+import type { ProgramEvent, ProgramFailure, ProgramStats, ToolCallOutput, ToolCallRequest } from './program-events.ts';
+import { toolKeys } from './tool-keys.ts';
+
+const PRELUDE_SOURCE = readFileSync(new URL('./guest-prelude.js', import.meta.url), 'utf8');
+
+/** A tool as the program sees it. */
+export interface ProgramTool {
+  readonly name: string;
+  /** True when the tool declares `output_schema`: the program receives `JSON.parse(output)`. */
+  readonly parseOutputAsJson: boolean;
+}
+
+export interface ProgramSpec {
+  readonly code: string;
+  readonly tools: readonly ProgramTool[];
+  /** Seeds `Math.random`; recorded in the fingerprint so a replay draws the same numbers. */
+  readonly seed: number;
+  /** Epoch milliseconds `Date` is frozen at. */
+  readonly clock: number;
+  readonly limits: ProgramLimits;
+}
+
+/** A limit the host found crossed before or between calls into the isolate. */
+class LimitReached extends Error {
+  constructor(readonly code: ProgramErrorCode) {
+    super(code);
+  }
+}
+
+/**
+ * One program in one fresh isolate. `start` runs it until it settles or pauses on tool calls;
+ * `resume` delivers the outputs of the pending batch and runs it again. Every step ends with
+ * one `ProgramEvent`; a program that completes or fails has its isolate disposed at once.
+ *
+ * The host never calls into the isolate per tool call: the program queues calls inside it and
+ * the host collects the whole batch with one `poll` once the program is idle (isolated-vm
+ * drains the microtask queue before an `apply` returns). No host function, promise or
+ * reference is ever reachable from the program.
+ */
+export class IsolateProgram {
+  readonly #spec: ProgramSpec;
+  #isolate: ivm.Isolate | undefined;
+  #dispatch: ivm.Reference<(op: string, payload: string) => string> | undefined;
+  #pending: readonly ToolCallRequest[] = [];
+  #calls = 0;
+  #steps = 0;
+  #cpuTimeMs = 0;
+  #finished = false;
+
+  constructor(spec: ProgramSpec) {
+    this.#spec = spec;
+  }
+
+  /** Calls the program is paused on, in creation order. Empty unless paused. */
+  get pendingCalls(): readonly ToolCallRequest[] {
+    return this.#pending;
+  }
+
+  get finished(): boolean {
+    return this.#finished;
+  }
+
+  async start(): Promise<ProgramEvent> {
+    if (this.#steps > 0) throw new Error('IsolateProgram.start called twice');
+    const { code, limits } = this.#spec;
+    if (Buffer.byteLength(code, 'utf8') > limits.maxCodeBytes) {
+      this.#steps = 1;
+      return this.#fail({ code: 'code_too_large', message: `The program's code exceeds ${limits.maxCodeBytes} bytes` });
+    }
+    return this.#step(async (started) => {
+      await this.#boot(started);
+      await this.#call('start', code, started);
+    });
+  }
+
+  /** Delivers one output for every pending call (matched by `seq`) and runs the program on. */
+  async resume(outputs: readonly ToolCallOutput[]): Promise<ProgramEvent> {
+    if (this.#finished) throw new Error('The program has finished');
+    const pending = new Set(this.#pending.map((call) => call.seq));
+    const answered = new Set(outputs.map((output) => output.seq));
+    if (answered.size !== outputs.length || answered.size !== pending.size || [...pending].some((seq) => !answered.has(seq))) {
+      throw new TypeError(`resume needs exactly one output per pending call (seq ${[...pending].join(', ')})`);
+    }
+    const tooLarge = outputs.find((output) => Buffer.byteLength(output.output, 'utf8') > this.#spec.limits.maxToolOutputBytes);
+    if (tooLarge) {
+      const call = this.#pending.find((pendingCall) => pendingCall.seq === tooLarge.seq);
+      return this.#fail({
+        code: 'tool_output_too_large',
+        message: `The output of tools.${call?.tool ?? '?'} exceeds ${this.#spec.limits.maxToolOutputBytes} bytes`,
+      });
+    }
+    const payload = JSON.stringify([...outputs].sort((left, right) => left.seq - right.seq));
+    this.#pending = [];
+    return this.#step(async (started) => {
+      await this.#call('deliver', payload, started);
+    });
+  }
+
+  /** Frees the isolate. Safe to call at any time, more than once. */
+  dispose(): void {
+    this.#finished = true;
+    this.#pending = [];
+    const isolate = this.#isolate;
+    this.#isolate = undefined;
+    this.#dispatch = undefined;
+    if (isolate && !isolate.isDisposed) isolate.dispose();
+  }
+
+  async #boot(started: number): Promise<void> {
+    const spec = this.#spec;
+    const isolate = new ivm.Isolate({ memoryLimit: spec.limits.memoryMb });
+    this.#isolate = isolate;
+    const context = await isolate.createContext();
+    const script = await isolate.compileScript(PRELUDE_SOURCE, { filename: 'ptc:prelude' });
+    const install = (await script.run(context, { reference: true, timeout: this.#timeout(started).ms })) as ivm.Reference<
+      (configJson: string) => unknown
+    >;
+    const keys = toolKeys(spec.tools.map((tool) => tool.name));
+    const config: SandboxConfig = {
+      seed: spec.seed,
+      clock: spec.clock,
+      tools: spec.tools.map((tool) => ({ name: tool.name, keys: keys.get(tool.name) ?? [tool.name], parseJson: tool.parseOutputAsJson })),
+      limits: {
+        maxCalls: spec.limits.maxCalls,
+        maxCallsInFlight: spec.limits.maxCallsInFlight,
+        maxArgumentBytes: spec.limits.maxArgumentBytes,
+        maxOutputBytes: spec.limits.maxOutputBytes,
+      },
+    };
+    this.#dispatch = (await install.apply(undefined, [JSON.stringify(config)], {
+      result: { reference: true },
+      timeout: this.#timeout(started).ms,
+    })) as ivm.Reference<(op: string, payload: string) => string>;
+    install.release();
+    script.release();
+  }
+
+  /** The time left in this step: the lower of the step's wall budget and the program's CPU budget. */
+  #timeout(started: number): { ms: number; code: ProgramErrorCode } {
+    const wallLeft = this.#spec.limits.stepWallTimeMs - (performance.now() - started);
+    const cpuLeft = this.#spec.limits.cpuTimeMs - this.#readCpuTime();
+    const binding = cpuLeft < wallLeft ? { left: cpuLeft, code: 'cpu_time_exceeded' as const } : { left: wallLeft, code: 'wall_time_exceeded' as const };
+    if (binding.left < 1) throw new LimitReached(binding.code);
+    return { ms: Math.floor(binding.left), code: binding.code };
+  }
+
+  async #call(op: 'start' | 'deliver' | 'poll', payload: string, started: number): Promise<unknown> {
+    const dispatch = this.#dispatch;
+    if (!dispatch) throw new Error('The program is not running');
+    const timeout = this.#timeout(started);
+    try {
+      return await dispatch.apply(undefined, [op, payload], { timeout: timeout.ms });
+    } catch (error) {
+      if (error instanceof Error && /timed out/i.test(error.message)) throw new LimitReached(timeout.code);
+      throw error;
+    }
+  }
+
+  async #step(run: (started: number) => Promise<void>): Promise<ProgramEvent> {
+    this.#steps += 1;
+    const started = performance.now();
+    let poll: PollResult;
+    try {
+      await run(started);
+      poll = PollResult.parse(JSON.parse(String(await this.#call('poll', '', started))));
+    } catch (error) {
+      return this.#fail(this.#classify(error));
+    }
+    // isolated-vm's timeout bounds each call; the totals are checked here, authoritatively.
+    if (this.#readCpuTime() > this.#spec.limits.cpuTimeMs) {
+      return this.#fail({ code: 'cpu_time_exceeded', message: `The program used more than ${this.#spec.limits.cpuTimeMs} ms of CPU` });
+    }
+    if (performance.now() - started > this.#spec.limits.stepWallTimeMs) {
+      return this.#fail(this.#limitFailure('wall_time_exceeded'));
+    }
+    if (poll.state === 'settled') {
+      if (poll.status === 'failed') return this.#fail({ code: poll.code, message: poll.message });
+      if (Buffer.byteLength(poll.result, 'utf8') > this.#spec.limits.maxOutputBytes) {
+        return this.#fail(this.#limitFailure('output_limit_exceeded'));
+      }
+      this.#finish();
+      return { type: 'completed', result: poll.result, stats: this.#stats() };
+    }
+    return this.#paused(poll.calls, poll.inFlight);
+  }
+
+  #paused(calls: readonly { seq: number; tool: string; args: string }[], inFlight: number): ProgramEvent {
+    const { limits, tools } = this.#spec;
+    if (calls.length === 0) {
+      return this.#fail({
+        code: 'program_stalled',
+        message: 'The program is waiting on a promise that nothing can settle: no tool call is pending',
+      });
+    }
+    const requests: ToolCallRequest[] = [];
+    for (const [index, call] of calls.entries()) {
+      if (call.seq !== this.#calls + index || !tools.some((tool) => tool.name === call.tool)) {
+        return this.#fail({ code: 'runtime_error', message: 'The program reported a call the emulator did not expect' });
+      }
+      if (Buffer.byteLength(call.args, 'utf8') > limits.maxArgumentBytes) {
+        return this.#fail({ code: 'arguments_too_large', message: `Arguments of tools.${call.tool} exceed ${limits.maxArgumentBytes} bytes` });
+      }
+      requests.push({ seq: call.seq, tool: call.tool, argumentsJson: call.args });
+    }
+    this.#calls += calls.length;
+    if (this.#calls > limits.maxCalls) return this.#fail(this.#limitFailure('call_limit_exceeded'));
+    if (inFlight > limits.maxCallsInFlight) return this.#fail(this.#limitFailure('calls_in_flight_exceeded'));
+    this.#pending = requests;
+    return { type: 'paused', calls: requests, stats: this.#stats() };
+  }
+
+  #limitFailure(code: ProgramErrorCode): ProgramFailure {
+    const { limits } = this.#spec;
+    const messages: Partial<Record<ProgramErrorCode, string>> = {
+      cpu_time_exceeded: `The program used more than ${limits.cpuTimeMs} ms of CPU`,
+      wall_time_exceeded: `One execution step ran longer than ${limits.stepWallTimeMs} ms`,
+      memory_limit_exceeded: `The program's heap exceeded ${limits.memoryMb} MiB`,
+      call_limit_exceeded: `The program made more than ${limits.maxCalls} tool calls`,
+      calls_in_flight_exceeded: `More than ${limits.maxCallsInFlight} tool calls pending at once`,
+      output_limit_exceeded: `Program output exceeds ${limits.maxOutputBytes} bytes`,
+    };
+    return { code, message: messages[code] ?? code };
+  }
+
+  #classify(error: unknown): ProgramFailure {
+    if (error instanceof LimitReached) return this.#limitFailure(error.code);
+    const message = error instanceof Error ? error.message : String(error);
+    if (this.#isolate?.isDisposed || /memory limit/i.test(message)) return this.#limitFailure('memory_limit_exceeded');
+    return { code: 'runtime_error', message: 'The emulator failed to run the program', cause: error };
+  }
+
+  #readCpuTime(): number {
+    const isolate = this.#isolate;
+    if (isolate && !isolate.isDisposed) this.#cpuTimeMs = Number(isolate.cpuTime) / 1e6;
+    return this.#cpuTimeMs;
+  }
+
+  #stats(): ProgramStats {
+    return { cpuTimeMs: Math.round(this.#cpuTimeMs * 1000) / 1000, steps: this.#steps, calls: this.#calls };
+  }
+
+  #finish(): void {
+    this.#readCpuTime();
+    this.dispose();
+  }
+
+  #fail(error: ProgramFailure): ProgramEvent {
+    this.#finish();
+    return { type: 'incomplete', error, stats: this.#stats() };
+  }
+}

@@ -1,0 +1,41 @@
+import type { ProgramErrorCode } from '../schemas/error-codes.ts';
+
+/** A call the program made that the host must answer: `seq` is its creation order. */
+export interface ToolCallRequest {
+  readonly seq: number;
+  readonly tool: string;
+  readonly argumentsJson: string;
+}
+
+/** The answer to one call, delivered back into the program. */
+export interface ToolCallOutput {
+  readonly seq: number;
+  readonly output: string;
+}
+
+export interface ProgramStats {
+  /** CPU the program's isolate used so far, in milliseconds. */
+  readonly cpuTimeMs: number;
+  /** Execution steps so far: the start and each resume. */
+  readonly steps: number;
+  /** Tool calls the program has made so far. */
+  readonly calls: number;
+}
+
+export interface ProgramFailure {
+  readonly code: ProgramErrorCode;
+  readonly message: string;
+  /** For `runtime_error`: the host-side fault, for logs only; never sent to clients. */
+  readonly cause?: unknown;
+}
+
+/** What one execution step ended with. */
+export type ProgramEvent =
+  | { readonly type: 'paused'; readonly calls: readonly ToolCallRequest[]; readonly stats: ProgramStats }
+  | { readonly type: 'completed'; readonly result: string; readonly stats: ProgramStats }
+  | { readonly type: 'incomplete'; readonly error: ProgramFailure; readonly stats: ProgramStats };
+
+/** The JSON `program_output.result` of an incomplete program. */
+export function failureResult(error: ProgramFailure): string {
+  return JSON.stringify({ error: { code: error.code, message: error.message } });
+}

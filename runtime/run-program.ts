@@ -1,0 +1,60 @@
+import { randomInt } from 'node:crypto';
+import { IsolateProgram } from './isolate-program.ts';
+import { resolveLimits, type ProgramLimits } from './limits.ts';
+import type { ProgramEvent, ProgramFailure, ProgramStats, ToolCallRequest } from './program-events.ts';
+
+/** A host tool for `runProgram`: `json` tools hand the program parsed JSON (as `output_schema` does). */
+export interface HostTool {
+  readonly json?: boolean;
+  readonly run: (args: unknown) => unknown;
+}
+
+export interface RunProgramOptions {
+  readonly tools?: Readonly<Record<string, HostTool>>;
+  readonly limits?: Partial<ProgramLimits>;
+  readonly seed?: number;
+  readonly clock?: number;
+}
+
+export interface RunProgramResult {
+  readonly status: 'completed' | 'incomplete';
+  readonly result?: string;
+  readonly error?: ProgramFailure;
+  readonly calls: readonly ToolCallRequest[];
+  readonly stats: ProgramStats;
+}
+
+/**
+ * Runs a program to the end in a fresh isolate, answering its calls with host functions.
+ * The library entry point for sandbox experiments; the server drives `ProgramRuntime` instead,
+ * because there the answers come from the client in later requests.
+ */
+export async function runProgram(code: string, options: RunProgramOptions = {}): Promise<RunProgramResult> {
+  const tools = options.tools ?? {};
+  const program = new IsolateProgram({
+    code,
+    tools: Object.entries(tools).map(([name, tool]) => ({ name, parseOutputAsJson: tool.json === true })),
+    seed: options.seed ?? randomInt(2 ** 32),
+    clock: options.clock ?? Date.now(),
+    limits: resolveLimits(options.limits),
+  });
+  const calls: ToolCallRequest[] = [];
+  let event: ProgramEvent = await program.start();
+  try {
+    while (event.type === 'paused') {
+      calls.push(...event.calls);
+      const outputs = await Promise.all(
+        event.calls.map(async (call) => {
+          const value = await tools[call.tool]!.run(JSON.parse(call.argumentsJson));
+          return { seq: call.seq, output: typeof value === 'string' ? value : JSON.stringify(value) };
+        }),
+      );
+      event = await program.resume(outputs);
+    }
+  } finally {
+    program.dispose();
+  }
+  return event.type === 'completed'
+    ? { status: 'completed', result: event.result, calls, stats: event.stats }
+    : { status: 'incomplete', error: event.error, calls, stats: event.stats };
+}

@@ -1,0 +1,180 @@
+/**
+ * Every error code the emulator can produce, declared once.
+ *
+ * `API_ERRORS` are HTTP errors: each has its status and the OpenAI `type` that the SDK maps to
+ * an error class. `PROGRAM_ERRORS` are program failures: they are data, not HTTP errors, and
+ * appear in `program_output.result` as `{"error": {"code", "message"}}` with status
+ * `incomplete`. `docs/ERRORS.md` documents both tables; a test keeps it in sync.
+ */
+
+export type ApiErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'not_found_error'
+  | 'conflict_error'
+  | 'rate_limit_error'
+  | 'server_error';
+
+export interface ApiErrorDefinition {
+  readonly status: number;
+  readonly type: ApiErrorType;
+  readonly description: string;
+}
+
+export const API_ERRORS = {
+  invalid_json: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'The request body is not valid JSON (or not a JSON object).',
+  },
+  unsupported_media_type: {
+    status: 415,
+    type: 'invalid_request_error',
+    description: 'The request body is not `application/json`.',
+  },
+  request_too_large: {
+    status: 413,
+    type: 'invalid_request_error',
+    description: 'The request body exceeds `PTC_BODY_LIMIT_BYTES`.',
+  },
+  unknown_parameter: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'A parameter the Responses API does not define (top level of the request).',
+  },
+  missing_required_parameter: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'A required field is absent; `param` names it.',
+  },
+  invalid_type: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'A field has the wrong JSON type; `param` names it.',
+  },
+  invalid_value: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'A field has a value outside what it accepts; `param` names it.',
+  },
+  unsupported_parameter: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'A parameter the emulator does not implement yet with the given value.',
+  },
+  previous_response_not_found: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: '`previous_response_id` names no stored response (never stored, deleted, or `store: false`).',
+  },
+  duplicate_tool_name: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'Two tools in `tools` share a name.',
+  },
+  programmatic_tool_calling_not_enabled: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'A tool allows the `programmatic` caller but `tools` lacks `{type: "programmatic_tool_calling"}`.',
+  },
+  tool_output_missing: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'Client loop: a function call in the conversation has no `function_call_output`.',
+  },
+  tool_output_unknown_call: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'Client loop: a `function_call_output` answers a `call_id` that no function call in the conversation has.',
+  },
+  tool_output_duplicate: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'Client loop: two outputs answer the same `call_id`.',
+  },
+  caller_missing: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'Client loop: the output of a program\'s call does not copy the call\'s `caller`.',
+  },
+  caller_mismatch: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'Client loop: the output\'s `caller` differs from the call\'s `caller`.',
+  },
+  program_item_missing: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'Client loop: a call names a program whose `program` item is not in the conversation.',
+  },
+  program_item_altered: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'Client loop: a resent `program` or program call differs from what the server emitted.',
+  },
+  fingerprint_invalid: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'A `program` fingerprint is malformed, forged, altered, or sealed with an unknown key.',
+  },
+  items_out_of_order: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'Client loop: an item comes before the item it depends on (an output before its call, a call before its program).',
+  },
+  program_busy: {
+    status: 409,
+    type: 'conflict_error',
+    description: 'Another request is resuming the same program right now.',
+  },
+  response_not_found: {
+    status: 404,
+    type: 'not_found_error',
+    description: 'No stored response has this id.',
+  },
+  model_not_found: {
+    status: 404,
+    type: 'not_found_error',
+    description: 'The model is not in the emulator\'s model list (`GET /v1/models`).',
+  },
+  unknown_url: {
+    status: 404,
+    type: 'not_found_error',
+    description: 'No route for this method and path.',
+  },
+  invalid_api_key: {
+    status: 401,
+    type: 'authentication_error',
+    description: '`PTC_API_KEY` is set and the request\'s bearer token differs.',
+  },
+  server_error: {
+    status: 500,
+    type: 'server_error',
+    description: 'An unexpected failure inside the emulator; the log has the request id.',
+  },
+} as const satisfies Record<string, ApiErrorDefinition>;
+
+export type ApiErrorCode = keyof typeof API_ERRORS;
+
+export interface ProgramErrorDefinition {
+  readonly description: string;
+}
+
+export const PROGRAM_ERRORS = {
+  program_threw: { description: 'The program threw (or rejected) and did not catch it.' },
+  syntax_error: { description: 'The code does not parse as an async function body (`import` declarations included).' },
+  code_too_large: { description: 'The code exceeds `PTC_MAX_CODE_BYTES`.' },
+  cpu_time_exceeded: { description: 'The program used more CPU than `PTC_CPU_TIME_MS` across all its steps.' },
+  wall_time_exceeded: { description: 'One execution step ran longer than `PTC_STEP_WALL_TIME_MS` (waiting on the client excluded).' },
+  memory_limit_exceeded: { description: 'The isolate\'s heap passed `PTC_MEMORY_MB`.' },
+  call_limit_exceeded: { description: 'The program made more tool calls than `PTC_MAX_CALLS`.' },
+  calls_in_flight_exceeded: { description: 'More than `PTC_MAX_CALLS_IN_FLIGHT` calls were pending at once.' },
+  arguments_too_large: { description: 'One call\'s serialised arguments exceed `PTC_MAX_ARGUMENT_BYTES`.' },
+  tool_output_too_large: { description: 'A tool output delivered to the program exceeds `PTC_MAX_TOOL_OUTPUT_BYTES`.' },
+  output_limit_exceeded: { description: 'The text and images emitted exceed `PTC_MAX_OUTPUT_BYTES`.' },
+  program_stalled: { description: 'The program awaits a promise that nothing can settle: no tool call is pending.' },
+  program_expired: { description: 'The paused program is no longer held by the server (idle timeout, eviction or restart) and cannot resume.' },
+  runtime_error: { description: 'The emulator failed to run the program (an internal fault, not the program\'s).' },
+} as const satisfies Record<string, ProgramErrorDefinition>;
+
+export type ProgramErrorCode = keyof typeof PROGRAM_ERRORS;

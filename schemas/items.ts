@@ -1,0 +1,219 @@
+import { z } from 'zod';
+
+/**
+ * Conversation items: what clients send in `input` and what responses carry in `output`.
+ * Items the emulator reads are typed field by field; extra fields the SDK may add are kept
+ * (loose objects), so any item the SDK emits or `toResponseInputItems` produces is accepted.
+ */
+
+export const ProgramCaller = z.strictObject({
+  type: z.literal('program'),
+  caller_id: z.string().min(1),
+});
+export const DirectCaller = z.strictObject({ type: z.literal('direct') });
+export const Caller = z.discriminatedUnion('type', [ProgramCaller, DirectCaller]);
+export type Caller = z.infer<typeof Caller>;
+
+const ItemStatus = z.enum(['in_progress', 'completed', 'incomplete']);
+
+// ---- content parts ----------------------------------------------------------------------
+
+export const OutputText = z.looseObject({
+  type: z.literal('output_text'),
+  text: z.string(),
+  annotations: z.array(z.unknown()).optional(),
+  logprobs: z.array(z.unknown()).optional(),
+});
+const ContentPart = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('input_text'), text: z.string() }),
+  z.looseObject({ type: z.literal('input_image'), image_url: z.string().nullish(), file_id: z.string().nullish(), detail: z.enum(['low', 'high', 'auto', 'original']).optional() }),
+  z.looseObject({ type: z.literal('input_file') }),
+  OutputText,
+  z.looseObject({ type: z.literal('refusal'), refusal: z.string() }),
+]);
+export type ContentPart = z.infer<typeof ContentPart>;
+
+// ---- input items ------------------------------------------------------------------------
+
+export const MessageItem = z.looseObject({
+  type: z.literal('message'),
+  id: z.string().optional(),
+  role: z.enum(['user', 'assistant', 'system', 'developer']),
+  content: z.union([z.string(), z.array(ContentPart)]),
+  status: ItemStatus.optional(),
+});
+export type MessageItem = z.infer<typeof MessageItem>;
+
+export const ProgramItem = z.looseObject({
+  type: z.literal('program'),
+  id: z.string(),
+  call_id: z.string().min(1),
+  code: z.string(),
+  fingerprint: z.string(),
+});
+export type ProgramItem = z.infer<typeof ProgramItem>;
+
+export const ProgramOutputItem = z.looseObject({
+  type: z.literal('program_output'),
+  id: z.string().optional(),
+  call_id: z.string().min(1),
+  result: z.string(),
+  status: z.enum(['completed', 'incomplete']),
+});
+export type ProgramOutputItem = z.infer<typeof ProgramOutputItem>;
+
+export const FunctionCallItem = z.looseObject({
+  type: z.literal('function_call'),
+  id: z.string().optional(),
+  call_id: z.string().min(1),
+  name: z.string(),
+  arguments: z.string(),
+  namespace: z.string().optional(),
+  caller: Caller.nullish(),
+  status: ItemStatus.optional(),
+});
+export type FunctionCallItem = z.infer<typeof FunctionCallItem>;
+
+export const FunctionCallOutputItem = z.looseObject({
+  type: z.literal('function_call_output'),
+  id: z.string().nullish(),
+  call_id: z.string().min(1),
+  output: z.union([z.string(), z.array(ContentPart)]),
+  caller: Caller.nullish(),
+  status: ItemStatus.nullish(),
+});
+export type FunctionCallOutputItem = z.infer<typeof FunctionCallOutputItem>;
+
+export const CustomToolCallItem = z.looseObject({
+  type: z.literal('custom_tool_call'),
+  id: z.string().optional(),
+  call_id: z.string().min(1),
+  name: z.string(),
+  input: z.string(),
+  namespace: z.string().optional(),
+  caller: Caller.nullish(),
+});
+
+export const CustomToolCallOutputItem = z.looseObject({
+  type: z.literal('custom_tool_call_output'),
+  id: z.string().optional(),
+  call_id: z.string().min(1),
+  output: z.union([z.string(), z.array(ContentPart)]),
+  caller: Caller.nullish(),
+});
+
+export const ReasoningItem = z.looseObject({
+  type: z.literal('reasoning'),
+  id: z.string(),
+  summary: z.array(z.looseObject({ type: z.literal('summary_text'), text: z.string() })),
+  content: z.array(z.looseObject({ type: z.literal('reasoning_text'), text: z.string() })).optional(),
+  encrypted_content: z.string().nullish(),
+  status: ItemStatus.optional(),
+});
+export type ReasoningItem = z.infer<typeof ReasoningItem>;
+
+/** Item types the SDK knows that the emulator keeps in the conversation without acting on. */
+const KEPT_ITEM_TYPES = [
+  'item_reference',
+  'file_search_call',
+  'computer_call',
+  'computer_call_output',
+  'web_search_call',
+  'tool_search_call',
+  'tool_search_output',
+  'additional_tools',
+  'compaction',
+  'compaction_trigger',
+  'image_generation_call',
+  'code_interpreter_call',
+  'local_shell_call',
+  'local_shell_call_output',
+  'shell_call',
+  'shell_call_output',
+  'apply_patch_call',
+  'apply_patch_call_output',
+  'mcp_list_tools',
+  'mcp_approval_request',
+  'mcp_approval_response',
+  'mcp_call',
+] as const;
+export const KeptItem = z.looseObject({ type: z.enum(KEPT_ITEM_TYPES), id: z.string().nullish() });
+
+export const InputItem = z.discriminatedUnion('type', [
+  MessageItem,
+  ProgramItem,
+  ProgramOutputItem,
+  FunctionCallItem,
+  FunctionCallOutputItem,
+  CustomToolCallItem,
+  CustomToolCallOutputItem,
+  ReasoningItem,
+  ...KEPT_ITEM_TYPES.map((type) => KeptItem.extend({ type: z.literal(type) })),
+]);
+export type InputItem = z.infer<typeof InputItem>;
+
+/** Every item in a conversation carries an id once the server has seen it. */
+export type ConversationItem = InputItem & { id: string };
+
+// ---- items the emulator emits (exact shapes; the type test checks them against the SDK) ----
+
+export const EmittedProgram = z.strictObject({
+  type: z.literal('program'),
+  id: z.string(),
+  call_id: z.string(),
+  code: z.string(),
+  fingerprint: z.string(),
+});
+export type EmittedProgram = z.infer<typeof EmittedProgram>;
+
+export const EmittedFunctionCall = z.strictObject({
+  type: z.literal('function_call'),
+  id: z.string(),
+  call_id: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+  status: z.literal('completed'),
+  caller: Caller.optional(),
+});
+export type EmittedFunctionCall = z.infer<typeof EmittedFunctionCall>;
+
+export const EmittedProgramOutput = z.strictObject({
+  type: z.literal('program_output'),
+  id: z.string(),
+  call_id: z.string(),
+  result: z.string(),
+  status: z.enum(['completed', 'incomplete']),
+});
+export type EmittedProgramOutput = z.infer<typeof EmittedProgramOutput>;
+
+export const EmittedMessage = z.strictObject({
+  type: z.literal('message'),
+  id: z.string(),
+  role: z.literal('assistant'),
+  status: z.literal('completed'),
+  content: z.array(
+    z.strictObject({
+      type: z.literal('output_text'),
+      text: z.string(),
+      annotations: z.array(z.never()),
+      logprobs: z.array(z.never()),
+    }),
+  ),
+});
+export type EmittedMessage = z.infer<typeof EmittedMessage>;
+
+export const EmittedReasoning = z.strictObject({
+  type: z.literal('reasoning'),
+  id: z.string(),
+  summary: z.array(z.strictObject({ type: z.literal('summary_text'), text: z.string() })),
+});
+export type EmittedReasoning = z.infer<typeof EmittedReasoning>;
+
+export const OutputItem = z.discriminatedUnion('type', [
+  EmittedProgram,
+  EmittedFunctionCall,
+  EmittedProgramOutput,
+  EmittedMessage,
+  EmittedReasoning,
+]);
+export type OutputItem = z.infer<typeof OutputItem>;

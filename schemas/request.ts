@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import { InputItem } from './items.ts';
+import { Tool, ToolChoice } from './tools.ts';
+
+/** Metadata: at most 16 string pairs, keys up to 64 characters, values up to 512. */
+export const Metadata = z
+  .record(z.string().max(64), z.string().max(512))
+  .refine((value) => Object.keys(value).length <= 16, { message: 'at most 16 keys' });
+
+/**
+ * A message without `type` (the SDK's EasyInputMessage) is a message: give it the type so one
+ * discriminated union reads every item.
+ */
+const InputItemWithDefaultType = z.preprocess((value) => {
+  if (value && typeof value === 'object' && !Array.isArray(value) && !('type' in value) && 'role' in value) {
+    return { type: 'message', ...value };
+  }
+  return value;
+}, InputItem);
+
+/**
+ * `POST /v1/responses`. Every parameter of the SDK 6.49.0 create params is accepted; those the
+ * emulator does not act on are echoed on the Response where it has a field for them
+ * (docs/DEVIATIONS.md). Parameters outside this list are rejected, as the hosted API does.
+ */
+export const CreateResponseRequest = z.strictObject({
+  model: z.string().min(1),
+  input: z.union([z.string(), z.array(InputItemWithDefaultType)]).optional(),
+  instructions: z.string().nullish(),
+  tools: z.array(Tool).optional(),
+  tool_choice: ToolChoice.optional(),
+  parallel_tool_calls: z.boolean().nullish(),
+  store: z.boolean().nullish(),
+  previous_response_id: z.string().min(1).nullish(),
+  metadata: Metadata.nullish(),
+  stream: z.boolean().nullish(),
+  stream_options: z.looseObject({ include_obfuscation: z.boolean().optional() }).nullish(),
+  background: z.boolean().nullish(),
+  max_output_tokens: z.number().int().min(1).nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().min(0).max(1).nullish(),
+  top_logprobs: z.number().int().min(0).max(20).nullish(),
+  truncation: z.enum(['auto', 'disabled']).nullish(),
+  user: z.string().optional(),
+  safety_identifier: z.string().nullish(),
+  service_tier: z.enum(['auto', 'default', 'flex', 'scale', 'priority']).nullish(),
+  prompt_cache_key: z.string().nullish(),
+  prompt_cache_retention: z.enum(['in_memory', '24h']).nullish(),
+  prompt_cache_options: z.looseObject({}).optional(),
+  reasoning: z
+    .looseObject({
+      effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullish(),
+      summary: z.enum(['auto', 'concise', 'detailed']).nullish(),
+    })
+    .nullish(),
+  text: z.looseObject({}).optional(),
+  include: z.array(z.string()).nullish(),
+  conversation: z.union([z.string(), z.looseObject({ id: z.string() })]).nullish(),
+  context_management: z.array(z.looseObject({})).nullish(),
+  moderation: z.looseObject({}).nullish(),
+  prompt: z.looseObject({ id: z.string() }).nullish(),
+});
+export type CreateResponseRequest = z.infer<typeof CreateResponseRequest>;
+
+/** `GET /v1/responses/{id}/input_items` query. */
+export const InputItemsQuery = z.strictObject({
+  after: z.string().optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  order: z.enum(['asc', 'desc']).default('desc'),
+  include: z.union([z.string(), z.array(z.string())]).optional(),
+});
+export type InputItemsQuery = z.infer<typeof InputItemsQuery>;

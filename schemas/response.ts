@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { OutputItem } from './items.ts';
+import { Tool, ToolChoice } from './tools.ts';
+
+/**
+ * The Response object as it travels on the wire. `output_text` is absent on purpose: the SDK
+ * computes it client-side (`addOutputText`), as it does for the hosted API.
+ */
+export const ResponseObject = z.strictObject({
+  id: z.string(),
+  object: z.literal('response'),
+  created_at: z.number().int(),
+  completed_at: z.number().int().nullable(),
+  status: z.enum(['completed', 'failed', 'in_progress', 'cancelled', 'queued', 'incomplete']),
+  background: z.boolean(),
+  error: z.strictObject({ code: z.string(), message: z.string() }).nullable(),
+  incomplete_details: z.strictObject({ reason: z.enum(['max_output_tokens', 'content_filter']) }).nullable(),
+  instructions: z.string().nullable(),
+  max_output_tokens: z.number().nullable(),
+  metadata: z.record(z.string(), z.string()),
+  model: z.string(),
+  output: z.array(OutputItem),
+  parallel_tool_calls: z.boolean(),
+  previous_response_id: z.string().nullable(),
+  reasoning: z.strictObject({ effort: z.string().nullable(), summary: z.string().nullable() }),
+  service_tier: z.enum(['auto', 'default', 'flex', 'scale', 'priority']),
+  temperature: z.number(),
+  text: z.looseObject({ format: z.looseObject({ type: z.string() }) }),
+  tool_choice: ToolChoice,
+  tools: z.array(Tool),
+  top_logprobs: z.number(),
+  top_p: z.number(),
+  truncation: z.enum(['auto', 'disabled']),
+  user: z.string().optional(),
+  safety_identifier: z.string().nullable(),
+  prompt_cache_key: z.string().nullable(),
+});
+export type ResponseObject = z.infer<typeof ResponseObject>;
+
+export const DeletedResponse = z.strictObject({
+  id: z.string(),
+  object: z.literal('response.deleted'),
+  deleted: z.literal(true),
+});
+export type DeletedResponse = z.infer<typeof DeletedResponse>;
+
+/** OpenAI's error envelope, on every 4xx and 5xx. */
+export const ErrorEnvelope = z.strictObject({
+  error: z.strictObject({
+    message: z.string(),
+    type: z.string(),
+    param: z.string().nullable(),
+    code: z.string().nullable(),
+  }),
+});
+export type ErrorEnvelope = z.infer<typeof ErrorEnvelope>;
+
+export const ModelObject = z.strictObject({
+  id: z.string(),
+  object: z.literal('model'),
+  created: z.number().int(),
+  owned_by: z.string(),
+});
+export type ModelObject = z.infer<typeof ModelObject>;
+
+/** A cursor page (`/v1/models`, `/v1/responses/{id}/input_items`). */
+export function listPage<T extends z.ZodType>(item: T) {
+  return z.strictObject({
+    object: z.literal('list'),
+    data: z.array(item),
+    first_id: z.string().nullable().optional(),
+    last_id: z.string().nullable().optional(),
+    has_more: z.boolean().optional(),
+  });
+}

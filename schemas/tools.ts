@@ -1,0 +1,84 @@
+import { z } from 'zod';
+
+/** Who may call a tool: the model directly, a program, or both. Absent means direct only. */
+export const AllowedCaller = z.enum(['direct', 'programmatic']);
+export type AllowedCaller = z.infer<typeof AllowedCaller>;
+
+const AllowedCallers = z.array(AllowedCaller).nullish();
+const JsonSchemaObject = z.record(z.string(), z.unknown());
+
+export const FunctionTool = z.looseObject({
+  type: z.literal('function'),
+  name: z.string().min(1).max(128),
+  description: z.string().nullish(),
+  parameters: JsonSchemaObject.nullish(),
+  strict: z.boolean().nullish(),
+  output_schema: JsonSchemaObject.nullish(),
+  allowed_callers: AllowedCallers,
+  defer_loading: z.boolean().optional(),
+});
+export type FunctionTool = z.infer<typeof FunctionTool>;
+
+export const CustomTool = z.looseObject({
+  type: z.literal('custom'),
+  name: z.string().min(1).max(128),
+  description: z.string().optional(),
+  format: z.looseObject({ type: z.enum(['text', 'grammar']) }).optional(),
+  allowed_callers: AllowedCallers,
+  defer_loading: z.boolean().optional(),
+});
+
+export const ProgrammaticToolCallingTool = z.strictObject({
+  type: z.literal('programmatic_tool_calling'),
+});
+
+export const NamespaceTool = z.looseObject({
+  type: z.literal('namespace'),
+  name: z.string().min(1),
+  description: z.string(),
+  tools: z.array(z.looseObject({ type: z.enum(['function', 'custom']), name: z.string().min(1) })),
+});
+
+/**
+ * Tool types the SDK knows and the emulator accepts and echoes, but does not run yet
+ * (docs/DEVIATIONS.md lists them).
+ */
+const ECHOED_TOOL_TYPES = [
+  'mcp',
+  'shell',
+  'apply_patch',
+  'code_interpreter',
+  'local_shell',
+  'file_search',
+  'web_search',
+  'web_search_preview',
+  'web_search_2025_08_26',
+  'web_search_preview_2025_03_11',
+  'computer',
+  'computer_use_preview',
+  'image_generation',
+  'tool_search',
+] as const;
+
+const EchoedTool = z.looseObject({ type: z.enum(ECHOED_TOOL_TYPES) });
+
+export const Tool = z.discriminatedUnion('type', [
+  FunctionTool,
+  CustomTool,
+  ProgrammaticToolCallingTool,
+  NamespaceTool,
+  ...ECHOED_TOOL_TYPES.map((type) => EchoedTool.extend({ type: z.literal(type) })),
+]);
+export type Tool = z.infer<typeof Tool>;
+
+/** `tool_choice`: the string modes or one of the SDK's object forms. */
+export const ToolChoice = z.union([
+  z.enum(['none', 'auto', 'required']),
+  z.strictObject({ type: z.literal('function'), name: z.string() }),
+  z.strictObject({ type: z.literal('custom'), name: z.string() }),
+  z.strictObject({ type: z.literal('programmatic_tool_calling') }),
+  z.looseObject({ type: z.literal('allowed_tools'), mode: z.enum(['auto', 'required']), tools: z.array(z.looseObject({ type: z.string() })) }),
+  z.looseObject({ type: z.literal('mcp'), server_label: z.string() }),
+  z.looseObject({ type: z.enum(['apply_patch', 'shell', 'file_search', 'web_search_preview', 'computer', 'computer_use_preview', 'computer_use', 'web_search_preview_2025_03_11', 'image_generation', 'code_interpreter']) }),
+]);
+export type ToolChoice = z.infer<typeof ToolChoice>;

@@ -1,0 +1,112 @@
+import { createHash, randomBytes } from 'node:crypto';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { ProgramRuntime } from '../runtime/program-runtime.ts';
+import { ApiError } from './api-error.ts';
+import { loadConfig, type ServerConfig } from './config.ts';
+import { newId } from './ids.ts';
+import { inlineModel } from './model/inline-model.ts';
+import type { ModelFunction } from './model/model-decision.ts';
+import { loadScenarioFile, scenarioModel, type ScenarioFile } from './model/scenario-model.ts';
+import { ModelStandIn } from './model/stand-in.ts';
+import { registerHealthRoutes } from './routes/health.ts';
+import { registerModelRoutes } from './routes/models.ts';
+import { registerResponseRoutes } from './routes/responses.ts';
+import { MemoryResponseStore } from './stores/memory-store.ts';
+import type { ResponseStore } from './stores/response-store.ts';
+
+export interface BuildServerOptions {
+  /** Settings; anything absent comes from the environment (server/config.ts). */
+  readonly config?: Partial<ServerConfig>;
+  /** An in-process stand-in model, asked first each turn (tests embedding the server). */
+  readonly model?: ModelFunction;
+  /** Scenario rules, parsed or as a file path; overrides `PTC_SCENARIOS`. */
+  readonly scenarios?: ScenarioFile | string;
+  readonly store?: ResponseStore;
+  /** pino logger options, or false for none. Default: pino at the configured level. */
+  readonly logger?: FastifyServerOptions['logger'];
+}
+
+/** Routes that answer without an API key: liveness probes. */
+const PUBLIC_PATHS = new Set(['/health']);
+
+function fingerprintKey(secret: string | undefined): Buffer {
+  return secret === undefined ? randomBytes(32) : createHash('sha256').update(secret, 'utf8').digest();
+}
+
+/** Maps whatever a route or Fastify threw onto the OpenAI error envelope. */
+function toApiError(error: FastifyError | Error): ApiError | undefined {
+  if (error instanceof ApiError) return error;
+  const code = 'code' in error ? error.code : undefined;
+  const statusCode = 'statusCode' in error ? error.statusCode : undefined;
+  switch (code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('request_too_large', 'The request body is too large.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError('unsupported_media_type', 'The request body must be JSON with the header Content-Type: application/json.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError('invalid_json', 'The request body is empty; send a JSON object.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError('invalid_json', 'The request body does not match its Content-Length.');
+  }
+  if (statusCode === 400 && (error instanceof SyntaxError || /JSON|__proto__|constructor/i.test(error.message))) {
+    return new ApiError('invalid_json', `We could not parse the JSON body of your request: ${error.message}`);
+  }
+  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
+    return new ApiError('invalid_value', error.message);
+  }
+  return undefined;
+}
+
+export async function buildServer(options: BuildServerOptions = {}): Promise<FastifyInstance> {
+  const config: ServerConfig = { ...loadConfig(), ...options.config };
+  const store = options.store ?? new MemoryResponseStore();
+  const runtime = new ProgramRuntime({ pausedTtlMs: config.pausedTtlMs, maxPausedPrograms: config.maxPausedPrograms });
+
+  const chain: ModelFunction[] = [];
+  if (options.model) chain.push(options.model);
+  const scenarios = options.scenarios ?? config.scenariosPath;
+  if (scenarios !== undefined) chain.push(scenarioModel(typeof scenarios === 'string' ? loadScenarioFile(scenarios) : scenarios));
+  chain.push(inlineModel);
+
+  const app = Fastify({
+    logger: options.logger ?? { level: config.logLevel },
+    bodyLimit: config.bodyLimitBytes,
+    genReqId: () => newId('req'),
+    requestIdHeader: false,
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    if (config.apiKey === undefined || PUBLIC_PATHS.has(request.url)) return;
+    if (request.headers.authorization !== `Bearer ${config.apiKey}`) {
+      throw new ApiError('invalid_api_key', 'Incorrect API key provided. Send the key in PTC_API_KEY as Authorization: Bearer <key>.');
+    }
+  });
+
+  app.setErrorHandler((error: FastifyError | Error, request, reply) => {
+    let apiError = toApiError(error);
+    if (!apiError) {
+      request.log.error({ err: error }, 'unexpected error');
+      apiError = new ApiError('server_error', `The server had an error while processing your request (request id ${request.id}).`);
+    }
+    return reply.status(apiError.status).headers(apiError.headers).send(apiError.toEnvelope());
+  });
+
+  app.setNotFoundHandler((request) => {
+    throw new ApiError('unknown_url', `Invalid URL (${request.method} ${request.url.split('?')[0]}).`);
+  });
+
+  registerResponseRoutes(app, {
+    store,
+    clientChecks: config.clientChecks,
+    services: { runtime, standIn: new ModelStandIn(chain), fingerprintKeys: [fingerprintKey(config.fingerprintKey)], limits: config.limits },
+  });
+  registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));
+  registerHealthRoutes(app, runtime);
+
+  app.addHook('onClose', async () => {
+    await runtime.close();
+    await store.close();
+  });
+  return app;
+}

@@ -1,0 +1,81 @@
+import { LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from '../runtime/limits.ts';
+
+export type ClientChecks = 'strict' | 'lenient';
+
+/**
+ * Server settings read from the environment, declared once. The README's configuration table
+ * lists these and the limits of runtime/limits.ts; a test keeps them in step.
+ */
+export const SETTINGS = {
+  HOST: { default: '127.0.0.1', description: 'Address to listen on.' },
+  PORT: { default: '8787', description: 'Port to listen on.' },
+  LOG_LEVEL: { default: 'info', description: 'pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`.' },
+  PTC_API_KEY: { default: '', description: 'When set, requests must send `Authorization: Bearer <key>`; otherwise any key is accepted.' },
+  PTC_SCENARIOS: { default: '', description: 'Path of a scenario file (YAML or JSON) for the model stand-in.' },
+  PTC_CLIENT_CHECKS: { default: 'strict', description: '`strict` or `lenient` client-loop checks (per request: header `x-ptc-client-checks`).' },
+  PTC_MODELS: { default: 'ptc-emulator', description: 'Comma-separated model ids listed by `GET /v1/models` (requests may name any model).' },
+  PTC_PAUSED_TTL_MS: { default: '600000', description: 'How long a paused program is kept without being resumed.' },
+  PTC_MAX_PAUSED_PROGRAMS: { default: '1000', description: 'Paused programs kept at most; the least recently used are dropped first.' },
+  PTC_BODY_LIMIT_BYTES: { default: '33554432', description: 'Largest request body accepted (413 beyond).' },
+  PTC_FINGERPRINT_KEY: { default: '', description: 'Secret sealing program fingerprints (any string); a random one per process when empty.' },
+} as const;
+
+export interface ServerConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly logLevel: string;
+  readonly apiKey: string | undefined;
+  readonly scenariosPath: string | undefined;
+  readonly clientChecks: ClientChecks;
+  readonly models: readonly string[];
+  readonly pausedTtlMs: number;
+  readonly maxPausedPrograms: number;
+  readonly bodyLimitBytes: number;
+  readonly fingerprintKey: string | undefined;
+  readonly limits: ProgramLimits;
+}
+
+export class ConfigError extends Error {}
+
+function integer(env: NodeJS.ProcessEnv, name: keyof typeof SETTINGS | string, fallback: string, min: number): number {
+  const raw = env[name] ?? fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < min) throw new ConfigError(`${name} must be an integer ≥ ${min}, got "${raw}"`);
+  return value;
+}
+
+function setting(env: NodeJS.ProcessEnv, name: keyof typeof SETTINGS): string {
+  return env[name] ?? SETTINGS[name].default;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
+  const clientChecks = setting(env, 'PTC_CLIENT_CHECKS');
+  if (clientChecks !== 'strict' && clientChecks !== 'lenient') {
+    throw new ConfigError(`PTC_CLIENT_CHECKS must be "strict" or "lenient", got "${clientChecks}"`);
+  }
+  const limits: Partial<Record<LimitName, number>> = {};
+  for (const [name, definition] of Object.entries(LIMIT_DEFINITIONS) as [LimitName, (typeof LIMIT_DEFINITIONS)[LimitName]][]) {
+    if (env[definition.env] !== undefined) limits[name] = integer(env, definition.env, '', 1);
+  }
+  let resolvedLimits: ProgramLimits;
+  try {
+    resolvedLimits = resolveLimits(limits);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  const models = setting(env, 'PTC_MODELS').split(',').map((model) => model.trim()).filter(Boolean);
+  return {
+    host: setting(env, 'HOST'),
+    port: integer(env, 'PORT', SETTINGS.PORT.default, 0),
+    logLevel: setting(env, 'LOG_LEVEL'),
+    apiKey: setting(env, 'PTC_API_KEY') || undefined,
+    scenariosPath: setting(env, 'PTC_SCENARIOS') || undefined,
+    clientChecks,
+    models: models.length > 0 ? models : [SETTINGS.PTC_MODELS.default],
+    pausedTtlMs: integer(env, 'PTC_PAUSED_TTL_MS', SETTINGS.PTC_PAUSED_TTL_MS.default, 1),
+    maxPausedPrograms: integer(env, 'PTC_MAX_PAUSED_PROGRAMS', SETTINGS.PTC_MAX_PAUSED_PROGRAMS.default, 1),
+    bodyLimitBytes: integer(env, 'PTC_BODY_LIMIT_BYTES', SETTINGS.PTC_BODY_LIMIT_BYTES.default, 1024),
+    fingerprintKey: setting(env, 'PTC_FINGERPRINT_KEY') || undefined,
+    limits: resolvedLimits,
+  };
+}

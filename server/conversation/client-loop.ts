@@ -1,0 +1,264 @@
+import type {
+  ContentPart,
+  ConversationItem,
+  FunctionCallItem,
+  FunctionCallOutputItem,
+  ProgramItem,
+  ProgramOutputItem,
+} from '../../schemas/items.ts';
+import { ApiError } from '../api-error.ts';
+import type { ClientChecks } from '../config.ts';
+
+/** A program in the conversation, with the calls it made and the outputs the client sent. */
+export interface ProgramThread {
+  readonly program: ProgramItem;
+  readonly index: number;
+  readonly calls: FunctionCallItem[];
+  /** Output text by call_id. */
+  readonly outputs: Map<string, string>;
+  closedBy: ProgramOutputItem | undefined;
+}
+
+export interface DirectCall {
+  readonly call: FunctionCallItem;
+  output: string | undefined;
+}
+
+/** What the stand-in model should react to, read from the end of the conversation. */
+export type ConversationTail =
+  | { readonly kind: 'user_turn' }
+  | { readonly kind: 'after_program'; readonly output: ProgramOutputItem; readonly code: string }
+  | { readonly kind: 'after_calls'; readonly calls: readonly DirectCall[] };
+
+export interface ConversationState {
+  readonly programs: readonly ProgramThread[];
+  readonly directCalls: readonly DirectCall[];
+  readonly lastUserText: string;
+  readonly userTurns: number;
+  readonly tail: ConversationTail;
+  /** Violations a lenient check let through, for the log. */
+  readonly tolerated: readonly string[];
+}
+
+/** The text a program receives for an output: strings as they are, content parts joined. */
+export function outputText(output: string | readonly ContentPart[]): string {
+  if (typeof output === 'string') return output;
+  return output
+    .map((part) => {
+      switch (part.type) {
+        case 'input_text':
+        case 'output_text':
+          return part.text;
+        case 'input_image':
+          return `![image](${part.image_url ?? part.file_id ?? ''})`;
+        case 'refusal':
+          return part.refusal;
+        default:
+          return '';
+      }
+    })
+    .join('');
+}
+
+function messageText(content: string | readonly ContentPart[]): string {
+  return typeof content === 'string' ? content : outputText(content.filter((part) => part.type === 'input_text' || part.type === 'output_text'));
+}
+
+function callerLabel(caller: FunctionCallItem['caller']): string {
+  if (!caller) return 'no caller';
+  return caller.type === 'program' ? `{type: "program", caller_id: "${caller.caller_id}"}` : '{type: "direct"}';
+}
+
+/**
+ * Reads the conversation a request continues (stored history plus its input) the way the
+ * hosted service must: every call answered, every output answering a call, `caller` copied,
+ * program items present and in order. In `strict` mode (the default) each mistake is a 400
+ * naming it; `lenient` lets through what can be resolved unambiguously and records it.
+ */
+export function readConversation(items: readonly ConversationItem[], mode: ClientChecks): ConversationState {
+  const tolerated: string[] = [];
+  const violation = (error: ApiError, recoverable: boolean): void => {
+    if (mode === 'lenient' && recoverable) tolerated.push(`${error.code}: ${error.message}`);
+    else throw error;
+  };
+
+  const programs = new Map<string, ProgramThread>();
+  const calls = new Map<string, { call: FunctionCallItem; index: number }>();
+  const directCalls: DirectCall[] = [];
+  let lastUserText = '';
+  let userTurns = 0;
+
+  for (const [index, item] of items.entries()) {
+    const where = `input[${index}]`;
+    switch (item.type) {
+      case 'message':
+        if (item.role === 'user') {
+          lastUserText = messageText(item.content);
+          userTurns += 1;
+        }
+        break;
+      case 'program': {
+        if (programs.has(item.call_id)) {
+          throw new ApiError('program_item_altered', `${where}: program ${item.call_id} appears twice in the conversation.`, where);
+        }
+        programs.set(item.call_id, { program: item, index, calls: [], outputs: new Map(), closedBy: undefined });
+        break;
+      }
+      case 'program_output': {
+        const thread = programs.get(item.call_id);
+        if (!thread) {
+          throw new ApiError(
+            'program_item_missing',
+            `${where}: program_output for ${item.call_id}, but no program item with that call_id comes before it. Resend the program item from the response that created it.`,
+            `${where}.call_id`,
+          );
+        }
+        if (!thread.closedBy) thread.closedBy = item;
+        break;
+      }
+      case 'function_call': {
+        if (calls.has(item.call_id)) {
+          throw new ApiError('program_item_altered', `${where}: function call ${item.call_id} appears twice in the conversation.`, where);
+        }
+        calls.set(item.call_id, { call: item, index });
+        if (item.caller?.type === 'program') {
+          const thread = programs.get(item.caller.caller_id);
+          if (!thread) {
+            throw new ApiError(
+              'program_item_missing',
+              `${where}: function call ${item.call_id} was made by program ${item.caller.caller_id}, but that program item is missing from the conversation. With store: false, resend every output item in order, including the program item.`,
+              `${where}.caller.caller_id`,
+            );
+          }
+          if (thread.closedBy) {
+            violation(
+              new ApiError('items_out_of_order', `${where}: function call ${item.call_id} comes after the program_output of its program ${thread.program.call_id}.`, where),
+              true,
+            );
+          }
+          thread.calls.push(item);
+        } else {
+          directCalls.push({ call: item, output: undefined });
+        }
+        break;
+      }
+      case 'function_call_output': {
+        readOutput(item, index);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  function readOutput(item: FunctionCallOutputItem, index: number): void {
+    const where = `input[${index}]`;
+    const found = calls.get(item.call_id);
+    if (!found) {
+      const laterCall = items.slice(index + 1).find((later) => later.type === 'function_call' && later.call_id === item.call_id);
+      if (laterCall) {
+        throw new ApiError(
+          'items_out_of_order',
+          `${where}: the output for ${item.call_id} comes before its function_call. Keep items in the order the responses returned them.`,
+          where,
+        );
+      }
+      violation(
+        new ApiError(
+          'tool_output_unknown_call',
+          `No tool call found for function call output with call_id ${item.call_id} (${where}).`,
+          `${where}.call_id`,
+        ),
+        true,
+      );
+      return;
+    }
+    const { call } = found;
+    const thread = call.caller?.type === 'program' ? programs.get(call.caller.caller_id) : undefined;
+    const direct = thread ? undefined : directCalls.find((candidate) => candidate.call === call);
+    const alreadyAnswered = thread ? thread.outputs.has(call.call_id) : direct?.output !== undefined;
+    if (alreadyAnswered) {
+      violation(
+        new ApiError('tool_output_duplicate', `${where}: a second function_call_output for call_id ${call.call_id}; each call takes exactly one output.`, where),
+        true,
+      );
+      return;
+    }
+    if (call.caller?.type === 'program') {
+      if (!item.caller) {
+        violation(
+          new ApiError(
+            'caller_missing',
+            `${where}: the function_call_output for ${call.call_id} must copy caller ${callerLabel(call.caller)} from its function call, so the output reaches the program that made it.`,
+            `${where}.caller`,
+          ),
+          true,
+        );
+      } else if (item.caller.type !== 'program' || item.caller.caller_id !== call.caller.caller_id) {
+        violation(
+          new ApiError(
+            'caller_mismatch',
+            `${where}: the function_call_output for ${call.call_id} has caller ${callerLabel(item.caller)}, but its function call has caller ${callerLabel(call.caller)}. Copy caller unchanged.`,
+            `${where}.caller`,
+          ),
+          true,
+        );
+      }
+    } else if (item.caller?.type === 'program') {
+      violation(
+        new ApiError(
+          'caller_mismatch',
+          `${where}: the function_call_output for ${call.call_id} has caller ${callerLabel(item.caller)}, but its function call was made directly by the model.`,
+          `${where}.caller`,
+        ),
+        true,
+      );
+    }
+    const text = outputText(item.output);
+    if (thread) thread.outputs.set(call.call_id, text);
+    else if (direct) direct.output = text;
+  }
+
+  // Every call of a program still running, and every direct call, needs its output.
+  for (const thread of programs.values()) {
+    if (thread.closedBy) continue;
+    const unanswered = thread.calls.find((call) => !thread.outputs.has(call.call_id));
+    if (unanswered) throw missingOutput(unanswered, items);
+  }
+  const unansweredDirect = directCalls.find((direct) => direct.output === undefined);
+  if (unansweredDirect) throw missingOutput(unansweredDirect.call, items);
+
+  return {
+    programs: [...programs.values()],
+    directCalls,
+    lastUserText,
+    userTurns,
+    tail: readTail(items, programs, directCalls),
+    tolerated,
+  };
+}
+
+function missingOutput(call: FunctionCallItem, items: readonly ConversationItem[]): ApiError {
+  const index = items.indexOf(call as ConversationItem);
+  return new ApiError('tool_output_missing', `No tool output found for function call ${call.call_id}.`, index >= 0 ? `input[${index}]` : 'input');
+}
+
+/** What the model has to react to: the newest program_output or direct call outputs after the last message. */
+function readTail(
+  items: readonly ConversationItem[],
+  programs: ReadonlyMap<string, ProgramThread>,
+  directCalls: readonly DirectCall[],
+): ConversationTail {
+  const lastMessage = items.findLastIndex((item) => item.type === 'message');
+  for (let index = items.length - 1; index > lastMessage; index--) {
+    const item = items[index]!;
+    if (item.type === 'program_output') {
+      return { kind: 'after_program', output: item, code: programs.get(item.call_id)?.program.code ?? '' };
+    }
+    if (item.type === 'function_call_output' && item.caller?.type !== 'program') {
+      const answered = directCalls.filter((direct) => items.indexOf(direct.call as ConversationItem) > lastMessage);
+      return { kind: 'after_calls', calls: answered };
+    }
+  }
+  return { kind: 'user_turn' };
+}

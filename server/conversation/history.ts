@@ -1,0 +1,44 @@
+import type { ConversationItem, InputItem } from '../../schemas/items.ts';
+import type { CreateResponseRequest } from '../../schemas/request.ts';
+import { ApiError } from '../api-error.ts';
+import { newId } from '../ids.ts';
+import type { ResponseStore } from '../stores/response-store.ts';
+
+const ID_PREFIX: Readonly<Record<string, string>> = {
+  message: 'msg',
+  function_call_output: 'fco',
+  custom_tool_call_output: 'ctco',
+  program_output: 'prog_out',
+};
+
+/** The request's `input` as items, each with an id (a string input is one user message). */
+export function inputItems(input: CreateResponseRequest['input']): ConversationItem[] {
+  if (input === undefined) return [];
+  const items: InputItem[] = typeof input === 'string' ? [{ type: 'message', role: 'user', content: input }] : input;
+  return items.map((item) => ({ ...item, id: item.id ?? newId(ID_PREFIX[item.type] ?? 'item') }) as ConversationItem);
+}
+
+/**
+ * The conversation a request continues: every stored response of its `previous_response_id`
+ * chain, oldest first, each as its input items followed by its output items.
+ */
+export async function storedHistory(store: ResponseStore, previousResponseId: string | null | undefined): Promise<ConversationItem[]> {
+  if (!previousResponseId) return [];
+  const turns: ConversationItem[][] = [];
+  let id: string | null = previousResponseId;
+  while (id) {
+    const stored = await store.get(id);
+    if (!stored) {
+      throw new ApiError(
+        'previous_response_not_found',
+        id === previousResponseId
+          ? `Previous response with id '${id}' not found.`
+          : `Previous response with id '${id}' (earlier in the chain of '${previousResponseId}') not found.`,
+        'previous_response_id',
+      );
+    }
+    turns.push([...stored.inputItems, ...(stored.response.output as ConversationItem[])]);
+    id = stored.response.previous_response_id;
+  }
+  return turns.reverse().flat();
+}

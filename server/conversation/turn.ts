@@ -1,0 +1,278 @@
+import { randomInt } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import { FingerprintError, openFingerprint, sealFingerprint, sha256Hex } from '../../runtime/fingerprint.ts';
+import type { ProgramLimits } from '../../runtime/limits.ts';
+import { failureResult, type ProgramEvent } from '../../runtime/program-events.ts';
+import { ProgramBusyError, type ProgramRuntime } from '../../runtime/program-runtime.ts';
+import type { ConversationItem, EmittedFunctionCall, EmittedProgramOutput, OutputItem } from '../../schemas/items.ts';
+import type { CreateResponseRequest } from '../../schemas/request.ts';
+import { ApiError } from '../api-error.ts';
+import type { ClientChecks } from '../config.ts';
+import { newCallId, newId, programCallIds, programOutputId } from '../ids.ts';
+import type { ModelContext, ModelDecision } from '../model/model-decision.ts';
+import type { ModelStandIn } from '../model/stand-in.ts';
+import { readConversation, type ConversationState, type ProgramThread } from './client-loop.ts';
+import { callersOf, readToolSet, type ToolSet } from './tool-set.ts';
+
+export interface TurnServices {
+  readonly runtime: ProgramRuntime;
+  readonly standIn: ModelStandIn;
+  /** The key that seals new fingerprints first, then older keys still accepted. */
+  readonly fingerprintKeys: readonly Buffer[];
+  readonly limits: ProgramLimits;
+  readonly log: FastifyBaseLogger;
+}
+
+export interface TurnInput {
+  readonly request: CreateResponseRequest;
+  /** Stored history followed by this request's input, every item with an id. */
+  readonly history: readonly ConversationItem[];
+  readonly clientChecks: ClientChecks;
+  readonly headers: Readonly<Record<string, string | undefined>>;
+}
+
+/**
+ * One model turn: resume the programs the client answered, or, when none is waiting, let the
+ * stand-in model decide what to emit. Returns the response's output items.
+ */
+export async function runTurn(input: TurnInput, services: TurnServices): Promise<OutputItem[]> {
+  const toolSet = readToolSet(input.request.tools);
+  const state = readConversation(input.history, input.clientChecks);
+  for (const note of state.tolerated) services.log.warn({ clientLoop: note }, 'lenient client-loop check let a mistake through');
+
+  const output: OutputItem[] = [];
+  let ended: EmittedProgramOutput | undefined;
+  let code = '';
+  for (const thread of state.programs) {
+    if (thread.closedBy) {
+      services.runtime.dispose(thread.program.call_id);
+      continue;
+    }
+    const event = await resumeThread(thread, services);
+    const items = eventItems(thread.program.call_id, event);
+    output.push(...items);
+    const programOutput = items.find((item): item is EmittedProgramOutput => item.type === 'program_output');
+    if (programOutput) {
+      ended = programOutput;
+      code = thread.program.code;
+    }
+  }
+  if (output.some((item) => item.type === 'function_call')) return output;
+
+  const context = modelContext(input, state, toolSet);
+  if (ended) {
+    output.push(...(await finalMessage({ ...context, phase: 'after_program', program: { code, status: ended.status, result: ended.result } }, services)));
+    return output;
+  }
+  const { tail } = state;
+  if (tail.kind === 'after_program') {
+    return finalMessage({ ...context, phase: 'after_program', program: { code: tail.code, status: tail.output.status, result: tail.output.result } }, services);
+  }
+  if (tail.kind === 'after_calls') {
+    const callOutputs = tail.calls.map((direct) => ({ name: direct.call.name, arguments: direct.call.arguments, output: direct.output ?? '' }));
+    return finalMessage({ ...context, phase: 'after_calls', callOutputs }, services);
+  }
+  return applyDecision(await services.standIn.decide(context), context, input.request, toolSet, services);
+}
+
+function modelContext(input: TurnInput, state: ConversationState, toolSet: ToolSet): ModelContext {
+  return {
+    phase: 'user_turn',
+    model: input.request.model,
+    lastUserText: state.lastUserText,
+    turn: state.userTurns,
+    instructions: input.request.instructions ?? null,
+    metadata: input.request.metadata ?? {},
+    tools: toolSet.summaries,
+    programmaticToolCalling: toolSet.programmaticToolCalling,
+    headers: input.headers,
+  };
+}
+
+/** After a program or direct calls: the stand-in's final message (never another program). */
+async function finalMessage(context: ModelContext, services: TurnServices): Promise<OutputItem[]> {
+  const decision = await services.standIn.decide(context);
+  const text =
+    decision.type === 'message'
+      ? decision.text
+      : `ptc-emulator: after ${context.phase === 'after_program' ? 'a program' : 'direct calls'} the stand-in must answer with a message, but it chose ${decision.type}.`;
+  return [...reasoningItems(decision), messageItem(text)];
+}
+
+async function applyDecision(
+  decision: ModelDecision,
+  context: ModelContext,
+  request: CreateResponseRequest,
+  toolSet: ToolSet,
+  services: TurnServices,
+): Promise<OutputItem[]> {
+  const refusal = whyNot(decision, request, toolSet);
+  if (refusal) return [messageItem(refusal)];
+  const output: OutputItem[] = reasoningItems(decision);
+  if (decision.type === 'message') {
+    output.push(messageItem(decision.text));
+  } else if (decision.type === 'function_calls') {
+    for (const call of decision.calls) {
+      output.push({
+        type: 'function_call',
+        id: newId('fc'),
+        call_id: newCallId(),
+        name: call.name,
+        arguments: JSON.stringify(call.arguments ?? {}),
+        status: 'completed',
+        ...(toolSet.programmaticToolCalling ? { caller: { type: 'direct' as const } } : {}),
+      });
+    }
+  } else {
+    const programCallId = newCallId();
+    const seed = randomInt(2 ** 32);
+    const clock = Date.now();
+    const fingerprint = sealFingerprint(
+      { programCallId, codeSha256: sha256Hex(decision.code), seed, clock, limits: services.limits },
+      services.fingerprintKeys[0]!,
+    );
+    output.push({ type: 'program', id: newId('prog'), call_id: programCallId, code: decision.code, fingerprint });
+    const event = await services.runtime.start(programCallId, { code: decision.code, tools: toolSet.programTools, seed, clock, limits: services.limits });
+    logStep(services, programCallId, event);
+    const items = eventItems(programCallId, event);
+    output.push(...items);
+    const ended = items.find((item): item is EmittedProgramOutput => item.type === 'program_output');
+    if (ended) {
+      output.push(...(await finalMessage({ ...context, phase: 'after_program', program: { code: decision.code, status: ended.status, result: ended.result } }, services)));
+    }
+  }
+  return output;
+}
+
+/** Why the stand-in's decision cannot be carried out for this request, if it cannot. */
+function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet: ToolSet): string | undefined {
+  if (decision.type === 'message') return undefined;
+  const what = decision.type === 'program' ? 'run a program' : 'call tools';
+  if (request.tool_choice === 'none') return `ptc-emulator: the stand-in wanted to ${what}, but tool_choice is "none".`;
+  if (decision.type === 'program') {
+    if (!toolSet.programmaticToolCalling) {
+      return 'ptc-emulator: the stand-in wanted to run a program, but the request\'s tools have no {"type": "programmatic_tool_calling"} entry, so programs are disabled.';
+    }
+    return undefined;
+  }
+  for (const call of decision.calls) {
+    const tool = toolSet.functions.get(call.name);
+    if (!tool) return `ptc-emulator: the stand-in wanted to call '${call.name}', which is not a function tool of this request.`;
+    if (!callersOf(tool).includes('direct')) {
+      return `ptc-emulator: the stand-in wanted to call '${call.name}' directly, but its allowed_callers is ["programmatic"]: only programs may call it.`;
+    }
+  }
+  return undefined;
+}
+
+/** Checks the resent program against its fingerprint and the live program, then resumes it. */
+async function resumeThread(thread: ProgramThread, services: TurnServices): Promise<ProgramEvent> {
+  const { program } = thread;
+  const where = 'input';
+  let claims;
+  try {
+    claims = openFingerprint(program.fingerprint, services.fingerprintKeys);
+  } catch (error) {
+    if (!(error instanceof FingerprintError)) throw error;
+    throw new ApiError('fingerprint_invalid', `The fingerprint of program ${program.call_id} is invalid: ${error.message}.`, where);
+  }
+  if (claims.programCallId !== program.call_id || claims.codeSha256 !== sha256Hex(program.code)) {
+    throw new ApiError(
+      'program_item_altered',
+      `Program ${program.call_id} differs from what the server emitted: its code or call_id no longer matches its fingerprint. Resend program items unchanged.`,
+      where,
+    );
+  }
+  const pending = services.runtime.pendingCalls(program.call_id);
+  if (!pending) {
+    return {
+      type: 'incomplete',
+      error: {
+        code: 'program_expired',
+        message: `Program ${program.call_id} is no longer held by this server (idle timeout, eviction or restart) and cannot resume`,
+      },
+      stats: { cpuTimeMs: 0, steps: 0, calls: thread.calls.length },
+    };
+  }
+  const emitted = new Set<string>();
+  const lastSeq = pending.at(-1)?.seq ?? -1;
+  for (let seq = 0; seq <= lastSeq; seq++) emitted.add(programCallIds(program.call_id, seq).callId);
+  const foreign = thread.calls.find((call) => !emitted.has(call.call_id));
+  if (foreign) {
+    throw new ApiError('program_item_altered', `Function call ${foreign.call_id} names program ${program.call_id} as its caller, but that program never made it.`, where);
+  }
+  const outputs = pending.map((request) => {
+    const { callId } = programCallIds(program.call_id, request.seq);
+    const call = thread.calls.find((candidate) => candidate.call_id === callId);
+    const output = thread.outputs.get(callId);
+    if (!call || output === undefined) throw new ApiError('tool_output_missing', `No tool output found for function call ${callId}.`, where);
+    if (call.name !== request.tool || call.arguments !== request.argumentsJson) {
+      throw new ApiError(
+        'program_item_altered',
+        `Function call ${callId} differs from what program ${program.call_id} made (${request.tool} with ${request.argumentsJson}). Resend function_call items unchanged.`,
+        where,
+      );
+    }
+    return { seq: request.seq, output };
+  });
+  try {
+    const event = await services.runtime.resume(program.call_id, outputs);
+    logStep(services, program.call_id, event);
+    return event;
+  } catch (error) {
+    if (error instanceof ProgramBusyError) {
+      throw new ApiError('program_busy', `Program ${program.call_id} is being resumed by another request; retry once it answers.`);
+    }
+    throw error;
+  }
+}
+
+function logStep(services: TurnServices, programCallId: string, event: ProgramEvent): void {
+  const failure = event.type === 'incomplete' ? event.error : undefined;
+  services.log.info(
+    { program: programCallId, outcome: event.type, stats: event.stats, ...(failure ? { code: failure.code } : {}), ...(failure?.cause ? { err: failure.cause } : {}) },
+    'program step',
+  );
+}
+
+/** The items a program step adds to the response: its calls, or its program_output. */
+function eventItems(programCallId: string, event: ProgramEvent): (EmittedFunctionCall | EmittedProgramOutput)[] {
+  if (event.type === 'paused') {
+    return event.calls.map((call) => {
+      const ids = programCallIds(programCallId, call.seq);
+      return {
+        type: 'function_call',
+        id: ids.id,
+        call_id: ids.callId,
+        name: call.tool,
+        arguments: call.argumentsJson,
+        status: 'completed',
+        caller: { type: 'program', caller_id: programCallId },
+      };
+    });
+  }
+  return [
+    {
+      type: 'program_output',
+      id: programOutputId(programCallId),
+      call_id: programCallId,
+      result: event.type === 'completed' ? event.result : failureResult(event.error),
+      status: event.type === 'completed' ? 'completed' : 'incomplete',
+    },
+  ];
+}
+
+function reasoningItems(decision: ModelDecision): OutputItem[] {
+  if (decision.reasoning === undefined) return [];
+  return [{ type: 'reasoning', id: newId('rs'), summary: [{ type: 'summary_text', text: decision.reasoning }] }];
+}
+
+function messageItem(text: string): OutputItem {
+  return {
+    type: 'message',
+    id: newId('msg'),
+    role: 'assistant',
+    status: 'completed',
+    content: [{ type: 'output_text', text, annotations: [], logprobs: [] }],
+  };
+}

@@ -1,0 +1,25 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+/** `resp_…`, `msg_…`: a prefix and 48 random hex digits, like the hosted API's ids. */
+export function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(24).toString('hex')}`;
+}
+
+/**
+ * The ids of the n-th call a program makes. Derived, not random: the same program making the
+ * same call gets the same ids whether it runs live or is replayed.
+ */
+export function programCallIds(programCallId: string, seq: number): { id: string; callId: string } {
+  const digest = createHash('sha256').update(`${programCallId}\u0000${seq}`).digest('hex');
+  return { callId: `call_${digest.slice(0, 24)}`, id: `fc_${digest.slice(24, 64)}` };
+}
+
+/** The id of a program's `program_output` item, derived like its calls' ids. */
+export function programOutputId(programCallId: string): string {
+  return `prog_out_${createHash('sha256').update(`${programCallId}\u0000output`).digest('hex').slice(0, 48)}`;
+}
+
+/** `call_…` with 24 random hex digits: the call_id of a program or of a direct call. */
+export function newCallId(): string {
+  return `call_${randomBytes(12).toString('hex')}`;
+}

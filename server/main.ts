@@ -1,0 +1,36 @@
+import { buildServer } from './app.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { ScenarioError } from './model/scenario-model.ts';
+
+/** `npm start`: serve on HOST:PORT until SIGINT or SIGTERM. */
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`ptc-emulator: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  let app;
+  try {
+    app = await buildServer({ config });
+  } catch (error) {
+    if (error instanceof ScenarioError) {
+      process.stderr.write(`ptc-emulator: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      app.log.info({ signal }, 'shutting down');
+      void app.close().then(() => process.exit(0));
+    });
+  }
+  await app.listen({ host: config.host, port: config.port });
+}
+
+await main();

@@ -1,0 +1,42 @@
+import type { AllowedCaller } from '../../schemas/tools.ts';
+
+/**
+ * What the stand-in "model" sees each turn. `phase` says what it reacts to: a user message,
+ * a program that just ended, or the outputs of calls it made directly.
+ */
+export interface ModelContext {
+  readonly phase: 'user_turn' | 'after_program' | 'after_calls';
+  readonly model: string;
+  /** Text of the latest user message. */
+  readonly lastUserText: string;
+  /** How many user messages the conversation has (1 on the first turn). */
+  readonly turn: number;
+  readonly instructions: string | null;
+  readonly metadata: Readonly<Record<string, string>>;
+  /** Function tools of the request and who may call them. */
+  readonly tools: readonly { readonly name: string; readonly callers: readonly AllowedCaller[] }[];
+  /** True when the request enables programs (`{type: "programmatic_tool_calling"}`). */
+  readonly programmaticToolCalling: boolean;
+  /** In `after_program`: the program that ended. */
+  readonly program?: { readonly code: string; readonly status: 'completed' | 'incomplete'; readonly result: string };
+  /** In `after_calls`: the direct calls and their outputs, in order. */
+  readonly callOutputs?: readonly { readonly name: string; readonly arguments: string; readonly output: string }[];
+  /** Request headers, lower-cased. */
+  readonly headers: Readonly<Record<string, string | undefined>>;
+}
+
+/** What the stand-in decides to emit this turn. */
+export type ModelDecision =
+  | { readonly type: 'program'; readonly code: string; readonly reasoning?: string }
+  | {
+      readonly type: 'function_calls';
+      readonly calls: readonly { readonly name: string; readonly arguments?: Readonly<Record<string, unknown>> }[];
+      readonly reasoning?: string;
+    }
+  | { readonly type: 'message'; readonly text: string; readonly reasoning?: string };
+
+/**
+ * A stand-in model. Returning `undefined` passes the turn to the next stand-in in the chain
+ * (in-process function, then scenario file, then inline code).
+ */
+export type ModelFunction = (context: ModelContext) => ModelDecision | undefined | Promise<ModelDecision | undefined>;

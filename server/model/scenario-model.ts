@@ -1,0 +1,144 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { formatParam } from '../request-validation.ts';
+import type { ModelContext, ModelFunction } from './model-decision.ts';
+
+/** A text matcher: `/regex/flags`, or a case-insensitive substring. */
+const Matcher = z.string().min(1);
+
+const Rule = z
+  .strictObject({
+    name: z.string().optional(),
+    match: z
+      .strictObject({
+        user: Matcher.optional(),
+        model: Matcher.optional(),
+        tools: z.array(z.string()).optional(),
+        turn: z.number().int().min(1).optional(),
+        metadata: z.record(z.string(), z.string()).optional(),
+      })
+      .default({}),
+    reasoning: z.string().optional(),
+    program: z.string().min(1).optional(),
+    calls: z
+      .array(z.strictObject({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()).default({}) }))
+      .min(1)
+      .optional(),
+    message: z.string().optional(),
+  })
+  .refine((rule) => !(rule.program !== undefined && rule.calls !== undefined), {
+    message: 'a rule has either program or calls, not both',
+  })
+  .refine((rule) => rule.program !== undefined || rule.calls !== undefined || rule.message !== undefined, {
+    message: 'a rule needs program, calls or message',
+  });
+export type ScenarioRule = z.infer<typeof Rule>;
+
+export const ScenarioFile = z.strictObject({ rules: z.array(Rule).min(1) });
+export type ScenarioFile = z.infer<typeof ScenarioFile>;
+
+export class ScenarioError extends Error {}
+
+/** Reads a YAML or JSON scenario file; errors name the file and the offending field. */
+export function loadScenarioFile(path: string): ScenarioFile {
+  let document: unknown;
+  try {
+    const text = readFileSync(path, 'utf8');
+    document = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    throw new ScenarioError(`Scenario file ${path}: ${(error as Error).message}`);
+  }
+  return parseScenarios(document, path);
+}
+
+export function parseScenarios(document: unknown, source = 'scenarios'): ScenarioFile {
+  const parsed = ScenarioFile.safeParse(document);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ScenarioError(`Scenario file ${source}: ${formatParam(issue.path) || '(root)'}: ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+function textMatches(matcher: string, text: string): boolean {
+  const regex = /^\/(.*)\/([a-z]*)$/s.exec(matcher);
+  if (regex) return new RegExp(regex[1]!, regex[2]).test(text);
+  return text.toLowerCase().includes(matcher.toLowerCase());
+}
+
+function ruleMatches(rule: ScenarioRule, context: ModelContext): boolean {
+  const { match } = rule;
+  if (match.user !== undefined && !textMatches(match.user, context.lastUserText)) return false;
+  if (match.model !== undefined && !textMatches(match.model, context.model)) return false;
+  if (match.turn !== undefined && match.turn !== context.turn) return false;
+  if (match.tools?.some((name) => !context.tools.some((tool) => tool.name === name))) return false;
+  if (match.metadata && Object.entries(match.metadata).some(([key, value]) => context.metadata[key] !== value)) return false;
+  return true;
+}
+
+function lookup(value: unknown, path: readonly string[]): unknown {
+  let current = value;
+  for (const key of path) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<string, unknown>)[key];
+  }
+  return current;
+}
+
+function parsedOrText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * Fills `{{result}}`, `{{result.field}}`, `{{status}}`, `{{user}}`, `{{outputs}}`,
+ * `{{output}}` and `{{output.field}}`; a placeholder with no value becomes empty.
+ */
+export function renderTemplate(template: string, context: ModelContext): string {
+  return template.replace(/\{\{\s*([A-Za-z_][\w.]*)\s*\}\}/g, (_, expression: string) => {
+    const [head, ...path] = expression.split('.');
+    let value: unknown;
+    if (head === 'user') value = context.lastUserText;
+    else if (head === 'status') value = context.program?.status;
+    else if (head === 'result') value = path.length ? lookup(parsedOrText(context.program?.result ?? ''), path) : context.program?.result;
+    else if (head === 'outputs') value = JSON.stringify((context.callOutputs ?? []).map((call) => call.output));
+    else if (head === 'output') {
+      const first = context.callOutputs?.[0]?.output ?? '';
+      value = path.length ? lookup(parsedOrText(first), path) : first;
+    }
+    if (value === undefined || value === null) return '';
+    return typeof value === 'string' ? value : JSON.stringify(value);
+  });
+}
+
+/**
+ * Scenario stand-in: the first rule whose `match` fits the request decides the turn. On the
+ * user's turn the rule's program, direct calls or message; once its program or calls are
+ * done, its `message` template (default: the program's result, or the call outputs).
+ */
+export function scenarioModel(scenarios: ScenarioFile): ModelFunction {
+  return (context) => {
+    const rule = scenarios.rules.find((candidate) => ruleMatches(candidate, context));
+    if (!rule) return undefined;
+    const reasoning = rule.reasoning === undefined ? {} : { reasoning: rule.reasoning };
+    switch (context.phase) {
+      case 'user_turn':
+        if (rule.program !== undefined) return { type: 'program', code: rule.program, ...reasoning };
+        if (rule.calls !== undefined) return { type: 'function_calls', calls: rule.calls, ...reasoning };
+        return { type: 'message', text: renderTemplate(rule.message ?? '', context) };
+      case 'after_program':
+        if (rule.program === undefined) return undefined;
+        return { type: 'message', text: rule.message === undefined ? (context.program?.result ?? '') : renderTemplate(rule.message, context) };
+      case 'after_calls':
+        if (rule.calls === undefined) return undefined;
+        return {
+          type: 'message',
+          text: rule.message === undefined ? (context.callOutputs ?? []).map((call) => call.output).join('\n') : renderTemplate(rule.message, context),
+        };
+    }
+  };
+}

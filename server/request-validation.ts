@@ -1,0 +1,74 @@
+import type { z } from 'zod';
+import { ApiError } from './api-error.ts';
+
+/** `input[2].call_id` style, as OpenAI names parameters in its errors. */
+export function formatParam(path: readonly PropertyKey[]): string {
+  let param = '';
+  for (const segment of path) {
+    if (typeof segment === 'number') param += `[${segment}]`;
+    else param += param === '' ? String(segment) : `.${String(segment)}`;
+  }
+  return param;
+}
+
+function describeJsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'an integer' : 'a number';
+  if (typeof value === 'object') return 'an object';
+  return `a ${typeof value}`;
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let value = root;
+  for (const segment of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<PropertyKey, unknown>)[segment];
+  }
+  return value;
+}
+
+/** Follows a union's failed branches to the issue that the value's own `type` selects. */
+function deepestIssue(issue: z.core.$ZodIssue): z.core.$ZodIssue {
+  if (issue.code === 'invalid_union' && 'errors' in issue && issue.errors.length > 0) {
+    const candidates = issue.errors.map((branch) => branch[0]).filter((inner): inner is z.core.$ZodIssue => inner !== undefined);
+    const best = candidates.sort((a, b) => b.path.length - a.path.length)[0];
+    if (best) return deepestIssue({ ...best, path: [...issue.path, ...best.path] });
+  }
+  return issue;
+}
+
+/** Turns the first zod issue into the 400 an OpenAI client expects, naming the parameter. */
+export function toApiError(error: z.ZodError, body: unknown): ApiError {
+  const first = error.issues[0];
+  if (!first) return new ApiError('invalid_value', 'Invalid request');
+  const issue = deepestIssue(first);
+  const path = issue.path;
+  if (issue.code === 'unrecognized_keys') {
+    const key = issue.keys[0] ?? '';
+    const param = formatParam([...path, key]);
+    return new ApiError('unknown_parameter', `Unknown parameter: '${param}'.`, param);
+  }
+  const param = formatParam(path);
+  const value = valueAt(body, path);
+  if (path.length === 0) return new ApiError('invalid_json', 'The request body must be a JSON object.');
+  if (issue.code === 'invalid_type') {
+    if (value === undefined) return new ApiError('missing_required_parameter', `Missing required parameter: '${param}'.`, param);
+    return new ApiError(
+      'invalid_type',
+      `Invalid type for '${param}': expected ${issue.expected}, but got ${describeJsonType(value)} instead.`,
+      param,
+    );
+  }
+  if (issue.code === 'invalid_value' || (issue.code === 'invalid_union' && path[path.length - 1] === 'type')) {
+    const allowed = 'values' in issue ? ` Supported values are: ${issue.values.map((v) => `'${String(v)}'`).join(', ')}.` : '';
+    return new ApiError('invalid_value', `Invalid value for '${param}': ${JSON.stringify(value)}.${allowed}`, param);
+  }
+  return new ApiError('invalid_value', `Invalid value for '${param}': ${issue.message}.`, param);
+}
+
+export function parseOrThrow<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw toApiError(parsed.error, body);
+  return parsed.data;
+}

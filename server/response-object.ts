@@ -1,0 +1,46 @@
+import type { OutputItem } from '../schemas/items.ts';
+import type { CreateResponseRequest } from '../schemas/request.ts';
+import type { ResponseObject } from '../schemas/response.ts';
+import type { Tool } from '../schemas/tools.ts';
+
+/**
+ * Function tools as the hosted API echoes them: `parameters` and `strict` always present
+ * (strict defaults to true in the Responses API).
+ */
+function echoTool(tool: Tool): Tool {
+  if (tool.type !== 'function') return tool;
+  return { ...tool, parameters: tool.parameters ?? null, strict: tool.strict ?? true };
+}
+
+/** The Response object for a finished turn, echoing the request's parameters. */
+export function buildResponse(id: string, request: CreateResponseRequest, output: OutputItem[], createdAt: number): ResponseObject {
+  return {
+    id,
+    object: 'response',
+    created_at: createdAt,
+    completed_at: Math.floor(Date.now() / 1000),
+    status: 'completed',
+    background: request.background ?? false,
+    error: null,
+    incomplete_details: null,
+    instructions: request.instructions ?? null,
+    max_output_tokens: request.max_output_tokens ?? null,
+    metadata: request.metadata ?? {},
+    model: request.model,
+    output,
+    parallel_tool_calls: request.parallel_tool_calls ?? true,
+    previous_response_id: request.previous_response_id ?? null,
+    reasoning: { effort: request.reasoning?.effort ?? null, summary: request.reasoning?.summary ?? null },
+    service_tier: request.service_tier === 'auto' || !request.service_tier ? 'default' : request.service_tier,
+    temperature: request.temperature ?? 1,
+    text: { format: { type: 'text' }, verbosity: 'medium', ...request.text },
+    tool_choice: request.tool_choice ?? 'auto',
+    tools: (request.tools ?? []).map(echoTool),
+    top_logprobs: request.top_logprobs ?? 0,
+    top_p: request.top_p ?? 1,
+    truncation: request.truncation ?? 'disabled',
+    ...(request.user !== undefined ? { user: request.user } : {}),
+    safety_identifier: request.safety_identifier ?? null,
+    prompt_cache_key: request.prompt_cache_key ?? null,
+  };
+}

@@ -1,0 +1,21 @@
+import type { ConversationItem } from '../../schemas/items.ts';
+import type { ResponseObject } from '../../schemas/response.ts';
+
+/** A response kept for `store: true`: the Response itself and the input items of its request. */
+export interface StoredResponse {
+  readonly response: ResponseObject;
+  /** This request's own input items (with ids), oldest first; earlier turns live on earlier responses. */
+  readonly inputItems: readonly ConversationItem[];
+}
+
+/**
+ * Where `store: true` responses live. Asynchronous so durable stores fit behind it; every
+ * implementation must return what was put, unchanged, until it is deleted.
+ */
+export interface ResponseStore {
+  get(id: string): Promise<StoredResponse | undefined>;
+  put(stored: StoredResponse): Promise<void>;
+  /** True when something was deleted. */
+  delete(id: string): Promise<boolean>;
+  close(): Promise<void>;
+}
