@@ -55,18 +55,13 @@ export class ProgramRuntime {
     return this.#settle(programId, entry, program.start());
   }
 
-  /** True when the program is paused here and can be resumed without replay. */
-  isPaused(programId: string): boolean {
-    return this.#live.has(programId);
-  }
-
   /** The calls a live program is paused on, or undefined if it is not held here. */
   pendingCalls(programId: string): readonly ToolCallRequest[] | undefined {
-    return this.#live.get(programId)?.program.pendingCalls;
+    return this.#get(programId)?.program.pendingCalls;
   }
 
   async resume(programId: string, outputs: readonly ToolCallOutput[]): Promise<ProgramEvent> {
-    const entry = this.#live.get(programId);
+    const entry = this.#get(programId);
     if (!entry) throw new ProgramNotFoundError(programId);
     if (entry.busy) throw new ProgramBusyError(programId);
     entry.busy = true;
@@ -83,6 +78,20 @@ export class ProgramRuntime {
   async close(): Promise<void> {
     clearInterval(this.#sweeper);
     for (const programId of [...this.#live.keys()]) this.dispose(programId);
+  }
+
+  /** A live program, unless its TTL ran out: expiry is exact, the sweeper only frees memory sooner. */
+  #get(programId: string): LiveProgram | undefined {
+    const entry = this.#live.get(programId);
+    if (entry && !entry.busy && this.#expired(entry)) {
+      this.dispose(programId);
+      return undefined;
+    }
+    return entry;
+  }
+
+  #expired(entry: LiveProgram): boolean {
+    return Date.now() - entry.lastUsed > this.#options.pausedTtlMs;
   }
 
   async #settle(programId: string, entry: LiveProgram, step: Promise<ProgramEvent>): Promise<ProgramEvent> {
@@ -109,9 +118,8 @@ export class ProgramRuntime {
   }
 
   #sweep(): void {
-    const expired = Date.now() - this.#options.pausedTtlMs;
     for (const [programId, entry] of this.#live) {
-      if (!entry.busy && entry.lastUsed < expired) this.dispose(programId);
+      if (!entry.busy && this.#expired(entry)) this.dispose(programId);
     }
   }
 }

@@ -7,6 +7,32 @@ export const Metadata = z
   .record(z.string().max(64), z.string().max(512))
   .refine((value) => Object.keys(value).length <= 16, { message: 'at most 16 keys' });
 
+/** `reasoning`: accepted and echoed; the stand-in does not reason. */
+export const ReasoningConfig = z.looseObject({
+  effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max']).nullish(),
+  summary: z.enum(['auto', 'concise', 'detailed']).nullish(),
+  generate_summary: z.enum(['auto', 'concise', 'detailed']).nullish(),
+  context: z.enum(['auto', 'current_turn', 'all_turns']).nullish(),
+});
+
+/** `text`: the output format, accepted and echoed (the stand-in writes plain text). */
+export const TextConfig = z.strictObject({
+  format: z
+    .discriminatedUnion('type', [
+      z.strictObject({ type: z.literal('text') }),
+      z.strictObject({ type: z.literal('json_object') }),
+      z.strictObject({
+        type: z.literal('json_schema'),
+        name: z.string().min(1).max(64),
+        schema: z.record(z.string(), z.unknown()),
+        description: z.string().optional(),
+        strict: z.boolean().nullish(),
+      }),
+    ])
+    .optional(),
+  verbosity: z.enum(['low', 'medium', 'high']).nullish(),
+});
+
 /**
  * A message without `type` (the SDK's EasyInputMessage) is a message: give it the type so one
  * discriminated union reads every item.
@@ -47,13 +73,8 @@ export const CreateResponseRequest = z.strictObject({
   prompt_cache_key: z.string().nullish(),
   prompt_cache_retention: z.enum(['in_memory', '24h']).nullish(),
   prompt_cache_options: z.looseObject({}).optional(),
-  reasoning: z
-    .looseObject({
-      effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullish(),
-      summary: z.enum(['auto', 'concise', 'detailed']).nullish(),
-    })
-    .nullish(),
-  text: z.looseObject({}).optional(),
+  reasoning: ReasoningConfig.nullish(),
+  text: TextConfig.optional(),
   include: z.array(z.string()).nullish(),
   conversation: z.union([z.string(), z.looseObject({ id: z.string() })]).nullish(),
   context_management: z.array(z.looseObject({})).nullish(),

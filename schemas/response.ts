@@ -1,6 +1,31 @@
 import { z } from 'zod';
 import { OutputItem } from './items.ts';
-import { Tool, ToolChoice } from './tools.ts';
+import { ReasoningConfig, TextConfig } from './request.ts';
+import { ResponseTool, ToolChoice } from './tools.ts';
+
+/** `Response.error.code`: the values the SDK 6.49.0 declares. */
+export const ResponseErrorCode = z.enum([
+  'server_error',
+  'rate_limit_exceeded',
+  'invalid_prompt',
+  'data_residency_mismatch',
+  'bio_policy',
+  'vector_store_timeout',
+  'invalid_image',
+  'invalid_image_format',
+  'invalid_base64_image',
+  'invalid_image_url',
+  'image_too_large',
+  'image_too_small',
+  'image_parse_error',
+  'image_content_policy_violation',
+  'invalid_image_mode',
+  'image_file_too_large',
+  'unsupported_image_media_type',
+  'empty_image_file',
+  'failed_to_download_image',
+  'image_file_not_found',
+]);
 
 /**
  * The Response object as it travels on the wire. `output_text` is absent on purpose: the SDK
@@ -13,7 +38,7 @@ export const ResponseObject = z.strictObject({
   completed_at: z.number().int().nullable(),
   status: z.enum(['completed', 'failed', 'in_progress', 'cancelled', 'queued', 'incomplete']),
   background: z.boolean(),
-  error: z.strictObject({ code: z.string(), message: z.string() }).nullable(),
+  error: z.strictObject({ code: ResponseErrorCode, message: z.string() }).nullable(),
   incomplete_details: z.strictObject({ reason: z.enum(['max_output_tokens', 'content_filter']) }).nullable(),
   instructions: z.string().nullable(),
   max_output_tokens: z.number().nullable(),
@@ -22,12 +47,12 @@ export const ResponseObject = z.strictObject({
   output: z.array(OutputItem),
   parallel_tool_calls: z.boolean(),
   previous_response_id: z.string().nullable(),
-  reasoning: z.strictObject({ effort: z.string().nullable(), summary: z.string().nullable() }),
+  reasoning: z.strictObject({ effort: ReasoningConfig.shape.effort.unwrap(), summary: ReasoningConfig.shape.summary.unwrap() }),
   service_tier: z.enum(['auto', 'default', 'flex', 'scale', 'priority']),
   temperature: z.number(),
-  text: z.looseObject({ format: z.looseObject({ type: z.string() }) }),
+  text: TextConfig,
   tool_choice: ToolChoice,
-  tools: z.array(Tool),
+  tools: z.array(ResponseTool),
   top_logprobs: z.number(),
   top_p: z.number(),
   truncation: z.enum(['auto', 'disabled']),

@@ -62,14 +62,26 @@ const ECHOED_TOOL_TYPES = [
 
 const EchoedTool = z.looseObject({ type: z.enum(ECHOED_TOOL_TYPES) });
 
-export const Tool = z.discriminatedUnion('type', [
-  FunctionTool,
+const NON_FUNCTION_TOOLS = [
   CustomTool,
   ProgrammaticToolCallingTool,
   NamespaceTool,
   ...ECHOED_TOOL_TYPES.map((type) => EchoedTool.extend({ type: z.literal(type) })),
-]);
+] as const;
+
+export const Tool = z.discriminatedUnion('type', [FunctionTool, ...NON_FUNCTION_TOOLS]);
 export type Tool = z.infer<typeof Tool>;
+
+/** A function tool as Responses echo it: `parameters` and `strict` always present. */
+export const EchoedFunctionTool = FunctionTool.extend({
+  parameters: z.record(z.string(), z.unknown()).nullable(),
+  strict: z.boolean().nullable(),
+});
+export type EchoedFunctionTool = z.infer<typeof EchoedFunctionTool>;
+
+/** `Response.tools`: the request's tools, function tools completed as the hosted API does. */
+export const ResponseTool = z.discriminatedUnion('type', [EchoedFunctionTool, ...NON_FUNCTION_TOOLS]);
+export type ResponseTool = z.infer<typeof ResponseTool>;
 
 /** `tool_choice`: the string modes or one of the SDK's object forms. */
 export const ToolChoice = z.union([

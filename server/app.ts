@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { z } from 'zod';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { ProgramRuntime } from '../runtime/program-runtime.ts';
 import { ApiError } from './api-error.ts';
@@ -6,7 +7,7 @@ import { loadConfig, type ServerConfig } from './config.ts';
 import { newId } from './ids.ts';
 import { inlineModel } from './model/inline-model.ts';
 import type { ModelFunction } from './model/model-decision.ts';
-import { loadScenarioFile, scenarioModel, type ScenarioFile } from './model/scenario-model.ts';
+import { loadScenarioFile, parseScenarios, scenarioModel, ScenarioFile } from './model/scenario-model.ts';
 import { ModelStandIn } from './model/stand-in.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerModelRoutes } from './routes/models.ts';
@@ -19,8 +20,8 @@ export interface BuildServerOptions {
   readonly config?: Partial<ServerConfig>;
   /** An in-process stand-in model, asked first each turn (tests embedding the server). */
   readonly model?: ModelFunction;
-  /** Scenario rules, parsed or as a file path; overrides `PTC_SCENARIOS`. */
-  readonly scenarios?: ScenarioFile | string;
+  /** Scenario rules, as an object or a file path; overrides `PTC_SCENARIOS`. Validated either way. */
+  readonly scenarios?: z.input<typeof ScenarioFile> | string;
   readonly store?: ResponseStore;
   /** pino logger options, or false for none. Default: pino at the configured level. */
   readonly logger?: FastifyServerOptions['logger'];
@@ -34,13 +35,13 @@ function fingerprintKey(secret: string | undefined): Buffer {
 }
 
 /** Maps whatever a route or Fastify threw onto the OpenAI error envelope. */
-function toApiError(error: FastifyError | Error): ApiError | undefined {
+function toApiError(error: FastifyError | Error, bodyLimitBytes: number): ApiError | undefined {
   if (error instanceof ApiError) return error;
   const code = 'code' in error ? error.code : undefined;
   const statusCode = 'statusCode' in error ? error.statusCode : undefined;
   switch (code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError('request_too_large', 'The request body is too large.');
+      return new ApiError('request_too_large', `The request body exceeds the limit of ${bodyLimitBytes} bytes (PTC_BODY_LIMIT_BYTES).`);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ApiError('unsupported_media_type', 'The request body must be JSON with the header Content-Type: application/json.');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
@@ -65,7 +66,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   const chain: ModelFunction[] = [];
   if (options.model) chain.push(options.model);
   const scenarios = options.scenarios ?? config.scenariosPath;
-  if (scenarios !== undefined) chain.push(scenarioModel(typeof scenarios === 'string' ? loadScenarioFile(scenarios) : scenarios));
+  if (scenarios !== undefined) chain.push(scenarioModel(typeof scenarios === 'string' ? loadScenarioFile(scenarios) : parseScenarios(scenarios)));
   chain.push(inlineModel);
 
   const app = Fastify({
@@ -75,16 +76,19 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     requestIdHeader: false,
   });
 
+  // Bodies are JSON only: Fastify would otherwise read text/plain into a string.
+  app.removeContentTypeParser('text/plain');
+
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
-    if (config.apiKey === undefined || PUBLIC_PATHS.has(request.url)) return;
+    if (config.apiKey === undefined || PUBLIC_PATHS.has(request.url.split('?')[0]!)) return;
     if (request.headers.authorization !== `Bearer ${config.apiKey}`) {
       throw new ApiError('invalid_api_key', 'Incorrect API key provided. Send the key in PTC_API_KEY as Authorization: Bearer <key>.');
     }
   });
 
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {
-    let apiError = toApiError(error);
+    let apiError = toApiError(error, config.bodyLimitBytes);
     if (!apiError) {
       request.log.error({ err: error }, 'unexpected error');
       apiError = new ApiError('server_error', `The server had an error while processing your request (request id ${request.id}).`);

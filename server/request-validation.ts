@@ -38,6 +38,19 @@ function deepestIssue(issue: z.core.$ZodIssue): z.core.$ZodIssue {
   return issue;
 }
 
+/** True when a union failed because the value's JSON type fits none of its branches. */
+function everyBranchInvalidType(issue: z.core.$ZodIssue): boolean {
+  return issue.code === 'invalid_union' && issue.errors.length > 0 && issue.errors.every((branch) => branch.length === 1 && branch[0]?.code === 'invalid_type' && branch[0].path.length === 0);
+}
+
+/** `a string` or `one of string, array`, for a type issue or a union of them. */
+function expectedTypes(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'invalid_type') return issue.expected;
+  if (issue.code !== 'invalid_union') return 'another type';
+  const types = [...new Set(issue.errors.map((branch) => (branch[0]?.code === 'invalid_type' ? branch[0].expected : '')).filter(Boolean))];
+  return types.length === 1 ? types[0]! : `one of ${types.join(', ')}`;
+}
+
 /** Turns the first zod issue into the 400 an OpenAI client expects, naming the parameter. */
 export function toApiError(error: z.ZodError, body: unknown): ApiError {
   const first = error.issues[0];
@@ -52,13 +65,9 @@ export function toApiError(error: z.ZodError, body: unknown): ApiError {
   const param = formatParam(path);
   const value = valueAt(body, path);
   if (path.length === 0) return new ApiError('invalid_json', 'The request body must be a JSON object.');
-  if (issue.code === 'invalid_type') {
+  if (issue.code === 'invalid_type' || (first.code === 'invalid_union' && everyBranchInvalidType(first))) {
     if (value === undefined) return new ApiError('missing_required_parameter', `Missing required parameter: '${param}'.`, param);
-    return new ApiError(
-      'invalid_type',
-      `Invalid type for '${param}': expected ${issue.expected}, but got ${describeJsonType(value)} instead.`,
-      param,
-    );
+    return new ApiError('invalid_type', `Invalid type for '${param}': expected ${expectedTypes(first)}, but got ${describeJsonType(value)} instead.`, param);
   }
   if (issue.code === 'invalid_value' || (issue.code === 'invalid_union' && path[path.length - 1] === 'type')) {
     const allowed = 'values' in issue ? ` Supported values are: ${issue.values.map((v) => `'${String(v)}'`).join(', ')}.` : '';

@@ -1,13 +1,13 @@
 import type { OutputItem } from '../schemas/items.ts';
 import type { CreateResponseRequest } from '../schemas/request.ts';
 import type { ResponseObject } from '../schemas/response.ts';
-import type { Tool } from '../schemas/tools.ts';
+import type { ResponseTool, Tool } from '../schemas/tools.ts';
 
 /**
  * Function tools as the hosted API echoes them: `parameters` and `strict` always present
  * (strict defaults to true in the Responses API).
  */
-function echoTool(tool: Tool): Tool {
+function echoTool(tool: Tool): ResponseTool {
   if (tool.type !== 'function') return tool;
   return { ...tool, parameters: tool.parameters ?? null, strict: tool.strict ?? true };
 }

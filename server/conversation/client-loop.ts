@@ -27,6 +27,8 @@ export interface DirectCall {
 /** What the stand-in model should react to, read from the end of the conversation. */
 export type ConversationTail =
   | { readonly kind: 'user_turn' }
+  /** The last message is the assistant's and nothing new follows it. */
+  | { readonly kind: 'answered' }
   | { readonly kind: 'after_program'; readonly output: ProgramOutputItem; readonly code: string }
   | { readonly kind: 'after_calls'; readonly calls: readonly DirectCall[] };
 
@@ -75,8 +77,16 @@ function callerLabel(caller: FunctionCallItem['caller']): string {
  * program items present and in order. In `strict` mode (the default) each mistake is a 400
  * naming it; `lenient` lets through what can be resolved unambiguously and records it.
  */
-export function readConversation(items: readonly ConversationItem[], mode: ClientChecks): ConversationState {
+export function readConversation(items: readonly ConversationItem[], mode: ClientChecks, inputStart = 0): ConversationState {
   const tolerated: string[] = [];
+  /** Where an item is, for messages and `param`: `input[i]` of this request, or a stored item. */
+  const locate = (index: number, field?: string): { where: string; param: string } => {
+    if (index < inputStart) return { where: `stored item ${items[index]?.id ?? index}`, param: 'previous_response_id' };
+    const where = `input[${index - inputStart}]`;
+    return { where, param: field === undefined ? where : `${where}.${field}` };
+  };
+  const comesLater = (index: number, type: string, callId: string): boolean =>
+    items.slice(index + 1).some((later) => later.type === type && 'call_id' in later && later.call_id === callId);
   const violation = (error: ApiError, recoverable: boolean): void => {
     if (mode === 'lenient' && recoverable) tolerated.push(`${error.code}: ${error.message}`);
     else throw error;
@@ -89,7 +99,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
   let userTurns = 0;
 
   for (const [index, item] of items.entries()) {
-    const where = `input[${index}]`;
+    const { where, param } = locate(index);
     switch (item.type) {
       case 'message':
         if (item.role === 'user') {
@@ -99,18 +109,21 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         break;
       case 'program': {
         if (programs.has(item.call_id)) {
-          throw new ApiError('program_item_altered', `${where}: program ${item.call_id} appears twice in the conversation.`, where);
+          throw new ApiError('program_item_altered', `${where}: program ${item.call_id} appears twice in the conversation.`, param);
         }
         programs.set(item.call_id, { program: item, index, calls: [], outputs: new Map(), closedBy: undefined });
         break;
       }
       case 'program_output': {
         const thread = programs.get(item.call_id);
+        if (!thread && comesLater(index, 'program', item.call_id)) {
+          throw new ApiError('items_out_of_order', `${where}: program_output for ${item.call_id} comes before its program item. Keep items in the order the responses returned them.`, param);
+        }
         if (!thread) {
           throw new ApiError(
             'program_item_missing',
-            `${where}: program_output for ${item.call_id}, but no program item with that call_id comes before it. Resend the program item from the response that created it.`,
-            `${where}.call_id`,
+            `${where}: program_output for ${item.call_id}, but the conversation has no program item with that call_id. Resend the program item from the response that created it.`,
+            locate(index, 'call_id').param,
           );
         }
         if (!thread.closedBy) thread.closedBy = item;
@@ -118,21 +131,28 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
       }
       case 'function_call': {
         if (calls.has(item.call_id)) {
-          throw new ApiError('program_item_altered', `${where}: function call ${item.call_id} appears twice in the conversation.`, where);
+          throw new ApiError('program_item_altered', `${where}: function call ${item.call_id} appears twice in the conversation.`, param);
         }
         calls.set(item.call_id, { call: item, index });
         if (item.caller?.type === 'program') {
           const thread = programs.get(item.caller.caller_id);
+          if (!thread && comesLater(index, 'program', item.caller.caller_id)) {
+            throw new ApiError(
+              'items_out_of_order',
+              `${where}: function call ${item.call_id} comes before the program item ${item.caller.caller_id} that made it. Keep items in the order the responses returned them.`,
+              param,
+            );
+          }
           if (!thread) {
             throw new ApiError(
               'program_item_missing',
               `${where}: function call ${item.call_id} was made by program ${item.caller.caller_id}, but that program item is missing from the conversation. With store: false, resend every output item in order, including the program item.`,
-              `${where}.caller.caller_id`,
+              locate(index, 'caller.caller_id').param,
             );
           }
           if (thread.closedBy) {
             violation(
-              new ApiError('items_out_of_order', `${where}: function call ${item.call_id} comes after the program_output of its program ${thread.program.call_id}.`, where),
+              new ApiError('items_out_of_order', `${where}: function call ${item.call_id} comes after the program_output of its program ${thread.program.call_id}.`, param),
               true,
             );
           }
@@ -152,22 +172,21 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
   }
 
   function readOutput(item: FunctionCallOutputItem, index: number): void {
-    const where = `input[${index}]`;
+    const { where, param } = locate(index);
     const found = calls.get(item.call_id);
     if (!found) {
-      const laterCall = items.slice(index + 1).find((later) => later.type === 'function_call' && later.call_id === item.call_id);
-      if (laterCall) {
+      if (comesLater(index, 'function_call', item.call_id)) {
         throw new ApiError(
           'items_out_of_order',
           `${where}: the output for ${item.call_id} comes before its function_call. Keep items in the order the responses returned them.`,
-          where,
+          param,
         );
       }
       violation(
         new ApiError(
           'tool_output_unknown_call',
           `No tool call found for function call output with call_id ${item.call_id} (${where}).`,
-          `${where}.call_id`,
+          locate(index, 'call_id').param,
         ),
         true,
       );
@@ -179,7 +198,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     const alreadyAnswered = thread ? thread.outputs.has(call.call_id) : direct?.output !== undefined;
     if (alreadyAnswered) {
       violation(
-        new ApiError('tool_output_duplicate', `${where}: a second function_call_output for call_id ${call.call_id}; each call takes exactly one output.`, where),
+        new ApiError('tool_output_duplicate', `${where}: a second function_call_output for call_id ${call.call_id}; each call takes exactly one output.`, param),
         true,
       );
       return;
@@ -190,7 +209,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
           new ApiError(
             'caller_missing',
             `${where}: the function_call_output for ${call.call_id} must copy caller ${callerLabel(call.caller)} from its function call, so the output reaches the program that made it.`,
-            `${where}.caller`,
+            locate(index, 'caller').param,
           ),
           true,
         );
@@ -199,7 +218,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
           new ApiError(
             'caller_mismatch',
             `${where}: the function_call_output for ${call.call_id} has caller ${callerLabel(item.caller)}, but its function call has caller ${callerLabel(call.caller)}. Copy caller unchanged.`,
-            `${where}.caller`,
+            locate(index, 'caller').param,
           ),
           true,
         );
@@ -209,7 +228,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         new ApiError(
           'caller_mismatch',
           `${where}: the function_call_output for ${call.call_id} has caller ${callerLabel(item.caller)}, but its function call was made directly by the model.`,
-          `${where}.caller`,
+          locate(index, 'caller').param,
         ),
         true,
       );
@@ -223,10 +242,15 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
   for (const thread of programs.values()) {
     if (thread.closedBy) continue;
     const unanswered = thread.calls.find((call) => !thread.outputs.has(call.call_id));
-    if (unanswered) throw missingOutput(unanswered, items);
+    if (unanswered) throw missingOutput(unanswered);
   }
   const unansweredDirect = directCalls.find((direct) => direct.output === undefined);
-  if (unansweredDirect) throw missingOutput(unansweredDirect.call, items);
+  if (unansweredDirect) throw missingOutput(unansweredDirect.call);
+
+  function missingOutput(call: FunctionCallItem): ApiError {
+    const index = items.indexOf(call as ConversationItem);
+    return new ApiError('tool_output_missing', `No tool output found for function call ${call.call_id}.`, index >= 0 ? locate(index).param : 'input');
+  }
 
   return {
     programs: [...programs.values()],
@@ -236,11 +260,6 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     tail: readTail(items, programs, directCalls),
     tolerated,
   };
-}
-
-function missingOutput(call: FunctionCallItem, items: readonly ConversationItem[]): ApiError {
-  const index = items.indexOf(call as ConversationItem);
-  return new ApiError('tool_output_missing', `No tool output found for function call ${call.call_id}.`, index >= 0 ? `input[${index}]` : 'input');
 }
 
 /** What the model has to react to: the newest program_output or direct call outputs after the last message. */
@@ -260,5 +279,6 @@ function readTail(
       return { kind: 'after_calls', calls: answered };
     }
   }
-  return { kind: 'user_turn' };
+  const last = items[lastMessage];
+  return last?.type === 'message' && last.role === 'assistant' ? { kind: 'answered' } : { kind: 'user_turn' };
 }

@@ -14,6 +14,9 @@ import type { ModelStandIn } from '../model/stand-in.ts';
 import { readConversation, type ConversationState, type ProgramThread } from './client-loop.ts';
 import { callersOf, readToolSet, type ToolSet } from './tool-set.ts';
 
+const NOTHING_TO_ANSWER =
+  'ptc-emulator: the conversation ends with an assistant message and has no new user message, program output or tool output to answer.';
+
 export interface TurnServices {
   readonly runtime: ProgramRuntime;
   readonly standIn: ModelStandIn;
@@ -27,6 +30,8 @@ export interface TurnInput {
   readonly request: CreateResponseRequest;
   /** Stored history followed by this request's input, every item with an id. */
   readonly history: readonly ConversationItem[];
+  /** Where this request's own input starts in `history` (errors name items as `input[i]`). */
+  readonly inputStart: number;
   readonly clientChecks: ClientChecks;
   readonly headers: Readonly<Record<string, string | undefined>>;
 }
@@ -37,7 +42,7 @@ export interface TurnInput {
  */
 export async function runTurn(input: TurnInput, services: TurnServices): Promise<OutputItem[]> {
   const toolSet = readToolSet(input.request.tools);
-  const state = readConversation(input.history, input.clientChecks);
+  const state = readConversation(input.history, input.clientChecks, input.inputStart);
   for (const note of state.tolerated) services.log.warn({ clientLoop: note }, 'lenient client-loop check let a mistake through');
 
   const output: OutputItem[] = [];
@@ -65,6 +70,7 @@ export async function runTurn(input: TurnInput, services: TurnServices): Promise
     return output;
   }
   const { tail } = state;
+  if (tail.kind === 'answered') return [messageItem(NOTHING_TO_ANSWER)];
   if (tail.kind === 'after_program') {
     return finalMessage({ ...context, phase: 'after_program', program: { code: tail.code, status: tail.output.status, result: tail.output.result } }, services);
   }

@@ -29,11 +29,13 @@ function flatHeaders(headers: Record<string, string | string[] | undefined>): Re
   return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value]));
 }
 
-/** Input items as the API lists them: message text content becomes content parts. */
+/** Input items as the API lists them: messages with a status, and text content as content parts. */
 function listedItem(item: ConversationItem): ConversationItem {
-  if (item.type !== 'message' || typeof item.content !== 'string') return item;
+  if (item.type !== 'message') return item;
+  const status = item.status ?? 'completed';
+  if (typeof item.content !== 'string') return { ...item, status };
   const part = item.role === 'assistant' ? { type: 'output_text' as const, text: item.content, annotations: [] } : { type: 'input_text' as const, text: item.content };
-  return { ...item, content: [part], status: item.status ?? 'completed' };
+  return { ...item, content: [part], status };
 }
 
 export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRouteDeps): void {
@@ -51,11 +53,12 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
     if (body.background) throw new ApiError('unsupported_parameter', 'background: true is not supported yet by ptc-emulator; omit it or set it to false.', 'background');
     const createdAt = Math.floor(Date.now() / 1000);
     const newInput = inputItems(body.input);
-    const history = [...(await storedHistory(store, body.previous_response_id)), ...newInput];
+    const stored = await storedHistory(store, body.previous_response_id);
     const output = await runTurn(
       {
         request: body,
-        history,
+        history: [...stored, ...newInput],
+        inputStart: stored.length,
         clientChecks: clientChecksFor(request.headers[CLIENT_CHECKS_HEADER], deps.clientChecks),
         headers: flatHeaders(request.headers),
       },
