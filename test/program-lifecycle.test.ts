@@ -1,0 +1,84 @@
+import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
+import type { ResponseInputItem } from 'openai/resources/responses/responses';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
+import { startServer, type RunningServer } from './support/server.ts';
+
+describe('a failing program over HTTP', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startServer({ config: { limits: { ...(await import('../runtime/limits.ts')).DEFAULT_LIMITS, cpuTimeMs: 300, stepWallTimeMs: 300, memoryMb: 16 } } });
+  });
+  afterAll(() => server.close());
+
+  it.each([
+    ['throws', 'throw new Error("boom")', 'program_threw', 'Error: boom (line 1, column 7)'],
+    ['loops forever', 'while (true) {}', 'wall_time_exceeded', 'One execution step ran longer than 300 ms'],
+    ['allocates without end', 'const a = []; while (true) a.push(new Array(1e5).fill(1.5))', 'memory_limit_exceeded', "The program's heap exceeded 16 MiB"],
+  ])('that %s yields program_output incomplete with its code, and the server keeps serving', async (_, code, errorCode, message) => {
+    const response = await server.client.responses.create({ model: 'any', input: inlineProgram(code), tools: programTools() });
+    expect(response.status).toBe('completed');
+    const output = programOutputOf(response);
+    expect(output?.status).toBe('incomplete');
+    expect(JSON.parse(output?.result ?? '')).toEqual({ error: { code: errorCode, message } });
+    // The final message follows, and the same server runs the next program normally.
+    expect(response.output.at(-1)?.type).toBe('message');
+    const next = await server.client.responses.create({ model: 'any', input: inlineProgram('text("still here")'), tools: programTools() });
+    expect(programOutputOf(next)).toMatchObject({ status: 'completed', result: 'still here' });
+  });
+});
+
+describe('a paused program that the server no longer holds', () => {
+  it.each([
+    ['evicted beyond the bound on paused programs', { maxPausedPrograms: 1 }, 0],
+    ['idle past its TTL', { pausedTtlMs: 20 }, 60],
+  ])('ends incomplete with program_expired when %s', async (_, config, wait) => {
+    const server = await startServer({ config });
+    try {
+      const tools = programTools('get');
+      const start = async (): Promise<ResponseInputItem[]> => {
+        const input: ResponseInputItem[] = [{ role: 'user', content: inlineProgram('text(await tools.get({}))') }];
+        const response = await server.client.responses.create({ model: 'any', store: false, input, tools });
+        const [call] = functionCallsOf(response);
+        return [...input, ...toResponseInputItems(response.output), { type: 'function_call_output', call_id: call!.call_id, output: 'x', caller: call!.caller ?? null }];
+      };
+      const first = await start();
+      await start(); // a second paused program pushes the first out when the bound is 1
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      const resumed = await server.client.responses.create({ model: 'any', store: false, input: first, tools });
+      const output = programOutputOf(resumed);
+      expect(output?.status).toBe('incomplete');
+      expect(JSON.parse(output?.result ?? '').error.code).toBe('program_expired');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('sequential pauses through the SDK', () => {
+  it('pauses once per awaited call and resumes in order until the final message', async () => {
+    const server = await startServer();
+    try {
+      const tools = programTools('step');
+      const code = 'let total = 0; for (let i = 1; i <= 3; i++) total += Number(await tools.step({i})); text(total)';
+      let response = await server.client.responses.create({ model: 'any', input: inlineProgram(code), tools });
+      const seen: string[] = [];
+      for (;;) {
+        const calls = functionCallsOf(response);
+        if (calls.length === 0) break;
+        seen.push(...calls.map((call) => call.arguments));
+        response = await server.client.responses.create({
+          model: 'any',
+          previous_response_id: response.id,
+          input: calls.map((call) => ({ type: 'function_call_output' as const, call_id: call.call_id, output: String(JSON.parse(call.arguments).i * 10), caller: call.caller ?? null })),
+          tools,
+        });
+      }
+      expect(seen).toEqual(['{"i":1}', '{"i":2}', '{"i":3}']);
+      expect(programOutputOf(response)).toMatchObject({ status: 'completed', result: '60' });
+      expect(response.output_text).toBe('60');
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { IsolateProgram } from '../../runtime/isolate-program.ts';
+import { DEFAULT_LIMITS } from '../../runtime/limits.ts';
+import type { ProgramEvent } from '../../runtime/program-events.ts';
+
+const TOOLS = ['a', 'b', 'c'].map((name) => ({ name, parseOutputAsJson: false }));
+
+function start(code: string): { program: IsolateProgram; first: Promise<ProgramEvent> } {
+  const program = new IsolateProgram({ code, tools: TOOLS, seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+  return { program, first: program.start() };
+}
+
+/** The batches a program pauses on, answering each call with `<tool><seq>`, and its final result. */
+async function batches(code: string): Promise<{ batches: string[][]; result: string }> {
+  const { program, first } = start(code);
+  const seen: string[][] = [];
+  let event = await first;
+  while (event.type === 'paused') {
+    seen.push(event.calls.map((call) => `${call.tool}${call.argumentsJson}`));
+    event = await program.resume(event.calls.map((call) => ({ seq: call.seq, output: `${call.tool}${call.seq}` })));
+  }
+  if (event.type !== 'completed') throw new Error(JSON.stringify(event));
+  return { batches: seen, result: event.result };
+}
+
+describe('batching: every call made before the program goes idle is one batch', () => {
+  it.each([
+    ['Promise.all: one batch in the order of creation', 'const r = await Promise.all([tools.b({}), tools.a({}), tools.c({})]); text(r.join())', [['b{}', 'a{}', 'c{}']], 'b0,a1,c2'],
+    ['sequential awaits: one pause per call', 'text(await tools.a({})); text(await tools.b({}))', [['a{}'], ['b{}']], 'a0b1'],
+    ['a call started before an await joins the awaited one', 'const p = tools.a({}); const q = await tools.b({}); text(await p + q)', [['a{}', 'b{}']], 'a0b1'],
+    ['calls made in a loop', 'const r = []; for (const n of [1, 2, 3]) r.push(tools.c({n})); text((await Promise.all(r)).join())', [['c{"n":1}', 'c{"n":2}', 'c{"n":3}']], 'c0,c1,c2'],
+    ['two phases: calls that depend on earlier results', 'const [x, y] = await Promise.all([tools.a({}), tools.b({})]); text(await tools.c({x, y}))', [['a{}', 'b{}'], ['c{"x":"a0","y":"b1"}']], 'c2'],
+    ['nested async functions keep creation order', 'const f = async (t) => tools[t]({t}); text((await Promise.all([f("c"), f("a")])).join())', [['c{"t":"c"}', 'a{"t":"a"}']], 'c0,a1'],
+    ['Promise.race resumes when the whole batch is answered', 'text(await Promise.race([tools.a({}), tools.b({})]))', [['a{}', 'b{}']], 'a0'],
+  ])('%s', async (_, code, expectedBatches, expectedResult) => {
+    const run = await batches(code);
+    expect(run.batches).toEqual(expectedBatches);
+    expect(run.result).toBe(expectedResult);
+  });
+
+  it('discards calls still pending when the body settles', async () => {
+    const { first } = start('tools.a({}); text("done early")');
+    expect(await first).toMatchObject({ type: 'completed', result: 'done early' });
+  });
+
+  it('numbers calls by creation order across batches', async () => {
+    const { program, first } = start('await tools.a({}); await Promise.all([tools.b({}), tools.c({})]); text("ok")');
+    const one = await first;
+    expect(one.type === 'paused' && one.calls.map((call) => call.seq)).toEqual([0]);
+    const two = await program.resume([{ seq: 0, output: '' }]);
+    expect(two.type === 'paused' && two.calls.map((call) => call.seq)).toEqual([1, 2]);
+    expect(await program.resume([{ seq: 2, output: '' }, { seq: 1, output: '' }])).toMatchObject({ type: 'completed', result: 'ok' });
+  });
+
+  it('refuses a resume that does not answer every pending call', async () => {
+    const { program, first } = start('await Promise.all([tools.a({}), tools.b({})])');
+    await first;
+    await expect(program.resume([{ seq: 0, output: '' }])).rejects.toThrow(/exactly one output per pending call/);
+    program.dispose();
+  });
+});
+
+describe('tool arguments and outputs', () => {
+  it.each([
+    ['no arguments as {}', 'await tools.a()', '{}'],
+    ['an object with nested values', 'await tools.a({n: 1, s: "é", l: [true, null], o: {d: 1.5}})', '{"n":1,"s":"é","l":[true,null],"o":{"d":1.5}}'],
+    ['an object with toJSON', 'await tools.a({toJSON() { return {via: "toJSON"} }})', '{"via":"toJSON"}'],
+    ['undefined members dropped', 'await tools.a({keep: 1, drop: undefined})', '{"keep":1}'],
+  ])('a function tool serialises %s', async (_, code, argumentsJson) => {
+    const { program, first } = start(code);
+    const event = await first;
+    expect(event.type === 'paused' && event.calls[0]?.argumentsJson).toBe(argumentsJson);
+    program.dispose();
+  });
+
+  it.each([
+    ['a string', 'tools.a("x")'],
+    ['an array', 'tools.a([1])'],
+    ['null', 'tools.a(null)'],
+    ['a cyclic object', '((o) => { o.o = o; return tools.a(o) })({})'],
+    ['a BigInt inside', 'tools.a({n: 1n})'],
+  ])('rejects %s as arguments inside the program, as a TypeError it can catch', async (_, call) => {
+    const { first } = start(`try { await ${call}; text("sent") } catch (e) { text(e.name) }`);
+    expect(await first).toMatchObject({ type: 'completed', result: 'TypeError' });
+  });
+
+  it('hands a tool with output_schema the parsed JSON and one without it the string', async () => {
+    const program = new IsolateProgram({
+      code: 'const [j, s] = await Promise.all([tools.json({}), tools.str({})]); text([typeof j, j.n, typeof s, s])',
+      tools: [{ name: 'json', parseOutputAsJson: true }, { name: 'str', parseOutputAsJson: false }],
+      seed: 1,
+      clock: 0,
+      limits: DEFAULT_LIMITS,
+    });
+    await program.start();
+    const event = await program.resume([{ seq: 0, output: '{"n":5}' }, { seq: 1, output: '{"n":5}' }]);
+    expect(event).toMatchObject({ type: 'completed', result: '["object",5,"string","{\\"n\\":5}"]' });
+  });
+
+  it('throws inside the program when a tool with output_schema returns something that is not JSON', async () => {
+    const program = new IsolateProgram({
+      code: 'try { await tools.json({}) } catch (e) { text(e.name + ": " + e.message) }',
+      tools: [{ name: 'json', parseOutputAsJson: true }],
+      seed: 1,
+      clock: 0,
+      limits: DEFAULT_LIMITS,
+    });
+    await program.start();
+    expect(await program.resume([{ seq: 0, output: 'not json' }])).toMatchObject({
+      type: 'completed',
+      result: 'TypeError: tools.json declares output_schema but its output is not JSON: "not json"',
+    });
+  });
+});

@@ -1,0 +1,48 @@
+/**
+ * Compile-time proof, checked by `tsc` in `npm test`: what the emulator emits is assignable to
+ * the types of the pinned SDK (openai 6.49.0). A change on either side that breaks the wire
+ * fails the build. (The other direction, that every request the SDK can type is accepted, is a
+ * runtime test: test/request-schema.test.ts.)
+ */
+import type { z } from 'zod';
+import type {
+  FunctionTool,
+  Response,
+  ResponseInputItem,
+  ResponseItem,
+  ResponseOutputItem,
+  Tool,
+} from 'openai/resources/responses/responses';
+import type { Model } from 'openai/resources/models';
+import type {
+  EmittedFunctionCall,
+  EmittedMessage,
+  EmittedProgram,
+  EmittedProgramOutput,
+  EmittedReasoning,
+  OutputItem,
+} from '../../schemas/items.ts';
+import type { ModelObject, ResponseObject } from '../../schemas/response.ts';
+import type { EchoedFunctionTool, ProgrammaticToolCallingTool } from '../../schemas/tools.ts';
+
+type IsAssignable<From, To> = [From] extends [To] ? true : false;
+function assertTrue<T extends true>(): T | undefined {
+  return undefined;
+}
+
+// Every item we emit is an SDK output item, and can be sent back as input unchanged.
+assertTrue<IsAssignable<OutputItem, ResponseOutputItem>>();
+assertTrue<IsAssignable<OutputItem, ResponseInputItem>>();
+assertTrue<IsAssignable<EmittedProgram, ResponseOutputItem.Program>>();
+assertTrue<IsAssignable<EmittedProgramOutput, ResponseOutputItem.ProgramOutput>>();
+assertTrue<IsAssignable<EmittedFunctionCall, Extract<ResponseItem, { type: 'function_call' }>>>();
+assertTrue<IsAssignable<EmittedMessage, Extract<ResponseOutputItem, { type: 'message' }>>>();
+assertTrue<IsAssignable<EmittedReasoning, Extract<ResponseOutputItem, { type: 'reasoning' }>>>();
+
+// Our Response plus the `output_text` the SDK adds client-side is the SDK's Response. Its
+// `tools` echo the request's: the kinds the emulator acts on are checked one by one; the others
+// are accepted by `type` alone and echoed as sent (docs/DEVIATIONS.md).
+assertTrue<IsAssignable<Omit<ResponseObject, 'tools'> & { output_text: string; tools: Tool[] }, Response>>();
+assertTrue<IsAssignable<EchoedFunctionTool, FunctionTool>>();
+assertTrue<IsAssignable<z.infer<typeof ProgrammaticToolCallingTool>, Tool.ProgrammaticToolCalling>>();
+assertTrue<IsAssignable<ModelObject, Model>>();

@@ -1,0 +1,134 @@
+import type OpenAI from 'openai';
+import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
+import type { ResponseCreateParamsNonStreaming, ResponseInputItem } from 'openai/resources/responses/responses';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CreateResponseRequest } from '../schemas/request.ts';
+import { ErrorEnvelope, ResponseObject } from '../schemas/response.ts';
+import { inlineProgram, programTools } from './support/programs.ts';
+import { startServer, type RunningServer } from './support/server.ts';
+
+let server: RunningServer;
+beforeAll(async () => {
+  server = await startServer({
+    scenarios: { rules: [{ match: { user: 'direct' }, reasoning: 'one call', calls: [{ name: 'lookup', arguments: { q: 'x' } }] }] },
+  });
+});
+afterAll(() => server.close());
+
+async function post(body: unknown): Promise<{ status: number; json: unknown }> {
+  const response = await fetch(`${server.baseURL}/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer test-key' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, json: await response.json() };
+}
+
+const TOOLS = [...programTools('lookup'), { type: 'function', name: 'direct_lookup', parameters: null, strict: null }];
+const lookupBoth = { type: 'function', name: 'lookup', parameters: {}, strict: false, allowed_callers: ['direct', 'programmatic'] };
+
+describe('every kind of turn, as raw JSON on the wire', () => {
+  it.each([
+    ['a program that pauses', { input: inlineProgram('text(await tools.lookup({}))'), tools: TOOLS }, ['program', 'function_call']],
+    ['a program that completes at once', { input: inlineProgram('text("hi")'), tools: TOOLS }, ['program', 'program_output', 'message']],
+    ['a program that fails', { input: inlineProgram('throw 1'), tools: TOOLS }, ['program', 'program_output', 'message']],
+    ['a direct call with reasoning', { input: 'direct please', tools: [lookupBoth, { type: 'programmatic_tool_calling' }] }, ['reasoning', 'function_call']],
+    ['a plain message', { input: 'hello' }, ['message']],
+  ])('%s matches the strict Response schema and survives toResponseInputItems', async (_, body, types) => {
+    const { status, json } = await post({ model: 'm', ...body });
+    expect(status).toBe(200);
+    const response = ResponseObject.parse(json);
+    expect(response.output.map((item) => item.type)).toEqual(types);
+    expect(json).not.toHaveProperty('output_text');
+    expect(toResponseInputItems(response.output as OpenAI.Responses.ResponseOutputItem[])).toEqual(response.output);
+  });
+
+  it('resumes and completes, still matching the schema', async () => {
+    const input: ResponseInputItem[] = [{ role: 'user', content: inlineProgram('text(await tools.lookup({}))') }];
+    const first = ResponseObject.parse((await post({ model: 'm', store: false, input, tools: TOOLS })).json);
+    const call = first.output[1];
+    if (call?.type !== 'function_call') throw new Error('expected a function call');
+    const items = [...input, ...first.output, { type: 'function_call_output', call_id: call.call_id, output: 'found', caller: call.caller }];
+    const second = ResponseObject.parse((await post({ model: 'm', store: false, input: items, tools: TOOLS })).json);
+    expect(second.output.map((item) => item.type)).toEqual(['program_output', 'message']);
+  });
+
+  it('echoes function tools with parameters and strict filled in', async () => {
+    const { json } = await post({ model: 'm', input: 'hello', tools: [{ type: 'function', name: 'f' }] });
+    expect(ResponseObject.parse(json).tools).toEqual([{ type: 'function', name: 'f', parameters: null, strict: true }]);
+  });
+
+  it('answers errors in the strict error envelope', async () => {
+    const { status, json } = await post({ model: 'm', input: 5 });
+    expect(status).toBe(400);
+    expect(ErrorEnvelope.parse(json).error.param).toBe('input');
+  });
+});
+
+describe('requests the SDK can type', () => {
+  // Each object is checked by the compiler against the SDK's own request type, then by our schema.
+  const requests: [string, ResponseCreateParamsNonStreaming][] = [
+    ['every tool type', {
+      model: 'm',
+      tools: [
+        { type: 'function', name: 'f', parameters: { type: 'object' }, strict: true, output_schema: { type: 'object' }, allowed_callers: ['programmatic'], defer_loading: false, description: 'd' },
+        { type: 'custom', name: 'c', description: 'free text', format: { type: 'text' }, allowed_callers: ['direct'] },
+        { type: 'programmatic_tool_calling' },
+        { type: 'namespace', name: 'ns', description: 'a namespace', tools: [{ type: 'function', name: 'g' }] },
+        { type: 'mcp', server_label: 'docs', server_url: 'https://example.com/mcp', require_approval: 'never', allowed_callers: ['programmatic'] },
+        { type: 'shell', environment: { type: 'local' } },
+        { type: 'apply_patch' },
+        { type: 'code_interpreter', container: { type: 'auto' } },
+        { type: 'local_shell' },
+        { type: 'file_search', vector_store_ids: ['vs_1'] },
+        { type: 'web_search' },
+        { type: 'web_search_preview' },
+        { type: 'image_generation' },
+        { type: 'tool_search' },
+        { type: 'computer_use_preview', display_height: 1, display_width: 1, environment: 'linux' },
+      ],
+    }],
+    ['every input item the PTC loop resends', {
+      model: 'm',
+      input: [
+        { role: 'user', content: 'hi' },
+        { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'rules' }] },
+        { type: 'message', role: 'user', content: [{ type: 'input_image', image_url: 'https://e.com/a.png', detail: 'auto' }, { type: 'input_file', file_id: 'file_1' }] },
+        { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 's' }], encrypted_content: 'e' },
+        { type: 'program', id: 'prog_1', call_id: 'call_p', code: 'text(1)', fingerprint: 'f' },
+        { type: 'function_call', call_id: 'call_1', name: 'f', arguments: '{}', caller: { type: 'program', caller_id: 'call_p' }, status: 'completed', id: 'fc_1' },
+        { type: 'function_call_output', call_id: 'call_1', output: [{ type: 'input_text', text: 'out' }], caller: { type: 'program', caller_id: 'call_p' } },
+        { type: 'program_output', id: 'po_1', call_id: 'call_p', result: '1', status: 'completed' },
+        { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'done', annotations: [] }] },
+        { type: 'item_reference', id: 'msg_0' },
+        { type: 'custom_tool_call', call_id: 'call_c', name: 'c', input: 'raw' },
+        { type: 'custom_tool_call_output', call_id: 'call_c', output: 'ok' },
+      ],
+    }],
+    ['every parameter echoed but not acted on', {
+      model: 'm',
+      instructions: 'be brief',
+      metadata: { a: 'b' },
+      temperature: 0.5,
+      top_p: 0.9,
+      top_logprobs: 2,
+      max_output_tokens: 100,
+      truncation: 'auto',
+      parallel_tool_calls: false,
+      service_tier: 'flex',
+      reasoning: { effort: 'low', summary: 'auto' },
+      text: { format: { type: 'json_schema', name: 'out', schema: { type: 'object' }, strict: true }, verbosity: 'low' },
+      tool_choice: { type: 'programmatic_tool_calling' },
+      store: true,
+      user: 'u',
+      safety_identifier: 's',
+      prompt_cache_key: 'k',
+      include: ['reasoning.encrypted_content'],
+    }],
+  ];
+
+  it.each(requests)('accepts %s', (_, request) => {
+    const parsed = CreateResponseRequest.safeParse(request);
+    expect(parsed.success ? 'ok' : parsed.error.issues).toBe('ok');
+  });
+});
