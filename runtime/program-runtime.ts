@@ -55,9 +55,14 @@ export class ProgramRuntime {
     return this.#settle(programId, entry, program.start());
   }
 
-  /** The calls a live program is paused on, or undefined if it is not held here. */
+  /**
+   * The calls a live program is paused on, or undefined if it is not held here. Throws
+   * ProgramBusyError while another caller is running one of its steps.
+   */
   pendingCalls(programId: string): readonly ToolCallRequest[] | undefined {
-    return this.#get(programId)?.program.pendingCalls;
+    const entry = this.#get(programId);
+    if (entry?.busy) throw new ProgramBusyError(programId);
+    return entry?.program.pendingCalls;
   }
 
   async resume(programId: string, outputs: readonly ToolCallOutput[]): Promise<ProgramEvent> {

@@ -173,6 +173,17 @@ function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet
 
 /** Checks the resent program against its fingerprint and the live program, then resumes it. */
 async function resumeThread(thread: ProgramThread, services: TurnServices): Promise<ProgramEvent> {
+  try {
+    return await checkAndResume(thread, services);
+  } catch (error) {
+    if (error instanceof ProgramBusyError) {
+      throw new ApiError('program_busy', `Program ${thread.program.call_id} is being resumed by another request; retry once it answers.`);
+    }
+    throw error;
+  }
+}
+
+async function checkAndResume(thread: ProgramThread, services: TurnServices): Promise<ProgramEvent> {
   const { program } = thread;
   const where = 'input';
   let claims;
@@ -221,16 +232,9 @@ async function resumeThread(thread: ProgramThread, services: TurnServices): Prom
     }
     return { seq: request.seq, output };
   });
-  try {
-    const event = await services.runtime.resume(program.call_id, outputs);
-    logStep(services, program.call_id, event);
-    return event;
-  } catch (error) {
-    if (error instanceof ProgramBusyError) {
-      throw new ApiError('program_busy', `Program ${program.call_id} is being resumed by another request; retry once it answers.`);
-    }
-    throw error;
-  }
+  const event = await services.runtime.resume(program.call_id, outputs);
+  logStep(services, program.call_id, event);
+  return event;
 }
 
 function logStep(services: TurnServices, programCallId: string, event: ProgramEvent): void {
