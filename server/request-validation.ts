@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { ApiError } from './api-error.ts';
+import { valueAt } from './value-at.ts';
 
 /** `input[2].call_id` style, as OpenAI names parameters in its errors. */
 export function formatParam(path: readonly PropertyKey[]): string {
@@ -17,15 +18,6 @@ function describeJsonType(value: unknown): string {
   if (typeof value === 'number') return Number.isInteger(value) ? 'an integer' : 'a number';
   if (typeof value === 'object') return 'an object';
   return `a ${typeof value}`;
-}
-
-function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
-  let value = root;
-  for (const segment of path) {
-    if (value === null || typeof value !== 'object') return undefined;
-    value = (value as Record<PropertyKey, unknown>)[segment];
-  }
-  return value;
 }
 
 /** Follows a union's failed branches to the issue that the value's own `type` selects. */

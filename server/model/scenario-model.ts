@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { formatParam } from '../request-validation.ts';
+import { valueAt } from '../value-at.ts';
 import type { ModelContext, ModelFunction } from './model-decision.ts';
 
 /** A text matcher: `/regex/flags`, or a case-insensitive substring. */
@@ -77,15 +78,6 @@ function ruleMatches(rule: ScenarioRule, context: ModelContext): boolean {
   return true;
 }
 
-function lookup(value: unknown, path: readonly string[]): unknown {
-  let current = value;
-  for (const key of path) {
-    if (current === null || typeof current !== 'object') return undefined;
-    current = (current as Record<string, unknown>)[key];
-  }
-  return current;
-}
-
 function parsedOrText(text: string): unknown {
   try {
     return JSON.parse(text);
@@ -104,11 +96,11 @@ export function renderTemplate(template: string, context: ModelContext): string 
     let value: unknown;
     if (head === 'user') value = context.lastUserText;
     else if (head === 'status') value = context.program?.status;
-    else if (head === 'result') value = path.length ? lookup(parsedOrText(context.program?.result ?? ''), path) : context.program?.result;
+    else if (head === 'result') value = path.length ? valueAt(parsedOrText(context.program?.result ?? ''), path) : context.program?.result;
     else if (head === 'outputs') value = JSON.stringify((context.callOutputs ?? []).map((call) => call.output));
     else if (head === 'output') {
       const first = context.callOutputs?.[0]?.output ?? '';
-      value = path.length ? lookup(parsedOrText(first), path) : first;
+      value = path.length ? valueAt(parsedOrText(first), path) : first;
     }
     if (value === undefined || value === null) return '';
     return typeof value === 'string' ? value : JSON.stringify(value);
