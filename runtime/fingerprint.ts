@@ -1,7 +1,11 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import type { ProgramLimits } from './limits.ts';
+import type { ProgramTool } from './isolate-program.ts';
+import { z } from 'zod';
+import { LIMIT_DEFINITIONS, type LimitName, type ProgramLimits } from './limits.ts';
 
 const VERSION = 'ptcfp1';
+/** Claims are a few hundred bytes; anything far longer is not ours and is not worth hashing. */
+const MAX_FINGERPRINT_LENGTH = 16 * 1024;
 
 /** What a program's fingerprint binds: enough to re-run it identically and to detect edits. */
 export interface FingerprintClaims {
@@ -10,7 +14,23 @@ export interface FingerprintClaims {
   readonly seed: number;
   readonly clock: number;
   readonly limits: ProgramLimits;
+  /** The tools the program started with: a replay runs with these, whatever a later request sends. */
+  readonly tools: readonly ProgramTool[];
 }
+
+const Claims = z.strictObject({
+  programCallId: z.string(),
+  codeSha256: z.string(),
+  seed: z.number().int(),
+  clock: z.number(),
+  limits: z.strictObject(
+    Object.fromEntries(Object.keys(LIMIT_DEFINITIONS).map((name) => [name, z.number().int().positive()])) as Record<LimitName, z.ZodNumber>,
+  ),
+  tools: z.array(z.strictObject({ name: z.string(), parseOutputAsJson: z.boolean() })),
+});
+
+/** The keys a server seals with (the first) and accepts (all of them, for rotation). */
+export type SealingKeys = readonly [Buffer, ...Buffer[]];
 
 export class FingerprintError extends Error {}
 
@@ -19,7 +39,7 @@ export function sha256Hex(text: string): string {
 }
 
 /** JSON with object keys sorted at every depth, so equal claims always seal to equal bytes. */
-function canonicalJson(value: unknown): string {
+export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
@@ -30,6 +50,10 @@ function canonicalJson(value: unknown): string {
 
 function mac(key: Buffer, payload: string): Buffer {
   return createHmac('sha256', key).update(`${VERSION}.${payload}`).digest();
+}
+
+function sameBytes(given: Buffer, expected: Buffer): boolean {
+  return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
 /** `ptcfp1.<base64url canonical claims>.<base64url HMAC-SHA256>`: opaque to clients, tamper-evident. */
@@ -43,14 +67,12 @@ export function sealFingerprint(claims: FingerprintClaims, key: Buffer): string 
  * returns its claims. Throws FingerprintError on anything malformed, forged or altered.
  */
 export function openFingerprint(fingerprint: string, keys: readonly Buffer[]): FingerprintClaims {
+  if (fingerprint.length > MAX_FINGERPRINT_LENGTH) throw new FingerprintError('it is longer than any fingerprint this server seals');
   const parts = fingerprint.split('.');
   if (parts.length !== 3 || parts[0] !== VERSION) throw new FingerprintError('not a ptc-emulator fingerprint of a known version');
   const [, payload = '', signature = ''] = parts;
   const given = Buffer.from(signature, 'base64url');
-  const sealedByUs = keys.some((key) => {
-    const expected = mac(key, payload);
-    return given.length === expected.length && timingSafeEqual(given, expected);
-  });
+  const sealedByUs = keys.some((key) => sameBytes(given, mac(key, payload)));
   if (!sealedByUs) throw new FingerprintError('its seal does not verify: it was altered, forged or sealed by another server');
   let claims: unknown;
   try {
@@ -58,5 +80,46 @@ export function openFingerprint(fingerprint: string, keys: readonly Buffer[]): F
   } catch {
     throw new FingerprintError('its payload is not JSON');
   }
-  return claims as FingerprintClaims;
+  const parsed = Claims.safeParse(claims);
+  if (!parsed.success) throw new FingerprintError('its claims are not those of this version');
+  return parsed.data;
+}
+
+/** One call a program made: what its call_id seals. */
+export interface CallIdentity {
+  readonly programCallId: string;
+  readonly seq: number;
+  readonly tool: string;
+  readonly argumentsJson: string;
+}
+
+function callMac(key: Buffer, call: CallIdentity): Buffer | undefined {
+  let args: string;
+  try {
+    args = canonicalJson(JSON.parse(call.argumentsJson));
+  } catch {
+    return undefined;
+  }
+  return createHmac('sha256', key).update(canonicalJson([VERSION, 'call', call.programCallId, call.seq, call.tool, args])).digest().subarray(0, 12);
+}
+
+/**
+ * The call_id of a program's call: `call_` and a MAC over the program, the call's position, its
+ * tool and canonical arguments. The same call always gets the same id, live or replayed, and a
+ * resent call whose name, arguments or position changed no longer matches its id.
+ */
+export function sealCallId(key: Buffer, call: CallIdentity): string {
+  const digest = callMac(key, call);
+  if (!digest) throw new TypeError('call arguments must be JSON');
+  return `call_${digest.toString('hex')}`;
+}
+
+/** True when `callId` is what one of `keys` seals for this call. */
+export function callIdMatches(callId: string, call: CallIdentity, keys: readonly Buffer[]): boolean {
+  if (!callId.startsWith('call_')) return false;
+  const given = Buffer.from(callId.slice('call_'.length), 'hex');
+  return keys.some((key) => {
+    const expected = callMac(key, call);
+    return expected !== undefined && sameBytes(given, expected);
+  });
 }

@@ -33,6 +33,8 @@
   const stringStartsWith = String.prototype.startsWith;
   const regexpExec = RegExp.prototype.exec;
   const objectPrototypeToString = Object.prototype.toString;
+  const objectKeys = Object.keys;
+  const arraySort = Array.prototype.sort;
   const NumberCtor = Number;
   const mathImul = Math.imul;
   const AsyncFunction = (async function () {}).constructor;
@@ -52,6 +54,9 @@
   let settled = false;
   let outcome = null; // { status: 'completed', result } | { status: 'failed', code, message }
   let fatal = null; // a limit hit: ends the program whatever the program catches
+  // Replay: the calls an earlier run of this program made, with the outputs they got, in seq
+  // order. Batches of recorded calls are answered from here without leaving the isolate.
+  let recorded = [];
 
   function size(map) {
     return reflectApply(mapSizeGetter, map, []);
@@ -278,29 +283,51 @@
     ]);
   }
 
-  function deliver(outputsJson) {
-    const outputs = jsonParse(outputsJson);
-    for (let i = 0; i < outputs.length; i++) {
-      const { seq, output: toolOutput } = outputs[i];
-      const call = reflectApply(mapGet, pending, [seq]);
-      if (call === undefined) continue;
-      reflectApply(mapDelete, pending, [seq]);
-      if (!call.tool.parseJson) {
-        call.resolve(toolOutput);
-        continue;
-      }
-      let value;
-      try {
-        value = jsonParse(toolOutput);
-      } catch {
-        call.reject(
-          new TypeErrorCtor(
-            `tools.${call.tool.name} declares output_schema but its output is not JSON: ${jsonStringify(truncate(toolOutput, 200))}`,
-          ),
-        );
-        continue;
-      }
-      call.resolve(value);
+  /** Settles one pending call with its output: the string, or its parsed JSON for output_schema tools. */
+  function deliverOne(seq, toolOutput) {
+    const call = reflectApply(mapGet, pending, [seq]);
+    if (call === undefined) return;
+    reflectApply(mapDelete, pending, [seq]);
+    if (!call.tool.parseJson) {
+      call.resolve(toolOutput);
+      return;
+    }
+    let value;
+    try {
+      value = jsonParse(toolOutput);
+    } catch {
+      call.reject(
+        new TypeErrorCtor(`tools.${call.tool.name} declares output_schema but its output is not JSON: ${jsonStringify(truncate(toolOutput, 200))}`),
+      );
+      return;
+    }
+    call.resolve(value);
+  }
+
+  function deliver(outputs) {
+    for (let i = 0; i < outputs.length; i++) deliverOne(outputs[i].seq, outputs[i].output);
+  }
+
+  /** JSON with keys sorted at every depth: arguments that differ only in key order or spacing are equal. */
+  function canonical(value) {
+    if (value === null || typeof value !== 'object') return jsonStringify(value);
+    if (isArray(value)) {
+      let text = '[';
+      for (let i = 0; i < value.length; i++) text += (i === 0 ? '' : ',') + canonical(value[i]);
+      return text + ']';
+    }
+    const keys = reflectApply(arraySort, objectKeys(value), []);
+    let text = '{';
+    for (let i = 0; i < keys.length; i++) text += (i === 0 ? '' : ',') + jsonStringify(keys[i]) + ':' + canonical(value[keys[i]]);
+    return text + '}';
+  }
+
+  function sameArguments(left, right) {
+    if (left === right) return true;
+    try {
+      return canonical(jsonParse(left)) === canonical(jsonParse(right));
+    } catch {
+      return false;
     }
   }
 
@@ -333,10 +360,56 @@
     return '{"state":"running","inFlight":' + size(pending) + ',"calls":[' + calls + ']}';
   }
 
+  function diverge(message) {
+    hitLimit('replay_diverged', message);
+    return poll();
+  }
+
+  /**
+   * Called whenever the program is idle. While the calls it has just made were recorded by an
+   * earlier run, answer them from the record (the isolate runs on as this call returns) and say
+   * so; otherwise report the state as `poll` does. A replay that makes other calls than the
+   * recorded run, or fewer, has diverged.
+   */
+  function advance() {
+    if (fatal === null && !settled) {
+      let first = -1;
+      reflectApply(mapForEach, unreported, [(call, seq) => { if (first < 0) first = seq; }]);
+      if (first >= 0 && first < recorded.length) {
+        // Settling a promise only queues its reactions: the program runs on once this returns,
+        // so answering calls one by one here is the same as answering the batch at once.
+        let mismatch = '';
+        reflectApply(mapForEach, unreported, [
+          (call, seq) => {
+            if (mismatch !== '') return;
+            if (seq >= recorded.length) {
+              mismatch = `call ${seq} (tools.${call.tool}), made in the same batch as recorded calls: the recorded run made only ${recorded.length} calls by then`;
+              return;
+            }
+            const expected = recorded[seq];
+            if (expected.tool !== call.tool || !sameArguments(expected.args, call.args)) {
+              mismatch = `call ${seq}, tools.${call.tool}(${truncate(call.args, 200)}), where the recorded run made tools.${expected.tool}(${truncate(expected.args, 200)})`;
+              return;
+            }
+            deliverOne(seq, expected.output);
+          },
+        ]);
+        if (mismatch !== '') return diverge(`The replay diverged at ${mismatch}. Did an earlier tool output change since the program first received it?`);
+        reflectApply(mapClear, unreported, []);
+        return '{"state":"replaying"}';
+      }
+    }
+    if (nextSeq < recorded.length && fatal === null && (settled || size(unreported) === 0)) {
+      return diverge(`The replay diverged at call ${nextSeq}: the program ${settled ? 'ended' : 'stopped making calls'} after ${nextSeq} calls, but the recorded run made ${recorded.length}`);
+    }
+    return poll();
+  }
+
   return function dispatch(op, payload) {
-    if (op === 'start') start(payload);
-    else if (op === 'deliver') deliver(payload);
-    else if (op === 'poll') return poll();
+    if (op === 'record') recorded = jsonParse(payload);
+    else if (op === 'start') start(payload);
+    else if (op === 'deliver') deliver(jsonParse(payload));
+    else if (op === 'advance') return advance();
     else throw new TypeErrorCtor('unknown operation');
     return '';
   };

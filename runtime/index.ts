@@ -1,7 +1,7 @@
 /** The program engine, usable on its own: no HTTP in here. */
 export { IsolateProgram, type ProgramSpec, type ProgramTool } from './isolate-program.ts';
-export { ProgramRuntime, ProgramBusyError, ProgramNotFoundError, type ProgramRuntimeOptions } from './program-runtime.ts';
+export { ProgramRuntime, ProgramBusyError, type ProgramRuntimeOptions, type ProgramRuntimeStats, type ResumePath } from './program-runtime.ts';
 export { runProgram, type HostTool, type RunProgramOptions, type RunProgramResult } from './run-program.ts';
 export { DEFAULT_LIMITS, LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from './limits.ts';
-export { failureResult, type ProgramEvent, type ProgramFailure, type ProgramStats, type ToolCallOutput, type ToolCallRequest } from './program-events.ts';
+export { failureResult, type ProgramEvent, type ProgramFailure, type ProgramStats, type RecordedCall, type ToolCallOutput, type ToolCallRequest } from './program-events.ts';
 export { FingerprintError, openFingerprint, sealFingerprint, sha256Hex, type FingerprintClaims } from './fingerprint.ts';

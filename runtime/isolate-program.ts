@@ -1,13 +1,21 @@
+import { createHash, type Hash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import ivm from 'isolated-vm';
 import type { ProgramErrorCode } from '../schemas/error-codes.ts';
 import { PollResult, type SandboxConfig } from './guest-protocol.ts';
 import type { ProgramLimits } from './limits.ts';
-import type { ProgramEvent, ProgramFailure, ProgramStats, ToolCallOutput, ToolCallRequest } from './program-events.ts';
+import type { ProgramEvent, ProgramFailure, ProgramStats, RecordedCall, ToolCallOutput, ToolCallRequest } from './program-events.ts';
 import { toolKeys } from './tool-keys.ts';
 
 const PRELUDE_SOURCE = readFileSync(new URL('./guest-prelude.js', import.meta.url), 'utf8');
+const REPLAYING = '{"state":"replaying"}';
+
+/** Adds outputs, length-prefixed so that no two sequences hash alike, to a running digest. */
+function hashOutputs(hash: Hash, outputs: Iterable<string>): Hash {
+  for (const output of outputs) hash.update(`${output.length}:`).update(output, 'utf8');
+  return hash;
+}
 
 /** A tool as the program sees it. */
 export interface ProgramTool {
@@ -48,6 +56,8 @@ export class IsolateProgram {
   #isolate: ivm.Isolate | undefined;
   #dispatch: ivm.Reference<(op: string, payload: string) => string> | undefined;
   #pending: readonly ToolCallRequest[] = [];
+  /** A running digest of every output the program has received, in seq order: a warm resume checks none changed. */
+  #received: Hash = createHash('sha256');
   #calls = 0;
   #steps = 0;
   #cpuTimeMs = 0;
@@ -66,17 +76,43 @@ export class IsolateProgram {
     return this.#finished;
   }
 
-  async start(): Promise<ProgramEvent> {
+  /**
+   * Runs the program from the start. Given the calls an earlier run made and their outputs,
+   * replays them: each recorded batch is answered inside the isolate, and the program comes
+   * back paused on its first batch that was not recorded (or ended), exactly as that earlier
+   * run would have gone on.
+   */
+  async start(recorded: readonly RecordedCall[] = []): Promise<ProgramEvent> {
     if (this.#steps > 0) throw new Error('IsolateProgram.start called twice');
     const { code, limits } = this.#spec;
     if (Buffer.byteLength(code, 'utf8') > limits.maxCodeBytes) {
       this.#steps = 1;
       return this.#fail({ code: 'code_too_large', message: `The program's code exceeds ${limits.maxCodeBytes} bytes` });
     }
+    hashOutputs(this.#received, recorded.map((call) => call.output));
+    // Recorded calls are made and answered inside the isolate; new calls are numbered after them.
+    this.#calls = recorded.length;
     return this.#step(async (started) => {
       await this.#boot(started);
+      if (recorded.length > 0) {
+        const record = recorded.map((call) => ({ tool: call.tool, args: call.argumentsJson, output: call.output }));
+        await this.#call('record', JSON.stringify(record), started);
+      }
       await this.#call('start', code, started);
     });
+  }
+
+  /**
+   * True when this live program is paused exactly where `recorded` leaves it: it made the same
+   * number of calls, is waiting on the last of them, and received the same outputs for the
+   * earlier ones. Otherwise a resume must replay.
+   */
+  isPausedAt(recorded: readonly RecordedCall[]): boolean {
+    if (this.#finished || this.#calls !== recorded.length || this.#pending.length === 0) return false;
+    const answered = recorded.length - this.#pending.length;
+    if (this.#pending[0]!.seq !== answered) return false;
+    const earlier = hashOutputs(createHash('sha256'), recorded.slice(0, answered).map((call) => call.output));
+    return earlier.digest('base64') === this.#received.copy().digest('base64');
   }
 
   /** Delivers one output for every pending call (matched by `seq`) and runs the program on. */
@@ -95,11 +131,21 @@ export class IsolateProgram {
         message: `The output of tools.${call?.tool ?? '?'} exceeds ${this.#spec.limits.maxToolOutputBytes} bytes`,
       });
     }
-    const payload = JSON.stringify([...outputs].sort((left, right) => left.seq - right.seq));
+    const sorted = [...outputs].sort((left, right) => left.seq - right.seq);
+    hashOutputs(this.#received, sorted.map((output) => output.output));
+    const payload = JSON.stringify(sorted);
     this.#pending = [];
     return this.#step(async (started) => {
       await this.#call('deliver', payload, started);
     });
+  }
+
+  /** The isolate's heap in bytes (0 once disposed): what keeping it paused costs. */
+  heapBytes(): number {
+    const isolate = this.#isolate;
+    if (!isolate || isolate.isDisposed) return 0;
+    const heap = isolate.getHeapStatisticsSync();
+    return heap.total_heap_size + heap.externally_allocated_size;
   }
 
   /** Frees the isolate. Safe to call at any time, more than once. */
@@ -150,7 +196,7 @@ export class IsolateProgram {
     return { ms: Math.floor(binding.left), code: binding.code };
   }
 
-  async #call(op: 'start' | 'deliver' | 'poll', payload: string, started: number): Promise<unknown> {
+  async #call(op: 'record' | 'start' | 'deliver' | 'advance', payload: string, started: number): Promise<unknown> {
     const dispatch = this.#dispatch;
     if (!dispatch) throw new Error('The program is not running');
     const timeout = this.#timeout(started);
@@ -164,11 +210,19 @@ export class IsolateProgram {
 
   async #step(run: (started: number) => Promise<void>): Promise<ProgramEvent> {
     this.#steps += 1;
-    const started = performance.now();
+    let started = performance.now();
     let poll: PollResult;
     try {
       await run(started);
-      poll = PollResult.parse(JSON.parse(String(await this.#call('poll', '', started))));
+      let state = String(await this.#call('advance', '', started));
+      // Each recorded batch answered during a replay is a step of its own, with its own wall-clock
+      // budget, as it was in the recorded run; CPU time keeps adding up across all of them.
+      while (state === REPLAYING) {
+        this.#steps += 1;
+        started = performance.now();
+        state = String(await this.#call('advance', '', started));
+      }
+      poll = PollResult.parse(JSON.parse(state));
     } catch (error) {
       return this.#fail(this.#classify(error));
     }

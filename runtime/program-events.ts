@@ -7,6 +7,13 @@ export interface ToolCallRequest {
   readonly argumentsJson: string;
 }
 
+/** A call an earlier run of the program made, with the output it got: what a replay is fed. */
+export interface RecordedCall {
+  readonly tool: string;
+  readonly argumentsJson: string;
+  readonly output: string;
+}
+
 /** The answer to one call, delivered back into the program. */
 export interface ToolCallOutput {
   readonly seq: number;

@@ -1,17 +1,13 @@
 import { IsolateProgram, type ProgramSpec } from './isolate-program.ts';
-import type { ProgramEvent, ToolCallOutput, ToolCallRequest } from './program-events.ts';
+import type { ProgramEvent, RecordedCall } from './program-events.ts';
 
 export interface ProgramRuntimeOptions {
-  /** How long a paused program is kept alive without being resumed. */
+  /** How long a paused program's isolate is kept without being resumed. */
   readonly pausedTtlMs: number;
-  /** How many paused programs are kept at most; the least recently used go first. */
+  /** How many paused isolates are kept at most; the least recently used go first. */
   readonly maxPausedPrograms: number;
-}
-
-export class ProgramNotFoundError extends Error {
-  constructor(readonly programId: string) {
-    super(`No live program ${programId}`);
-  }
+  /** Heap of all paused isolates together, in bytes, beyond which the least recently used go. */
+  readonly maxPausedHeapBytes: number;
 }
 
 export class ProgramBusyError extends Error {
@@ -20,21 +16,40 @@ export class ProgramBusyError extends Error {
   }
 }
 
+/** How a resume was served: from the paused isolate, or by replaying the program from the start. */
+export type ResumePath = 'warm' | 'replay';
+
+export interface ProgramRuntimeStats {
+  readonly started: number;
+  readonly resumes: Readonly<Record<ResumePath, number>>;
+  readonly evictions: Readonly<Record<'ttl' | 'count' | 'memory', number>>;
+  readonly paused: number;
+  readonly pausedHeapBytes: number;
+}
+
 interface LiveProgram {
   readonly program: IsolateProgram;
   busy: boolean;
   lastUsed: number;
+  heapBytes: number;
 }
 
 /**
- * Runs programs and keeps paused ones alive between requests, keyed by the program's id (its
- * `call_id`). The interface is asynchronous and passes only plain data, so the isolates can
- * move into worker processes without changing callers.
+ * Runs programs and resumes them, keyed by the program's id (its `call_id`).
+ *
+ * Replay is the ground truth of a resume: given the program and every call it made with its
+ * output, a fresh isolate re-runs it to where it paused. A paused isolate kept alive is only a
+ * cache in front of that (bounded by TTL, count and heap), used when it is paused exactly where
+ * the history leaves it. Both paths yield the same events. The interface passes only plain data,
+ * so the isolates can move into worker processes without changing callers.
  */
 export class ProgramRuntime {
   readonly #options: ProgramRuntimeOptions;
   readonly #live = new Map<string, LiveProgram>();
   readonly #sweeper: NodeJS.Timeout;
+  #started = 0;
+  readonly #resumes = { warm: 0, replay: 0 };
+  readonly #evictions = { ttl: 0, count: 0, memory: 0 };
 
   constructor(options: ProgramRuntimeOptions) {
     this.#options = options;
@@ -42,35 +57,34 @@ export class ProgramRuntime {
     this.#sweeper.unref();
   }
 
-  /** Number of paused programs held alive. */
-  get pausedCount(): number {
-    return this.#live.size;
+  stats(): ProgramRuntimeStats {
+    let pausedHeapBytes = 0;
+    for (const entry of this.#live.values()) pausedHeapBytes += entry.heapBytes;
+    return { started: this.#started, resumes: { ...this.#resumes }, evictions: { ...this.#evictions }, paused: this.#live.size, pausedHeapBytes };
   }
 
   async start(programId: string, spec: ProgramSpec): Promise<ProgramEvent> {
     if (this.#live.has(programId)) throw new Error(`Program ${programId} already exists`);
-    const program = new IsolateProgram(spec);
-    const entry: LiveProgram = { program, busy: true, lastUsed: Date.now() };
-    this.#live.set(programId, entry);
-    return this.#settle(programId, entry, program.start());
+    this.#started += 1;
+    return this.#run(programId, new IsolateProgram(spec), (program) => program.start());
   }
 
   /**
-   * The calls a live program is paused on, or undefined if it is not held here. Throws
-   * ProgramBusyError while another caller is running one of its steps.
+   * Resumes a program from its history: every call it made, in order, each with its output.
+   * Throws ProgramBusyError while another caller runs a step of the same program.
    */
-  pendingCalls(programId: string): readonly ToolCallRequest[] | undefined {
+  async resume(programId: string, spec: ProgramSpec, recorded: readonly RecordedCall[]): Promise<{ event: ProgramEvent; path: ResumePath }> {
     const entry = this.#get(programId);
     if (entry?.busy) throw new ProgramBusyError(programId);
-    return entry?.program.pendingCalls;
-  }
-
-  async resume(programId: string, outputs: readonly ToolCallOutput[]): Promise<ProgramEvent> {
-    const entry = this.#get(programId);
-    if (!entry) throw new ProgramNotFoundError(programId);
-    if (entry.busy) throw new ProgramBusyError(programId);
-    entry.busy = true;
-    return this.#settle(programId, entry, entry.program.resume(outputs));
+    if (entry?.program.isPausedAt(recorded)) {
+      this.#resumes.warm += 1;
+      const outputs = entry.program.pendingCalls.map((call) => ({ seq: call.seq, output: recorded[call.seq]!.output }));
+      entry.busy = true;
+      return { event: await this.#settle(programId, entry, entry.program.resume(outputs)), path: 'warm' };
+    }
+    if (entry) this.dispose(programId);
+    this.#resumes.replay += 1;
+    return { event: await this.#run(programId, new IsolateProgram(spec), (program) => program.start(recorded)), path: 'replay' };
   }
 
   dispose(programId: string): void {
@@ -85,10 +99,17 @@ export class ProgramRuntime {
     for (const programId of [...this.#live.keys()]) this.dispose(programId);
   }
 
+  #run(programId: string, program: IsolateProgram, step: (program: IsolateProgram) => Promise<ProgramEvent>): Promise<ProgramEvent> {
+    const entry: LiveProgram = { program, busy: true, lastUsed: Date.now(), heapBytes: 0 };
+    this.#live.set(programId, entry);
+    return this.#settle(programId, entry, step(program));
+  }
+
   /** A live program, unless its TTL ran out: expiry is exact, the sweeper only frees memory sooner. */
   #get(programId: string): LiveProgram | undefined {
     const entry = this.#live.get(programId);
     if (entry && !entry.busy && this.#expired(entry)) {
+      this.#evictions.ttl += 1;
       this.dispose(programId);
       return undefined;
     }
@@ -105,26 +126,38 @@ export class ProgramRuntime {
       if (event.type === 'paused') {
         entry.busy = false;
         entry.lastUsed = Date.now();
-        this.#evictBeyondBound();
-      } else {
+        entry.heapBytes = entry.program.heapBytes();
+        this.#evictBeyondBounds();
+      } else if (this.#live.get(programId) === entry) {
         this.#live.delete(programId);
       }
       return event;
     } catch (error) {
-      this.dispose(programId);
+      if (this.#live.get(programId) === entry) this.dispose(programId);
       throw error;
     }
   }
 
-  #evictBeyondBound(): void {
-    if (this.#live.size <= this.#options.maxPausedPrograms) return;
+  /** Drops the least recently used paused isolates while over the count or heap bound. */
+  #evictBeyondBounds(): void {
     const idle = [...this.#live.entries()].filter(([, entry]) => !entry.busy).sort((a, b) => a[1].lastUsed - b[1].lastUsed);
-    for (const [programId] of idle.slice(0, this.#live.size - this.#options.maxPausedPrograms)) this.dispose(programId);
+    let heap = [...this.#live.values()].reduce((sum, entry) => sum + entry.heapBytes, 0);
+    for (const [programId, entry] of idle) {
+      const overCount = this.#live.size > this.#options.maxPausedPrograms;
+      const overHeap = heap > this.#options.maxPausedHeapBytes;
+      if (!overCount && !overHeap) break;
+      this.#evictions[overCount ? 'count' : 'memory'] += 1;
+      heap -= entry.heapBytes;
+      this.dispose(programId);
+    }
   }
 
   #sweep(): void {
     for (const [programId, entry] of this.#live) {
-      if (!entry.busy && this.#expired(entry)) this.dispose(programId);
+      if (!entry.busy && this.#expired(entry)) {
+        this.#evictions.ttl += 1;
+        this.dispose(programId);
+      }
     }
   }
 }

@@ -110,12 +110,17 @@ export const API_ERRORS = {
   program_item_altered: {
     status: 400,
     type: 'invalid_request_error',
-    description: 'Client loop: a resent `program` or program call differs from what the server emitted.',
+    description: 'Client loop: a resent program call is not one the program made at that position (its name, arguments or call_id changed, or it was reordered or forged), or a program item appears twice.',
   },
   fingerprint_invalid: {
     status: 400,
     type: 'invalid_request_error',
-    description: 'A `program` fingerprint is malformed, forged, altered, or sealed with an unknown key.',
+    description: 'A `program` fingerprint is malformed, truncated, forged, altered, of an unknown version, or sealed with a key this server does not accept.',
+  },
+  fingerprint_mismatch: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'A `program` item\'s code or call_id no longer matches the fingerprint sealed with it.',
   },
   items_out_of_order: {
     status: 400,
@@ -173,7 +178,9 @@ export const PROGRAM_ERRORS = {
   tool_output_too_large: { description: 'A tool output delivered to the program exceeds `PTC_MAX_TOOL_OUTPUT_BYTES`.' },
   output_limit_exceeded: { description: 'The text and images emitted exceed `PTC_MAX_OUTPUT_BYTES`.' },
   program_stalled: { description: 'The program awaits a promise that nothing can settle: no tool call is pending.' },
-  program_expired: { description: 'The paused program is no longer held by the server (idle timeout, eviction or restart) and cannot resume.' },
+  replay_diverged: {
+    description: 'Resuming by replay, the program made a different call (tool or canonical arguments) than the recorded run at the step named, or fewer calls: an earlier tool output changed, or the program is not deterministic.',
+  },
   runtime_error: { description: 'The emulator failed to run the program (an internal fault, not the program\'s).' },
 } as const satisfies Record<string, ProgramErrorDefinition>;
 

@@ -1,8 +1,8 @@
-import { createHash, randomBytes } from 'node:crypto';
 import type { z } from 'zod';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { ProgramRuntime } from '../runtime/program-runtime.ts';
 import { ApiError } from './api-error.ts';
+import { loadSealingKeys } from './sealing-keys.ts';
 import { loadConfig, type ServerConfig } from './config.ts';
 import { newId } from './ids.ts';
 import { inlineModel } from './model/inline-model.ts';
@@ -10,9 +10,10 @@ import type { ModelFunction } from './model/model-decision.ts';
 import { loadScenarioFile, parseScenarios, scenarioModel, ScenarioFile } from './model/scenario-model.ts';
 import { ModelStandIn } from './model/stand-in.ts';
 import { registerHealthRoutes } from './routes/health.ts';
+import { registerMetricsRoutes } from './routes/metrics.ts';
 import { registerModelRoutes } from './routes/models.ts';
 import { registerResponseRoutes } from './routes/responses.ts';
-import { MemoryResponseStore } from './stores/memory-store.ts';
+import { createResponseStore } from './stores/create-store.ts';
 import type { ResponseStore } from './stores/response-store.ts';
 
 export interface BuildServerOptions {
@@ -27,12 +28,8 @@ export interface BuildServerOptions {
   readonly logger?: FastifyServerOptions['logger'];
 }
 
-/** Routes that answer without an API key: liveness probes. */
-const PUBLIC_PATHS = new Set(['/health']);
-
-function fingerprintKey(secret: string | undefined): Buffer {
-  return secret === undefined ? randomBytes(32) : createHash('sha256').update(secret, 'utf8').digest();
-}
+/** Routes that answer without an API key: liveness probes and metrics scrapes. */
+const PUBLIC_PATHS = new Set(['/health', '/metrics']);
 
 /** Maps whatever a route or Fastify threw onto the OpenAI error envelope. */
 function toApiError(error: FastifyError | Error, bodyLimitBytes: number): ApiError | undefined {
@@ -60,8 +57,13 @@ function toApiError(error: FastifyError | Error, bodyLimitBytes: number): ApiErr
 
 export async function buildServer(options: BuildServerOptions = {}): Promise<FastifyInstance> {
   const config: ServerConfig = { ...loadConfig(), ...options.config };
-  const store = options.store ?? new MemoryResponseStore();
-  const runtime = new ProgramRuntime({ pausedTtlMs: config.pausedTtlMs, maxPausedPrograms: config.maxPausedPrograms });
+  const store = options.store ?? createResponseStore({ kind: config.store, dataDir: config.dataDir, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
+  const runtime = new ProgramRuntime({
+    pausedTtlMs: config.pausedTtlMs,
+    maxPausedPrograms: config.maxPausedPrograms,
+    maxPausedHeapBytes: config.maxPausedHeapBytes,
+  });
+  const sealingKeys = loadSealingKeys({ secret: config.fingerprintKey, oldSecrets: config.fingerprintOldKeys, dataDir: config.dataDir });
 
   const chain: ModelFunction[] = [];
   if (options.model) chain.push(options.model);
@@ -103,10 +105,11 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   registerResponseRoutes(app, {
     store,
     clientChecks: config.clientChecks,
-    services: { runtime, standIn: new ModelStandIn(chain), fingerprintKeys: [fingerprintKey(config.fingerprintKey)], limits: config.limits },
+    services: { runtime, standIn: new ModelStandIn(chain), sealingKeys, limits: config.limits },
   });
   registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));
   registerHealthRoutes(app, runtime);
+  registerMetricsRoutes(app, runtime);
 
   app.addHook('onClose', async () => {
     await runtime.close();

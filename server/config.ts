@@ -1,4 +1,5 @@
 import { LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from '../runtime/limits.ts';
+import { STORE_KINDS, type StoreKind } from './stores/create-store.ts';
 
 export type ClientChecks = 'strict' | 'lenient';
 
@@ -14,10 +15,25 @@ export const SETTINGS = {
   PTC_SCENARIOS: { default: '', description: 'Path of a scenario file (YAML or JSON) for the model stand-in.' },
   PTC_CLIENT_CHECKS: { default: 'strict', description: '`strict` or `lenient` client-loop checks (per request: header `x-ptc-client-checks`).' },
   PTC_MODELS: { default: 'ptc-emulator', description: 'Comma-separated model ids listed by `GET /v1/models` (requests may name any model).' },
-  PTC_PAUSED_TTL_MS: { default: '600000', description: 'How long a paused program is kept without being resumed.' },
-  PTC_MAX_PAUSED_PROGRAMS: { default: '1000', description: 'Paused programs kept at most; the least recently used are dropped first.' },
+  PTC_PAUSED_TTL_MS: { default: '600000', description: 'How long a paused program\'s isolate is kept alive without being resumed; after that it resumes by replay.' },
+  PTC_MAX_PAUSED_PROGRAMS: {
+    default: '1000',
+    description: 'Paused isolates kept at most; beyond, the least recently used are dropped (they resume by replay). `0` turns the cache off: every resume replays.',
+  },
+  PTC_MAX_PAUSED_HEAP_MB: { default: '512', description: 'Heap of all paused isolates together, in MiB; beyond, the least recently used are dropped.' },
   PTC_BODY_LIMIT_BYTES: { default: '33554432', description: 'Largest request body accepted (413 beyond).' },
-  PTC_FINGERPRINT_KEY: { default: '', description: 'Secret sealing program fingerprints (any string); a random one per process when empty.' },
+  PTC_STORE: {
+    default: 'sqlite',
+    description: 'Where `store: true` responses live: `sqlite` (a file in `PTC_DATA_DIR`), `redis` (shared by many instances) or `memory` (lost on restart).',
+  },
+  PTC_DATA_DIR: { default: './data', description: 'Directory for the embedded state: the SQLite store and the generated fingerprint key.' },
+  REDIS_URL: { default: '', description: 'Redis for `PTC_STORE=redis`, e.g. `redis://127.0.0.1:6379/0`.' },
+  PTC_REDIS_PREFIX: { default: 'ptc:', description: 'Prefix of every Redis key the emulator writes.' },
+  PTC_FINGERPRINT_KEY: {
+    default: '',
+    description: 'Secret sealing fingerprints and call ids (any string; the same on every instance that shares conversations). When empty, a key generated in `PTC_DATA_DIR/fingerprint.key` on first start.',
+  },
+  PTC_FINGERPRINT_OLD_KEYS: { default: '', description: 'Comma-separated earlier secrets still accepted when verifying (key rotation).' },
 } as const;
 
 export interface ServerConfig {
@@ -30,8 +46,14 @@ export interface ServerConfig {
   readonly models: readonly string[];
   readonly pausedTtlMs: number;
   readonly maxPausedPrograms: number;
+  readonly maxPausedHeapBytes: number;
   readonly bodyLimitBytes: number;
+  readonly store: StoreKind;
+  readonly dataDir: string;
+  readonly redisUrl: string | undefined;
+  readonly redisPrefix: string;
   readonly fingerprintKey: string | undefined;
+  readonly fingerprintOldKeys: readonly string[];
   readonly limits: ProgramLimits;
 }
 
@@ -63,6 +85,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
   } catch (error) {
     throw new ConfigError((error as Error).message);
   }
+  const store = setting(env, 'PTC_STORE') as StoreKind;
+  if (!STORE_KINDS.includes(store)) throw new ConfigError(`PTC_STORE must be one of ${STORE_KINDS.join(', ')}, got "${store}"`);
+  if (store === 'redis' && !setting(env, 'REDIS_URL')) throw new ConfigError('PTC_STORE=redis needs REDIS_URL');
   const models = setting(env, 'PTC_MODELS').split(',').map((model) => model.trim()).filter(Boolean);
   return {
     host: setting(env, 'HOST'),
@@ -73,9 +98,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     clientChecks,
     models: models.length > 0 ? models : [SETTINGS.PTC_MODELS.default],
     pausedTtlMs: integer(env, 'PTC_PAUSED_TTL_MS', SETTINGS.PTC_PAUSED_TTL_MS.default, 1),
-    maxPausedPrograms: integer(env, 'PTC_MAX_PAUSED_PROGRAMS', SETTINGS.PTC_MAX_PAUSED_PROGRAMS.default, 1),
+    maxPausedPrograms: integer(env, 'PTC_MAX_PAUSED_PROGRAMS', SETTINGS.PTC_MAX_PAUSED_PROGRAMS.default, 0),
+    maxPausedHeapBytes: integer(env, 'PTC_MAX_PAUSED_HEAP_MB', SETTINGS.PTC_MAX_PAUSED_HEAP_MB.default, 1) * 1024 * 1024,
     bodyLimitBytes: integer(env, 'PTC_BODY_LIMIT_BYTES', SETTINGS.PTC_BODY_LIMIT_BYTES.default, 1024),
+    store,
+    dataDir: setting(env, 'PTC_DATA_DIR'),
+    redisUrl: setting(env, 'REDIS_URL') || undefined,
+    redisPrefix: setting(env, 'PTC_REDIS_PREFIX'),
     fingerprintKey: setting(env, 'PTC_FINGERPRINT_KEY') || undefined,
+    fingerprintOldKeys: setting(env, 'PTC_FINGERPRINT_OLD_KEYS').split(',').map((key) => key.trim()).filter(Boolean),
     limits: resolvedLimits,
   };
 }

@@ -5,13 +5,9 @@ export function newId(prefix: string): string {
   return `${prefix}_${randomBytes(24).toString('hex')}`;
 }
 
-/**
- * The ids of the n-th call a program makes. Derived, not random: the same program making the
- * same call gets the same ids whether it runs live or is replayed.
- */
-export function programCallIds(programCallId: string, seq: number): { id: string; callId: string } {
-  const digest = createHash('sha256').update(`${programCallId}\u0000${seq}`).digest('hex');
-  return { callId: `call_${digest.slice(0, 24)}`, id: `fc_${digest.slice(24, 64)}` };
+/** The item id of a program's function call, derived from its (sealed) call_id. */
+export function functionCallItemId(callId: string): string {
+  return `fc_${createHash('sha256').update(callId).digest('hex').slice(0, 48)}`;
 }
 
 /** The id of a program's `program_output` item, derived like its calls' ids. */

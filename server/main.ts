@@ -4,6 +4,9 @@ import { ScenarioError } from './model/scenario-model.ts';
 
 /** `npm start`: serve on HOST:PORT until SIGINT or SIGTERM. */
 async function main(): Promise<void> {
+  // Programs read local time (`getHours()`, `toString()`): every instance must run in one time
+  // zone or a replay on another instance diverges. Isolates created after this see UTC.
+  process.env.TZ = 'UTC';
   let config;
   try {
     config = loadConfig();

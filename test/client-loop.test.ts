@@ -161,7 +161,7 @@ const STRICT_CASES: readonly Case[] = [
   [
     "the program's code changed",
     (loop) => [...replaced(loop, 1, { ...loop.program, code: `${loop.program.code}\n// tweaked` }), outputFor(loop.a, '1'), outputFor(loop.b, '2')],
-    (loop) => ({ code: 'program_item_altered', mentions: [loop.program.call_id] }),
+    (loop) => ({ code: 'fingerprint_mismatch', mentions: [loop.program.call_id] }),
   ],
   [
     "a call's arguments changed",
@@ -255,7 +255,7 @@ describe('client-loop checks in strict mode (the default)', () => {
     const loop = await pausedLoop(server);
     const donor = await pausedLoop(server);
     const input = [...replaced(loop, 1, { ...loop.program, fingerprint: donor.program.fingerprint }), outputFor(loop.a, '1'), outputFor(loop.b, '2')];
-    expectSdkError(await rejectionOf(send(server, input)), { code: 'program_item_altered', mentions: [loop.program.call_id] });
+    expectSdkError(await rejectionOf(send(server, input)), { code: 'fingerprint_mismatch', mentions: [loop.program.call_id] });
     expectCompleted(await send(server, correctInput(loop)), loop);
     expectCompleted(await send(server, correctInput(donor)), donor);
   });
@@ -384,12 +384,12 @@ describe('a client-authored program_output', () => {
     expect(fromClosed).toEqual([]);
   });
 
-  it('the closed program cannot be resumed by resending the original loop', async () => {
+  it('with store: false the resent items are the truth: a history without the closing item resumes the program', async () => {
     const loop = await pausedLoop(own);
     await send(own, [...loop.resent, closingOutput(loop)]);
+    // The server keeps nothing of a store: false request, so it cannot know the client closed it.
     const resumed = await send(own, correctInput(loop));
-    expectFinalMessage(resumed);
-    expect(resumed.output[0]).toMatchObject({ type: 'program_output', call_id: loop.program.call_id, status: 'incomplete' });
+    expectCompleted(resumed, loop);
   });
 
   it('closes the program of a stored conversation too', async () => {

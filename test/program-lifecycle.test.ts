@@ -2,7 +2,7 @@ import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
-import { startServer, type RunningServer } from './support/server.ts';
+import { metric, startServer, type RunningServer } from './support/server.ts';
 
 describe('a failing program over HTTP', () => {
   let server: RunningServer;
@@ -28,27 +28,54 @@ describe('a failing program over HTTP', () => {
   });
 });
 
-describe('a paused program that the server no longer holds', () => {
+describe('a paused program whose isolate the server no longer holds', () => {
+  const code = 'const a = await tools.get({n: 1}); const b = await tools.get({n: Number(a) + 1}); text(a + b + Math.random())';
+
   it.each([
-    ['evicted beyond the bound on paused programs', { maxPausedPrograms: 1 }, 0],
+    ['evicted beyond the bound on paused isolates', { maxPausedPrograms: 1 }, 0],
     ['idle past its TTL', { pausedTtlMs: 20 }, 60],
-  ])('ends incomplete with program_expired when %s', async (_, config, wait) => {
+  ])('resumes by replay when %s, with the same items the warm isolate gave', async (_, config, wait) => {
     const server = await startServer({ config });
     try {
       const tools = programTools('get');
-      const start = async (): Promise<ResponseInputItem[]> => {
-        const input: ResponseInputItem[] = [{ role: 'user', content: inlineProgram('text(await tools.get({}))') }];
-        const response = await server.client.responses.create({ model: 'any', store: false, input, tools });
-        const [call] = functionCallsOf(response);
-        return [...input, ...toResponseInputItems(response.output), { type: 'function_call_output', call_id: call!.call_id, output: 'x', caller: call!.caller ?? null }];
-      };
-      const first = await start();
-      await start(); // a second paused program pushes the first out when the bound is 1
+      const user: ResponseInputItem = { role: 'user', content: inlineProgram(code) };
+      const first = await server.client.responses.create({ model: 'any', store: false, input: [user], tools });
+      const [call] = functionCallsOf(first);
+      const afterFirst: ResponseInputItem[] = [user, ...toResponseInputItems(first.output), { type: 'function_call_output', call_id: call!.call_id, output: '5', caller: call!.caller ?? null }];
+
+      const warm = await server.client.responses.create({ model: 'any', store: false, input: afterFirst, tools });
+      expect(await metric(server, 'ptc_program_resumes_total{path="warm"}')).toBe(1);
+
+      // Push the program's isolate out: another paused program beyond the bound, or time.
+      await server.client.responses.create({ model: 'any', store: false, input: [user], tools });
       await new Promise((resolve) => setTimeout(resolve, wait));
-      const resumed = await server.client.responses.create({ model: 'any', store: false, input: first, tools });
-      const output = programOutputOf(resumed);
-      expect(output?.status).toBe('incomplete');
-      expect(JSON.parse(output?.result ?? '').error.code).toBe('program_expired');
+      const replayed = await server.client.responses.create({ model: 'any', store: false, input: afterFirst, tools });
+      expect(await metric(server, 'ptc_program_resumes_total{path="replay"}')).toBe(1);
+      expect(replayed.output).toEqual(warm.output);
+      expect(functionCallsOf(replayed)[0]?.arguments).toBe('{"n":6}');
+
+      // And the replayed program goes on to the end like any other.
+      const [second] = functionCallsOf(replayed);
+      const done = await server.client.responses.create({
+        model: 'any',
+        store: false,
+        input: [...afterFirst, ...toResponseInputItems(replayed.output), { type: 'function_call_output', call_id: second!.call_id, output: '7', caller: second!.caller ?? null }],
+        tools,
+      });
+      expect(programOutputOf(done)?.result).toMatch(/^570\.\d+$/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('counts evictions by reason in /metrics', async () => {
+    const server = await startServer({ config: { maxPausedPrograms: 1 } });
+    try {
+      const tools = programTools('get');
+      for (let i = 0; i < 3; i++) await server.client.responses.create({ model: 'any', input: inlineProgram('await tools.get({})'), tools });
+      expect(await metric(server, 'ptc_paused_program_evictions_total{reason="count"}')).toBe(2);
+      expect(await metric(server, 'ptc_paused_programs')).toBe(1);
+      expect(await metric(server, 'ptc_programs_started_total')).toBe(3);
     } finally {
       await server.close();
     }

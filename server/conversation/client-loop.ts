@@ -42,6 +42,15 @@ export interface ConversationState {
   readonly tolerated: readonly string[];
 }
 
+/**
+ * The `param` naming an item of the conversation: `input[i]` when it is in this request's input
+ * (which starts at `inputStart`), `previous_response_id` when it came from a stored response.
+ */
+export function locateItem(index: number, inputStart: number): string {
+  if (index < 0) return 'input';
+  return index < inputStart ? 'previous_response_id' : `input[${index - inputStart}]`;
+}
+
 /** The text a program receives for an output: strings as they are, content parts joined. */
 export function outputText(output: string | readonly ContentPart[]): string {
   if (typeof output === 'string') return output;
@@ -81,8 +90,8 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
   const tolerated: string[] = [];
   /** Where an item is, for messages and `param`: `input[i]` of this request, or a stored item. */
   const locate = (index: number, field?: string): { where: string; param: string } => {
-    if (index < inputStart) return { where: `stored item ${items[index]?.id ?? index}`, param: 'previous_response_id' };
-    const where = `input[${index - inputStart}]`;
+    if (index < inputStart) return { where: `stored item ${items[index]?.id ?? index}`, param: locateItem(index, inputStart) };
+    const where = locateItem(index, inputStart);
     return { where, param: field === undefined ? where : `${where}.${field}` };
   };
   const comesLater = (index: number, type: string, callId: string): boolean =>

@@ -1,17 +1,17 @@
 import { randomInt } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { FingerprintError, openFingerprint, sealFingerprint, sha256Hex } from '../../runtime/fingerprint.ts';
+import { callIdMatches, FingerprintError, openFingerprint, sealCallId, sealFingerprint, sha256Hex, type SealingKeys } from '../../runtime/fingerprint.ts';
 import type { ProgramLimits } from '../../runtime/limits.ts';
-import { failureResult, type ProgramEvent } from '../../runtime/program-events.ts';
-import { ProgramBusyError, type ProgramRuntime } from '../../runtime/program-runtime.ts';
+import { failureResult, type ProgramEvent, type RecordedCall } from '../../runtime/program-events.ts';
+import { ProgramBusyError, type ProgramRuntime, type ResumePath } from '../../runtime/program-runtime.ts';
 import type { ConversationItem, EmittedFunctionCall, EmittedProgramOutput, OutputItem } from '../../schemas/items.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';
 import { ApiError } from '../api-error.ts';
 import type { ClientChecks } from '../config.ts';
-import { newCallId, newId, programCallIds, programOutputId } from '../ids.ts';
+import { functionCallItemId, newCallId, newId, programOutputId } from '../ids.ts';
 import type { ModelContext, ModelDecision } from '../model/model-decision.ts';
 import type { ModelStandIn } from '../model/stand-in.ts';
-import { readConversation, type ConversationState, type ProgramThread } from './client-loop.ts';
+import { locateItem, readConversation, type ConversationState, type ProgramThread } from './client-loop.ts';
 import { callersOf, readToolSet, type ToolSet } from './tool-set.ts';
 
 const NOTHING_TO_ANSWER =
@@ -20,8 +20,8 @@ const NOTHING_TO_ANSWER =
 export interface TurnServices {
   readonly runtime: ProgramRuntime;
   readonly standIn: ModelStandIn;
-  /** The key that seals new fingerprints first, then older keys still accepted. */
-  readonly fingerprintKeys: readonly Buffer[];
+  /** The key that seals new fingerprints and call ids first, then older keys still accepted. */
+  readonly sealingKeys: SealingKeys;
   readonly limits: ProgramLimits;
   readonly log: FastifyBaseLogger;
 }
@@ -53,8 +53,8 @@ export async function runTurn(input: TurnInput, services: TurnServices): Promise
       services.runtime.dispose(thread.program.call_id);
       continue;
     }
-    const event = await resumeThread(thread, services);
-    const items = eventItems(thread.program.call_id, event);
+    const event = await resumeThread(thread, input, services);
+    const items = eventItems(thread.program.call_id, event, services);
     output.push(...items);
     const programOutput = items.find((item): item is EmittedProgramOutput => item.type === 'program_output');
     if (programOutput) {
@@ -133,14 +133,15 @@ async function applyDecision(
     const programCallId = newCallId();
     const seed = randomInt(2 ** 32);
     const clock = Date.now();
+    const tools = toolSet.programTools;
     const fingerprint = sealFingerprint(
-      { programCallId, codeSha256: sha256Hex(decision.code), seed, clock, limits: services.limits },
-      services.fingerprintKeys[0]!,
+      { programCallId, codeSha256: sha256Hex(decision.code), seed, clock, limits: services.limits, tools },
+      services.sealingKeys[0],
     );
     output.push({ type: 'program', id: newId('prog'), call_id: programCallId, code: decision.code, fingerprint });
-    const event = await services.runtime.start(programCallId, { code: decision.code, tools: toolSet.programTools, seed, clock, limits: services.limits });
-    logStep(services, programCallId, event);
-    const items = eventItems(programCallId, event);
+    const event = await services.runtime.start(programCallId, { code: decision.code, tools, seed, clock, limits: services.limits });
+    logStep(services, programCallId, event, 'start');
+    const items = eventItems(programCallId, event, services);
     output.push(...items);
     const ended = items.find((item): item is EmittedProgramOutput => item.type === 'program_output');
     if (ended) {
@@ -171,89 +172,75 @@ function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet
   return undefined;
 }
 
-/** Checks the resent program against its fingerprint and the live program, then resumes it. */
-async function resumeThread(thread: ProgramThread, services: TurnServices): Promise<ProgramEvent> {
+/**
+ * Resumes an open program from its history: the fingerprint gives what the program is (code,
+ * seed, clock, limits, tools) and each call's sealed id proves the program made that call at
+ * that position. The runtime then continues the paused isolate, or replays the program.
+ */
+async function resumeThread(thread: ProgramThread, input: TurnInput, services: TurnServices): Promise<ProgramEvent> {
+  const { program } = thread;
+  const programParam = locateItem(input.history.indexOf(program as ConversationItem), input.inputStart);
+  let claims;
   try {
-    return await checkAndResume(thread, services);
+    claims = openFingerprint(program.fingerprint, services.sealingKeys);
+  } catch (error) {
+    if (!(error instanceof FingerprintError)) throw error;
+    throw new ApiError('fingerprint_invalid', `The fingerprint of program ${program.call_id} is invalid: ${error.message}.`, `${programParam}.fingerprint`);
+  }
+  if (claims.programCallId !== program.call_id || claims.codeSha256 !== sha256Hex(program.code)) {
+    throw new ApiError(
+      'fingerprint_mismatch',
+      `Program ${program.call_id} no longer matches its fingerprint: its ${claims.programCallId !== program.call_id ? 'call_id' : 'code'} was changed. Resend program items unchanged.`,
+      programParam,
+    );
+  }
+  const recorded: RecordedCall[] = thread.calls.map((call, seq) => {
+    if (!callIdMatches(call.call_id, { programCallId: program.call_id, seq, tool: call.name, argumentsJson: call.arguments }, services.sealingKeys)) {
+      throw new ApiError(
+        'program_item_altered',
+        `Function call ${call.call_id} is not call ${seq} of program ${program.call_id} as the program made it: its name, arguments or call_id were changed, or the program's calls were dropped, reordered or forged. Resend function_call items unchanged and in order.`,
+        locateItem(input.history.indexOf(call as ConversationItem), input.inputStart),
+      );
+    }
+    return { tool: call.name, argumentsJson: call.arguments, output: thread.outputs.get(call.call_id) ?? '' };
+  });
+  const spec = { code: program.code, tools: claims.tools, seed: claims.seed, clock: claims.clock, limits: claims.limits };
+  try {
+    const { event, path } = await services.runtime.resume(program.call_id, spec, recorded);
+    logStep(services, program.call_id, event, path);
+    return event;
   } catch (error) {
     if (error instanceof ProgramBusyError) {
-      throw new ApiError('program_busy', `Program ${thread.program.call_id} is being resumed by another request; retry once it answers.`);
+      throw new ApiError('program_busy', `Program ${program.call_id} is being resumed by another request; retry once it answers.`);
     }
     throw error;
   }
 }
 
-async function checkAndResume(thread: ProgramThread, services: TurnServices): Promise<ProgramEvent> {
-  const { program } = thread;
-  const where = 'input';
-  let claims;
-  try {
-    claims = openFingerprint(program.fingerprint, services.fingerprintKeys);
-  } catch (error) {
-    if (!(error instanceof FingerprintError)) throw error;
-    throw new ApiError('fingerprint_invalid', `The fingerprint of program ${program.call_id} is invalid: ${error.message}.`, where);
-  }
-  if (claims.programCallId !== program.call_id || claims.codeSha256 !== sha256Hex(program.code)) {
-    throw new ApiError(
-      'program_item_altered',
-      `Program ${program.call_id} differs from what the server emitted: its code or call_id no longer matches its fingerprint. Resend program items unchanged.`,
-      where,
-    );
-  }
-  const pending = services.runtime.pendingCalls(program.call_id);
-  if (!pending) {
-    return {
-      type: 'incomplete',
-      error: {
-        code: 'program_expired',
-        message: `Program ${program.call_id} is no longer held by this server (idle timeout, eviction or restart) and cannot resume`,
-      },
-      stats: { cpuTimeMs: 0, steps: 0, calls: thread.calls.length },
-    };
-  }
-  const emitted = new Set<string>();
-  const lastSeq = pending.at(-1)?.seq ?? -1;
-  for (let seq = 0; seq <= lastSeq; seq++) emitted.add(programCallIds(program.call_id, seq).callId);
-  const foreign = thread.calls.find((call) => !emitted.has(call.call_id));
-  if (foreign) {
-    throw new ApiError('program_item_altered', `Function call ${foreign.call_id} names program ${program.call_id} as its caller, but that program never made it.`, where);
-  }
-  const outputs = pending.map((request) => {
-    const { callId } = programCallIds(program.call_id, request.seq);
-    const call = thread.calls.find((candidate) => candidate.call_id === callId);
-    const output = thread.outputs.get(callId);
-    if (!call || output === undefined) throw new ApiError('tool_output_missing', `No tool output found for function call ${callId}.`, where);
-    if (call.name !== request.tool || call.arguments !== request.argumentsJson) {
-      throw new ApiError(
-        'program_item_altered',
-        `Function call ${callId} differs from what program ${program.call_id} made (${request.tool} with ${request.argumentsJson}). Resend function_call items unchanged.`,
-        where,
-      );
-    }
-    return { seq: request.seq, output };
-  });
-  const event = await services.runtime.resume(program.call_id, outputs);
-  logStep(services, program.call_id, event);
-  return event;
-}
-
-function logStep(services: TurnServices, programCallId: string, event: ProgramEvent): void {
+function logStep(services: TurnServices, programCallId: string, event: ProgramEvent, path: 'start' | ResumePath): void {
   const failure = event.type === 'incomplete' ? event.error : undefined;
   services.log.info(
-    { program: programCallId, outcome: event.type, stats: event.stats, ...(failure ? { code: failure.code } : {}), ...(failure?.cause ? { err: failure.cause } : {}) },
+    {
+      program: programCallId,
+      path,
+      outcome: event.type,
+      stats: event.stats,
+      ...(failure ? { code: failure.code } : {}),
+      ...(failure?.cause ? { err: failure.cause } : {}),
+    },
     'program step',
   );
 }
 
 /** The items a program step adds to the response: its calls, or its program_output. */
-function eventItems(programCallId: string, event: ProgramEvent): (EmittedFunctionCall | EmittedProgramOutput)[] {
+function eventItems(programCallId: string, event: ProgramEvent, services: TurnServices): (EmittedFunctionCall | EmittedProgramOutput)[] {
   if (event.type === 'paused') {
     return event.calls.map((call) => {
-      const ids = programCallIds(programCallId, call.seq);
+      const callId = sealCallId(services.sealingKeys[0], { programCallId, seq: call.seq, tool: call.tool, argumentsJson: call.argumentsJson });
       return {
         type: 'function_call',
-        id: ids.id,
-        call_id: ids.callId,
+        id: functionCallItemId(callId),
+        call_id: callId,
         name: call.tool,
         arguments: call.argumentsJson,
         status: 'completed',

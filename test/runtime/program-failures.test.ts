@@ -56,8 +56,8 @@ describe('a program that fails ends incomplete with a stable code', () => {
   });
 
   it('covers every program error code the runtime produces', () => {
-    // program_expired is produced by the server when a paused program is gone: test/program-lifecycle.test.ts.
-    const covered = new Set<string>([...FAILURES.map((failure) => failure.code), 'runtime_error', 'program_expired']);
+    // replay_diverged has its own table in test/runtime/replay.test.ts.
+    const covered = new Set<string>([...FAILURES.map((failure) => failure.code), 'runtime_error', 'replay_diverged']);
     expect([...Object.keys(PROGRAM_ERRORS)].filter((code) => !covered.has(code))).toEqual([]);
     const limitCodes = Object.values(LIMIT_DEFINITIONS).map((definition) => definition.code);
     expect(limitCodes.filter((code) => !covered.has(code))).toEqual([]);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { buildServer, type BuildServerOptions } from '../../server/app.ts';
@@ -10,7 +11,9 @@ export interface RunningServer {
 
 /** The emulator on an ephemeral loopback port, and an SDK client pointed at it. */
 export async function startServer(options: BuildServerOptions = {}): Promise<RunningServer> {
-  const app = await buildServer({ logger: false, ...options });
+  // Each server its own key (as separate deployments would have), responses in memory, and
+  // nothing written to disk unless a test asks for it.
+  const app = await buildServer({ logger: false, ...options, config: { fingerprintKey: randomUUID(), store: 'memory', ...options.config } });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   const baseURL = `http://127.0.0.1:${port}/v1`;
@@ -19,4 +22,12 @@ export async function startServer(options: BuildServerOptions = {}): Promise<Run
     client: new OpenAI({ apiKey: options.config?.apiKey ?? 'test-key', baseURL, maxRetries: 0 }),
     close: () => app.close(),
   };
+}
+
+/** A sample of the server's Prometheus metrics, e.g. `metric(server, 'ptc_program_resumes_total{path="replay"}')`. */
+export async function metric(server: RunningServer, sample: string): Promise<number> {
+  const text = await (await fetch(`${server.baseURL.replace(/\/v1$/, '')}/metrics`)).text();
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${sample} `));
+  if (line === undefined) throw new Error(`no metric ${sample}`);
+  return Number(line.slice(sample.length + 1));
 }

@@ -1,0 +1,40 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { SealingKeys } from '../runtime/fingerprint.ts';
+
+const KEY_FILE = 'fingerprint.key';
+
+/** A configured secret of any length becomes a 32-byte HMAC key. */
+function keyFromSecret(secret: string): Buffer {
+  return createHash('sha256').update(secret, 'utf8').digest();
+}
+
+/**
+ * The key a server seals fingerprints and call ids with, from `PTC_FINGERPRINT_KEY`; without
+ * one, from a key file in the data directory, generated on first start and reused after, so an
+ * embedded server keeps resuming its programs across restarts. Older secrets stay accepted.
+ */
+export function loadSealingKeys(options: { secret: string | undefined; oldSecrets: readonly string[]; dataDir: string }): SealingKeys {
+  const current = options.secret === undefined ? keyFromFile(options.dataDir) : keyFromSecret(options.secret);
+  return [current, ...options.oldSecrets.map(keyFromSecret)];
+}
+
+function keyFromFile(dataDir: string): Buffer {
+  const path = join(dataDir, KEY_FILE);
+  try {
+    return keyFromSecret(readFileSync(path, 'utf8').trim());
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const secret = randomBytes(32).toString('hex');
+  try {
+    // `wx`: if another process created the file first, use its key rather than overwrite it.
+    writeFileSync(path, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+    return keyFromSecret(secret);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    return keyFromSecret(readFileSync(path, 'utf8').trim());
+  }
+}

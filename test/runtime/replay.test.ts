@@ -1,0 +1,136 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { IsolateProgram, type ProgramSpec } from '../../runtime/isolate-program.ts';
+import { DEFAULT_LIMITS } from '../../runtime/limits.ts';
+import type { ProgramEvent, RecordedCall } from '../../runtime/program-events.ts';
+import { ProgramRuntime } from '../../runtime/program-runtime.ts';
+import { answer, generatedProgram, JSON_TOOL, STRING_TOOLS } from '../support/program-generator.ts';
+
+const TOOLS = [...STRING_TOOLS.map((name) => ({ name, parseOutputAsJson: false })), { name: JSON_TOOL, parseOutputAsJson: true }];
+
+function spec(code: string, seed = 11): ProgramSpec {
+  return { code, tools: TOOLS, seed, clock: Date.UTC(2026, 10, 30, 12, 34, 56), limits: { ...DEFAULT_LIMITS, maxCalls: 200 } };
+}
+
+/** Events without their stats: CPU time differs between runs, nothing else may. */
+function observable(event: ProgramEvent): unknown {
+  const { stats: _stats, ...rest } = event;
+  return rest;
+}
+
+/** Runs a program live to the end, answering every batch; returns each step's event and the calls with their outputs. */
+async function liveRun(code: string): Promise<{ events: ProgramEvent[]; history: RecordedCall[] }> {
+  const program = new IsolateProgram(spec(code));
+  const events: ProgramEvent[] = [];
+  const history: RecordedCall[] = [];
+  let event = await program.start();
+  events.push(event);
+  while (event.type === 'paused') {
+    const outputs = event.calls.map((call) => ({ seq: call.seq, output: answer(call.tool, call.argumentsJson) }));
+    for (const call of event.calls) history.push({ tool: call.tool, argumentsJson: call.argumentsJson, output: answer(call.tool, call.argumentsJson) });
+    event = await program.resume(outputs);
+    events.push(event);
+  }
+  return { events, history };
+}
+
+describe('replay', () => {
+  it('gives the same event as the live run at every pause, for generated programs', async () => {
+    await fc.assert(
+      fc.asyncProperty(generatedProgram, async (code) => {
+        const { events, history } = await liveRun(code);
+        let answered = 0;
+        for (const event of events) {
+          const replay = new IsolateProgram(spec(code));
+          const replayed = await replay.start(history.slice(0, answered));
+          replay.dispose();
+          expect(observable(replayed)).toEqual(observable(event));
+          if (event.type === 'paused') answered += event.calls.length;
+        }
+      }),
+      { numRuns: 120 },
+    );
+  });
+
+  it('serves a warm resume and a replay of the same history with the same events (ProgramRuntime)', async () => {
+    const runtime = new ProgramRuntime({ pausedTtlMs: 60_000, maxPausedPrograms: 100, maxPausedHeapBytes: 1e9 });
+    try {
+      await fc.assert(
+        fc.asyncProperty(generatedProgram, fc.integer({ min: 0, max: 2 ** 32 - 1 }), async (code, seed) => {
+          const id = `p${seed}-${Math.random()}`;
+          const history: RecordedCall[] = [];
+          let warm = await runtime.start(id, spec(code, seed));
+          while (warm.type === 'paused') {
+            for (const call of warm.calls) history.push({ tool: call.tool, argumentsJson: call.argumentsJson, output: answer(call.tool, call.argumentsJson) });
+            const cold = `${id}-cold-${history.length}`;
+            const replayed = await runtime.resume(cold, spec(code, seed), history);
+            const resumed = await runtime.resume(id, spec(code, seed), history);
+            expect(replayed.path).toBe('replay');
+            expect(resumed.path).toBe('warm');
+            expect(observable(replayed.event)).toEqual(observable(resumed.event));
+            runtime.dispose(cold);
+            warm = resumed.event;
+          }
+        }),
+        { numRuns: 60 },
+      );
+      expect(runtime.stats().resumes.warm).toBeGreaterThan(0);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it('reproduces the microtask interleaving of calls answered as a batch', async () => {
+    // Resolving recorded calls as they are made would run `c` before `b` and renumber them.
+    const code = 'tools.alpha({}).then(() => tools.gamma({})); await null; text(await tools.beta({})); text(await tools.gamma({x: 1}))';
+    const { events, history } = await liveRun(code);
+    const replay = new IsolateProgram(spec(code));
+    const replayed = await replay.start(history.slice(0, 2));
+    expect(observable(replayed)).toEqual(observable(events[1]!));
+    expect(replayed.type === 'paused' && replayed.calls.map((call) => call.tool)).toEqual(['gamma', 'gamma']);
+    replay.dispose();
+  });
+
+  it('treats arguments that differ only in key order or spacing as the same call', async () => {
+    const replay = new IsolateProgram(spec('await tools.alpha({x: 1, y: [2, {b: 1, a: 2}]}); text("same")'));
+    expect(await replay.start([{ tool: 'alpha', argumentsJson: '{ "y": [2, {"a": 2, "b": 1}], "x": 1 }', output: '' }])).toMatchObject({ type: 'completed', result: 'same' });
+  });
+});
+
+describe('replay_diverged: a replay that does not retrace the recorded run ends incomplete, naming the step', () => {
+  it.each([
+    [
+      'a different call at step 1, because an earlier output changed',
+      'const x = await tools.alpha({}); if (x === "yes") await tools.beta({}); else await tools.gamma({}); text("end")',
+      [{ tool: 'alpha', argumentsJson: '{}', output: 'no' }, { tool: 'beta', argumentsJson: '{}', output: '' }],
+      'The replay diverged at call 1, tools.gamma({}), where the recorded run made tools.beta({}). Did an earlier tool output change since the program first received it?',
+    ],
+    [
+      'different arguments at step 0',
+      'await tools.alpha({n: 2}); text("end")',
+      [{ tool: 'alpha', argumentsJson: '{"n":1}', output: '' }],
+      'The replay diverged at call 0, tools.alpha({"n":2}), where the recorded run made tools.alpha({"n":1}). Did an earlier tool output change since the program first received it?',
+    ],
+    [
+      'fewer calls than recorded: the program ends',
+      'await tools.alpha({}); text("short")',
+      [{ tool: 'alpha', argumentsJson: '{}', output: '' }, { tool: 'beta', argumentsJson: '{}', output: '' }],
+      'The replay diverged at call 1: the program ended after 1 calls, but the recorded run made 2',
+    ],
+    [
+      'fewer calls than recorded: the program waits on nothing',
+      'await tools.alpha({}); await new Promise(() => {})',
+      [{ tool: 'alpha', argumentsJson: '{}', output: '' }, { tool: 'beta', argumentsJson: '{}', output: '' }],
+      'The replay diverged at call 1: the program stopped making calls after 1 calls, but the recorded run made 2',
+    ],
+    [
+      'more calls in a batch than the recorded run made',
+      'await Promise.all([tools.alpha({}), tools.beta({})]); text("end")',
+      [{ tool: 'alpha', argumentsJson: '{}', output: '' }],
+      'The replay diverged at call 1 (tools.beta), made in the same batch as recorded calls: the recorded run made only 1 calls by then. Did an earlier tool output change since the program first received it?',
+    ],
+  ])('%s', async (_, code, recorded, message) => {
+    const replay = new IsolateProgram(spec(code));
+    expect(await replay.start(recorded)).toMatchObject({ type: 'incomplete', error: { code: 'replay_diverged', message } });
+  });
+});
