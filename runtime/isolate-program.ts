@@ -12,9 +12,9 @@ const PRELUDE_SOURCE = readFileSync(new URL('./guest-prelude.js', import.meta.ur
 const REPLAYING = '{"state":"replaying"}';
 
 /** Adds outputs, length-prefixed so that no two sequences hash alike, to a running digest. */
-function hashOutputs(hash: Hash, outputs: Iterable<string>): Hash {
-  for (const output of outputs) hash.update(`${output.length}:`).update(output, 'utf8');
-  return hash;
+function hashOutputs(hash: Hash, outputs: readonly string[]): Hash {
+  // One update of the joined text: a thousand small updates cost more than the hashing.
+  return hash.update(outputs.map((output) => `${output.length}:${output}`).join(''), 'utf8');
 }
 
 /** A tool as the program sees it. */

@@ -1,8 +1,23 @@
 import { createHash, randomBytes } from 'node:crypto';
 
+// Random bytes drawn in blocks: one syscall per 170 ids rather than one each (a resent
+// conversation gives ids to hundreds of items per request).
+const POOL_BYTES = 24 * 170;
+let pool = Buffer.alloc(0);
+let poolOffset = 0;
+
+function randomHex(bytes: number): string {
+  if (poolOffset + bytes > pool.length) {
+    pool = randomBytes(POOL_BYTES);
+    poolOffset = 0;
+  }
+  poolOffset += bytes;
+  return pool.toString('hex', poolOffset - bytes, poolOffset);
+}
+
 /** `resp_…`, `msg_…`: a prefix and 48 random hex digits, like the hosted API's ids. */
 export function newId(prefix: string): string {
-  return `${prefix}_${randomBytes(24).toString('hex')}`;
+  return `${prefix}_${randomHex(24)}`;
 }
 
 /** The item id of a program's function call, derived from its (sealed) call_id. */
@@ -17,5 +32,5 @@ export function programOutputId(programCallId: string): string {
 
 /** `call_…` with 24 random hex digits: the call_id of a program or of a direct call. */
 export function newCallId(): string {
-  return `call_${randomBytes(12).toString('hex')}`;
+  return `call_${randomHex(12)}`;
 }
