@@ -68,6 +68,29 @@ describe('a paused program whose isolate the server no longer holds', () => {
     }
   });
 
+  it('drops paused isolates beyond the heap bound, and they still resume by replay', async () => {
+    const server = await startServer({ config: { maxPausedHeapBytes: 1024 * 1024 } });
+    try {
+      const tools = programTools('get');
+      // A few MiB kept alive across the pause: more than the whole cache may hold.
+      const user: ResponseInputItem = { role: 'user', content: inlineProgram('const big = new Array(5e5).fill(1.5); text(big.length + await tools.get({}))') };
+      const first = await server.client.responses.create({ model: 'any', store: false, input: [user], tools });
+      expect(await metric(server, 'ptc_paused_program_evictions_total{reason="memory"}')).toBe(1);
+      expect(await metric(server, 'ptc_paused_programs')).toBe(0);
+      const [call] = functionCallsOf(first);
+      const resumed = await server.client.responses.create({
+        model: 'any',
+        store: false,
+        input: [user, ...toResponseInputItems(first.output), { type: 'function_call_output', call_id: call!.call_id, output: '!', caller: call!.caller ?? null }],
+        tools,
+      });
+      expect(programOutputOf(resumed)?.result).toBe('500000!');
+      expect(await metric(server, 'ptc_program_resumes_total{path="replay"}')).toBe(1);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('counts evictions by reason in /metrics', async () => {
     const server = await startServer({ config: { maxPausedPrograms: 1 } });
     try {
