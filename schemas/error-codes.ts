@@ -19,6 +19,8 @@ export interface ApiErrorDefinition {
   readonly status: number;
   readonly type: ApiErrorType;
   readonly description: string;
+  /** A mistake in the client's loop (the journal lists these as client-loop violations). */
+  readonly clientLoop?: true;
 }
 
 export const API_ERRORS = {
@@ -57,11 +59,6 @@ export const API_ERRORS = {
     type: 'invalid_request_error',
     description: 'A field has a value outside what it accepts; `param` names it.',
   },
-  unsupported_parameter: {
-    status: 400,
-    type: 'invalid_request_error',
-    description: 'A parameter the emulator does not implement yet with the given value.',
-  },
   previous_response_not_found: {
     status: 400,
     type: 'invalid_request_error',
@@ -80,51 +77,61 @@ export const API_ERRORS = {
   tool_output_missing: {
     status: 400,
     type: 'invalid_request_error',
+    clientLoop: true,
     description: 'Client loop: a function call in the conversation has no `function_call_output`.',
   },
   tool_output_unknown_call: {
     status: 400,
     type: 'invalid_request_error',
+    clientLoop: true,
     description: 'Client loop: a `function_call_output` answers a `call_id` that no function call in the conversation has.',
   },
   tool_output_duplicate: {
     status: 400,
     type: 'invalid_request_error',
+    clientLoop: true,
     description: 'Client loop: two outputs answer the same `call_id`.',
   },
   caller_missing: {
     status: 400,
     type: 'invalid_request_error',
+    clientLoop: true,
     description: 'Client loop: the output of a program\'s call does not copy the call\'s `caller`.',
   },
   caller_mismatch: {
     status: 400,
     type: 'invalid_request_error',
+    clientLoop: true,
     description: 'Client loop: the output\'s `caller` differs from the call\'s `caller`.',
   },
   program_item_missing: {
     status: 400,
     type: 'invalid_request_error',
+    clientLoop: true,
     description: 'Client loop: a call names a program whose `program` item is not in the conversation.',
   },
   program_item_altered: {
     status: 400,
     type: 'invalid_request_error',
+    clientLoop: true,
     description: 'Client loop: a resent program call is not one the program made at that position (its name, arguments or call_id changed, or it was reordered or forged), or a program item appears twice.',
   },
   fingerprint_invalid: {
     status: 400,
     type: 'invalid_request_error',
+    clientLoop: true,
     description: 'A `program` fingerprint is malformed, truncated, forged, altered, of an unknown version, or sealed with a key this server does not accept.',
   },
   fingerprint_mismatch: {
     status: 400,
     type: 'invalid_request_error',
+    clientLoop: true,
     description: 'A `program` item\'s code or call_id no longer matches the fingerprint sealed with it.',
   },
   items_out_of_order: {
     status: 400,
     type: 'invalid_request_error',
+    clientLoop: true,
     description: 'Client loop: an item comes before the item it depends on (an output before its call, a call before its program).',
   },
   program_busy: {
@@ -151,6 +158,16 @@ export const API_ERRORS = {
     status: 401,
     type: 'authentication_error',
     description: '`PTC_API_KEY` is set and the request\'s bearer token differs.',
+  },
+  simulated_error: {
+    status: 500,
+    type: 'server_error',
+    description: 'A fault injected by the `error_status` knob: its status is the knob\'s (500 is the default), its `type` follows the status.',
+  },
+  not_cancellable: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'Only responses created with `background: true` can be cancelled.',
   },
   server_error: {
     status: 500,

@@ -172,7 +172,8 @@ export const EmittedFunctionCall = z.strictObject({
   call_id: z.string(),
   name: z.string(),
   arguments: z.string(),
-  status: z.literal('completed'),
+  // `in_progress` only in a stream's `output_item.added`, before its arguments arrive.
+  status: z.enum(['in_progress', 'completed']),
   caller: Caller.optional(),
 });
 export type EmittedFunctionCall = z.infer<typeof EmittedFunctionCall>;
@@ -190,7 +191,8 @@ export const EmittedMessage = z.strictObject({
   type: z.literal('message'),
   id: z.string(),
   role: z.literal('assistant'),
-  status: z.literal('completed'),
+  // `in_progress` in a stream before its text; `incomplete` when cut at max_output_tokens.
+  status: z.enum(['in_progress', 'completed', 'incomplete']),
   content: z.array(
     z.strictObject({
       type: z.literal('output_text'),

@@ -91,3 +91,11 @@ export const InputItemsQuery = z.strictObject({
   include: z.union([z.string(), z.array(z.string())]).optional(),
 });
 export type InputItemsQuery = z.infer<typeof InputItemsQuery>;
+
+/** `GET /v1/responses/{id}` query: `stream=true` replays the stored response's events. */
+export const RetrieveResponseQuery = z.strictObject({
+  stream: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
+  starting_after: z.coerce.number().int().min(-1).optional(),
+  include: z.union([z.string(), z.array(z.string())]).optional(),
+  include_obfuscation: z.enum(['true', 'false']).optional(),
+});

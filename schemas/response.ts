@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { OutputItem } from './items.ts';
 import { ReasoningConfig, TextConfig } from './request.ts';
 import { ResponseTool, ToolChoice } from './tools.ts';
+import { Usage } from './usage.ts';
 
 /** `Response.error.code`: the values the SDK 6.49.0 declares. */
 export const ResponseErrorCode = z.enum([
@@ -59,6 +60,8 @@ export const ResponseObject = z.strictObject({
   user: z.string().optional(),
   safety_identifier: z.string().nullable(),
   prompt_cache_key: z.string().nullable(),
+  /** Absent until the response finishes. */
+  usage: Usage.optional(),
 });
 export type ResponseObject = z.infer<typeof ResponseObject>;
 

@@ -11,16 +11,24 @@ export class ApiError extends Error {
   readonly param: string | null;
   readonly headers: Readonly<Record<string, string>>;
 
-  constructor(code: ApiErrorCode, message: string, param: string | null = null, headers: Record<string, string> = {}) {
+  /** `status` overrides the declared one: only the simulated errors of the knobs use it. */
+  constructor(code: ApiErrorCode, message: string, param: string | null = null, headers: Record<string, string> = {}, status?: number) {
     super(message);
     this.name = 'ApiError';
     this.code = code;
-    this.status = API_ERRORS[code].status;
+    this.status = status ?? API_ERRORS[code].status;
     this.param = param;
     this.headers = headers;
   }
 
+  /** The OpenAI `type`: the declared one, or for a simulated error the one its status implies. */
+  get type(): string {
+    if (this.status === API_ERRORS[this.code].status) return API_ERRORS[this.code].type;
+    if (this.status === 429) return 'rate_limit_error';
+    return this.status >= 500 ? 'server_error' : 'invalid_request_error';
+  }
+
   toEnvelope(): ErrorEnvelope {
-    return { error: { message: this.message, type: API_ERRORS[this.code].type, param: this.param, code: this.code } };
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
   }
 }

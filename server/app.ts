@@ -1,13 +1,17 @@
 import type { z } from 'zod';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import { API_ERRORS, type ApiErrorDefinition } from '../schemas/error-codes.ts';
 import { ProgramRuntime } from '../runtime/program-runtime.ts';
 import { ApiError } from './api-error.ts';
+import { BackgroundJobs } from './background.ts';
+import { RequestJournal, type JournalDetails } from './journal.ts';
+import { registerJournalRoutes } from './routes/journal.ts';
 import { loadSealingKeys } from './sealing-keys.ts';
 import { loadConfig, type ServerConfig } from './config.ts';
 import { newId } from './ids.ts';
 import { inlineModel } from './model/inline-model.ts';
 import type { ModelFunction } from './model/model-decision.ts';
-import { loadScenarioFile, parseScenarios, scenarioModel, ScenarioFile } from './model/scenario-model.ts';
+import { loadScenarioFile, parseScenarios, scenarioKnobs, scenarioModel, ScenarioFile } from './model/scenario-model.ts';
 import { ModelStandIn } from './model/stand-in.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerMetricsRoutes } from './routes/metrics.ts';
@@ -15,6 +19,13 @@ import { registerModelRoutes } from './routes/models.ts';
 import { registerResponseRoutes } from './routes/responses.ts';
 import { createResponseStore } from './stores/create-store.ts';
 import type { ResponseStore } from './stores/response-store.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** What the routes noted about this request for the journal. */
+    journal: JournalDetails | null;
+  }
+}
 
 export interface BuildServerOptions {
   /** Settings; anything absent comes from the environment (server/config.ts). */
@@ -67,9 +78,12 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
 
   const chain: ModelFunction[] = [];
   if (options.model) chain.push(options.model);
-  const scenarios = options.scenarios ?? config.scenariosPath;
-  if (scenarios !== undefined) chain.push(scenarioModel(typeof scenarios === 'string' ? loadScenarioFile(scenarios) : parseScenarios(scenarios)));
+  const scenarioSource = options.scenarios ?? config.scenariosPath;
+  const scenarios = scenarioSource === undefined ? undefined : typeof scenarioSource === 'string' ? loadScenarioFile(scenarioSource) : parseScenarios(scenarioSource);
+  if (scenarios) chain.push(scenarioModel(scenarios));
   chain.push(inlineModel);
+  const journal = new RequestJournal(config.journalSize);
+  const background = new BackgroundJobs();
 
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
@@ -89,13 +103,38 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     }
   });
 
+  // The journal: what each API request did, noted by the routes, recorded when the reply is sent.
+  app.decorateRequest('journal', null);
+  const note = (request: FastifyRequest, details: JournalDetails): void => {
+    request.journal = { ...request.journal, ...details };
+  };
+  const record = (request: FastifyRequest, status: number, elapsed: number): void => {
+    const path = request.url.split('?')[0]!;
+    if (!path.startsWith('/v1/') || path.startsWith('/v1/emulator/')) return;
+    journal.record({
+      request_id: request.id,
+      at: new Date().toISOString(),
+      method: request.method,
+      path,
+      status,
+      duration_ms: Math.round(elapsed * 1000) / 1000,
+      ...request.journal,
+    });
+  };
+  app.addHook('onResponse', async (request, reply) => record(request, reply.statusCode, reply.elapsedTime));
+
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {
     let apiError = toApiError(error, config.bodyLimitBytes);
     if (!apiError) {
       request.log.error({ err: error }, 'unexpected error');
       apiError = new ApiError('server_error', `The server had an error while processing your request (request id ${request.id}).`);
     }
-    return reply.status(apiError.status).headers(apiError.headers).send(apiError.toEnvelope());
+    const envelope = apiError.toEnvelope();
+    note(request, {
+      error: envelope.error as { code: string; type: string; message: string; param: string | null },
+      ...((API_ERRORS[apiError.code] as ApiErrorDefinition).clientLoop ? { client_loop: { rejected: apiError.code, tolerated: [] } } : {}),
+    });
+    return reply.status(apiError.status).headers(apiError.headers).send(envelope);
   });
 
   app.setNotFoundHandler((request) => {
@@ -105,13 +144,22 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   registerResponseRoutes(app, {
     store,
     clientChecks: config.clientChecks,
-    services: { runtime, standIn: new ModelStandIn(chain), sealingKeys, limits: config.limits },
+    respond: {
+      store,
+      services: { runtime, standIn: new ModelStandIn(chain), sealingKeys, limits: config.limits },
+      scenarioKnobs: scenarios ? scenarioKnobs(scenarios) : () => undefined,
+    },
+    background,
+    note,
+    recordStream: (request, reply) => record(request, reply.raw.statusCode, reply.elapsedTime),
   });
+  registerJournalRoutes(app, journal);
   registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));
   registerHealthRoutes(app, runtime);
   registerMetricsRoutes(app, runtime);
 
   app.addHook('onClose', async () => {
+    await background.drain();
     await runtime.close();
     await store.close();
   });

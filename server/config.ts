@@ -21,6 +21,7 @@ export const SETTINGS = {
     description: 'Paused isolates kept at most; beyond, the least recently used are dropped (they resume by replay). `0` turns the cache off: every resume replays.',
   },
   PTC_MAX_PAUSED_HEAP_MB: { default: '512', description: 'Heap of all paused isolates together, in MiB; beyond, the least recently used are dropped.' },
+  PTC_JOURNAL_SIZE: { default: '200', description: 'Requests kept by the journal (`GET /v1/emulator/journal`); `0` turns it off.' },
   PTC_BODY_LIMIT_BYTES: { default: '33554432', description: 'Largest request body accepted (413 beyond).' },
   PTC_STORE: {
     default: 'sqlite',
@@ -48,6 +49,7 @@ export interface ServerConfig {
   readonly maxPausedPrograms: number;
   readonly maxPausedHeapBytes: number;
   readonly bodyLimitBytes: number;
+  readonly journalSize: number;
   readonly store: StoreKind;
   readonly dataDir: string;
   readonly redisUrl: string | undefined;
@@ -101,6 +103,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     maxPausedPrograms: integer(env, 'PTC_MAX_PAUSED_PROGRAMS', SETTINGS.PTC_MAX_PAUSED_PROGRAMS.default, 0),
     maxPausedHeapBytes: integer(env, 'PTC_MAX_PAUSED_HEAP_MB', SETTINGS.PTC_MAX_PAUSED_HEAP_MB.default, 1) * 1024 * 1024,
     bodyLimitBytes: integer(env, 'PTC_BODY_LIMIT_BYTES', SETTINGS.PTC_BODY_LIMIT_BYTES.default, 1024),
+    journalSize: integer(env, 'PTC_JOURNAL_SIZE', SETTINGS.PTC_JOURNAL_SIZE.default, 0),
     store,
     dataDir: setting(env, 'PTC_DATA_DIR'),
     redisUrl: setting(env, 'REDIS_URL') || undefined,

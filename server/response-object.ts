@@ -1,6 +1,7 @@
 import type { OutputItem } from '../schemas/items.ts';
 import type { CreateResponseRequest } from '../schemas/request.ts';
 import type { ResponseObject } from '../schemas/response.ts';
+import type { Usage } from '../schemas/usage.ts';
 import type { ResponseTool, Tool } from '../schemas/tools.ts';
 
 /**
@@ -12,22 +13,31 @@ function echoTool(tool: Tool): ResponseTool {
   return { ...tool, parameters: tool.parameters ?? null, strict: tool.strict ?? true };
 }
 
-/** The Response object for a finished turn, echoing the request's parameters. */
-export function buildResponse(id: string, request: CreateResponseRequest, output: OutputItem[], createdAt: number): ResponseObject {
+export interface ResponseState {
+  readonly status: ResponseObject['status'];
+  readonly output?: OutputItem[];
+  readonly usage?: Usage;
+  readonly error?: ResponseObject['error'];
+}
+
+const FINISHED: ReadonlySet<ResponseObject['status']> = new Set(['completed', 'incomplete', 'failed', 'cancelled']);
+
+/** The Response object in a given state, echoing the request's parameters. */
+export function buildResponse(id: string, request: CreateResponseRequest, createdAt: number, state: ResponseState): ResponseObject {
   return {
     id,
     object: 'response',
     created_at: createdAt,
-    completed_at: Math.floor(Date.now() / 1000),
-    status: 'completed',
+    completed_at: FINISHED.has(state.status) ? Math.floor(Date.now() / 1000) : null,
+    status: state.status,
     background: request.background ?? false,
-    error: null,
-    incomplete_details: null,
+    error: state.error ?? null,
+    incomplete_details: state.status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
     instructions: request.instructions ?? null,
     max_output_tokens: request.max_output_tokens ?? null,
     metadata: request.metadata ?? {},
     model: request.model,
-    output,
+    output: state.output ?? [],
     parallel_tool_calls: request.parallel_tool_calls ?? true,
     previous_response_id: request.previous_response_id ?? null,
     reasoning: { effort: request.reasoning?.effort ?? null, summary: request.reasoning?.summary ?? null },
@@ -42,5 +52,6 @@ export function buildResponse(id: string, request: CreateResponseRequest, output
     ...(request.user !== undefined ? { user: request.user } : {}),
     safety_identifier: request.safety_identifier ?? null,
     prompt_cache_key: request.prompt_cache_key ?? null,
+    ...(state.usage ? { usage: state.usage } : {}),
   };
 }

@@ -135,8 +135,8 @@ describe('validation errors of POST /v1/responses seen through the openai SDK', 
       { model: MODEL, input: 'hi', tools: [{ type: 'function', name: 'lookup', parameters: null, allowed_callers: ['programmatic'] }] },
       { code: 'programmatic_tool_calling_not_enabled', param: 'tools[0].allowed_callers', mentions: ['tools[0]', "'lookup'", 'programmatic_tool_calling'] },
     ],
-    ['stream: true (not supported yet)', { model: MODEL, input: 'hi', stream: true }, { code: 'unsupported_parameter', param: 'stream', mentions: ['stream'] }],
-    ['background: true (not supported yet)', { model: MODEL, input: 'hi', background: true }, { code: 'unsupported_parameter', param: 'background', mentions: ['background'] }],
+    ['background: true with store: false', { model: MODEL, input: 'hi', background: true, store: false }, { code: 'invalid_value', param: 'background', mentions: ['store: true'] }],
+    ['stream of the wrong type', { model: MODEL, input: 'hi', stream: 'yes' }, { code: 'invalid_type', param: 'stream', mentions: ["'stream'"] }],
   ])('answers %s with a 400 naming the parameter', async (_, body, expected) => {
     const error = await rejectionOf(server.client.responses.create(untyped(body)));
     expectSdkError(error, expected);

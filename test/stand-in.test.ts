@@ -138,7 +138,7 @@ describe('YAML scenario files and their errors', () => {
   });
 
   it.each([
-    ['a rule with neither program, calls nor message', { rules: [{ match: { user: 'x' } }] }, /rules\[0\]: a rule needs program, calls or message/],
+    ['a rule with neither program, calls, message nor knobs', { rules: [{ match: { user: 'x' } }] }, /rules\[0\]: a rule needs program, calls, message or knobs/],
     ['a rule with both program and calls', { rules: [{ program: 'x', calls: [{ name: 'a' }] }] }, /a rule has either program or calls/],
     ['an unknown field', { rules: [{ message: 'x', typo: 1 }] }, /rules\[0\]/],
     ['no rules', { rules: [] }, /rules/],

@@ -5,6 +5,7 @@ import type { ProgramLimits } from '../../runtime/limits.ts';
 import { failureResult, type ProgramEvent, type RecordedCall } from '../../runtime/program-events.ts';
 import { ProgramBusyError, type ProgramRuntime, type ResumePath } from '../../runtime/program-runtime.ts';
 import type { ConversationItem, EmittedFunctionCall, EmittedProgramOutput, OutputItem } from '../../schemas/items.ts';
+import type { Knobs } from '../../schemas/knobs.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';
 import { ApiError } from '../api-error.ts';
 import type { ClientChecks } from '../config.ts';
@@ -36,49 +37,108 @@ export interface TurnInput {
   readonly headers: Readonly<Record<string, string | undefined>>;
 }
 
+/** What a turn did to each program it touched, for the log and the request journal. */
+export interface ProgramTrace {
+  readonly program: string;
+  readonly path: 'start' | ResumePath;
+  readonly outcome: ProgramEvent['type'];
+  readonly stats: ProgramEvent['stats'];
+  readonly code?: string;
+}
+
+export interface TurnResult {
+  readonly output: OutputItem[];
+  readonly trace: readonly ProgramTrace[];
+  /** Client-loop mistakes a lenient check let through. */
+  readonly tolerated: readonly string[];
+}
+
+/** A turn whose conversation has been read and checked: what the stand-in will see. */
+export interface PreparedTurn {
+  readonly input: TurnInput;
+  readonly toolSet: ToolSet;
+  readonly state: ConversationState;
+  /** The stand-in's context for a user turn (phases after a program or calls refine it). */
+  readonly context: ModelContext;
+}
+
+/** Reads and checks the request's tools and conversation; every client-loop mistake is thrown here. */
+export function prepareTurn(input: TurnInput): PreparedTurn {
+  const toolSet = readToolSet(input.request.tools);
+  const state = readConversation(input.history, input.clientChecks, input.inputStart);
+  return { input, toolSet, state, context: modelContext(input, state, toolSet) };
+}
+
 /**
  * One model turn: resume the programs the client answered, or, when none is waiting, let the
  * stand-in model decide what to emit. Returns the response's output items.
  */
-export async function runTurn(input: TurnInput, services: TurnServices): Promise<OutputItem[]> {
-  const toolSet = readToolSet(input.request.tools);
-  const state = readConversation(input.history, input.clientChecks, input.inputStart);
+export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnServices): Promise<TurnResult> {
+  const { input, state, context } = turn;
   for (const note of state.tolerated) services.log.warn({ clientLoop: note }, 'lenient client-loop check let a mistake through');
+  const trace: ProgramTrace[] = [];
+  const step = (programCallId: string, event: ProgramEvent, path: ProgramTrace['path']): ProgramEvent => {
+    const failure = event.type === 'incomplete' ? event.error : undefined;
+    trace.push({ program: programCallId, path, outcome: event.type, stats: event.stats, ...(failure ? { code: failure.code } : {}) });
+    services.log.info({ ...trace.at(-1), ...(failure?.cause ? { err: failure.cause } : {}) }, 'program step');
+    return event;
+  };
+  const result = (output: OutputItem[]): TurnResult => ({ output, trace, tolerated: state.tolerated });
+  // The knob `final_message: next` holds back the message that would follow a program ending in this response.
+  const afterProgram = async (program: ModelContext['program']): Promise<OutputItem[]> =>
+    knobs.final_message === 'next' ? [] : finalMessage({ ...context, phase: 'after_program', program }, services);
 
   const output: OutputItem[] = [];
-  let ended: EmittedProgramOutput | undefined;
-  let code = '';
+  let ended: { code: string; output: EmittedProgramOutput } | undefined;
   for (const thread of state.programs) {
     if (thread.closedBy) {
       services.runtime.dispose(thread.program.call_id);
       continue;
     }
-    const event = await resumeThread(thread, input, services);
-    const items = eventItems(thread.program.call_id, event, services);
+    const { event, path } = await resumeThread(thread, input, services);
+    const items = eventItems(thread.program.call_id, step(thread.program.call_id, event, path), services);
     output.push(...items);
     const programOutput = items.find((item): item is EmittedProgramOutput => item.type === 'program_output');
-    if (programOutput) {
-      ended = programOutput;
-      code = thread.program.code;
-    }
+    if (programOutput) ended = { code: thread.program.code, output: programOutput };
   }
-  if (output.some((item) => item.type === 'function_call')) return output;
-
-  const context = modelContext(input, state, toolSet);
+  if (output.some((item) => item.type === 'function_call')) return result(output);
   if (ended) {
-    output.push(...(await finalMessage({ ...context, phase: 'after_program', program: { code, status: ended.status, result: ended.result } }, services)));
-    return output;
+    output.push(...(await afterProgram({ code: ended.code, status: ended.output.status, result: ended.output.result })));
+    return result(output);
   }
+
   const { tail } = state;
-  if (tail.kind === 'answered') return [messageItem(NOTHING_TO_ANSWER)];
+  if (tail.kind === 'answered') return result([messageItem(NOTHING_TO_ANSWER)]);
   if (tail.kind === 'after_program') {
-    return finalMessage({ ...context, phase: 'after_program', program: { code: tail.code, status: tail.output.status, result: tail.output.result } }, services);
+    return result(await finalMessage({ ...context, phase: 'after_program', program: { code: tail.code, status: tail.output.status, result: tail.output.result } }, services));
   }
   if (tail.kind === 'after_calls') {
     const callOutputs = tail.calls.map((direct) => ({ name: direct.call.name, arguments: direct.call.arguments, output: direct.output ?? '' }));
-    return finalMessage({ ...context, phase: 'after_calls', callOutputs }, services);
+    return result(await finalMessage({ ...context, phase: 'after_calls', callOutputs }, services));
   }
-  return applyDecision(await services.standIn.decide(context), context, input.request, toolSet, services);
+
+  const decision = await services.standIn.decide(context);
+  const refusal = whyNot(decision, input.request, turn.toolSet);
+  if (refusal) return result([messageItem(refusal)]);
+  output.push(...reasoningItems(decision));
+  if (decision.type === 'message') {
+    output.push(messageItem(decision.text));
+  } else if (decision.type === 'function_calls') {
+    output.push(...decision.calls.map((call) => directCall(call, turn.toolSet)));
+  } else {
+    const programCallId = newCallId();
+    const seed = randomInt(2 ** 32);
+    const clock = Date.now();
+    const tools = turn.toolSet.programTools;
+    const fingerprint = sealFingerprint({ programCallId, codeSha256: sha256Hex(decision.code), seed, clock, limits: services.limits, tools }, services.sealingKeys[0]);
+    output.push({ type: 'program', id: newId('prog'), call_id: programCallId, code: decision.code, fingerprint });
+    const event = await services.runtime.start(programCallId, { code: decision.code, tools, seed, clock, limits: services.limits });
+    const items = eventItems(programCallId, step(programCallId, event, 'start'), services);
+    output.push(...items);
+    const programOutput = items.find((item): item is EmittedProgramOutput => item.type === 'program_output');
+    if (programOutput) output.push(...(await afterProgram({ code: decision.code, status: programOutput.status, result: programOutput.result })));
+  }
+  return result(output);
 }
 
 function modelContext(input: TurnInput, state: ConversationState, toolSet: ToolSet): ModelContext {
@@ -105,50 +165,17 @@ async function finalMessage(context: ModelContext, services: TurnServices): Prom
   return [...reasoningItems(decision), messageItem(text)];
 }
 
-async function applyDecision(
-  decision: ModelDecision,
-  context: ModelContext,
-  request: CreateResponseRequest,
-  toolSet: ToolSet,
-  services: TurnServices,
-): Promise<OutputItem[]> {
-  const refusal = whyNot(decision, request, toolSet);
-  if (refusal) return [messageItem(refusal)];
-  const output: OutputItem[] = reasoningItems(decision);
-  if (decision.type === 'message') {
-    output.push(messageItem(decision.text));
-  } else if (decision.type === 'function_calls') {
-    for (const call of decision.calls) {
-      output.push({
-        type: 'function_call',
-        id: newId('fc'),
-        call_id: newCallId(),
-        name: call.name,
-        arguments: JSON.stringify(call.arguments ?? {}),
-        status: 'completed',
-        ...(toolSet.programmaticToolCalling ? { caller: { type: 'direct' as const } } : {}),
-      });
-    }
-  } else {
-    const programCallId = newCallId();
-    const seed = randomInt(2 ** 32);
-    const clock = Date.now();
-    const tools = toolSet.programTools;
-    const fingerprint = sealFingerprint(
-      { programCallId, codeSha256: sha256Hex(decision.code), seed, clock, limits: services.limits, tools },
-      services.sealingKeys[0],
-    );
-    output.push({ type: 'program', id: newId('prog'), call_id: programCallId, code: decision.code, fingerprint });
-    const event = await services.runtime.start(programCallId, { code: decision.code, tools, seed, clock, limits: services.limits });
-    logStep(services, programCallId, event, 'start');
-    const items = eventItems(programCallId, event, services);
-    output.push(...items);
-    const ended = items.find((item): item is EmittedProgramOutput => item.type === 'program_output');
-    if (ended) {
-      output.push(...(await finalMessage({ ...context, phase: 'after_program', program: { code: decision.code, status: ended.status, result: ended.result } }, services)));
-    }
-  }
-  return output;
+/** A call the stand-in makes itself; `caller` says so when programs are enabled. */
+function directCall(call: { name: string; arguments?: Readonly<Record<string, unknown>> }, toolSet: ToolSet): OutputItem {
+  return {
+    type: 'function_call',
+    id: newId('fc'),
+    call_id: newCallId(),
+    name: call.name,
+    arguments: JSON.stringify(call.arguments ?? {}),
+    status: 'completed',
+    ...(toolSet.programmaticToolCalling ? { caller: { type: 'direct' as const } } : {}),
+  };
 }
 
 /** Why the stand-in's decision cannot be carried out for this request, if it cannot. */
@@ -177,7 +204,7 @@ function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet
  * seed, clock, limits, tools) and each call's sealed id proves the program made that call at
  * that position. The runtime then continues the paused isolate, or replays the program.
  */
-async function resumeThread(thread: ProgramThread, input: TurnInput, services: TurnServices): Promise<ProgramEvent> {
+async function resumeThread(thread: ProgramThread, input: TurnInput, services: TurnServices): Promise<{ event: ProgramEvent; path: ResumePath }> {
   const { program } = thread;
   const programParam = locateItem(input.history.indexOf(program as ConversationItem), input.inputStart);
   let claims;
@@ -206,30 +233,13 @@ async function resumeThread(thread: ProgramThread, input: TurnInput, services: T
   });
   const spec = { code: program.code, tools: claims.tools, seed: claims.seed, clock: claims.clock, limits: claims.limits };
   try {
-    const { event, path } = await services.runtime.resume(program.call_id, spec, recorded);
-    logStep(services, program.call_id, event, path);
-    return event;
+    return await services.runtime.resume(program.call_id, spec, recorded);
   } catch (error) {
     if (error instanceof ProgramBusyError) {
       throw new ApiError('program_busy', `Program ${program.call_id} is being resumed by another request; retry once it answers.`);
     }
     throw error;
   }
-}
-
-function logStep(services: TurnServices, programCallId: string, event: ProgramEvent, path: 'start' | ResumePath): void {
-  const failure = event.type === 'incomplete' ? event.error : undefined;
-  services.log.info(
-    {
-      program: programCallId,
-      path,
-      outcome: event.type,
-      stats: event.stats,
-      ...(failure ? { code: failure.code } : {}),
-      ...(failure?.cause ? { err: failure.cause } : {}),
-    },
-    'program step',
-  );
 }
 
 /** The items a program step adds to the response: its calls, or its program_output. */

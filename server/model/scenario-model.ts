@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { Knobs } from '../../schemas/knobs.ts';
 import { formatParam } from '../request-validation.ts';
 import { valueAt } from '../value-at.ts';
 import type { ModelContext, ModelFunction } from './model-decision.ts';
@@ -27,12 +28,14 @@ const Rule = z
       .min(1)
       .optional(),
     message: z.string().optional(),
+    /** Client-loop testing knobs for every request this rule matches (docs/KNOBS.md). */
+    knobs: Knobs.optional(),
   })
   .refine((rule) => !(rule.program !== undefined && rule.calls !== undefined), {
     message: 'a rule has either program or calls, not both',
   })
-  .refine((rule) => rule.program !== undefined || rule.calls !== undefined || rule.message !== undefined, {
-    message: 'a rule needs program, calls or message',
+  .refine((rule) => rule.program !== undefined || rule.calls !== undefined || rule.message !== undefined || rule.knobs !== undefined, {
+    message: 'a rule needs program, calls, message or knobs',
   });
 export type ScenarioRule = z.infer<typeof Rule>;
 
@@ -107,6 +110,11 @@ export function renderTemplate(template: string, context: ModelContext): string 
   });
 }
 
+/** The knobs of the first rule that matches the request, whatever the phase of the turn. */
+export function scenarioKnobs(scenarios: ScenarioFile): (context: ModelContext) => Knobs | undefined {
+  return (context) => scenarios.rules.find((rule) => ruleMatches(rule, context))?.knobs;
+}
+
 /**
  * Scenario stand-in: the first rule whose `match` fits the request decides the turn. On the
  * user's turn the rule's program, direct calls or message; once its program or calls are
@@ -114,14 +122,15 @@ export function renderTemplate(template: string, context: ModelContext): string 
  */
 export function scenarioModel(scenarios: ScenarioFile): ModelFunction {
   return (context) => {
+    // A rule with only knobs shapes requests without deciding them.
     const rule = scenarios.rules.find((candidate) => ruleMatches(candidate, context));
-    if (!rule) return undefined;
+    if (!rule || (rule.program === undefined && rule.calls === undefined && rule.message === undefined)) return undefined;
     const reasoning = rule.reasoning === undefined ? {} : { reasoning: rule.reasoning };
     switch (context.phase) {
       case 'user_turn':
         if (rule.program !== undefined) return { type: 'program', code: rule.program, ...reasoning };
         if (rule.calls !== undefined) return { type: 'function_calls', calls: rule.calls, ...reasoning };
-        return { type: 'message', text: renderTemplate(rule.message ?? '', context) };
+        return { type: 'message', text: renderTemplate(rule.message ?? '', context), ...reasoning };
       case 'after_program':
         if (rule.program === undefined) return undefined;
         return { type: 'message', text: rule.message === undefined ? (context.program?.result ?? '') : renderTemplate(rule.message, context) };

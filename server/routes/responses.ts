@@ -1,23 +1,38 @@
-import type { FastifyInstance } from 'fastify';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ConversationItem } from '../../schemas/items.ts';
-import { CreateResponseRequest, InputItemsQuery } from '../../schemas/request.ts';
-import type { DeletedResponse } from '../../schemas/response.ts';
+import type { Knobs } from '../../schemas/knobs.ts';
+import { CreateResponseRequest, InputItemsQuery, RetrieveResponseQuery } from '../../schemas/request.ts';
+import type { DeletedResponse, ResponseObject } from '../../schemas/response.ts';
 import { ApiError } from '../api-error.ts';
+import type { BackgroundJobs } from '../background.ts';
 import type { ClientChecks } from '../config.ts';
-import { inputItems, storedHistory } from '../conversation/history.ts';
-import { runTurn, type TurnServices } from '../conversation/turn.ts';
+import { inputItems } from '../conversation/history.ts';
+import { respond, type RespondDeps, type ResponseRequest } from '../conversation/respond.ts';
 import { newId } from '../ids.ts';
+import type { JournalDetails } from '../journal.ts';
+import { knobsFromHeaders, retryCountOf } from '../knobs.ts';
 import { parseOrThrow } from '../request-validation.ts';
 import { buildResponse } from '../response-object.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
+import { responseEvents } from '../streaming/response-events.ts';
+import { writeEventStream } from '../streaming/sse-writer.ts';
+import { tokenChunks } from '../usage.ts';
 
 export interface ResponsesRouteDeps {
   readonly store: ResponseStore;
   readonly clientChecks: ClientChecks;
-  readonly services: Omit<TurnServices, 'log'>;
+  readonly respond: RespondDeps;
+  readonly background: BackgroundJobs;
+  /** Adds to the journal entry of the request being served. */
+  readonly note: (request: FastifyRequest, details: JournalDetails) => void;
+  /** Records a request whose reply was written by hand (a stream), as the onResponse hook would. */
+  readonly recordStream: (request: FastifyRequest, reply: FastifyReply) => void;
 }
 
 const CLIENT_CHECKS_HEADER = 'x-ptc-client-checks';
+const UNFINISHED: ReadonlySet<ResponseObject['status']> = new Set(['queued', 'in_progress']);
+const POLL_MS = 25;
 
 function clientChecksFor(header: string | string[] | undefined, fallback: ClientChecks): ClientChecks {
   if (header === undefined) return fallback;
@@ -38,6 +53,15 @@ function listedItem(item: ConversationItem): ConversationItem {
   return { ...item, content: [part], status };
 }
 
+/** A failure as a failed Response carries it: `Response.error.code` has a fixed set of values. */
+function responseError(error: unknown): NonNullable<ResponseObject['error']> {
+  if (error instanceof ApiError) {
+    const code = error.status === 429 ? 'rate_limit_exceeded' : error.status >= 500 ? 'server_error' : 'invalid_prompt';
+    return { code, message: `${error.code}: ${error.message}` };
+  }
+  return { code: 'server_error', message: 'The emulator failed while running this background response.' };
+}
+
 export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRouteDeps): void {
   const { store } = deps;
 
@@ -47,30 +71,105 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
     return stored;
   }
 
-  app.post('/v1/responses', async (request) => {
-    const body = parseOrThrow(CreateResponseRequest, request.body);
-    if (body.stream) throw new ApiError('unsupported_parameter', "stream: true is not supported yet by ptc-emulator; omit it or set it to false.", 'stream');
-    if (body.background) throw new ApiError('unsupported_parameter', 'background: true is not supported yet by ptc-emulator; omit it or set it to false.', 'background');
-    const createdAt = Math.floor(Date.now() / 1000);
-    const newInput = inputItems(body.input);
-    const stored = await storedHistory(store, body.previous_response_id);
-    const output = await runTurn(
-      {
-        request: body,
-        history: [...stored, ...newInput],
-        inputStart: stored.length,
-        clientChecks: clientChecksFor(request.headers[CLIENT_CHECKS_HEADER], deps.clientChecks),
-        headers: flatHeaders(request.headers),
+  /** The stored response once it has finished (a background one may still be running), or undefined if the client left. */
+  async function finished(id: string, request: FastifyRequest): Promise<ResponseObject | undefined> {
+    for (;;) {
+      const { response } = await storedOrNotFound(id);
+      if (!UNFINISHED.has(response.status)) return response;
+      if (request.raw.destroyed) return undefined;
+      await sleep(POLL_MS);
+    }
+  }
+
+  async function stream(request: FastifyRequest, reply: FastifyReply, response: ResponseObject, knobs: Knobs, startingAfter?: number): Promise<void> {
+    const report = await writeEventStream(request, reply, responseEvents(response, tokenChunks), knobs, startingAfter);
+    deps.note(request, { stream_report: report });
+    deps.recordStream(request, reply);
+  }
+
+  /** Runs a background response: queued, then in progress, then finished, failed or cancelled. */
+  function startBackground(responseRequest: ResponseRequest): void {
+    const { id, body, createdAt } = responseRequest;
+    deps.background.start(
+      id,
+      async (signal) => {
+        await store.put({ response: buildResponse(id, body, createdAt, { status: 'in_progress' }), inputItems: responseRequest.newInput });
+        try {
+          await respond({ ...responseRequest, signal }, deps.respond);
+        } catch (error) {
+          if (signal.aborted) return; // cancelled: the cancel route stored the cancelled response
+          responseRequest.log.warn({ err: error, response: id }, 'background response failed');
+          await store.put({ response: buildResponse(id, body, createdAt, { status: 'failed', error: responseError(error) }), inputItems: responseRequest.newInput });
+        }
       },
-      { ...deps.services, log: request.log },
+      (error) => responseRequest.log.error({ err: error, response: id }, 'background response could not record its outcome'),
     );
-    const response = buildResponse(newId('resp'), body, output, createdAt);
-    if (body.store !== false) await store.put({ response, inputItems: newInput });
+  }
+
+  app.post('/v1/responses', async (request, reply) => {
+    const body = parseOrThrow(CreateResponseRequest, request.body);
+    deps.note(request, { model: body.model, store: body.store !== false, stream: body.stream === true, background: body.background === true });
+    const headerKnobs = knobsFromHeaders(request.headers);
+    if (body.background && body.store === false) {
+      throw new ApiError('invalid_value', 'background: true needs store: true: a background response is read back with GET /v1/responses/{id}.', 'background');
+    }
+    const responseRequest: ResponseRequest = {
+      id: newId('resp'),
+      createdAt: Math.floor(Date.now() / 1000),
+      body,
+      newInput: inputItems(body.input),
+      headers: flatHeaders(request.headers),
+      headerKnobs,
+      retryCount: retryCountOf(request.headers),
+      clientChecks: clientChecksFor(request.headers[CLIENT_CHECKS_HEADER], deps.clientChecks),
+      log: request.log,
+    };
+
+    if (body.background) {
+      const queued = buildResponse(responseRequest.id, body, responseRequest.createdAt, { status: 'queued' });
+      await store.put({ response: queued, inputItems: responseRequest.newInput });
+      startBackground(responseRequest);
+      deps.note(request, { response_id: queued.id, response_status: 'queued' });
+      if (!body.stream) return queued;
+      const done = await finished(queued.id, request);
+      if (done) await stream(request, reply, done, headerKnobs);
+      return reply;
+    }
+
+    const { response, knobs, turn } = await respond(responseRequest, deps.respond);
+    deps.note(request, {
+      response_id: response.id,
+      response_status: response.status,
+      output: response.output.map((item) => item.type),
+      programs: turn.trace,
+      knobs,
+      client_loop: { tolerated: turn.tolerated },
+      ...(body.store !== false ? { request: body, response } : {}),
+    });
+    if (body.stream) {
+      await stream(request, reply, response, knobs);
+      return reply;
+    }
     return response;
   });
 
-  app.get<{ Params: { id: string } }>('/v1/responses/:id', async (request) => {
-    return (await storedOrNotFound(request.params.id)).response;
+  app.get<{ Params: { id: string } }>('/v1/responses/:id', async (request, reply) => {
+    const query = parseOrThrow(RetrieveResponseQuery, request.query);
+    const { response } = await storedOrNotFound(request.params.id);
+    if (!query.stream) return response;
+    const done = await finished(response.id, request);
+    if (done) await stream(request, reply, done, knobsFromHeaders(request.headers), query.starting_after);
+    return reply;
+  });
+
+  app.post<{ Params: { id: string } }>('/v1/responses/:id/cancel', async (request) => {
+    const { response, inputItems: items } = await storedOrNotFound(request.params.id);
+    if (!response.background) throw new ApiError('not_cancellable', `Response '${response.id}' was not created with background: true; only background responses can be cancelled.`, 'response_id');
+    if (!UNFINISHED.has(response.status)) return response;
+    const cancelled: ResponseObject = { ...response, status: 'cancelled', completed_at: Math.floor(Date.now() / 1000) };
+    await store.put({ response: cancelled, inputItems: items });
+    deps.background.cancel(response.id);
+    return cancelled;
   });
 
   app.delete<{ Params: { id: string } }>('/v1/responses/:id', async (request): Promise<DeletedResponse> => {

@@ -11,6 +11,8 @@ import type {
   ResponseInputItem,
   ResponseItem,
   ResponseOutputItem,
+  ResponseStreamEvent,
+  ResponseUsage,
   Tool,
 } from 'openai/resources/responses/responses';
 import type { Model } from 'openai/resources/models';
@@ -23,6 +25,8 @@ import type {
   OutputItem,
 } from '../../schemas/items.ts';
 import type { ModelObject, ResponseObject } from '../../schemas/response.ts';
+import type { StreamEvent } from '../../schemas/stream-events.ts';
+import type { Usage } from '../../schemas/usage.ts';
 import type { EchoedFunctionTool, ProgrammaticToolCallingTool } from '../../schemas/tools.ts';
 
 type IsAssignable<From, To> = [From] extends [To] ? true : false;
@@ -46,3 +50,10 @@ assertTrue<IsAssignable<Omit<ResponseObject, 'tools'> & { output_text: string; t
 assertTrue<IsAssignable<EchoedFunctionTool, FunctionTool>>();
 assertTrue<IsAssignable<z.infer<typeof ProgrammaticToolCallingTool>, Tool.ProgrammaticToolCalling>>();
 assertTrue<IsAssignable<ModelObject, Model>>();
+
+// Every stream event we write is one the SDK's stream helper knows, its Response included
+// (with `output_text`, which the helper computes).
+type WithSdkResponse<Event> = Event extends { response: ResponseObject } ? Omit<Event, 'response'> & { response: Omit<ResponseObject, 'tools'> & { output_text: string; tools: Tool[] } } : Event;
+assertTrue<IsAssignable<WithSdkResponse<StreamEvent>, ResponseStreamEvent>>();
+assertTrue<IsAssignable<Usage, ResponseUsage>>();
+assertTrue<IsAssignable<ResponseUsage, Usage>>();

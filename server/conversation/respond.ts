@@ -1,0 +1,76 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyBaseLogger } from 'fastify';
+import type { ConversationItem } from '../../schemas/items.ts';
+import type { Knobs } from '../../schemas/knobs.ts';
+import type { CreateResponseRequest } from '../../schemas/request.ts';
+import type { ResponseObject } from '../../schemas/response.ts';
+import type { ClientChecks } from '../config.ts';
+import { mergeKnobs, simulatedError } from '../knobs.ts';
+import type { ModelContext } from '../model/model-decision.ts';
+import { buildResponse } from '../response-object.ts';
+import type { ResponseStore } from '../stores/response-store.ts';
+import { countUsage, tokenChunks } from '../usage.ts';
+import { storedHistory } from './history.ts';
+import { limitOutput } from './output-limit.ts';
+import { prepareTurn, runTurn, type TurnResult, type TurnServices } from './turn.ts';
+
+export interface RespondDeps {
+  readonly store: ResponseStore;
+  readonly services: Omit<TurnServices, 'log'>;
+  /** The knobs of the scenario rule that matches this turn, if any. */
+  readonly scenarioKnobs: (context: ModelContext) => Knobs | undefined;
+}
+
+export interface ResponseRequest {
+  readonly id: string;
+  readonly createdAt: number;
+  readonly body: CreateResponseRequest;
+  /** This request's input as items with ids (computed once: a background response stores them first). */
+  readonly newInput: readonly ConversationItem[];
+  readonly headers: Readonly<Record<string, string | undefined>>;
+  readonly headerKnobs: Knobs;
+  readonly retryCount: number;
+  readonly clientChecks: ClientChecks;
+  readonly log: FastifyBaseLogger;
+  /** Aborted when a background response is cancelled. */
+  readonly signal?: AbortSignal;
+}
+
+export interface Responded {
+  readonly response: ResponseObject;
+  readonly knobs: Knobs;
+  readonly turn: TurnResult;
+}
+
+/**
+ * From a validated request to its finished Response: the conversation it continues, the knobs
+ * that apply (scenario rule, then headers), one model turn, the output limit, usage, and the
+ * store. Shared by foreground, streamed and background requests.
+ */
+export async function respond(request: ResponseRequest, deps: RespondDeps): Promise<Responded> {
+  const { body, newInput } = request;
+  const stored = await storedHistory(deps.store, body.previous_response_id);
+  const prepared = prepareTurn({
+    request: body,
+    history: [...stored, ...newInput],
+    inputStart: stored.length,
+    clientChecks: request.clientChecks,
+    headers: request.headers,
+  });
+  const knobs = mergeKnobs(deps.scenarioKnobs(prepared.context), request.headerKnobs);
+  const injected = simulatedError(knobs, request.retryCount);
+  if (injected) throw injected;
+  if (knobs.delay_ms) await sleep(knobs.delay_ms, undefined, request.signal ? { signal: request.signal } : {});
+
+  const turn = await runTurn(prepared, knobs, { ...deps.services, log: request.log });
+  const limited = limitOutput(turn.output, body.max_output_tokens, knobs, tokenChunks);
+  const usage = countUsage({ instructions: body.instructions ?? null, tools: body.tools ?? [], context: prepared.input.history, output: limited.output });
+  const response = buildResponse(request.id, body, request.createdAt, {
+    status: limited.incomplete ? 'incomplete' : 'completed',
+    output: limited.output,
+    usage,
+  });
+  request.signal?.throwIfAborted();
+  if (body.store !== false) await deps.store.put({ response, inputItems: newInput });
+  return { response, knobs, turn };
+}
