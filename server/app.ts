@@ -159,7 +159,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   registerMetricsRoutes(app, runtime);
 
   app.addHook('onClose', async () => {
-    await background.drain();
+    await background.stopAll();
     await runtime.close();
     await store.close();
   });

@@ -1,7 +1,12 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import OpenAI, { type APIError } from 'openai';
 import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { Response, ResponseInputItem } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { SQLITE_FILE_NAME } from '../server/stores/create-store.ts';
+import { SqliteResponseStore } from '../server/stores/sqlite-store.ts';
 import type { JournalEntry } from '../server/journal.ts';
 import { expectSdkError, rejectionOf } from './support/api-errors.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
@@ -224,5 +229,24 @@ describe('not_cancellable', () => {
   it('answers a cancel of a response that was not created in the background', async () => {
     const response = await server.client.responses.create({ model: 'm', input: 'hi' });
     expectSdkError(await rejectionOf(server.client.responses.cancel(response.id)), { code: 'not_cancellable', param: 'response_id', mentions: [response.id] });
+  });
+});
+
+describe('shutting down with a background response still waiting', () => {
+  it('stops it at once and records it failed, rather than waiting out its delay', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'ptc-shutdown-'));
+    try {
+      const own = await startServer({ config: { store: 'sqlite', dataDir } });
+      const sdk = new OpenAI({ apiKey: 'k', baseURL: own.baseURL, maxRetries: 0, defaultHeaders: { 'x-ptc-delay-ms': '600000' } });
+      const queued = await sdk.responses.create({ model: 'm', input: 'hi', background: true });
+      expect(queued.status).toBe('queued');
+      await own.close();
+      const store = new SqliteResponseStore(join(dataDir, SQLITE_FILE_NAME));
+      const stored = await store.get(queued.id);
+      await store.close();
+      expect(stored?.response).toMatchObject({ status: 'failed', error: { code: 'server_error', message: 'The server shut down before this background response finished.' } });
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

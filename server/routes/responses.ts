@@ -97,9 +97,14 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
         try {
           await respond({ ...responseRequest, signal }, deps.respond);
         } catch (error) {
-          if (signal.aborted) return; // cancelled: the cancel route stored the cancelled response
+          // Cancelled: the cancel route has stored the cancelled response.
+          if (signal.aborted && signal.reason === 'cancelled') return;
+          const failure =
+            signal.aborted && signal.reason === 'shutdown'
+              ? { code: 'server_error' as const, message: 'The server shut down before this background response finished.' }
+              : responseError(error);
           responseRequest.log.warn({ err: error, response: id }, 'background response failed');
-          await store.put({ response: buildResponse(id, body, createdAt, { status: 'failed', error: responseError(error) }), inputItems: responseRequest.newInput });
+          await store.put({ response: buildResponse(id, body, createdAt, { status: 'failed', error: failure }), inputItems: responseRequest.newInput });
         }
       },
       (error) => responseRequest.log.error({ err: error, response: id }, 'background response could not record its outcome'),
