@@ -2,8 +2,10 @@ import { z } from 'zod';
 
 /**
  * Conversation items: what clients send in `input` and what responses carry in `output`.
- * Items the emulator reads are typed field by field; extra fields the SDK may add are kept
- * (loose objects), so any item the SDK emits or `toResponseInputItems` produces is accepted.
+ * Items the emulator reads are typed field by field with exactly the fields the SDK 6.49.0
+ * declares, and anything else is an unknown parameter, as the hosted API answers it (a client
+ * resending the stream helper's `parsed_arguments` gets the 400 it would get from OpenAI).
+ * Item types the emulator only keeps are checked by `type` alone.
  */
 
 export const ProgramCaller = z.strictObject({
@@ -18,33 +20,50 @@ const ItemStatus = z.enum(['in_progress', 'completed', 'incomplete']);
 
 // ---- content parts ----------------------------------------------------------------------
 
-export const OutputText = z.looseObject({
+const PromptCacheBreakpoint = z.strictObject({ mode: z.literal('explicit') }).nullish();
+
+export const OutputText = z.strictObject({
   type: z.literal('output_text'),
   text: z.string(),
-  annotations: z.array(z.unknown()).optional(),
+  annotations: z.array(z.looseObject({ type: z.string() })).optional(),
   logprobs: z.array(z.unknown()).optional(),
 });
 const ContentPart = z.discriminatedUnion('type', [
-  z.looseObject({ type: z.literal('input_text'), text: z.string() }),
-  z.looseObject({ type: z.literal('input_image'), image_url: z.string().nullish(), file_id: z.string().nullish(), detail: z.enum(['low', 'high', 'auto', 'original']).optional() }),
-  z.looseObject({ type: z.literal('input_file') }),
+  z.strictObject({ type: z.literal('input_text'), text: z.string(), prompt_cache_breakpoint: PromptCacheBreakpoint }),
+  z.strictObject({
+    type: z.literal('input_image'),
+    image_url: z.string().nullish(),
+    file_id: z.string().nullish(),
+    detail: z.enum(['low', 'high', 'auto', 'original']).nullish(),
+    prompt_cache_breakpoint: PromptCacheBreakpoint,
+  }),
+  z.strictObject({
+    type: z.literal('input_file'),
+    detail: z.enum(['low', 'high', 'auto']).optional(),
+    file_data: z.string().nullish(),
+    file_id: z.string().nullish(),
+    file_url: z.string().nullish(),
+    filename: z.string().nullish(),
+    prompt_cache_breakpoint: PromptCacheBreakpoint,
+  }),
   OutputText,
-  z.looseObject({ type: z.literal('refusal'), refusal: z.string() }),
+  z.strictObject({ type: z.literal('refusal'), refusal: z.string() }),
 ]);
 export type ContentPart = z.infer<typeof ContentPart>;
 
 // ---- input items ------------------------------------------------------------------------
 
-export const MessageItem = z.looseObject({
+export const MessageItem = z.strictObject({
   type: z.literal('message'),
   id: z.string().optional(),
   role: z.enum(['user', 'assistant', 'system', 'developer']),
   content: z.union([z.string(), z.array(ContentPart)]),
   status: ItemStatus.optional(),
+  phase: z.enum(['commentary', 'final_answer']).nullish(),
 });
 export type MessageItem = z.infer<typeof MessageItem>;
 
-export const ProgramItem = z.looseObject({
+export const ProgramItem = z.strictObject({
   type: z.literal('program'),
   id: z.string(),
   call_id: z.string().min(1),
@@ -53,7 +72,7 @@ export const ProgramItem = z.looseObject({
 });
 export type ProgramItem = z.infer<typeof ProgramItem>;
 
-export const ProgramOutputItem = z.looseObject({
+export const ProgramOutputItem = z.strictObject({
   type: z.literal('program_output'),
   id: z.string().optional(),
   call_id: z.string().min(1),
@@ -62,7 +81,7 @@ export const ProgramOutputItem = z.looseObject({
 });
 export type ProgramOutputItem = z.infer<typeof ProgramOutputItem>;
 
-export const FunctionCallItem = z.looseObject({
+export const FunctionCallItem = z.strictObject({
   type: z.literal('function_call'),
   id: z.string().optional(),
   call_id: z.string().min(1),
@@ -74,7 +93,7 @@ export const FunctionCallItem = z.looseObject({
 });
 export type FunctionCallItem = z.infer<typeof FunctionCallItem>;
 
-export const FunctionCallOutputItem = z.looseObject({
+export const FunctionCallOutputItem = z.strictObject({
   type: z.literal('function_call_output'),
   id: z.string().nullish(),
   call_id: z.string().min(1),
@@ -84,7 +103,7 @@ export const FunctionCallOutputItem = z.looseObject({
 });
 export type FunctionCallOutputItem = z.infer<typeof FunctionCallOutputItem>;
 
-export const CustomToolCallItem = z.looseObject({
+export const CustomToolCallItem = z.strictObject({
   type: z.literal('custom_tool_call'),
   id: z.string().optional(),
   call_id: z.string().min(1),
@@ -94,7 +113,7 @@ export const CustomToolCallItem = z.looseObject({
   caller: Caller.nullish(),
 });
 
-export const CustomToolCallOutputItem = z.looseObject({
+export const CustomToolCallOutputItem = z.strictObject({
   type: z.literal('custom_tool_call_output'),
   id: z.string().optional(),
   call_id: z.string().min(1),
@@ -102,11 +121,11 @@ export const CustomToolCallOutputItem = z.looseObject({
   caller: Caller.nullish(),
 });
 
-export const ReasoningItem = z.looseObject({
+export const ReasoningItem = z.strictObject({
   type: z.literal('reasoning'),
   id: z.string(),
-  summary: z.array(z.looseObject({ type: z.literal('summary_text'), text: z.string() })),
-  content: z.array(z.looseObject({ type: z.literal('reasoning_text'), text: z.string() })).optional(),
+  summary: z.array(z.strictObject({ type: z.literal('summary_text'), text: z.string() })),
+  content: z.array(z.strictObject({ type: z.literal('reasoning_text'), text: z.string() })).optional(),
   encrypted_content: z.string().nullish(),
   status: ItemStatus.optional(),
 });

@@ -24,6 +24,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** What the routes noted about this request for the journal. */
     journal: JournalDetails | null;
+    /** True when the reply was a stream written by hand, which the route journals itself. */
+    streamedByHand: boolean;
   }
 }
 
@@ -105,6 +107,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
 
   // The journal: what each API request did, noted by the routes, recorded when the reply is sent.
   app.decorateRequest('journal', null);
+  app.decorateRequest('streamedByHand', false);
   const note = (request: FastifyRequest, details: JournalDetails): void => {
     request.journal = { ...request.journal, ...details };
   };
@@ -121,7 +124,9 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
       ...request.journal,
     });
   };
-  app.addHook('onResponse', async (request, reply) => record(request, reply.statusCode, reply.elapsedTime));
+  app.addHook('onResponse', async (request, reply) => {
+    if (!request.streamedByHand) record(request, reply.statusCode, reply.elapsedTime);
+  });
 
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {
     let apiError = toApiError(error, config.bodyLimitBytes);
@@ -152,6 +157,8 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     background,
     note,
     recordStream: (request, reply) => record(request, reply.raw.statusCode, reply.elapsedTime),
+    recordBackground: ({ requestId, status, ...details }) =>
+      journal.record({ request_id: requestId, at: new Date().toISOString(), method: 'BACKGROUND', path: `/v1/responses/${requestId}`, status, duration_ms: 0, ...details }),
   });
   registerJournalRoutes(app, journal);
   registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));

@@ -12,7 +12,7 @@ import type { ResponseStore } from '../stores/response-store.ts';
 import { countUsage, tokenChunks } from '../usage.ts';
 import { storedHistory } from './history.ts';
 import { limitOutput } from './output-limit.ts';
-import { prepareTurn, runTurn, type TurnResult, type TurnServices } from './turn.ts';
+import { prepareTurn, runTurn, type PreparedTurn, type TurnResult, type TurnServices } from './turn.ts';
 
 export interface RespondDeps {
   readonly store: ResponseStore;
@@ -32,8 +32,13 @@ export interface ResponseRequest {
   readonly retryCount: number;
   readonly clientChecks: ClientChecks;
   readonly log: FastifyBaseLogger;
-  /** Aborted when a background response is cancelled. */
+}
+
+export interface FinishOptions {
+  /** Aborted when a background response is cancelled or the server shuts down. */
   readonly signal?: AbortSignal;
+  /** Runs after the `delay_ms` knob, as the turn begins. */
+  readonly onStart?: () => Promise<void>;
 }
 
 export interface Responded {
@@ -42,35 +47,51 @@ export interface Responded {
   readonly turn: TurnResult;
 }
 
+/** A request checked and ready to run: everything that can reject it has run. */
+export interface PreparedResponse {
+  readonly request: ResponseRequest;
+  readonly turn: PreparedTurn;
+  readonly knobs: Knobs;
+}
+
 /**
- * From a validated request to its finished Response: the conversation it continues, the knobs
- * that apply (scenario rule, then headers), one model turn, the output limit, usage, and the
- * store. Shared by foreground, streamed and background requests.
+ * Everything that can reject a request, before anything runs: the stored conversation it
+ * continues, the client-loop checks, the knobs that apply (scenario rule, then headers) and an
+ * error they inject. A background request is checked here before it is queued.
  */
-export async function respond(request: ResponseRequest, deps: RespondDeps): Promise<Responded> {
+export async function prepareResponse(request: ResponseRequest, deps: RespondDeps): Promise<PreparedResponse> {
   const { body, newInput } = request;
   const stored = await storedHistory(deps.store, body.previous_response_id);
-  const prepared = prepareTurn({
+  const turn = prepareTurn({
     request: body,
     history: [...stored, ...newInput],
     inputStart: stored.length,
     clientChecks: request.clientChecks,
     headers: request.headers,
   });
-  const knobs = mergeKnobs(deps.scenarioKnobs(prepared.context), request.headerKnobs);
+  const knobs = mergeKnobs(deps.scenarioKnobs(turn.context), request.headerKnobs);
   const injected = simulatedError(knobs, request.retryCount);
   if (injected) throw injected;
-  if (knobs.delay_ms) await sleep(knobs.delay_ms, undefined, request.signal ? { signal: request.signal } : {});
+  return { request, turn, knobs };
+}
 
-  const turn = await runTurn(prepared, knobs, { ...deps.services, log: request.log });
+/** Runs a prepared request to its finished Response: the `delay_ms` knob, one model turn, the output limit, usage, and the store. */
+export async function finishResponse(prepared: PreparedResponse, deps: RespondDeps, options: FinishOptions = {}): Promise<Responded> {
+  const { request, knobs } = prepared;
+  const { body } = request;
+  const { signal } = options;
+  if (knobs.delay_ms) await sleep(knobs.delay_ms, undefined, signal ? { signal } : {});
+  signal?.throwIfAborted();
+  await options.onStart?.();
+  const turn = await runTurn(prepared.turn, knobs, { ...deps.services, log: request.log });
   const limited = limitOutput(turn.output, body.max_output_tokens, knobs, tokenChunks);
-  const usage = countUsage({ instructions: body.instructions ?? null, tools: body.tools ?? [], context: prepared.input.history, output: limited.output });
+  const usage = countUsage({ instructions: body.instructions ?? null, tools: body.tools ?? [], context: prepared.turn.input.history, output: limited.output });
   const response = buildResponse(request.id, body, request.createdAt, {
     status: limited.incomplete ? 'incomplete' : 'completed',
     output: limited.output,
     usage,
   });
-  request.signal?.throwIfAborted();
-  if (body.store !== false) await deps.store.put({ response, inputItems: newInput });
+  signal?.throwIfAborted();
+  if (body.store !== false) await deps.store.put({ response, inputItems: request.newInput });
   return { response, knobs, turn };
 }

@@ -8,7 +8,7 @@ import { ApiError } from '../api-error.ts';
 import type { BackgroundJobs } from '../background.ts';
 import type { ClientChecks } from '../config.ts';
 import { inputItems } from '../conversation/history.ts';
-import { respond, type RespondDeps, type ResponseRequest } from '../conversation/respond.ts';
+import { finishResponse, prepareResponse, type PreparedResponse, type RespondDeps } from '../conversation/respond.ts';
 import { newId } from '../ids.ts';
 import type { JournalDetails } from '../journal.ts';
 import { knobsFromHeaders, retryCountOf } from '../knobs.ts';
@@ -26,8 +26,10 @@ export interface ResponsesRouteDeps {
   readonly background: BackgroundJobs;
   /** Adds to the journal entry of the request being served. */
   readonly note: (request: FastifyRequest, details: JournalDetails) => void;
-  /** Records a request whose reply was written by hand (a stream), as the onResponse hook would. */
+  /** Records a request whose reply was written by hand (a stream), in place of the onResponse hook. */
   readonly recordStream: (request: FastifyRequest, reply: FastifyReply) => void;
+  /** Records how a background response ended, as an entry of its own. */
+  readonly recordBackground: (details: JournalDetails & { readonly requestId: string; readonly status: number }) => void;
 }
 
 const CLIENT_CHECKS_HEADER = 'x-ptc-client-checks';
@@ -71,43 +73,55 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
     return stored;
   }
 
-  /** The stored response once it has finished (a background one may still be running), or undefined if the client left. */
+  /**
+   * The stored response once it has finished (a background one may still be running), or
+   * undefined if the client hung up meanwhile. (`request.raw.destroyed` is already true once a
+   * request's body has been read, so the socket tells whether the client is still there.)
+   */
   async function finished(id: string, request: FastifyRequest): Promise<ResponseObject | undefined> {
     for (;;) {
       const { response } = await storedOrNotFound(id);
       if (!UNFINISHED.has(response.status)) return response;
-      if (request.raw.destroyed) return undefined;
+      if (request.raw.socket?.destroyed ?? true) return undefined;
       await sleep(POLL_MS);
     }
   }
 
   async function stream(request: FastifyRequest, reply: FastifyReply, response: ResponseObject, knobs: Knobs, startingAfter?: number): Promise<void> {
+    // The onResponse hook does not journal this reply: recordStream does, once the report is known.
+    request.streamedByHand = true;
     const report = await writeEventStream(request, reply, responseEvents(response, tokenChunks), knobs, startingAfter);
     deps.note(request, { stream_report: report });
     deps.recordStream(request, reply);
   }
 
-  /** Runs a background response: queued, then in progress, then finished, failed or cancelled. */
-  function startBackground(responseRequest: ResponseRequest): void {
-    const { id, body, createdAt } = responseRequest;
+  /** Runs a prepared background response: queued (through any delay), in progress, then finished, failed or cancelled. */
+  function startBackground(prepared: PreparedResponse): void {
+    const { id, body, createdAt, newInput, log } = prepared.request;
+    const put = (response: ResponseObject) => store.put({ response, inputItems: newInput });
+    const journal = (status: number, details: JournalDetails) => deps.recordBackground({ requestId: id, status, background: true, model: body.model, store: true, ...details });
     deps.background.start(
       id,
       async (signal) => {
-        await store.put({ response: buildResponse(id, body, createdAt, { status: 'in_progress' }), inputItems: responseRequest.newInput });
         try {
-          await respond({ ...responseRequest, signal }, deps.respond);
+          const { response, knobs, turn } = await finishResponse(prepared, deps.respond, { signal, onStart: () => put(buildResponse(id, body, createdAt, { status: 'in_progress' })) });
+          journal(200, { response_id: id, response_status: response.status, output: response.output.map((item) => item.type), programs: turn.trace, knobs, client_loop: { tolerated: turn.tolerated } });
         } catch (error) {
           // Cancelled: the cancel route has stored the cancelled response.
-          if (signal.aborted && signal.reason === 'cancelled') return;
+          if (signal.aborted && signal.reason === 'cancelled') {
+            journal(200, { response_id: id, response_status: 'cancelled' });
+            return;
+          }
           const failure =
             signal.aborted && signal.reason === 'shutdown'
               ? { code: 'server_error' as const, message: 'The server shut down before this background response finished.' }
               : responseError(error);
-          responseRequest.log.warn({ err: error, response: id }, 'background response failed');
-          await store.put({ response: buildResponse(id, body, createdAt, { status: 'failed', error: failure }), inputItems: responseRequest.newInput });
+          log.warn({ err: error, response: id }, 'background response failed');
+          await put(buildResponse(id, body, createdAt, { status: 'failed', error: failure }));
+          journal(500, { response_id: id, response_status: 'failed', error: { code: failure.code, type: 'server_error', message: failure.message, param: null } });
         }
       },
-      (error) => responseRequest.log.error({ err: error, response: id }, 'background response could not record its outcome'),
+      (error) => log.error({ err: error, response: id }, 'background response could not record its outcome'),
     );
   }
 
@@ -118,7 +132,8 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
     if (body.background && body.store === false) {
       throw new ApiError('invalid_value', 'background: true needs store: true: a background response is read back with GET /v1/responses/{id}.', 'background');
     }
-    const responseRequest: ResponseRequest = {
+    const prepared = await prepareResponse(
+      {
       id: newId('resp'),
       createdAt: Math.floor(Date.now() / 1000),
       body,
@@ -128,20 +143,23 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
       retryCount: retryCountOf(request.headers),
       clientChecks: clientChecksFor(request.headers[CLIENT_CHECKS_HEADER], deps.clientChecks),
       log: request.log,
-    };
+      },
+      deps.respond,
+    );
+    const { id, createdAt, newInput } = prepared.request;
 
     if (body.background) {
-      const queued = buildResponse(responseRequest.id, body, responseRequest.createdAt, { status: 'queued' });
-      await store.put({ response: queued, inputItems: responseRequest.newInput });
-      startBackground(responseRequest);
-      deps.note(request, { response_id: queued.id, response_status: 'queued' });
+      const queued = buildResponse(id, body, createdAt, { status: 'queued' });
+      await store.put({ response: queued, inputItems: newInput });
+      startBackground(prepared);
+      deps.note(request, { response_id: queued.id, response_status: 'queued', knobs: prepared.knobs });
       if (!body.stream) return queued;
       const done = await finished(queued.id, request);
-      if (done) await stream(request, reply, done, headerKnobs);
+      if (done) await stream(request, reply, done, prepared.knobs);
       return reply;
     }
 
-    const { response, knobs, turn } = await respond(responseRequest, deps.respond);
+    const { response, knobs, turn } = await finishResponse(prepared, deps.respond);
     deps.note(request, {
       response_id: response.id,
       response_status: response.status,
@@ -171,9 +189,10 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
     const { response, inputItems: items } = await storedOrNotFound(request.params.id);
     if (!response.background) throw new ApiError('not_cancellable', `Response '${response.id}' was not created with background: true; only background responses can be cancelled.`, 'response_id');
     if (!UNFINISHED.has(response.status)) return response;
+    // Stop the job first, so that it cannot store its result over the cancellation.
+    deps.background.cancel(response.id);
     const cancelled: ResponseObject = { ...response, status: 'cancelled', completed_at: Math.floor(Date.now() / 1000) };
     await store.put({ response: cancelled, inputItems: items });
-    deps.background.cancel(response.id);
     return cancelled;
   });
 
