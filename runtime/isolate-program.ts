@@ -135,6 +135,7 @@ export class IsolateProgram {
     hashOutputs(this.#received, sorted.map((output) => output.output));
     const payload = JSON.stringify(sorted);
     this.#pending = [];
+    if (this.#steps > this.#spec.limits.maxResumes) return this.#fail(this.#limitFailure('resume_limit_exceeded'));
     return this.#step(async (started) => {
       await this.#call('deliver', payload, started);
     });
@@ -218,6 +219,8 @@ export class IsolateProgram {
       // Each recorded batch answered during a replay is a step of its own, with its own wall-clock
       // budget, as it was in the recorded run; CPU time keeps adding up across all of them.
       while (state === REPLAYING) {
+        // A replay passes every resume the recorded run had: the same count, the same limit.
+        if (this.#steps > this.#spec.limits.maxResumes) throw new LimitReached('resume_limit_exceeded');
         this.#steps += 1;
         started = performance.now();
         state = String(await this.#call('advance', '', started));
@@ -278,6 +281,7 @@ export class IsolateProgram {
       call_limit_exceeded: `The program made more than ${limits.maxCalls} tool calls`,
       calls_in_flight_exceeded: `More than ${limits.maxCallsInFlight} tool calls pending at once`,
       output_limit_exceeded: `Program output exceeds ${limits.maxOutputBytes} bytes`,
+      resume_limit_exceeded: `The program was resumed more than ${limits.maxResumes} times`,
     };
     return { code, message: messages[code] ?? code };
   }

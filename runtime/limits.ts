@@ -42,6 +42,12 @@ export const LIMIT_DEFINITIONS = {
     code: 'calls_in_flight_exceeded',
     description: 'Tool calls pending at once (one batch).',
   },
+  maxResumes: {
+    env: 'PTC_MAX_RESUMES',
+    default: 1_000,
+    code: 'resume_limit_exceeded',
+    description: 'Times one program may pause and be resumed.',
+  },
   maxArgumentBytes: {
     env: 'PTC_MAX_ARGUMENT_BYTES',
     default: 1024 * 1024,

@@ -20,11 +20,26 @@ export class ProgramBusyError extends Error {
 export type ResumePath = 'warm' | 'replay';
 
 export interface ProgramRuntimeStats {
-  readonly started: number;
-  readonly resumes: Readonly<Record<ResumePath, number>>;
-  readonly evictions: Readonly<Record<'ttl' | 'count' | 'memory', number>>;
-  readonly paused: number;
-  readonly pausedHeapBytes: number;
+  started: number;
+  resumes: Record<ResumePath, number>;
+  evictions: Record<'ttl' | 'count' | 'memory', number>;
+  paused: number;
+  pausedHeapBytes: number;
+  /** With worker processes: how many run, and how many died, by cause. */
+  workers?: { alive: number; deaths: Record<'exit' | 'heartbeat' | 'rss' | 'cpu', number> };
+}
+
+/**
+ * Where programs run: in this process (ProgramRuntime) or in supervised worker processes
+ * (WorkerPool). Plain data in and out, so callers do not care which.
+ */
+export interface ProgramEngine {
+  start(programId: string, spec: ProgramSpec): Promise<ProgramEvent>;
+  /** Throws ProgramBusyError while another caller runs a step of the same program. */
+  resume(programId: string, spec: ProgramSpec, recorded: readonly RecordedCall[]): Promise<{ event: ProgramEvent; path: ResumePath }>;
+  dispose(programId: string): void;
+  stats(): ProgramRuntimeStats;
+  close(): Promise<void>;
 }
 
 interface LiveProgram {
@@ -43,7 +58,7 @@ interface LiveProgram {
  * the history leaves it. Both paths yield the same events. The interface passes only plain data,
  * so the isolates can move into worker processes without changing callers.
  */
-export class ProgramRuntime {
+export class ProgramRuntime implements ProgramEngine {
   readonly #options: ProgramRuntimeOptions;
   readonly #live = new Map<string, LiveProgram>();
   readonly #sweeper: NodeJS.Timeout;

@@ -169,6 +169,16 @@ export const API_ERRORS = {
     type: 'invalid_request_error',
     description: 'Only responses created with `background: true` can be cancelled.',
   },
+  server_busy: {
+    status: 429,
+    type: 'rate_limit_error',
+    description: 'Backpressure: `PTC_MAX_CONCURRENT_TURNS` turns are running and `PTC_MAX_QUEUED_TURNS` waiting; `retry-after-ms` says when to retry.',
+  },
+  shutting_down: {
+    status: 503,
+    type: 'server_error',
+    description: 'The server is draining after SIGTERM: it finishes running requests and takes no new ones.',
+  },
   server_error: {
     status: 500,
     type: 'server_error',
@@ -197,6 +207,11 @@ export const PROGRAM_ERRORS = {
   program_stalled: { description: 'The program awaits a promise that nothing can settle: no tool call is pending.' },
   replay_diverged: {
     description: 'Resuming by replay, the program made a different call (tool or canonical arguments) than the recorded run at the step named, or fewer calls: an earlier tool output changed, or the program is not deterministic.',
+  },
+  resume_limit_exceeded: { description: 'The program paused and was resumed more than `PTC_MAX_RESUMES` times.' },
+  program_expired: { description: 'The program started more than `PTC_PROGRAM_EXPIRY_MS` ago: it can no longer be resumed.' },
+  runtime_crashed: {
+    description: 'The worker process running the program died during its step (a crash, its memory ceiling, or no answer to heartbeats); the server replaced it.',
   },
   runtime_error: { description: 'The emulator failed to run the program (an internal fault, not the program\'s).' },
 } as const satisfies Record<string, ProgramErrorDefinition>;

@@ -1,11 +1,13 @@
 import type { z } from 'zod';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { API_ERRORS, type ApiErrorDefinition } from '../schemas/error-codes.ts';
-import { ProgramRuntime } from '../runtime/program-runtime.ts';
+import { ProgramRuntime, type ProgramEngine } from '../runtime/program-runtime.ts';
+import { WorkerPool } from '../runtime/worker/worker-pool.ts';
 import { ApiError } from './api-error.ts';
 import { BackgroundJobs } from './background.ts';
 import { RequestJournal, type JournalDetails } from './journal.ts';
 import { registerJournalRoutes } from './routes/journal.ts';
+import { TurnGate } from './turn-gate.ts';
 import { loadSealingKeys } from './sealing-keys.ts';
 import { loadConfig, type ServerConfig } from './config.ts';
 import { newId } from './ids.ts';
@@ -21,6 +23,10 @@ import { createResponseStore } from './stores/create-store.ts';
 import type { ResponseStore } from './stores/response-store.ts';
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** Stops taking new requests (503 shutting_down) while the running ones finish; then call close(). */
+    drain(): void;
+  }
   interface FastifyRequest {
     /** What the routes noted about this request for the journal. */
     journal: JournalDetails | null;
@@ -71,11 +77,21 @@ function toApiError(error: FastifyError | Error, bodyLimitBytes: number): ApiErr
 export async function buildServer(options: BuildServerOptions = {}): Promise<FastifyInstance> {
   const config: ServerConfig = { ...loadConfig(), ...options.config };
   const store = options.store ?? createResponseStore({ kind: config.store, dataDir: config.dataDir, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
-  const runtime = new ProgramRuntime({
-    pausedTtlMs: config.pausedTtlMs,
-    maxPausedPrograms: config.maxPausedPrograms,
-    maxPausedHeapBytes: config.maxPausedHeapBytes,
-  });
+  const runtimeOptions = { pausedTtlMs: config.pausedTtlMs, maxPausedPrograms: config.maxPausedPrograms, maxPausedHeapBytes: config.maxPausedHeapBytes };
+  let onWorkerDeath: (pid: number | undefined, reason: string, detail: string) => void = () => {};
+  const runtime: ProgramEngine =
+    config.workers > 0
+      ? new WorkerPool({
+          size: config.workers,
+          runtime: runtimeOptions,
+          heartbeatMs: config.workerHeartbeatMs,
+          heartbeatTimeoutMs: config.workerHeartbeatTimeoutMs,
+          maxRssBytes: config.workerMaxRssBytes,
+          maxIdleCpuShare: config.workerMaxIdleCpuShare,
+          onWorkerDeath: (pid, reason, detail) => onWorkerDeath(pid, reason, detail),
+        })
+      : new ProgramRuntime(runtimeOptions);
+  if (runtime instanceof WorkerPool) await runtime.ready();
   const sealingKeys = loadSealingKeys({ secret: config.fingerprintKey, oldSecrets: config.fingerprintOldKeys, dataDir: config.dataDir });
 
   const chain: ModelFunction[] = [];
@@ -94,11 +110,28 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     requestIdHeader: false,
   });
 
+  onWorkerDeath = (pid, reason, detail) => app.log.warn({ worker: pid, reason }, `worker replaced: ${detail}`);
+
   // Bodies are JSON only: Fastify would otherwise read text/plain into a string.
   app.removeContentTypeParser('text/plain');
 
+  let draining = false;
+  app.decorate('drain', () => {
+    draining = true;
+  });
+
+  // While draining, every reply ends its connection: a keep-alive connection busy when the
+  // drain began would otherwise stay open and hold close() up.
+  app.addHook('onSend', async (_request, reply) => {
+    if (draining) reply.header('connection', 'close');
+  });
+
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (draining) {
+      reply.header('connection', 'close');
+      throw new ApiError('shutting_down', 'The server is shutting down and takes no new requests; retry on another instance or after it restarts.', null, { 'retry-after': '1' });
+    }
     if (config.apiKey === undefined || PUBLIC_PATHS.has(request.url.split('?')[0]!)) return;
     if (request.headers.authorization !== `Bearer ${config.apiKey}`) {
       throw new ApiError('invalid_api_key', 'Incorrect API key provided. Send the key in PTC_API_KEY as Authorization: Bearer <key>.');
@@ -151,10 +184,11 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     clientChecks: config.clientChecks,
     respond: {
       store,
-      services: { runtime, standIn: new ModelStandIn(chain), sealingKeys, limits: config.limits },
+      services: { runtime, standIn: new ModelStandIn(chain), sealingKeys, limits: config.limits, programExpiryMs: config.programExpiryMs },
       scenarioKnobs: scenarios ? scenarioKnobs(scenarios) : () => undefined,
     },
     background,
+    gate: new TurnGate({ maxConcurrent: config.maxConcurrentTurns, maxQueued: config.maxQueuedTurns, retryAfterMs: 1000 }),
     note,
     recordStream: (request, reply) => record(request, reply.raw.statusCode, reply.elapsedTime),
     recordBackground: ({ requestId, status, ...details }) =>

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from '../runtime/limits.ts';
 import { STORE_KINDS, type StoreKind } from './stores/create-store.ts';
 
@@ -15,6 +16,18 @@ export const SETTINGS = {
   PTC_SCENARIOS: { default: '', description: 'Path of a scenario file (YAML or JSON) for the model stand-in.' },
   PTC_CLIENT_CHECKS: { default: 'strict', description: '`strict` or `lenient` client-loop checks (per request: header `x-ptc-client-checks`).' },
   PTC_MODELS: { default: 'ptc-emulator', description: 'Comma-separated model ids listed by `GET /v1/models` (requests may name any model).' },
+  PTC_WORKERS: {
+    default: '',
+    description: 'Worker processes that run the isolates (one per core when empty). `0` runs isolates in the server process, where a program that crashes isolated-vm takes the server down.',
+  },
+  PTC_WORKER_MAX_RSS_MB: { default: '1536', description: 'Resident memory of one worker beyond which it is killed (SIGKILL) and replaced; its running programs end `runtime_crashed`.' },
+  PTC_WORKER_HEARTBEAT_MS: { default: '500', description: 'How often the supervisor checks each worker (heartbeat, memory, CPU).' },
+  PTC_WORKER_HEARTBEAT_TIMEOUT_MS: { default: '5000', description: 'A worker that answers no heartbeat for this long is killed and replaced.' },
+  PTC_WORKER_MAX_IDLE_CPU_PERCENT: { default: '50', description: 'CPU a worker with no step running may use, in percent of one core, before it is killed (a runaway isolate).' },
+  PTC_MAX_CONCURRENT_TURNS: { default: '32', description: 'Requests running a turn at once; more wait.' },
+  PTC_MAX_QUEUED_TURNS: { default: '128', description: 'Requests waiting for a turn; one more is answered 429 `server_busy` with `retry-after`.' },
+  PTC_PROGRAM_EXPIRY_MS: { default: '86400000', description: 'A paused program can no longer be resumed this long after it started (`program_expired`).' },
+  PTC_SHUTDOWN_TIMEOUT_MS: { default: '10000', description: 'On SIGTERM, how long running requests may take to finish before the process exits anyway.' },
   PTC_PAUSED_TTL_MS: { default: '600000', description: 'How long a paused program\'s isolate is kept alive without being resumed; after that it resumes by replay.' },
   PTC_MAX_PAUSED_PROGRAMS: {
     default: '1000',
@@ -45,6 +58,16 @@ export interface ServerConfig {
   readonly scenariosPath: string | undefined;
   readonly clientChecks: ClientChecks;
   readonly models: readonly string[];
+  /** 0: isolates in the server process. */
+  readonly workers: number;
+  readonly workerMaxRssBytes: number;
+  readonly workerHeartbeatMs: number;
+  readonly workerHeartbeatTimeoutMs: number;
+  readonly workerMaxIdleCpuShare: number;
+  readonly maxConcurrentTurns: number;
+  readonly maxQueuedTurns: number;
+  readonly programExpiryMs: number;
+  readonly shutdownTimeoutMs: number;
   readonly pausedTtlMs: number;
   readonly maxPausedPrograms: number;
   readonly maxPausedHeapBytes: number;
@@ -62,7 +85,7 @@ export interface ServerConfig {
 export class ConfigError extends Error {}
 
 function integer(env: NodeJS.ProcessEnv, name: keyof typeof SETTINGS | string, fallback: string, min: number): number {
-  const raw = env[name] ?? fallback;
+  const raw = env[name] || fallback;
   const value = Number(raw);
   if (!Number.isSafeInteger(value) || value < min) throw new ConfigError(`${name} must be an integer ≥ ${min}, got "${raw}"`);
   return value;
@@ -99,6 +122,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     scenariosPath: setting(env, 'PTC_SCENARIOS') || undefined,
     clientChecks,
     models: models.length > 0 ? models : [SETTINGS.PTC_MODELS.default],
+    workers: integer(env, 'PTC_WORKERS', String(availableParallelism()), 0),
+    workerMaxRssBytes: integer(env, 'PTC_WORKER_MAX_RSS_MB', SETTINGS.PTC_WORKER_MAX_RSS_MB.default, 64) * 1024 * 1024,
+    workerHeartbeatMs: integer(env, 'PTC_WORKER_HEARTBEAT_MS', SETTINGS.PTC_WORKER_HEARTBEAT_MS.default, 10),
+    workerHeartbeatTimeoutMs: integer(env, 'PTC_WORKER_HEARTBEAT_TIMEOUT_MS', SETTINGS.PTC_WORKER_HEARTBEAT_TIMEOUT_MS.default, 100),
+    workerMaxIdleCpuShare: integer(env, 'PTC_WORKER_MAX_IDLE_CPU_PERCENT', SETTINGS.PTC_WORKER_MAX_IDLE_CPU_PERCENT.default, 1) / 100,
+    maxConcurrentTurns: integer(env, 'PTC_MAX_CONCURRENT_TURNS', SETTINGS.PTC_MAX_CONCURRENT_TURNS.default, 1),
+    maxQueuedTurns: integer(env, 'PTC_MAX_QUEUED_TURNS', SETTINGS.PTC_MAX_QUEUED_TURNS.default, 0),
+    programExpiryMs: integer(env, 'PTC_PROGRAM_EXPIRY_MS', SETTINGS.PTC_PROGRAM_EXPIRY_MS.default, 1),
+    shutdownTimeoutMs: integer(env, 'PTC_SHUTDOWN_TIMEOUT_MS', SETTINGS.PTC_SHUTDOWN_TIMEOUT_MS.default, 0),
     pausedTtlMs: integer(env, 'PTC_PAUSED_TTL_MS', SETTINGS.PTC_PAUSED_TTL_MS.default, 1),
     maxPausedPrograms: integer(env, 'PTC_MAX_PAUSED_PROGRAMS', SETTINGS.PTC_MAX_PAUSED_PROGRAMS.default, 0),
     maxPausedHeapBytes: integer(env, 'PTC_MAX_PAUSED_HEAP_MB', SETTINGS.PTC_MAX_PAUSED_HEAP_MB.default, 1) * 1024 * 1024,

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { callIdMatches, FingerprintError, openFingerprint, sealCallId, sealFingerprint, sha256Hex, type SealingKeys } from '../../runtime/fingerprint.ts';
 import type { ProgramLimits } from '../../runtime/limits.ts';
 import { failureResult, type ProgramEvent, type RecordedCall } from '../../runtime/program-events.ts';
-import { ProgramBusyError, type ProgramRuntime, type ResumePath } from '../../runtime/program-runtime.ts';
+import { ProgramBusyError, type ProgramEngine, type ResumePath } from '../../runtime/program-runtime.ts';
 import type { ConversationItem, EmittedFunctionCall, EmittedProgramOutput, OutputItem } from '../../schemas/items.ts';
 import type { Knobs } from '../../schemas/knobs.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';
@@ -19,7 +19,9 @@ const NOTHING_TO_ANSWER =
   'ptc-emulator: the conversation ends with an assistant message and has no new user message, program output or tool output to answer.';
 
 export interface TurnServices {
-  readonly runtime: ProgramRuntime;
+  readonly runtime: ProgramEngine;
+  /** A paused program can no longer be resumed this long after it started. */
+  readonly programExpiryMs: number;
   readonly standIn: ModelStandIn;
   /** The key that seals new fingerprints and call ids first, then older keys still accepted. */
   readonly sealingKeys: SealingKeys;
@@ -220,6 +222,17 @@ async function resumeThread(thread: ProgramThread, input: TurnInput, services: T
       `Program ${program.call_id} no longer matches its fingerprint: its ${claims.programCallId !== program.call_id ? 'call_id' : 'code'} was changed. Resend program items unchanged.`,
       programParam,
     );
+  }
+  // Expiry counts from the start sealed in the fingerprint: a stateless resume carries no pause time.
+  if (Date.now() - claims.clock > services.programExpiryMs) {
+    return {
+      event: {
+        type: 'incomplete',
+        error: { code: 'program_expired', message: `Program ${program.call_id} started more than ${services.programExpiryMs} ms ago and can no longer be resumed` },
+        stats: { cpuTimeMs: 0, steps: 0, calls: thread.calls.length },
+      },
+      path: 'replay',
+    };
   }
   const recorded: RecordedCall[] = thread.calls.map((call, seq) => {
     if (!callIdMatches(call.call_id, { programCallId: program.call_id, seq, tool: call.name, argumentsJson: call.arguments }, services.sealingKeys)) {

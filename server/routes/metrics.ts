@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ProgramRuntime } from '../../runtime/program-runtime.ts';
+import type { ProgramEngine } from '../../runtime/program-runtime.ts';
 
 interface Metric {
   readonly name: string;
@@ -22,7 +22,7 @@ function exposition(metrics: readonly Metric[]): string {
 }
 
 /** `GET /metrics`: Prometheus text of the program runtime and its cache of paused isolates. */
-export function registerMetricsRoutes(app: FastifyInstance, runtime: ProgramRuntime): void {
+export function registerMetricsRoutes(app: FastifyInstance, runtime: ProgramEngine): void {
   app.get('/metrics', async (_, reply) => {
     const stats = runtime.stats();
     reply.type('text/plain; version=0.0.4; charset=utf-8');
@@ -48,6 +48,17 @@ export function registerMetricsRoutes(app: FastifyInstance, runtime: ProgramRunt
         ],
       },
       { name: 'ptc_paused_programs', type: 'gauge', help: 'Paused isolates held.', samples: [['', stats.paused]] },
+      ...(stats.workers
+        ? [
+            { name: 'ptc_workers', type: 'gauge' as const, help: 'Worker processes alive.', samples: [['', stats.workers.alive] as const] },
+            {
+              name: 'ptc_worker_deaths_total',
+              type: 'counter' as const,
+              help: 'Worker processes that died and were replaced, by cause: exit (crashed), heartbeat, rss, cpu (killed by the supervisor).',
+              samples: (Object.entries(stats.workers.deaths) as [string, number][]).map(([reason, count]) => [`{reason="${reason}"}`, count] as const),
+            },
+          ]
+        : []),
       { name: 'ptc_paused_programs_heap_bytes', type: 'gauge', help: 'Heap of the paused isolates held.', samples: [['', stats.pausedHeapBytes]] },
     ]);
   });

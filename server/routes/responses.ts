@@ -6,9 +6,10 @@ import { CreateResponseRequest, InputItemsQuery, RetrieveResponseQuery } from '.
 import type { DeletedResponse, ResponseObject } from '../../schemas/response.ts';
 import { ApiError } from '../api-error.ts';
 import type { BackgroundJobs } from '../background.ts';
+import type { TurnGate } from '../turn-gate.ts';
 import type { ClientChecks } from '../config.ts';
 import { inputItems } from '../conversation/history.ts';
-import { finishResponse, prepareResponse, type PreparedResponse, type RespondDeps } from '../conversation/respond.ts';
+import { finishResponse, prepareResponse, type PreparedResponse, type RespondDeps, type ResponseRequest } from '../conversation/respond.ts';
 import { newId } from '../ids.ts';
 import type { JournalDetails } from '../journal.ts';
 import { knobsFromHeaders, retryCountOf } from '../knobs.ts';
@@ -24,6 +25,7 @@ export interface ResponsesRouteDeps {
   readonly clientChecks: ClientChecks;
   readonly respond: RespondDeps;
   readonly background: BackgroundJobs;
+  readonly gate: TurnGate;
   /** Adds to the journal entry of the request being served. */
   readonly note: (request: FastifyRequest, details: JournalDetails) => void;
   /** Records a request whose reply was written by hand (a stream), in place of the onResponse hook. */
@@ -95,14 +97,15 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
     deps.recordStream(request, reply);
   }
 
-  /** Runs a prepared background response: queued (through any delay), in progress, then finished, failed or cancelled. */
-  function startBackground(prepared: PreparedResponse): void {
+  /** Runs a prepared background response: queued (through any delay and a wait for a place), in progress, then finished, failed or cancelled. */
+  function startBackground(prepared: PreparedResponse, place: Promise<() => void>): void {
     const { id, body, createdAt, newInput, log } = prepared.request;
     const put = (response: ResponseObject) => store.put({ response, inputItems: newInput });
     const journal = (status: number, details: JournalDetails) => deps.recordBackground({ requestId: id, status, background: true, model: body.model, store: true, ...details });
     deps.background.start(
       id,
       async (signal) => {
+        const release = await place;
         try {
           const { response, knobs, turn } = await finishResponse(prepared, deps.respond, { signal, onStart: () => put(buildResponse(id, body, createdAt, { status: 'in_progress' })) });
           journal(200, { response_id: id, response_status: response.status, output: response.output.map((item) => item.type), programs: turn.trace, knobs, client_loop: { tolerated: turn.tolerated } });
@@ -119,6 +122,8 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
           log.warn({ err: error, response: id }, 'background response failed');
           await put(buildResponse(id, body, createdAt, { status: 'failed', error: failure }));
           journal(500, { response_id: id, response_status: 'failed', error: { code: failure.code, type: 'server_error', message: failure.message, param: null } });
+        } finally {
+          release();
         }
       },
       (error) => log.error({ err: error, response: id }, 'background response could not record its outcome'),
@@ -132,8 +137,37 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
     if (body.background && body.store === false) {
       throw new ApiError('invalid_value', 'background: true needs store: true: a background response is read back with GET /v1/responses/{id}.', 'background');
     }
-    const prepared = await prepareResponse(
-      {
+    // A place among the turns allowed to run, or a 429 now when too many already wait.
+    const place = deps.gate.enter();
+    if (body.background) return acceptBackground(request, reply, body, headerKnobs, place);
+
+    let response: ResponseObject;
+    let knobs: Knobs;
+    const release = await place;
+    try {
+      const prepared = await prepareResponse(responseRequest(request, body, headerKnobs), deps.respond);
+      const finished = await finishResponse(prepared, deps.respond);
+      ({ response, knobs } = finished);
+      deps.note(request, {
+        response_id: response.id,
+        response_status: response.status,
+        output: response.output.map((item) => item.type),
+        programs: finished.turn.trace,
+        knobs,
+        client_loop: { tolerated: finished.turn.tolerated },
+        ...(body.store !== false ? { request: body, response } : {}),
+      });
+    } finally {
+      // Streaming the result back does not hold a place.
+      release();
+    }
+    if (!body.stream) return response;
+    await stream(request, reply, response, knobs);
+    return reply;
+  });
+
+  function responseRequest(request: FastifyRequest, body: CreateResponseRequest, headerKnobs: Knobs): ResponseRequest {
+    return {
       id: newId('resp'),
       createdAt: Math.floor(Date.now() / 1000),
       body,
@@ -143,38 +177,28 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
       retryCount: retryCountOf(request.headers),
       clientChecks: clientChecksFor(request.headers[CLIENT_CHECKS_HEADER], deps.clientChecks),
       log: request.log,
-      },
-      deps.respond,
-    );
+    };
+  }
+
+  /** Checks a background request like any other, stores it queued, and leaves its turn to a job that waits for `place`. */
+  async function acceptBackground(request: FastifyRequest, reply: FastifyReply, body: CreateResponseRequest, headerKnobs: Knobs, place: Promise<() => void>) {
+    let prepared: PreparedResponse;
+    try {
+      prepared = await prepareResponse(responseRequest(request, body, headerKnobs), deps.respond);
+    } catch (error) {
+      void place.then((release) => release());
+      throw error;
+    }
     const { id, createdAt, newInput } = prepared.request;
-
-    if (body.background) {
-      const queued = buildResponse(id, body, createdAt, { status: 'queued' });
-      await store.put({ response: queued, inputItems: newInput });
-      startBackground(prepared);
-      deps.note(request, { response_id: queued.id, response_status: 'queued', knobs: prepared.knobs });
-      if (!body.stream) return queued;
-      const done = await finished(queued.id, request);
-      if (done) await stream(request, reply, done, prepared.knobs);
-      return reply;
-    }
-
-    const { response, knobs, turn } = await finishResponse(prepared, deps.respond);
-    deps.note(request, {
-      response_id: response.id,
-      response_status: response.status,
-      output: response.output.map((item) => item.type),
-      programs: turn.trace,
-      knobs,
-      client_loop: { tolerated: turn.tolerated },
-      ...(body.store !== false ? { request: body, response } : {}),
-    });
-    if (body.stream) {
-      await stream(request, reply, response, knobs);
-      return reply;
-    }
-    return response;
-  });
+    const queued = buildResponse(id, body, createdAt, { status: 'queued' });
+    await store.put({ response: queued, inputItems: newInput });
+    startBackground(prepared, place);
+    deps.note(request, { response_id: queued.id, response_status: 'queued', knobs: prepared.knobs });
+    if (!body.stream) return queued;
+    const done = await finished(queued.id, request);
+    if (done) await stream(request, reply, done, prepared.knobs);
+    return reply;
+  }
 
   app.get<{ Params: { id: string } }>('/v1/responses/:id', async (request, reply) => {
     const query = parseOrThrow(RetrieveResponseQuery, request.query);

@@ -34,6 +34,7 @@ const FAILURES: readonly FailureCase[] = [
   { code: 'output_limit_exceeded', why: 'text() over the output limit', program: 'for (;;) text("0123456789")', limits: { maxOutputBytes: 1000 } },
   { code: 'output_limit_exceeded', why: 'output under the limit in characters but over it in UTF-8 bytes', program: 'text("é".repeat(600))', limits: { maxOutputBytes: 1000 } },
   { code: 'output_limit_exceeded', why: 'a caught output-limit error', program: 'try { text("z".repeat(2000)) } catch {} text("ok")', limits: { maxOutputBytes: 1000 } },
+  { code: 'resume_limit_exceeded', why: 'more resumes than allowed', program: 'for (let i = 0; i < 4; i++) await tools.echo({i}); text("done")', limits: { maxResumes: 2 }, tools: { echo } },
   { code: 'program_stalled', why: 'awaiting a promise nothing settles', program: 'await new Promise(() => {})' },
   { code: 'program_stalled', why: 'awaiting nothing after a batch was answered', program: 'await tools.echo({}); await new Promise(() => {})', tools: { echo } },
 ];
@@ -56,8 +57,9 @@ describe('a program that fails ends incomplete with a stable code', () => {
   });
 
   it('covers every program error code the runtime produces', () => {
-    // replay_diverged has its own table in test/runtime/replay.test.ts.
-    const covered = new Set<string>([...FAILURES.map((failure) => failure.code), 'runtime_error', 'replay_diverged']);
+    // Elsewhere: replay_diverged in test/runtime/replay.test.ts, runtime_crashed in
+    // test/workers.test.ts, program_expired in test/backpressure-and-shutdown.test.ts.
+    const covered = new Set<string>([...FAILURES.map((failure) => failure.code), 'runtime_error', 'replay_diverged', 'runtime_crashed', 'program_expired']);
     expect([...Object.keys(PROGRAM_ERRORS)].filter((code) => !covered.has(code))).toEqual([]);
     const limitCodes = Object.values(LIMIT_DEFINITIONS).map((definition) => definition.code);
     expect(limitCodes.filter((code) => !covered.has(code))).toEqual([]);
@@ -71,6 +73,7 @@ describe('limits at their bound', () => {
     ['maxArgumentBytes', `await tools.echo({s: "${'x'.repeat(100 - '{"s":""}'.length)}"}); text("done")`, { maxArgumentBytes: 100 }],
     ['maxOutputBytes', 'text("x".repeat(999)); text("done".slice(3))', { maxOutputBytes: 1000 }],
     ['maxCodeBytes', `text("done")${' '.repeat(988)}`, { maxCodeBytes: 1000 }],
+    ['maxResumes', 'for (let i = 0; i < 2; i++) await tools.echo({i}); text("done")', { maxResumes: 2 }],
   ] as const)('%s: exactly at the limit still completes', async (_, program, limits) => {
     const run = await runProgram(program, { limits, tools: { echo } });
     expect(run.error).toBeUndefined();

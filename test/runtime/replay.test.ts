@@ -97,6 +97,22 @@ describe('replay', () => {
   });
 });
 
+describe('the resume limit', () => {
+  it('ends a replay at the same resume as the live run', async () => {
+    const code = 'for (let i = 0; i < 5; i++) await tools.alpha({i}); text("done")';
+    const limited = { ...spec(code), limits: { ...spec(code).limits, maxResumes: 2 } };
+    const history = [0, 1, 2].map((i) => ({ tool: 'alpha', argumentsJson: `{"i":${i}}`, output: '' }));
+    const live = new IsolateProgram(limited);
+    await live.start();
+    await live.resume([{ seq: 0, output: '' }]);
+    await live.resume([{ seq: 1, output: '' }]);
+    const third = await live.resume([{ seq: 2, output: '' }]);
+    const replayed = await new IsolateProgram(limited).start(history);
+    expect(third).toMatchObject({ type: 'incomplete', error: { code: 'resume_limit_exceeded' } });
+    expect(observable(replayed)).toEqual(observable(third));
+  });
+});
+
 describe('replay_diverged: a replay that does not retrace the recorded run ends incomplete, naming the step', () => {
   it.each([
     [

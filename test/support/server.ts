@@ -11,9 +11,10 @@ export interface RunningServer {
 
 /** The emulator on an ephemeral loopback port, and an SDK client pointed at it. */
 export async function startServer(options: BuildServerOptions = {}): Promise<RunningServer> {
-  // Each server its own key (as separate deployments would have), responses in memory, and
-  // nothing written to disk unless a test asks for it.
-  const app = await buildServer({ logger: false, ...options, config: { fingerprintKey: randomUUID(), store: 'memory', ...options.config } });
+  // Each server its own key (as separate deployments would have), responses in memory, nothing
+  // written to disk, and isolates in this process (fast to start) unless a test asks otherwise:
+  // test/workers.test.ts runs the same loops through worker processes.
+  const app = await buildServer({ logger: false, ...options, config: { fingerprintKey: randomUUID(), store: 'memory', workers: 0, ...options.config } });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   const baseURL = `http://127.0.0.1:${port}/v1`;

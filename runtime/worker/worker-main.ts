@@ -1,0 +1,65 @@
+/**
+ * A worker process: runs programs in its isolates for the server, over Node's IPC channel.
+ * Started by WorkerPool with `--no-node-snapshot`. Holds no HTTP and no conversation state,
+ * only its paused isolates; if it dies, the server replays those programs elsewhere.
+ */
+import type { ProgramEvent } from '../program-events.ts';
+import { ProgramBusyError, ProgramRuntime, type ProgramRuntimeOptions } from '../program-runtime.ts';
+import { HostMessage, PROTOCOL_VERSION, type WorkerMessage } from './protocol.ts';
+
+const options = JSON.parse(process.env.PTC_WORKER_OPTIONS ?? '{}') as ProgramRuntimeOptions;
+const runtime = new ProgramRuntime(options);
+
+function send(message: WorkerMessage): void {
+  // The server may be gone (closing, or dead): a reply with nowhere to go is dropped.
+  if (process.connected) process.send?.(message, () => {});
+}
+
+/** The event as it crosses the channel: a host-side fault's cause becomes text for the log. */
+function wire(event: ProgramEvent): Extract<WorkerMessage, { kind: 'step' }>['event'] {
+  if (event.type === 'paused') return { ...event, calls: [...event.calls] };
+  if (event.type === 'completed') return event;
+  const { cause, ...error } = event.error;
+  return { ...event, error: cause === undefined ? error : { ...error, cause: cause instanceof Error ? (cause.stack ?? cause.message) : String(cause) } };
+}
+
+async function handle(message: HostMessage): Promise<void> {
+  switch (message.kind) {
+    case 'ping':
+      send({ v: PROTOCOL_VERSION, kind: 'pong', id: message.id, stats: runtime.stats() });
+      return;
+    case 'dispose':
+      runtime.dispose(message.programId);
+      return;
+    case 'start':
+    case 'resume':
+      try {
+        if (message.kind === 'start') {
+          send({ v: PROTOCOL_VERSION, kind: 'step', id: message.id, event: wire(await runtime.start(message.programId, message.spec)) });
+        } else {
+          const { event, path } = await runtime.resume(message.programId, message.spec, message.recorded);
+          send({ v: PROTOCOL_VERSION, kind: 'step', id: message.id, event: wire(event), path });
+        }
+      } catch (error) {
+        if (error instanceof ProgramBusyError) send({ v: PROTOCOL_VERSION, kind: 'busy', id: message.id, programId: message.programId });
+        else send({ v: PROTOCOL_VERSION, kind: 'failed', id: message.id, message: error instanceof Error ? error.message : String(error) });
+      }
+  }
+}
+
+process.on('message', (raw: unknown) => {
+  const parsed = HostMessage.safeParse(raw);
+  // A message this worker cannot read means a server of another version: refuse it loudly.
+  if (!parsed.success) {
+    process.stderr.write(`ptc-emulator worker: unreadable message from the server: ${parsed.error.message}\n`);
+    process.exit(3);
+  }
+  void handle(parsed.data);
+});
+
+// The server going away (its IPC channel closing) ends the worker: no orphan isolates.
+process.on('disconnect', () => {
+  void runtime.close().finally(() => process.exit(0));
+});
+
+send({ v: PROTOCOL_VERSION, kind: 'ready', pid: process.pid });

@@ -1,0 +1,239 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { ProgramRuntimeOptions, ProgramRuntimeStats } from '../program-runtime.ts';
+import { PROTOCOL_VERSION, WorkerMessage, type HostMessage } from './protocol.ts';
+
+/** The script a worker runs; tests give a misbehaving one to exercise the supervisor. */
+export const WORKER_ENTRY = fileURLToPath(new URL('./worker-main.ts', import.meta.url));
+// The worker's TypeScript is loaded the way the server's is; resolved here so that the worker
+// finds tsx whatever the current directory.
+const TSX_LOADER = import.meta.resolve('tsx');
+const PAGE_BYTES = 4096;
+const CLOCK_TICKS_PER_SECOND = 100;
+/**
+ * Idle CPU is judged over at least this long: a garbage collection after a step may take a
+ * core for a moment, a runaway isolate takes it for good.
+ */
+const IDLE_CPU_WINDOW_MS = 1_000;
+
+export type WorkerDeath = 'exit' | 'heartbeat' | 'rss' | 'cpu';
+
+export interface WorkerLimits {
+  /** How often the supervisor checks the worker. */
+  readonly heartbeatMs: number;
+  /** A worker that answers no ping for this long is killed. */
+  readonly heartbeatTimeoutMs: number;
+  /** A worker whose resident memory passes this is killed. */
+  readonly maxRssBytes: number;
+  /**
+   * A worker with no step running should use next to no CPU: beyond this share of one core
+   * between two checks (an isolate that kept running after its step ended) it is killed.
+   */
+  readonly maxIdleCpuShare: number;
+}
+
+type Reply = Exclude<WorkerMessage, { kind: 'ready' | 'pong' }>;
+
+/** A step to run: a start or a resume message, before the channel adds its version and id. */
+export type StepRequest = { [Kind in 'start' | 'resume']: Omit<Extract<HostMessage, { kind: Kind }>, 'v' | 'id'> }['start' | 'resume'];
+
+interface Waiting {
+  readonly resolve: (reply: Reply) => void;
+  readonly reject: (death: WorkerDeathError) => void;
+}
+
+export class WorkerDeathError extends Error {
+  constructor(readonly reason: WorkerDeath, detail: string) {
+    super(detail);
+  }
+}
+
+/** CPU seconds a process has used, and its resident memory, from /proc (Linux). */
+function processUsage(pid: number): { cpuSeconds: number; rssBytes: number } | undefined {
+  try {
+    // Fields after the command name (which may hold spaces) start after its closing parenthesis.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    const rssPages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]);
+    return { cpuSeconds: ticks / CLOCK_TICKS_PER_SECOND, rssBytes: rssPages * PAGE_BYTES };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * One supervised worker process. The supervisor never trusts the worker to report on itself:
+ * it reads the process's memory and CPU from the kernel, and kills it with SIGKILL on a
+ * missed heartbeat, an RSS ceiling or CPU burnt while idle (isolate.dispose() alone does not
+ * stop every runaway allocation or loop).
+ */
+export class WorkerProcess {
+  readonly #child: ChildProcess;
+  readonly #limits: WorkerLimits;
+  readonly #waiting = new Map<number, Waiting>();
+  readonly #onDeath: (worker: WorkerProcess, reason: WorkerDeath, detail: string) => void;
+  #nextId = 0;
+  #alive = true;
+  #ready: Promise<void>;
+  #lastPong = Date.now();
+  #isReady = false;
+  /** When the worker last became idle (ready, no step waiting), and its CPU then. */
+  #idleSince: { at: number; cpuSeconds: number } | undefined;
+  #killedFor: { reason: WorkerDeath; detail: string } | undefined;
+  #supervisor: NodeJS.Timeout;
+  /** The runtime's counters as of the last heartbeat. */
+  stats: ProgramRuntimeStats | undefined;
+
+  constructor(
+    runtimeOptions: ProgramRuntimeOptions,
+    limits: WorkerLimits,
+    onDeath: (worker: WorkerProcess, reason: WorkerDeath, detail: string) => void,
+    entry: string = WORKER_ENTRY,
+  ) {
+    this.#limits = limits;
+    this.#onDeath = onDeath;
+    this.#child = fork(entry, [], {
+      execArgv: ['--no-node-snapshot', '--import', TSX_LOADER],
+      env: { PATH: process.env.PATH ?? '', TZ: process.env.TZ ?? '', PTC_WORKER_OPTIONS: JSON.stringify(runtimeOptions) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      serialization: 'json',
+    });
+    let markReady: () => void = () => {};
+    this.#ready = new Promise<void>((resolve) => {
+      markReady = resolve;
+    });
+    this.#child.on('message', (raw: unknown) => {
+      const parsed = WorkerMessage.safeParse(raw);
+      if (!parsed.success) {
+        this.kill('exit', `the worker sent a message outside the protocol: ${parsed.error.message}`);
+        return;
+      }
+      const message = parsed.data;
+      if (message.kind === 'ready') {
+        this.#isReady = true;
+        this.#lastPong = Date.now();
+        markReady();
+      }
+      else if (message.kind === 'pong') {
+        this.#lastPong = Date.now();
+        this.stats = message.stats;
+      } else {
+        const waiting = this.#waiting.get(message.id);
+        this.#waiting.delete(message.id);
+        waiting?.resolve(message);
+      }
+    });
+    this.#child.on('exit', (code, signal) => this.#died(code, signal));
+    this.#child.on('error', () => {});
+    this.#supervisor = setInterval(() => this.#check(), limits.heartbeatMs);
+    this.#supervisor.unref();
+  }
+
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  get alive(): boolean {
+    return this.#alive;
+  }
+
+  /** Steps waiting on this worker: the pool sends new work to the least loaded. */
+  get load(): number {
+    return this.#waiting.size;
+  }
+
+  ready(): Promise<void> {
+    return this.#ready;
+  }
+
+  get isReady(): boolean {
+    return this.#isReady;
+  }
+
+  /** Sends a request and waits for its reply; rejects with WorkerDeathError if the worker dies first. */
+  request(message: StepRequest): Promise<Reply> {
+    if (!this.#alive) return Promise.reject(new WorkerDeathError(this.#killedFor?.reason ?? 'exit', 'the worker process is gone'));
+    const id = this.#nextId++;
+    this.#idleSince = undefined;
+    return new Promise<Reply>((resolve, reject) => {
+      this.#waiting.set(id, { resolve, reject });
+      this.#send({ ...message, v: PROTOCOL_VERSION, id } as HostMessage);
+    });
+  }
+
+  dispose(programId: string): void {
+    if (this.#alive) this.#send({ v: PROTOCOL_VERSION, kind: 'dispose', programId });
+  }
+
+  kill(reason: WorkerDeath, detail: string): void {
+    if (!this.#alive) return;
+    this.#killedFor ??= { reason, detail };
+    this.#child.kill('SIGKILL');
+  }
+
+  /** Ends the worker: it closes its isolates when its channel closes; SIGKILL if it lingers. */
+  async stop(): Promise<void> {
+    clearInterval(this.#supervisor);
+    if (!this.#alive) return;
+    const exited = new Promise((resolve) => this.#child.once('exit', resolve));
+    if (this.#child.connected) this.#child.disconnect();
+    const lingering = setTimeout(() => this.#child.kill('SIGKILL'), 2_000);
+    await exited;
+    clearTimeout(lingering);
+  }
+
+  #send(message: HostMessage): void {
+    // With a callback, a channel that closed under the message (a worker dying) is an error
+    // passed here, not an unhandled 'error' event.
+    const broken = (error: Error | null): void => {
+      if (error) this.kill('exit', 'the IPC channel to the worker broke');
+    };
+    try {
+      this.#child.send(message, broken);
+    } catch (error) {
+      broken(error as Error);
+    }
+  }
+
+  #check(): void {
+    if (!this.#alive) return;
+    const now = Date.now();
+    if (now - this.#lastPong > this.#limits.heartbeatTimeoutMs) {
+      this.kill('heartbeat', `the worker answered no heartbeat for ${now - this.#lastPong} ms`);
+      return;
+    }
+    const usage = this.pid === undefined ? undefined : processUsage(this.pid);
+    if (usage) {
+      if (usage.rssBytes > this.#limits.maxRssBytes) {
+        this.kill('rss', `the worker's resident memory reached ${Math.round(usage.rssBytes / 2 ** 20)} MiB, over its ceiling of ${Math.round(this.#limits.maxRssBytes / 2 ** 20)} MiB`);
+        return;
+      }
+      // CPU after settle: a ready worker with no step running should be near silent.
+      if (!this.#isReady || this.#waiting.size > 0) {
+        this.#idleSince = undefined;
+      } else if (!this.#idleSince) {
+        this.#idleSince = { at: now, cpuSeconds: usage.cpuSeconds };
+      } else if (now - this.#idleSince.at >= IDLE_CPU_WINDOW_MS) {
+        const share = (usage.cpuSeconds - this.#idleSince.cpuSeconds) / ((now - this.#idleSince.at) / 1000);
+        if (share > this.#limits.maxIdleCpuShare) {
+          this.kill('cpu', `the worker burnt ${Math.round(share * 100)}% of a core for ${now - this.#idleSince.at} ms with no step running`);
+          return;
+        }
+        this.#idleSince = { at: now, cpuSeconds: usage.cpuSeconds };
+      }
+    }
+    this.#send({ v: PROTOCOL_VERSION, kind: 'ping', id: this.#nextId++ });
+  }
+
+  #died(code: number | null, signal: NodeJS.Signals | null): void {
+    this.#alive = false;
+    clearInterval(this.#supervisor);
+    const { reason, detail } = this.#killedFor ?? { reason: 'exit' as const, detail: `the worker process exited (${signal ?? `code ${code}`})` };
+    const death = new WorkerDeathError(reason, detail);
+    for (const waiting of this.#waiting.values()) waiting.reject(death);
+    this.#waiting.clear();
+    this.#onDeath(this, reason, detail);
+  }
+}

@@ -1,0 +1,126 @@
+import { fileURLToPath } from 'node:url';
+import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
+import type { ResponseInputItem } from 'openai/resources/responses/responses';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { DEFAULT_LIMITS } from '../runtime/limits.ts';
+import type { ProgramRuntimeOptions } from '../runtime/program-runtime.ts';
+import { WorkerPool } from '../runtime/worker/worker-pool.ts';
+import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
+import { metric, startServer, type RunningServer } from './support/server.ts';
+
+const MISBEHAVING = fileURLToPath(new URL('./fixtures/misbehaving-worker.ts', import.meta.url));
+const RUNTIME: ProgramRuntimeOptions = { pausedTtlMs: 60_000, maxPausedPrograms: 100, maxPausedHeapBytes: 2 ** 30 };
+const SUPERVISION = { heartbeatMs: 50, heartbeatTimeoutMs: 600, maxRssBytes: 400 * 2 ** 20, maxIdleCpuShare: 0.5 };
+
+describe('the supervisor kills and replaces a worker', () => {
+  it.each([
+    ['that answers no heartbeat', 'silent', 'heartbeat'],
+    ['that burns CPU with no step running', 'burn', 'cpu'],
+    ['whose resident memory passes its ceiling', 'bloat', 'rss'],
+  ] as const)('%s', async (_, misbehave, reason) => {
+    const deaths: string[] = [];
+    const pool = new WorkerPool({
+      ...SUPERVISION,
+      size: 1,
+      runtime: { ...RUNTIME, misbehave } as ProgramRuntimeOptions,
+      entry: MISBEHAVING,
+      onWorkerDeath: (_pid, cause) => deaths.push(cause),
+    });
+    try {
+      await pool.ready();
+      const [first] = pool.pids;
+      await vi.waitFor(() => expect(deaths[0]).toBe(reason), { timeout: 15_000, interval: 50 });
+      // It was replaced by a new process.
+      await vi.waitFor(() => expect(pool.pids.some((pid) => pid !== first)).toBe(true), { timeout: 5_000, interval: 50 });
+      expect(pool.stats().workers?.deaths[reason]).toBeGreaterThan(0);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('ends the step of a worker that dies under it with runtime_crashed', async () => {
+    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'die' } as ProgramRuntimeOptions, entry: MISBEHAVING });
+    try {
+      await pool.ready();
+      const event = await pool.start('call_x', { code: 'text(1)', tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+      expect(event).toMatchObject({ type: 'incomplete', error: { code: 'runtime_crashed' } });
+      expect(event.type === 'incomplete' && event.error.message).toContain('code 70');
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
+describe('programs in worker processes, through the API', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startServer({ config: { workers: 2, workerHeartbeatMs: 100, limits: { ...DEFAULT_LIMITS, stepWallTimeMs: 10_000, cpuTimeMs: 20_000 } } });
+  });
+  afterAll(() => server.close());
+
+  async function workerPids(): Promise<number[]> {
+    return ((await (await fetch(`${server.baseURL.replace(/\/v1$/, '')}/health`)).json()) as { workers: number[] }).workers;
+  }
+
+  it('run the guide\'s loop, pausing and resuming in the worker that holds the isolate', async () => {
+    const tools = programTools('get');
+    const input: ResponseInputItem[] = [{ role: 'user', content: inlineProgram('let t = 0; for (let i = 0; i < 3; i++) t += Number(await tools.get({i})); text(t)') }];
+    for (;;) {
+      const response = await server.client.responses.create({ model: 'm', store: false, input, tools });
+      input.push(...toResponseInputItems(response.output));
+      const calls = functionCallsOf(response);
+      if (calls.length === 0) {
+        expect(programOutputOf(response)?.result).toBe('3');
+        break;
+      }
+      input.push(...calls.map((call) => ({ type: 'function_call_output' as const, call_id: call.call_id, output: '1', caller: call.caller ?? null })));
+    }
+    await vi.waitFor(async () => expect(await metric(server, 'ptc_program_resumes_total{path="warm"}')).toBeGreaterThanOrEqual(3), { timeout: 5_000 });
+  });
+
+  it('survive a worker killed in the middle of a step: that program ends runtime_crashed, the next one runs, paused ones resume by replay', async () => {
+    const tools = programTools('get');
+    // A program paused in some worker, to be resumed after the workers die.
+    const user: ResponseInputItem = { role: 'user', content: inlineProgram('text(await tools.get({}) + "!")') };
+    const paused = await server.client.responses.create({ model: 'm', store: false, input: [user], tools });
+    const [call] = functionCallsOf(paused);
+
+    const long = server.client.responses.create({ model: 'm', input: inlineProgram('const end = Date.now() + 1; let x = 0; for (;;) x++'), tools });
+    const pids = await workerPids();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    for (const pid of pids) process.kill(pid, 'SIGKILL');
+    const crashed = await long;
+    expect(JSON.parse(programOutputOf(crashed)!.result)).toMatchObject({ error: { code: 'runtime_crashed' } });
+
+    await vi.waitFor(async () => expect((await workerPids()).filter((pid) => !pids.includes(pid))).toHaveLength(2), { timeout: 10_000 });
+    const next = await server.client.responses.create({ model: 'm', input: inlineProgram('text("alive")'), tools });
+    expect(programOutputOf(next)).toMatchObject({ status: 'completed', result: 'alive' });
+    const resumed = await server.client.responses.create({
+      model: 'm',
+      store: false,
+      input: [user, ...toResponseInputItems(paused.output), { type: 'function_call_output', call_id: call!.call_id, output: 'back', caller: call!.caller ?? null }],
+      tools,
+    });
+    expect(programOutputOf(resumed)).toMatchObject({ status: 'completed', result: 'back!' });
+    await vi.waitFor(async () => expect(await metric(server, 'ptc_worker_deaths_total{reason="exit"}')).toBeGreaterThanOrEqual(2), { timeout: 5_000 });
+  });
+});
+
+describe('a worker over its memory ceiling, through the API', () => {
+  it('is killed mid-step: the program ends runtime_crashed and the server keeps serving', async () => {
+    const server = await startServer({
+      config: { workers: 1, workerHeartbeatMs: 50, workerMaxRssBytes: 300 * 2 ** 20, limits: { ...DEFAULT_LIMITS, memoryMb: 1024, stepWallTimeMs: 20_000, cpuTimeMs: 20_000 } },
+    });
+    try {
+      const tools = programTools();
+      // Well within its isolate's heap limit, but far over the worker's resident ceiling.
+      const hog = inlineProgram('const keep = []; for (let i = 0; i < 64; i++) keep.push(new Float64Array(1e6).fill(i)); for (;;) keep.length');
+      const response = await server.client.responses.create({ model: 'm', input: hog, tools });
+      expect(JSON.parse(programOutputOf(response)!.result)).toMatchObject({ error: { code: 'runtime_crashed', message: expect.stringContaining('resident memory') } });
+      const next = await server.client.responses.create({ model: 'm', input: inlineProgram('text("fine")'), tools });
+      expect(programOutputOf(next)?.result).toBe('fine');
+    } finally {
+      await server.close();
+    }
+  });
+});
