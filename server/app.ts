@@ -1,9 +1,10 @@
 import type { z } from 'zod';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { API_ERRORS, type ApiErrorDefinition } from '../schemas/error-codes.ts';
 import { ProgramRuntime, type ProgramEngine } from '../runtime/program-runtime.ts';
 import { WorkerPool } from '../runtime/worker/worker-pool.ts';
 import { ApiError } from './api-error.ts';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 import { BackgroundJobs } from './background.ts';
 import { RequestJournal, type JournalDetails } from './journal.ts';
 import { registerJournalRoutes } from './routes/journal.ts';
@@ -46,6 +47,9 @@ export interface BuildServerOptions {
   /** pino logger options, or false for none. Default: pino at the configured level. */
   readonly logger?: FastifyServerOptions['logger'];
 }
+
+/** The longest path segment (a response id) the router hands to a route. */
+const MAX_PATH_PARAM_LENGTH = 1024;
 
 /** Routes that answer without an API key: liveness probes and metrics scrapes. */
 const PUBLIC_PATHS = new Set(['/health', '/metrics']);
@@ -108,6 +112,26 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     bodyLimit: config.bodyLimitBytes,
     genReqId: () => newId('req'),
     requestIdHeader: false,
+    // Ids reach the routes (and their 404s) whatever their length, up to this.
+    maxParamLength: MAX_PATH_PARAM_LENGTH,
+    // The router's own refusals (a malformed URL, an absurd path segment) in the envelope too.
+    frameworkErrors: (error, request, reply) => {
+      const apiError =
+        error.code === 'FST_ERR_BAD_URL'
+          ? new ApiError('invalid_value', `The URL ${request.url} is not valid (malformed percent-encoding).`)
+          : new ApiError('unknown_url', `Invalid URL (${request.method} ${request.url.split('?')[0]}).`);
+      void (reply as unknown as FastifyReply).status(apiError.status).header('x-request-id', request.id).send(apiError.toEnvelope());
+    },
+    // Requests Node's HTTP parser refuses never reach Fastify: answer them in the envelope, then close.
+    clientErrorHandler: (error, socket) => {
+      if (!socket.writable) return socket.destroy();
+      const tooLarge = (error as NodeJS.ErrnoException).code === 'HPE_HEADER_OVERFLOW';
+      const body = new ApiError(tooLarge ? 'request_too_large' : 'invalid_json', tooLarge ? 'The request headers are too large.' : `The HTTP request is malformed: ${error.message}.`, null, {}, tooLarge ? 431 : 400).toEnvelope();
+      const json = JSON.stringify(body);
+      socket.end(
+        `HTTP/1.1 ${tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nx-request-id: ${newId('req')}\r\nConnection: close\r\n\r\n${json}`,
+      );
+    },
   });
 
   onWorkerDeath = (pid, reason, detail) => app.log.warn({ worker: pid, reason }, `worker replaced: ${detail}`);
@@ -118,6 +142,14 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   let draining = false;
   app.decorate('drain', () => {
     draining = true;
+  });
+
+  // Nothing downstream (validation messages, usage, stores, the reply) may recurse into an
+  // absurdly nested body: it is refused before anything reads it.
+  app.addHook('preValidation', async (request) => {
+    if (jsonDepthExceeds(request.body, MAX_JSON_DEPTH)) {
+      throw new ApiError('invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`);
+    }
   });
 
   // While draining, every reply ends its connection: a keep-alive connection busy when the

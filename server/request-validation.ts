@@ -15,7 +15,7 @@ export function formatParam(path: readonly PropertyKey[]): string {
 function describeJsonType(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'number') return Number.isInteger(value) ? 'an integer' : 'a number';
+  if (typeof value === 'number') return !Number.isFinite(value) ? 'a number out of range' : Number.isInteger(value) ? 'an integer' : 'a number';
   if (typeof value === 'object') return 'an object';
   return `a ${typeof value}`;
 }
@@ -60,6 +60,9 @@ export function toApiError(error: z.ZodError, body: unknown): ApiError {
   if (issue.code === 'invalid_type' || (first.code === 'invalid_union' && everyBranchInvalidType(first))) {
     if (value === undefined) return new ApiError('missing_required_parameter', `Missing required parameter: '${param}'.`, param);
     return new ApiError('invalid_type', `Invalid type for '${param}': expected ${expectedTypes(first)}, but got ${describeJsonType(value)} instead.`, param);
+  }
+  if (value === undefined && (issue.code === 'invalid_value' || issue.code === 'invalid_union')) {
+    return new ApiError('missing_required_parameter', `Missing required parameter: '${param}'.`, param);
   }
   if (issue.code === 'invalid_value' || (issue.code === 'invalid_union' && path[path.length - 1] === 'type')) {
     const allowed = 'values' in issue ? ` Supported values are: ${issue.values.map((v) => `'${String(v)}'`).join(', ')}.` : '';
