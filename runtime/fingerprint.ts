@@ -1,6 +1,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { ProgramTool } from './isolate-program.ts';
 import { z } from 'zod';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 import { LIMIT_DEFINITIONS, type LimitName, type ProgramLimits } from './limits.ts';
 
 const VERSION = 'ptcfp1';
@@ -96,7 +97,10 @@ export interface CallIdentity {
 function callMac(key: Buffer, call: CallIdentity): Buffer | undefined {
   let args: string;
   try {
-    args = canonicalJson(JSON.parse(call.argumentsJson));
+    const parsed: unknown = JSON.parse(call.argumentsJson);
+    // Arguments a program cannot have made (nested too deep to canonicalise without recursing that far) match nothing.
+    if (jsonDepthExceeds(parsed, MAX_JSON_DEPTH)) return undefined;
+    args = canonicalJson(parsed);
   } catch {
     return undefined;
   }

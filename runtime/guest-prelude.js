@@ -130,6 +130,53 @@
     },
   });
 
+  // ---- memory the isolate's limit does not see -------------------------------------------
+  // A resizable ArrayBuffer reserves its maximum up front and grows outside memoryLimit: the
+  // constructor ignores `maxByteLength` and `resize` goes, so every buffer is fixed-length.
+  const RealArrayBuffer = ArrayBuffer;
+  const FixedArrayBuffer = function ArrayBuffer(length) {
+    if (new.target === undefined) throw new TypeErrorCtor("Constructor ArrayBuffer requires 'new'");
+    return reflectConstruct(RealArrayBuffer, [length], new.target);
+  };
+  defineProperty(FixedArrayBuffer, 'length', { value: 1 });
+  defineProperty(FixedArrayBuffer, 'prototype', { value: RealArrayBuffer.prototype, writable: false });
+  defineProperty(FixedArrayBuffer, 'isView', { value: RealArrayBuffer.isView, writable: true, configurable: true });
+  defineProperty(RealArrayBuffer.prototype, 'constructor', { value: FixedArrayBuffer, writable: true, configurable: true });
+  delete RealArrayBuffer.prototype.resize;
+  defineProperty(globalThis, 'ArrayBuffer', { value: FixedArrayBuffer, writable: true, configurable: true, enumerable: false });
+
+  // ---- garbage collection stays invisible -------------------------------------------------
+  // A FinalizationRegistry callback runs whenever the collector decides, outside any step and
+  // its time limit, and a WeakRef may empty: both would make a replay take another path. The
+  // language lets an engine never call the callbacks and keep targets alive, so this one does.
+  const InertFinalizationRegistry = class FinalizationRegistry {
+    constructor(cleanup) {
+      if (typeof cleanup !== 'function') throw new TypeErrorCtor('FinalizationRegistry: cleanup must be callable');
+    }
+    register(target) {
+      if (target === null || (typeof target !== 'object' && typeof target !== 'function')) {
+        throw new TypeErrorCtor('FinalizationRegistry.prototype.register: invalid target');
+      }
+    }
+    unregister() {
+      return false;
+    }
+  };
+  const StrongWeakRef = class WeakRef {
+    #target;
+    constructor(target) {
+      if (target === null || (typeof target !== 'object' && typeof target !== 'function')) throw new TypeErrorCtor('WeakRef: invalid target');
+      this.#target = target;
+    }
+    deref() {
+      return this.#target;
+    }
+  };
+  for (const [name, value] of [['FinalizationRegistry', InertFinalizationRegistry], ['WeakRef', StrongWeakRef]]) {
+    defineProperty(value.prototype, Symbol.toStringTag, { value: name, configurable: true });
+    defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false });
+  }
+
   // ---- globals that are not ECMAScript built-ins, or that leak timing, go ----------------
   for (const name of ['console', 'Atomics', 'SharedArrayBuffer', 'WebAssembly']) {
     delete globalThis[name];
@@ -194,8 +241,9 @@
         } else {
           argsJson = jsonStringify(args);
         }
-        if (typeof argsJson !== 'string') {
-          throw new TypeErrorCtor(`tools.${tool.name}: arguments are not JSON-serialisable`);
+        // A toJSON may turn the object into an array, a string or nothing: arguments are an object.
+        if (typeof argsJson !== 'string' || argsJson[0] !== '{') {
+          throw new TypeErrorCtor(`tools.${tool.name}: arguments must serialise to a JSON object`);
         }
         if (argsJson.length > limits.maxArgumentBytes) {
           throw hitLimit('arguments_too_large', `Arguments of tools.${tool.name} exceed ${limits.maxArgumentBytes} bytes`);
@@ -277,6 +325,9 @@
       return;
     }
     const running = reflectApply(body, undefined, []);
+    // `then` looks up `constructor[Symbol.species]`, which the program can replace on
+    // Promise.prototype: an own undefined constructor makes it use the intrinsic Promise.
+    defineProperty(running, 'constructor', { value: undefined });
     reflectApply(promiseThen, running, [
       () => finish({ __proto__: null, status: 'completed', result: output }),
       (error) => finish({ __proto__: null, status: 'failed', code: 'program_threw', message: describeThrown(error) }),
@@ -405,12 +456,23 @@
     return poll();
   }
 
+  // isolated-vm throws a promise rejection nothing handled out of whichever call was running
+  // when the microtasks ran, in place of its result. `dispatch` itself never throws and keeps
+  // its last reply, so the host can tell such a rejection from a fault and ask for the reply.
+  let lastReply = '';
   return function dispatch(op, payload) {
-    if (op === 'record') recorded = jsonParse(payload);
-    else if (op === 'start') start(payload);
-    else if (op === 'deliver') deliver(jsonParse(payload));
-    else if (op === 'advance') return advance();
-    else throw new TypeErrorCtor('unknown operation');
-    return '';
+    if (op === 'reply') return lastReply;
+    let reply = '';
+    try {
+      if (op === 'record') recorded = jsonParse(payload);
+      else if (op === 'start') start(payload);
+      else if (op === 'deliver') deliver(jsonParse(payload));
+      else if (op === 'advance') reply = advance();
+      else reply = '{"state":"fault"}';
+    } catch {
+      reply = '{"state":"fault"}';
+    }
+    lastReply = reply;
+    return reply;
   };
 });

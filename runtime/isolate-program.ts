@@ -6,10 +6,13 @@ import type { ProgramErrorCode } from '../schemas/error-codes.ts';
 import { PollResult, type SandboxConfig } from './guest-protocol.ts';
 import type { ProgramLimits } from './limits.ts';
 import type { ProgramEvent, ProgramFailure, ProgramStats, RecordedCall, ToolCallOutput, ToolCallRequest } from './program-events.ts';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 import { toolKeys } from './tool-keys.ts';
 
 const PRELUDE_SOURCE = readFileSync(new URL('./guest-prelude.js', import.meta.url), 'utf8');
 const REPLAYING = '{"state":"replaying"}';
+/** Each call throws at most one unhandled rejection; more in a row than this is a fault, not the program. */
+const UNHANDLED_REJECTIONS_BEFORE_FAULT = 8;
 
 /** Adds outputs, length-prefixed so that no two sequences hash alike, to a running digest. */
 function hashOutputs(hash: Hash, outputs: readonly string[]): Hash {
@@ -32,6 +35,18 @@ export interface ProgramSpec {
   /** Epoch milliseconds `Date` is frozen at. */
   readonly clock: number;
   readonly limits: ProgramLimits;
+}
+
+/** Checks on the host what the isolate already checked: arguments are a JSON object, not absurdly deep. */
+function argumentsObject(argsJson: string): 'ok' | 'not an object' | 'too deep' {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(argsJson);
+  } catch {
+    return 'not an object';
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return 'not an object';
+  return jsonDepthExceeds(parsed, MAX_JSON_DEPTH) ? 'too deep' : 'ok';
 }
 
 /** A limit the host found crossed before or between calls into the isolate. */
@@ -200,12 +215,19 @@ export class IsolateProgram {
   async #call(op: 'record' | 'start' | 'deliver' | 'advance', payload: string, started: number): Promise<unknown> {
     const dispatch = this.#dispatch;
     if (!dispatch) throw new Error('The program is not running');
-    const timeout = this.#timeout(started);
-    try {
-      return await dispatch.apply(undefined, [op, payload], { timeout: timeout.ms });
-    } catch (error) {
-      if (error instanceof Error && /timed out/i.test(error.message)) throw new LimitReached(timeout.code);
-      throw error;
+    let request = op;
+    // A promise rejection the program left unhandled is thrown by isolated-vm in place of the
+    // call's result, once the microtasks have run: it is ignored, as a browser ignores it, and
+    // the reply `dispatch` kept is fetched instead. (`dispatch` itself never throws.)
+    for (let rejections = 0; ; rejections++) {
+      const timeout = this.#timeout(started);
+      try {
+        return await dispatch.apply(undefined, [request, payload], { timeout: timeout.ms });
+      } catch (error) {
+        if (error instanceof Error && /timed out/i.test(error.message)) throw new LimitReached(timeout.code);
+        if (this.#isolate?.isDisposed || rejections >= UNHANDLED_REJECTIONS_BEFORE_FAULT) throw error;
+        request = 'reply' as typeof op;
+      }
     }
   }
 
@@ -262,6 +284,11 @@ export class IsolateProgram {
       }
       if (Buffer.byteLength(call.args, 'utf8') > limits.maxArgumentBytes) {
         return this.#fail({ code: 'arguments_too_large', message: `Arguments of tools.${call.tool} exceed ${limits.maxArgumentBytes} bytes` });
+      }
+      const args = argumentsObject(call.args);
+      if (args === 'not an object') return this.#fail({ code: 'runtime_error', message: 'The program reported arguments that are not a JSON object' });
+      if (args === 'too deep') {
+        return this.#fail({ code: 'arguments_too_large', message: `Arguments of tools.${call.tool} nest deeper than ${MAX_JSON_DEPTH} levels` });
       }
       requests.push({ seq: call.seq, tool: call.tool, argumentsJson: call.args });
     }

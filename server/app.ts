@@ -4,7 +4,7 @@ import { API_ERRORS, type ApiErrorDefinition } from '../schemas/error-codes.ts';
 import { ProgramRuntime, type ProgramEngine } from '../runtime/program-runtime.ts';
 import { WorkerPool } from '../runtime/worker/worker-pool.ts';
 import { ApiError } from './api-error.ts';
-import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../runtime/json-depth.ts';
 import { BackgroundJobs } from './background.ts';
 import { RequestJournal, type JournalDetails } from './journal.ts';
 import { registerJournalRoutes } from './routes/journal.ts';

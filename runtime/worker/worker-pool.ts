@@ -21,6 +21,16 @@ interface Placement {
 
 type Reply = Awaited<ReturnType<WorkerProcess['request']>>;
 
+/**
+ * How long a step may take before its worker is killed: well past the program's own limits
+ * (which end a normal runaway first), with room for a replay's recorded batches.
+ */
+function hardDeadline(message: StepRequest): number {
+  const { stepWallTimeMs, cpuTimeMs } = message.spec.limits;
+  const batches = message.kind === 'resume' ? message.recorded.length : 0;
+  return 2 * Math.max(stepWallTimeMs, cpuTimeMs) + 2_000 + 5 * batches;
+}
+
 /** A fast crash loop must not spin: replacements wait this long after a death, at most. */
 const RESPAWN_DELAY_MS = 100;
 
@@ -36,7 +46,7 @@ export class WorkerPool implements ProgramEngine {
   readonly #workers: WorkerProcess[] = [];
   readonly #placement = new Map<string, Placement>();
   readonly #sweeper: NodeJS.Timeout;
-  readonly #deaths: Record<WorkerDeath, number> = { exit: 0, heartbeat: 0, rss: 0, cpu: 0 };
+  readonly #deaths: Record<WorkerDeath, number> = { exit: 0, heartbeat: 0, rss: 0, cpu: 0, deadline: 0 };
   #closing = false;
 
   constructor(options: WorkerPoolOptions) {
@@ -113,20 +123,26 @@ export class WorkerPool implements ProgramEngine {
     worker: WorkerProcess,
     message: StepRequest,
   ): Promise<{ event: ProgramEvent; path: ResumePath }> {
+    // Some builtins loop in native code that isolated-vm's timeout cannot interrupt, and the
+    // worker still answers heartbeats meanwhile: a step past its hard deadline kills the worker.
+    const deadlineMs = hardDeadline(message);
+    let overran = false;
+    const deadline = setTimeout(() => {
+      overran = true;
+      worker.kill('deadline', `a step of program ${programId} ran past its hard deadline of ${deadlineMs} ms`);
+    }, deadlineMs);
     let reply: Reply;
     try {
       reply = await worker.request(message);
     } catch (error) {
       if (!(error instanceof WorkerDeathError)) throw error;
       this.#placement.delete(programId);
-      return {
-        event: {
-          type: 'incomplete',
-          error: { code: 'runtime_crashed', message: `The worker process running the program died: ${error.message}` },
-          stats: { cpuTimeMs: 0, steps: 0, calls: 0 },
-        },
-        path: 'replay',
-      };
+      const failure = overran
+        ? { code: 'wall_time_exceeded' as const, message: `One execution step ran past its hard deadline of ${deadlineMs} ms; the worker running it was stopped` }
+        : { code: 'runtime_crashed' as const, message: `The worker process running the program died: ${error.message}` };
+      return { event: { type: 'incomplete', error: failure, stats: { cpuTimeMs: 0, steps: 0, calls: 0 } }, path: 'replay' };
+    } finally {
+      clearTimeout(deadline);
     }
     if (reply.kind === 'busy') throw new ProgramBusyError(programId);
     if (reply.kind === 'failed') throw new Error(`The worker could not run program ${programId}: ${reply.message}`);

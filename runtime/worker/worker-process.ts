@@ -17,7 +17,7 @@ const CLOCK_TICKS_PER_SECOND = 100;
  */
 const IDLE_CPU_WINDOW_MS = 1_000;
 
-export type WorkerDeath = 'exit' | 'heartbeat' | 'rss' | 'cpu';
+export type WorkerDeath = 'exit' | 'heartbeat' | 'rss' | 'cpu' | 'deadline';
 
 export interface WorkerLimits {
   /** How often the supervisor checks the worker. */

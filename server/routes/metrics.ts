@@ -54,7 +54,7 @@ export function registerMetricsRoutes(app: FastifyInstance, runtime: ProgramEngi
             {
               name: 'ptc_worker_deaths_total',
               type: 'counter' as const,
-              help: 'Worker processes that died and were replaced, by cause: exit (crashed), heartbeat, rss, cpu (killed by the supervisor).',
+              help: 'Worker processes that died and were replaced, by cause: exit (crashed), heartbeat, rss, cpu, deadline (killed by the supervisor).',
               samples: (Object.entries(stats.workers.deaths) as [string, number][]).map(([reason, count]) => [`{reason="${reason}"}`, count] as const),
             },
           ]

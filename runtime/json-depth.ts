@@ -1,4 +1,7 @@
-/** The deepest nesting a request body may have: far beyond any real schema or item, far below a stack overflow. */
+/**
+ * The deepest nesting a request body, or a tool call's arguments, may have: far beyond any
+ * real schema, item or argument, far below what overflows the stack of code that recurses.
+ */
 export const MAX_JSON_DEPTH = 128;
 
 /**
