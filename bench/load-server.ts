@@ -1,0 +1,178 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+/** The tail of the server's output kept for a failure message; the rest is counted, not kept. */
+const OUTPUT_TAIL_CHARS = 16_384;
+/** USER_HZ: what /proc counts CPU time in (100 on Linux, as runtime/worker/worker-process.ts assumes). */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+export interface BenchServer {
+  readonly origin: string;
+  readonly port: number;
+  readonly pid: number;
+  readonly process: ChildProcess;
+  /** pino lines at warn (40) and above, and error (50) and above, seen so far. */
+  logCounts(): { warn: number; error: number };
+  /** The first few warn-or-worse log lines, as written. */
+  warnings(): readonly string[];
+  /** The last few KiB of the server's output. */
+  outputTail(): string;
+  /** SIGTERM, then wait for the exit (SIGKILL after 15 s). */
+  stop(): Promise<void>;
+}
+
+/** A free loopback port: asked of the kernel, then released for the server to take. */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  probe.listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const address = probe.address();
+  probe.close();
+  await once(probe, 'close');
+  if (address === null || typeof address === 'string') throw new Error('could not find a free port');
+  return address.port;
+}
+
+/** One GET on a fresh connection (no keep-alive: probes must not hold sockets between samples). */
+export function getJson(origin: string, path: string, timeoutMs = 5_000): Promise<{ status: number; body: unknown; text: string }> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(`${origin}${path}`, { agent: false, timeout: timeoutMs }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          body = undefined;
+        }
+        resolve({ status: response.statusCode ?? 0, body, text });
+      });
+      response.on('error', reject);
+    });
+    request.on('timeout', () => request.destroy(new Error(`GET ${path} timed out after ${timeoutMs} ms`)));
+    request.on('error', reject);
+  });
+}
+
+/**
+ * The emulator as a user runs it (`node --no-node-snapshot --import tsx server/main.ts`), in its
+ * own process, configured only by the environment given (nothing inherited but PATH), on a free
+ * loopback port; resolves once GET /health answers 200. Unlike test/support/server-process.ts,
+ * it keeps only a tail of the output: a load run writes a log line per request.
+ */
+export async function spawnBenchServer(env: Record<string, string>): Promise<BenchServer> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'server/main.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let tail = '';
+  let partial = '';
+  const counts = { warn: 0, error: 0 };
+  const warnings: string[] = [];
+  const onData = (chunk: Buffer): void => {
+    const text = chunk.toString('utf8');
+    tail = (tail + text).slice(-OUTPUT_TAIL_CHARS);
+    const lines = (partial + text).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      const level = /"level":(\d+)/.exec(line);
+      const value = level ? Number(level[1]) : 0;
+      if (value >= 40) {
+        counts.warn += 1;
+        if (value >= 50) counts.error += 1;
+        if (warnings.length < 5) warnings.push(line.slice(0, 600));
+      }
+    }
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  const exited = once(child, 'exit');
+  let exitedEarly = false;
+  void exited.then(() => {
+    exitedEarly = true;
+  });
+  const origin = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (exitedEarly) throw new Error(`server exited before answering /health:\n${tail}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`server did not answer /health within 30 s:\n${tail}`);
+    }
+    const health = await getJson(origin, '/health', 1_000).catch(() => undefined);
+    if (health?.status === 200) break;
+    await sleep(100);
+  }
+  if (child.pid === undefined) throw new Error('server process has no pid');
+  return {
+    origin,
+    port,
+    pid: child.pid,
+    process: child,
+    logCounts: () => ({ ...counts }),
+    warnings: () => [...warnings],
+    outputTail: () => tail,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      child.kill('SIGTERM');
+      await exited;
+      clearTimeout(killer);
+    },
+  };
+}
+
+/** Resident memory of a process in bytes (VmRSS of /proc/<pid>/status), or undefined once it is gone. */
+export function rssBytes(pid: number): number | undefined {
+  try {
+    const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat, or undefined once it is gone. */
+export function cpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start after its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The worker pids GET /health reports (`workers: [pids]`), or [] for a server without workers. */
+export async function workerPids(origin: string): Promise<number[]> {
+  const health = await getJson(origin, '/health');
+  const workers = (health.body as { workers?: unknown } | undefined)?.workers;
+  if (health.status !== 200) throw new Error(`GET /health answered ${health.status}: ${health.text}`);
+  if (workers === undefined) return [];
+  if (!Array.isArray(workers) || !workers.every((pid) => Number.isSafeInteger(pid))) throw new Error(`GET /health: unexpected workers ${JSON.stringify(workers)}`);
+  return workers as number[];
+}
+
+/** Prometheus counters of GET /metrics as name{labels} → value. */
+export async function metrics(origin: string): Promise<Map<string, number>> {
+  const { status, text } = await getJson(origin, '/metrics');
+  if (status !== 200) throw new Error(`GET /metrics answered ${status}`);
+  const values = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const space = line.lastIndexOf(' ');
+    values.set(line.slice(0, space), Number(line.slice(space + 1)));
+  }
+  return values;
+}

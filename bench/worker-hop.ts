@@ -1,0 +1,166 @@
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ProgramSpec } from '../runtime/isolate-program.ts';
+import { DEFAULT_LIMITS } from '../runtime/limits.ts';
+import type { ProgramEvent, RecordedCall } from '../runtime/program-events.ts';
+import { ProgramRuntime, type ProgramEngine, type ResumePath } from '../runtime/program-runtime.ts';
+import { WorkerPool } from '../runtime/worker/worker-pool.ts';
+import { sequentialConversation } from './load-client.ts';
+import { metrics, spawnBenchServer } from './load-server.ts';
+import type { MeasureOptions } from './measure.ts';
+import { DEFAULT_CACHE } from './resume-program.ts';
+import { SEED_EXPECTED_RESULT, SEED_IMPLEMENTATIONS, SEED_PROGRAM } from './seed.ts';
+
+/** Worker counters reach the server with each heartbeat (500 ms by default): wait past two before reading them. */
+const HEARTBEAT_SETTLE_MS = 1_200;
+
+/** Per target: one sample list per phase, in milliseconds. */
+export interface HopSamples {
+  readonly label: string;
+  /** Phase name → samples, in the order the phases are timed. */
+  readonly phases: ReadonlyMap<string, number[]>;
+  /** Anything the target reported about itself after the run (resume paths, log lines). */
+  readonly notes: readonly string[];
+}
+
+interface HopTarget {
+  /** One iteration: resolves to the milliseconds of each phase, in a fixed order. */
+  run(): Promise<Record<string, number>>;
+}
+
+/**
+ * Times the targets in rounds, one iteration of each per round, starting each round from a
+ * different target (as staged-measure.ts's measureRoundRobin), so drift lands on both alike.
+ * Each iteration reports several phases, which is why this is not measureRoundRobin itself.
+ */
+async function roundRobin(targets: readonly HopTarget[], options: MeasureOptions): Promise<Map<string, number[]>[]> {
+  const samples = targets.map(() => new Map<string, number[]>());
+  for (let round = 0; round < options.warmup + options.iterations; round++) {
+    for (let offset = 0; offset < targets.length; offset++) {
+      const index = (round + offset) % targets.length;
+      const phases = await targets[index]!.run();
+      if (round < options.warmup) continue;
+      const into = samples[index]!;
+      for (const [phase, ms] of Object.entries(phases)) {
+        const list = into.get(phase) ?? [];
+        list.push(ms);
+        into.set(phase, list);
+      }
+    }
+  }
+  return samples;
+}
+
+/**
+ * The seed conversation over HTTP, one at a time, against two servers identical but for
+ * PTC_WORKERS: 0 (isolates in the server process) and 1 (one worker process: every start and
+ * resume crosses the IPC channel). Both run as real child processes, measured in rounds.
+ */
+export async function measureHttpHop(env: Record<string, string>, options: MeasureOptions, progress: (message: string) => void): Promise<HopSamples[]> {
+  progress('worker hop over HTTP: starting a PTC_WORKERS=0 and a PTC_WORKERS=1 server');
+  const servers = await Promise.all([spawnBenchServer({ ...env, PTC_WORKERS: '0' }), spawnBenchServer({ ...env, PTC_WORKERS: '1' })]);
+  const agents = servers.map(() => new http.Agent({ keepAlive: true, maxSockets: 1 }));
+  try {
+    const targets = servers.map((server, index) => ({
+      run: async () => {
+        const started = performance.now();
+        const { firstMs, secondMs } = await sequentialConversation(agents[index]!, server.origin);
+        return { conversation: performance.now() - started, 'request 1 (start)': firstMs, 'request 2 (resume)': secondMs };
+      },
+    }));
+    progress(`worker hop over HTTP: ${options.warmup} + ${options.iterations} conversations per server, in rounds`);
+    const samples = await roundRobin(targets, options);
+    const labels = ['HTTP, PTC_WORKERS=0 (in-process)', 'HTTP, PTC_WORKERS=1 (worker hop)'];
+    await sleep(HEARTBEAT_SETTLE_MS);
+    return await Promise.all(
+      servers.map(async (server, index) => {
+        const values = await metrics(server.origin);
+        const logs = server.logCounts();
+        const resumes = `resumes warm ${values.get('ptc_program_resumes_total{path="warm"}') ?? '?'}, replay ${values.get('ptc_program_resumes_total{path="replay"}') ?? '?'}`;
+        return { label: labels[index]!, phases: samples[index]!, notes: [`${resumes}; warn/error log lines ${logs.warn}/${logs.error}`] };
+      }),
+    );
+  } finally {
+    for (const agent of agents) agent.destroy();
+    await Promise.all(servers.map((server) => server.stop()));
+  }
+}
+
+/** The seed program as the server would start it: both tools declare output_schema. */
+const SEED_SPEC: ProgramSpec = {
+  code: SEED_PROGRAM,
+  tools: Object.keys(SEED_IMPLEMENTATIONS).map((name) => ({ name, parseOutputAsJson: true })),
+  seed: 1,
+  clock: 0,
+  limits: DEFAULT_LIMITS,
+};
+
+/** Fails unless the program paused on the seed's Promise.all batch; returns the calls with the client's outputs. */
+function recordedFrom(label: string, event: ProgramEvent): RecordedCall[] {
+  const calls = event.type === 'paused' ? event.calls : [];
+  if (calls.length !== 2 || calls[0]?.tool !== 'get_inventory' || calls[1]?.tool !== 'get_demand' || !calls.every((call) => call.argumentsJson === '{"sku":"sku_123"}')) {
+    throw new Error(`${label}: expected the seed program paused on get_inventory + get_demand, got ${JSON.stringify(event)}`);
+  }
+  return calls.map((call) => ({
+    tool: call.tool,
+    argumentsJson: call.argumentsJson,
+    output: JSON.stringify(SEED_IMPLEMENTATIONS[call.tool]!(JSON.parse(call.argumentsJson) as { sku: string })),
+  }));
+}
+
+function checkCompleted(label: string, result: { event: ProgramEvent; path: ResumePath }): void {
+  if (result.path !== 'warm') throw new Error(`${label}: expected a warm resume, got ${result.path}`);
+  if (result.event.type !== 'completed' || result.event.result !== SEED_EXPECTED_RESULT) {
+    throw new Error(`${label}: expected completed with ${SEED_EXPECTED_RESULT}, got ${JSON.stringify(result.event)}`);
+  }
+}
+
+/**
+ * No HTTP: the seed program's start and warm resume on a ProgramRuntime in this process versus
+ * a WorkerPool of one worker process (the same runtime behind a typed IPC channel).
+ */
+export async function measureEngineHop(options: MeasureOptions, progress: (message: string) => void): Promise<HopSamples[]> {
+  progress('worker hop without HTTP: ProgramRuntime vs WorkerPool(size 1)');
+  const runtime = new ProgramRuntime(DEFAULT_CACHE);
+  const pool = new WorkerPool({
+    size: 1,
+    runtime: DEFAULT_CACHE,
+    heartbeatMs: 500,
+    heartbeatTimeoutMs: 5_000,
+    maxRssBytes: 1536 * 1024 * 1024,
+    maxIdleCpuShare: 0.5,
+  });
+  try {
+    await pool.ready();
+    const engines: readonly [string, ProgramEngine][] = [
+      ['ProgramRuntime (in-process)', runtime],
+      ['WorkerPool, 1 worker (IPC hop)', pool],
+    ];
+    let next = 0;
+    const targets = engines.map(([label, engine]) => ({
+      run: async () => {
+        const programId = `hop-${next++}`;
+        const started = performance.now();
+        const paused = await engine.start(programId, SEED_SPEC);
+        const pausedAt = performance.now();
+        const recorded = recordedFrom(label, paused);
+        const resumedAt = performance.now();
+        const finished = await engine.resume(programId, SEED_SPEC, recorded);
+        const ended = performance.now();
+        checkCompleted(label, finished);
+        return { 'start + resume': pausedAt - started + (ended - resumedAt), start: pausedAt - started, resume: ended - resumedAt };
+      },
+    }));
+    const samples = await roundRobin(targets, options);
+    await sleep(HEARTBEAT_SETTLE_MS);
+    return engines.map(([label, engine], index) => {
+      const stats = engine.stats();
+      const deaths = stats.workers ? `; worker deaths ${Object.values(stats.workers.deaths).reduce((sum, count) => sum + count, 0)}` : '';
+      return { label, phases: samples[index]!, notes: [`started ${stats.started}, resumes warm ${stats.resumes.warm}, replay ${stats.resumes.replay}, paused left ${stats.paused}${deaths}`] };
+    });
+  } finally {
+    await runtime.close();
+    await pool.close();
+  }
+}
