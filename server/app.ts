@@ -220,7 +220,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
       scenarioKnobs: scenarios ? scenarioKnobs(scenarios) : () => undefined,
     },
     background,
-    gate: new TurnGate({ maxConcurrent: config.maxConcurrentTurns, maxQueued: config.maxQueuedTurns, retryAfterMs: 1000 }),
+    gate: new TurnGate({ maxConcurrent: config.maxConcurrentTurns, maxQueued: config.maxQueuedTurns, retryAfterMs: config.busyRetryAfterMs }),
     note,
     recordStream: (request, reply) => record(request, reply.raw.statusCode, reply.elapsedTime),
     recordBackground: ({ requestId, status, ...details }) =>

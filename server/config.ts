@@ -25,7 +25,11 @@ export const SETTINGS = {
   PTC_WORKER_HEARTBEAT_TIMEOUT_MS: { default: '5000', description: 'A worker that answers no heartbeat for this long is killed and replaced.' },
   PTC_WORKER_MAX_IDLE_CPU_PERCENT: { default: '50', description: 'CPU a worker with no step running may use, in percent of one core, before it is killed (a runaway isolate).' },
   PTC_MAX_CONCURRENT_TURNS: { default: '32', description: 'Requests running a turn at once; more wait.' },
-  PTC_MAX_QUEUED_TURNS: { default: '128', description: 'Requests waiting for a turn; one more is answered 429 `server_busy` with `retry-after`.' },
+  PTC_MAX_QUEUED_TURNS: {
+    default: '128',
+    description: 'Requests waiting for a turn; one more is answered 429 `server_busy` with `retry-after`. New conversations may fill half; continuations and retries all of it, and go first.',
+  },
+  PTC_BUSY_RETRY_AFTER_MS: { default: '250', description: 'The `retry-after-ms` of a 429 `server_busy`.' },
   PTC_PROGRAM_EXPIRY_MS: { default: '86400000', description: 'A paused program can no longer be resumed this long after it started (`program_expired`).' },
   PTC_SHUTDOWN_TIMEOUT_MS: { default: '10000', description: 'On SIGTERM, how long running requests may take to finish before the process exits anyway.' },
   PTC_PAUSED_TTL_MS: { default: '600000', description: 'How long a paused program\'s isolate is kept alive without being resumed; after that it resumes by replay.' },
@@ -66,6 +70,7 @@ export interface ServerConfig {
   readonly workerMaxIdleCpuShare: number;
   readonly maxConcurrentTurns: number;
   readonly maxQueuedTurns: number;
+  readonly busyRetryAfterMs: number;
   readonly programExpiryMs: number;
   readonly shutdownTimeoutMs: number;
   readonly pausedTtlMs: number;
@@ -129,6 +134,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     workerMaxIdleCpuShare: integer(env, 'PTC_WORKER_MAX_IDLE_CPU_PERCENT', SETTINGS.PTC_WORKER_MAX_IDLE_CPU_PERCENT.default, 1) / 100,
     maxConcurrentTurns: integer(env, 'PTC_MAX_CONCURRENT_TURNS', SETTINGS.PTC_MAX_CONCURRENT_TURNS.default, 1),
     maxQueuedTurns: integer(env, 'PTC_MAX_QUEUED_TURNS', SETTINGS.PTC_MAX_QUEUED_TURNS.default, 0),
+    busyRetryAfterMs: integer(env, 'PTC_BUSY_RETRY_AFTER_MS', SETTINGS.PTC_BUSY_RETRY_AFTER_MS.default, 0),
     programExpiryMs: integer(env, 'PTC_PROGRAM_EXPIRY_MS', SETTINGS.PTC_PROGRAM_EXPIRY_MS.default, 1),
     shutdownTimeoutMs: integer(env, 'PTC_SHUTDOWN_TIMEOUT_MS', SETTINGS.PTC_SHUTDOWN_TIMEOUT_MS.default, 0),
     pausedTtlMs: integer(env, 'PTC_PAUSED_TTL_MS', SETTINGS.PTC_PAUSED_TTL_MS.default, 1),

@@ -3,11 +3,19 @@ import { ApiError } from './api-error.ts';
 export interface TurnGateOptions {
   /** Turns running at once. */
   readonly maxConcurrent: number;
-  /** Turns waiting for a place; one more is answered 429. */
+  /** Turns waiting for a place; one more is answered 429 (new work is refused at half). */
   readonly maxQueued: number;
   /** What `retry-after-ms` tells a client turned away. */
   readonly retryAfterMs: number;
 }
+
+/**
+ * Work already under way: a continuation (a program or calls waiting on its outputs) or a
+ * retry of a request turned away. It may use the whole queue and is served first; new work
+ * may use half of it, so that under overload new conversations are refused before those in
+ * progress starve.
+ */
+export type TurnPriority = 'in_progress' | 'new';
 
 /**
  * Backpressure: a bound on turns running at once and on turns waiting, so that load beyond
@@ -16,7 +24,7 @@ export interface TurnGateOptions {
  */
 export class TurnGate {
   readonly #options: TurnGateOptions;
-  readonly #waiting: (() => void)[] = [];
+  readonly #waiting: Record<TurnPriority, (() => void)[]> = { in_progress: [], new: [] };
   #running = 0;
   #turnedAway = 0;
 
@@ -25,7 +33,11 @@ export class TurnGate {
   }
 
   get stats(): { running: number; waiting: number; turnedAway: number } {
-    return { running: this.#running, waiting: this.#waiting.length, turnedAway: this.#turnedAway };
+    return { running: this.#running, waiting: this.#queued(), turnedAway: this.#turnedAway };
+  }
+
+  #queued(): number {
+    return this.#waiting.in_progress.length + this.#waiting.new.length;
   }
 
   /**
@@ -33,20 +45,21 @@ export class TurnGate {
    * 429 at once (not through the promise) when the queue is full, so a background request is
    * turned away before it is accepted.
    */
-  enter(): Promise<() => void> {
+  enter(priority: TurnPriority): Promise<() => void> {
     let waiting: Promise<void> = Promise.resolve();
     if (this.#running >= this.#options.maxConcurrent) {
-      if (this.#waiting.length >= this.#options.maxQueued) {
+      const room = priority === 'in_progress' ? this.#options.maxQueued : Math.floor(this.#options.maxQueued / 2);
+      if (this.#queued() >= room) {
         this.#turnedAway += 1;
         const { retryAfterMs } = this.#options;
         throw new ApiError(
           'server_busy',
-          `The emulator is running ${this.#running} turns with ${this.#waiting.length} waiting (PTC_MAX_CONCURRENT_TURNS, PTC_MAX_QUEUED_TURNS); retry after ${retryAfterMs} ms.`,
+          `The emulator is running ${this.#running} turns with ${this.#queued()} waiting (PTC_MAX_CONCURRENT_TURNS, PTC_MAX_QUEUED_TURNS); retry after ${retryAfterMs} ms.`,
           null,
           { 'retry-after-ms': String(retryAfterMs), 'retry-after': String(Math.ceil(retryAfterMs / 1000)) },
         );
       }
-      waiting = new Promise<void>((resolve) => this.#waiting.push(resolve));
+      waiting = new Promise<void>((resolve) => this.#waiting[priority].push(resolve));
     } else {
       this.#running += 1;
     }
@@ -54,8 +67,8 @@ export class TurnGate {
     const release = (): void => {
       if (released) return;
       released = true;
-      // The place passes to the next waiter, or is freed.
-      const next = this.#waiting.shift();
+      // The place passes to the next waiter, work in progress first, or is freed.
+      const next = this.#waiting.in_progress.shift() ?? this.#waiting.new.shift();
       if (next) next();
       else this.#running -= 1;
     };

@@ -13,32 +13,69 @@ import { functionCallsOf, inlineProgram, programOutputOf, programTools } from '.
 import { startServer } from './support/server.ts';
 import { spawnServer } from './support/server-process.ts';
 
-// A program that computes for a while: long enough to hold its place while others arrive.
-const BUSY = inlineProgram('const end = Date.now(); let x = 0; for (let i = 0; i < 3e8; i++) x ^= i; text("busy done")');
+// A program that holds its place until its step's wall-clock ceiling (the servers below set
+// 1.5 s): a duration that does not depend on the machine's speed.
+const BUSY = inlineProgram('for (;;) {}');
+const HOLD = { ...DEFAULT_LIMITS, stepWallTimeMs: 1_500, cpuTimeMs: 20_000 };
 
 describe('backpressure', () => {
   it('answers 429 server_busy with retry-after beyond the running and waiting bound, and the SDK retries through it', async () => {
-    const server = await startServer({ config: { maxConcurrentTurns: 1, maxQueuedTurns: 0, limits: { ...DEFAULT_LIMITS, stepWallTimeMs: 20_000, cpuTimeMs: 20_000 } } });
+    const server = await startServer({ config: { maxConcurrentTurns: 1, maxQueuedTurns: 0, limits: HOLD } });
     try {
       const tools = programTools();
       const running = server.client.responses.create({ model: 'm', input: BUSY, tools });
       await new Promise((resolve) => setTimeout(resolve, 100));
       const error = await rejectionOf(server.client.responses.create({ model: 'm', input: 'hello' }));
       expectSdkError(error, { code: 'server_busy', mentions: ['PTC_MAX_CONCURRENT_TURNS'] });
-      expect((error as APIError).headers?.get('retry-after-ms')).toBe('1000');
+      expect((error as APIError).headers?.get('retry-after-ms')).toBe('250');
       expect((error as APIError).headers?.get('retry-after')).toBe('1');
       // A client that retries (the SDK does, on 429) gets through once the place is free.
-      const patient = new OpenAI({ apiKey: 'k', baseURL: server.baseURL, maxRetries: 5 });
+      const patient = new OpenAI({ apiKey: 'k', baseURL: server.baseURL, maxRetries: 20 });
       const [done, later] = await Promise.all([running, patient.responses.create({ model: 'm', input: 'hello' })]);
-      expect(programOutputOf(done)?.result).toBe('busy done');
+      expect(JSON.parse(programOutputOf(done)!.result).error.code).toBe('wall_time_exceeded');
       expect(later.status).toBe('completed');
     } finally {
       await server.close();
     }
   });
 
+  it('refuses new conversations first: continuations and retries may use the whole queue, and go first', async () => {
+    // One running; of three waiting places, new conversations may take one.
+    const server = await startServer({ config: { maxConcurrentTurns: 1, maxQueuedTurns: 3, limits: HOLD } });
+    try {
+      const tools = programTools('get');
+      // A paused program whose continuation will arrive while the server is busy.
+      const user: ResponseInputItem = { role: 'user', content: inlineProgram('text(await tools.get({}))') };
+      const paused = await server.client.responses.create({ model: 'm', store: false, input: [user], tools });
+      const [call] = functionCallsOf(paused);
+      const continuation: ResponseInputItem[] = [user, ...toResponseInputItems(paused.output), { type: 'function_call_output', call_id: call!.call_id, output: 'resumed', caller: call!.caller ?? null }];
+
+      const order: string[] = [];
+      const note = (what: string) => () => order.push(what);
+      const running = server.client.responses.create({ model: 'm', input: BUSY, tools }).then(note('busy'));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Half the queue (1 place) for new work: the first waits, the second is refused.
+      const newOne = server.client.responses.create({ model: 'm', input: 'new one' }).then(note('new'));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', input: 'new two' })), { code: 'server_busy' });
+      // A continuation still fits, and is served before the new conversation that waited longer.
+      const resumed = server.client.responses.create({ model: 'm', store: false, input: continuation, tools }).then((response) => {
+        order.push('continuation');
+        return response;
+      });
+      // So does a retry, whatever it asks (the SDK numbers its attempts).
+      const retry = server.client.responses.create({ model: 'm', input: 'retried' }, { headers: { 'x-stainless-retry-count': '1' } }).then(note('retry'));
+      expect(programOutputOf(await resumed)?.result).toBe('resumed');
+      await Promise.all([running, newOne, retry]);
+      expect(order).toEqual(['busy', 'continuation', 'retry', 'new']);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('lets requests wait for a place while the queue has room', async () => {
-    const server = await startServer({ config: { maxConcurrentTurns: 1, maxQueuedTurns: 3 } });
+    // One running, and three new conversations waiting: half of a queue of six.
+    const server = await startServer({ config: { maxConcurrentTurns: 1, maxQueuedTurns: 6 } });
     try {
       const responses = await Promise.all(Array.from({ length: 4 }, (_, i) => server.client.responses.create({ model: 'm', input: inlineProgram(`text(${i})`), tools: programTools() })));
       expect(responses.map((response) => response.output_text)).toEqual(['0', '1', '2', '3']);

@@ -48,6 +48,7 @@ export class WorkerPool implements ProgramEngine {
   readonly #sweeper: NodeJS.Timeout;
   readonly #deaths: Record<WorkerDeath, number> = { exit: 0, heartbeat: 0, rss: 0, cpu: 0, deadline: 0 };
   #closing = false;
+  #turn = 0;
 
   constructor(options: WorkerPoolOptions) {
     this.#options = options;
@@ -155,7 +156,10 @@ export class WorkerPool implements ProgramEngine {
   #leastLoaded(): WorkerProcess {
     const alive = this.#workers.filter((worker) => worker.alive);
     if (alive.length === 0) throw new Error('No worker process is running');
-    return alive.reduce((best, worker) => (worker.load < best.load ? worker : best));
+    // Among equally loaded workers, take turns: an idle pool spreads its programs.
+    this.#turn = (this.#turn + 1) % alive.length;
+    const rotated = [...alive.slice(this.#turn), ...alive.slice(0, this.#turn)];
+    return rotated.reduce((best, worker) => (worker.load < best.load ? worker : best));
   }
 
   #spawn(): WorkerProcess {

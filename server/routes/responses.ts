@@ -6,7 +6,7 @@ import { CreateResponseRequest, InputItemsQuery, RetrieveResponseQuery } from '.
 import type { DeletedResponse, ResponseObject } from '../../schemas/response.ts';
 import { ApiError } from '../api-error.ts';
 import type { BackgroundJobs } from '../background.ts';
-import type { TurnGate } from '../turn-gate.ts';
+import type { TurnGate, TurnPriority } from '../turn-gate.ts';
 import type { ClientChecks } from '../config.ts';
 import { inputItems } from '../conversation/history.ts';
 import { finishResponse, prepareResponse, type PreparedResponse, type RespondDeps, type ResponseRequest } from '../conversation/respond.ts';
@@ -138,7 +138,7 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
       throw new ApiError('invalid_value', 'background: true needs store: true: a background response is read back with GET /v1/responses/{id}.', 'background');
     }
     // A place among the turns allowed to run, or a 429 now when too many already wait.
-    const place = deps.gate.enter();
+    const place = deps.gate.enter(turnPriority(body, request));
     if (body.background) return acceptBackground(request, reply, body, headerKnobs, place);
 
     let response: ResponseObject;
@@ -165,6 +165,12 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
     await stream(request, reply, response, knobs);
     return reply;
   });
+
+  /** Work under way (tool outputs to deliver, a stored conversation, a retry) goes before new conversations. */
+  function turnPriority(body: CreateResponseRequest, request: FastifyRequest): TurnPriority {
+    const continues = typeof body.input !== 'string' && (body.input ?? []).some((item) => item.type.endsWith('_output') || item.type === 'mcp_approval_response');
+    return continues || body.previous_response_id || retryCountOf(request.headers) > 0 ? 'in_progress' : 'new';
+  }
 
   function responseRequest(request: FastifyRequest, body: CreateResponseRequest, headerKnobs: Knobs): ResponseRequest {
     return {
