@@ -30,11 +30,12 @@ export function expectedArguments(seq: number): string {
 }
 
 /**
- * Runtime defaults, except `maxCalls`: the default (1000) would end the program at the longest
- * history, which is `maxEarlierCalls + 1` recorded calls followed by one more.
+ * Runtime defaults, except `maxCalls` and `maxResumes`: their defaults (1000) would end the
+ * program at the longest history, `maxEarlierCalls + 1` recorded calls followed by one more,
+ * each its own batch and resume.
  */
 export function loopLimits(maxEarlierCalls: number) {
-  return resolveLimits({ maxCalls: maxEarlierCalls + 10 });
+  return resolveLimits({ maxCalls: maxEarlierCalls + 10, maxResumes: maxEarlierCalls + 10 });
 }
 
 export function loopSpec(maxEarlierCalls: number): ProgramSpec {
