@@ -67,10 +67,21 @@ export const CASES: readonly BenchCase[] = [
     }),
   },
   {
-    name: 'seed program over HTTP (two requests)',
+    name: 'seed program over HTTP, isolates in-process',
     floor: SEED_FLOOR,
     prepare: async () => {
-      const server = await startSeedServer();
+      const server = await startSeedServer(0);
+      return {
+        iteration: async () => assertSeedResult('HTTP seed loop', await server.runSeedLoop()),
+        teardown: () => server.close(),
+      };
+    },
+  },
+  {
+    name: 'seed program over HTTP, 2 worker processes',
+    floor: SEED_FLOOR,
+    prepare: async () => {
+      const server = await startSeedServer(2);
       return {
         iteration: async () => assertSeedResult('HTTP seed loop', await server.runSeedLoop()),
         teardown: () => server.close(),

@@ -38,9 +38,10 @@ export interface SeedHttpServer {
 /**
  * The emulator on an ephemeral loopback port with the seed scenario, and the real SDK client
  * pointed at it. Started once per run: the case measures requests, not server start-up.
+ * `workers`: isolates in this process (0) or in that many worker processes.
  */
-export async function startSeedServer(): Promise<SeedHttpServer> {
-  const app = await buildServer({ logger: false, scenarios: SEED_SCENARIO_PATH });
+export async function startSeedServer(workers: number): Promise<SeedHttpServer> {
+  const app = await buildServer({ logger: false, scenarios: SEED_SCENARIO_PATH, config: { workers, store: 'memory' } });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   // No retries: a failed request must fail the bench, not be hidden inside a slow sample.
