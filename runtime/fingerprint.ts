@@ -1,8 +1,8 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import type { ProgramTool } from './isolate-program.ts';
 import { z } from 'zod';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 import { LIMIT_DEFINITIONS, type LimitName, type ProgramLimits } from './limits.ts';
+import { ProgramTool } from './program-tool.ts';
 
 const VERSION = 'ptcfp1';
 /** Claims are a few hundred bytes; anything far longer is not ours and is not worth hashing. */
@@ -27,7 +27,7 @@ const Claims = z.strictObject({
   limits: z.strictObject(
     Object.fromEntries(Object.keys(LIMIT_DEFINITIONS).map((name) => [name, z.number().int().positive()])) as Record<LimitName, z.ZodNumber>,
   ),
-  tools: z.array(z.strictObject({ name: z.string(), parseOutputAsJson: z.boolean() })),
+  tools: z.array(ProgramTool),
 });
 
 /** The keys a server seals with (the first) and accepts (all of them, for rotation). */
@@ -91,10 +91,15 @@ export interface CallIdentity {
   readonly programCallId: string;
   readonly seq: number;
   readonly tool: string;
+  /** A function call's arguments (JSON), or, when `text` is set, a custom tool call's input. */
   readonly argumentsJson: string;
+  readonly text?: boolean;
 }
 
 function callMac(key: Buffer, call: CallIdentity): Buffer | undefined {
+  if (call.text === true) {
+    return createHmac('sha256', key).update(canonicalJson([VERSION, 'text-call', call.programCallId, call.seq, call.tool, call.argumentsJson])).digest().subarray(0, 12);
+  }
   let args: string;
   try {
     const parsed: unknown = JSON.parse(call.argumentsJson);
@@ -109,7 +114,7 @@ function callMac(key: Buffer, call: CallIdentity): Buffer | undefined {
 
 /**
  * The call_id of a program's call: `call_` and a MAC over the program, the call's position, its
- * tool and canonical arguments. The same call always gets the same id, live or replayed, and a
+ * tool and canonical arguments (a custom tool's input as it is). The same call always gets the same id, live or replayed, and a
  * resent call whose name, arguments or position changed no longer matches its id.
  */
 export function sealCallId(key: Buffer, call: CallIdentity): string {

@@ -228,25 +228,33 @@
     return typeof value === 'object' ? 'an object' : 'a ' + typeof value;
   }
 
+  /** What a call sends: a function tool's arguments as JSON (an object), a custom tool's text as it is. */
+  function serialiseInput(tool, args) {
+    if (tool.text) {
+      if (typeof args !== 'string') throw new TypeErrorCtor(`tools.${tool.id} expects one string of input, got ${describeType(args)}`);
+      return args;
+    }
+    if (args === undefined) return '{}';
+    if (args === null || typeof args !== 'object' || isArray(args)) {
+      throw new TypeErrorCtor(`tools.${tool.id} expects an object of arguments, got ${describeType(args)}`);
+    }
+    const argsJson = jsonStringify(args);
+    // A toJSON may turn the object into an array, a string or nothing: arguments are an object.
+    if (typeof argsJson !== 'string' || argsJson[0] !== '{') {
+      throw new TypeErrorCtor(`tools.${tool.id}: arguments must serialise to a JSON object`);
+    }
+    return argsJson;
+  }
+
   function makeTool(tool) {
     // An arrow function: callable, not constructible, no own `prototype`.
     const call = (args) => {
       if (settled) return reflectApply(promiseReject, PromiseCtor, [new ErrorCtor('The program has ended')]);
       let argsJson;
       try {
-        if (args === undefined) {
-          argsJson = '{}';
-        } else if (args === null || typeof args !== 'object' || isArray(args)) {
-          throw new TypeErrorCtor(`tools.${tool.name} expects an object of arguments, got ${describeType(args)}`);
-        } else {
-          argsJson = jsonStringify(args);
-        }
-        // A toJSON may turn the object into an array, a string or nothing: arguments are an object.
-        if (typeof argsJson !== 'string' || argsJson[0] !== '{') {
-          throw new TypeErrorCtor(`tools.${tool.name}: arguments must serialise to a JSON object`);
-        }
+        argsJson = serialiseInput(tool, args);
         if (argsJson.length > limits.maxArgumentBytes) {
-          throw hitLimit('arguments_too_large', `Arguments of tools.${tool.name} exceed ${limits.maxArgumentBytes} bytes`);
+          throw hitLimit('arguments_too_large', `Arguments of tools.${tool.id} exceed ${limits.maxArgumentBytes} bytes`);
         }
         if (nextSeq >= limits.maxCalls) {
           throw hitLimit('call_limit_exceeded', `The program made more than ${limits.maxCalls} tool calls`);
@@ -260,18 +268,32 @@
       const seq = nextSeq++;
       return new PromiseCtor((resolve, reject) => {
         reflectApply(mapSet, pending, [seq, { __proto__: null, resolve, reject, tool }]);
-        reflectApply(mapSet, unreported, [seq, { __proto__: null, tool: tool.name, args: argsJson }]);
+        reflectApply(mapSet, unreported, [seq, { __proto__: null, tool: tool.id, args: argsJson }]);
       });
     };
-    defineProperty(call, 'name', { value: tool.name });
+    defineProperty(call, 'name', { value: tool.keys[0] });
     return call;
   }
 
   const tools = { __proto__: null };
+  const namespaces = new MapCtor();
+  const textTools = { __proto__: null };
   for (const tool of config.tools) {
+    if (tool.text) textTools[tool.id] = true;
     const fn = makeTool(tool);
-    for (const key of tool.keys) defineProperty(tools, key, { value: fn, enumerable: true });
+    let holder = tools;
+    if (tool.namespaceKeys !== undefined) {
+      // One object per namespace, under each of its keys.
+      holder = reflectApply(mapGet, namespaces, [tool.namespaceKeys[0]]);
+      if (holder === undefined) {
+        holder = { __proto__: null };
+        reflectApply(mapSet, namespaces, [tool.namespaceKeys[0], holder]);
+        for (const key of tool.namespaceKeys) defineProperty(tools, key, { value: holder, enumerable: true });
+      }
+    }
+    for (const key of tool.keys) defineProperty(holder, key, { value: fn, enumerable: true });
   }
+  reflectApply(mapForEach, namespaces, [(holder) => freeze(holder)]);
   freeze(tools);
 
   for (const [name, value] of [['tools', tools], ['text', text], ['image', image]]) {
@@ -348,7 +370,7 @@
       value = jsonParse(toolOutput);
     } catch {
       call.reject(
-        new TypeErrorCtor(`tools.${call.tool.name} declares output_schema but its output is not JSON: ${jsonStringify(truncate(toolOutput, 200))}`),
+        new TypeErrorCtor(`tools.${call.tool.id} declares output_schema but its output is not JSON: ${jsonStringify(truncate(toolOutput, 200))}`),
       );
       return;
     }
@@ -438,7 +460,9 @@
               return;
             }
             const expected = recorded[seq];
-            if (expected.tool !== call.tool || !sameArguments(expected.args, call.args)) {
+            // A custom tool's text is compared as it is; a function's arguments as canonical JSON.
+            const same = textTools[call.tool] === true ? expected.args === call.args : sameArguments(expected.args, call.args);
+            if (expected.tool !== call.tool || !same) {
               mismatch = `call ${seq}, tools.${call.tool}(${truncate(call.args, 200)}), where the recorded run made tools.${expected.tool}(${truncate(expected.args, 200)})`;
               return;
             }

@@ -22,7 +22,17 @@ export type PollResult = z.infer<typeof PollResult>;
 export interface SandboxConfig {
   readonly seed: number;
   readonly clock: number;
-  readonly tools: readonly { readonly name: string; readonly keys: readonly string[]; readonly parseJson: boolean }[];
+  readonly tools: readonly {
+    /** How calls name it: `name`, or `namespace.name`. */
+    readonly id: string;
+    /** The keys it is reachable by: on `tools`, or on its namespace's object. */
+    readonly keys: readonly string[];
+    /** For a namespace's tool: the keys of the namespace on `tools`. */
+    readonly namespaceKeys?: readonly string[];
+    /** True for a custom tool: the call takes one string, sent as it is. */
+    readonly text: boolean;
+    readonly parseJson: boolean;
+  }[];
   readonly limits: {
     readonly maxCalls: number;
     readonly maxCallsInFlight: number;

@@ -1,5 +1,6 @@
 /** The program engine, usable on its own: no HTTP in here. */
-export { IsolateProgram, type ProgramSpec, type ProgramTool } from './isolate-program.ts';
+export { IsolateProgram, type ProgramSpec } from './isolate-program.ts';
+export { toolId, type ProgramTool } from './program-tool.ts';
 export { ProgramRuntime, ProgramBusyError, type ProgramRuntimeOptions, type ProgramRuntimeStats, type ResumePath } from './program-runtime.ts';
 export { runProgram, type HostTool, type RunProgramOptions, type RunProgramResult } from './run-program.ts';
 export { DEFAULT_LIMITS, LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from './limits.ts';

@@ -7,6 +7,7 @@ import { PollResult, type SandboxConfig } from './guest-protocol.ts';
 import type { ProgramLimits } from './limits.ts';
 import type { ProgramEvent, ProgramFailure, ProgramStats, RecordedCall, ToolCallOutput, ToolCallRequest } from './program-events.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
+import { toolId, type ProgramTool } from './program-tool.ts';
 import { toolKeys } from './tool-keys.ts';
 
 const PRELUDE_SOURCE = readFileSync(new URL('./guest-prelude.js', import.meta.url), 'utf8');
@@ -20,13 +21,6 @@ function hashOutputs(hash: Hash, outputs: readonly string[]): Hash {
   return hash.update(outputs.map((output) => `${output.length}:${output}`).join(''), 'utf8');
 }
 
-/** A tool as the program sees it. */
-export interface ProgramTool {
-  readonly name: string;
-  /** True when the tool declares `output_schema`: the program receives `JSON.parse(output)`. */
-  readonly parseOutputAsJson: boolean;
-}
-
 export interface ProgramSpec {
   readonly code: string;
   readonly tools: readonly ProgramTool[];
@@ -35,6 +29,25 @@ export interface ProgramSpec {
   /** Epoch milliseconds `Date` is frozen at. */
   readonly clock: number;
   readonly limits: ProgramLimits;
+}
+
+/**
+ * The tools as the prelude installs them: each under its own key and, when its name is not an
+ * identifier, an alias (see toolKeys); a namespace's tools inside the namespace's object.
+ */
+function sandboxTools(tools: readonly ProgramTool[]): SandboxConfig['tools'] {
+  const topLevel = toolKeys([...new Set(tools.map((tool) => tool.namespace ?? tool.name))]);
+  const inside = new Map<string, Map<string, string[]>>();
+  for (const namespace of new Set(tools.flatMap((tool) => (tool.namespace === undefined ? [] : [tool.namespace])))) {
+    inside.set(namespace, toolKeys(tools.filter((tool) => tool.namespace === namespace).map((tool) => tool.name)));
+  }
+  return tools.map((tool) => ({
+    id: toolId(tool),
+    keys: tool.namespace === undefined ? (topLevel.get(tool.name) ?? [tool.name]) : (inside.get(tool.namespace)?.get(tool.name) ?? [tool.name]),
+    ...(tool.namespace === undefined ? {} : { namespaceKeys: topLevel.get(tool.namespace) ?? [tool.namespace] }),
+    text: tool.input === 'text',
+    parseJson: tool.parseOutputAsJson,
+  }));
 }
 
 /** Checks on the host what the isolate already checked: arguments are a JSON object, not absurdly deep. */
@@ -183,11 +196,10 @@ export class IsolateProgram {
     const install = (await script.run(context, { reference: true, timeout: this.#timeout(started).ms })) as ivm.Reference<
       (configJson: string) => unknown
     >;
-    const keys = toolKeys(spec.tools.map((tool) => tool.name));
     const config: SandboxConfig = {
       seed: spec.seed,
       clock: spec.clock,
-      tools: spec.tools.map((tool) => ({ name: tool.name, keys: keys.get(tool.name) ?? [tool.name], parseJson: tool.parseOutputAsJson })),
+      tools: sandboxTools(spec.tools),
       limits: {
         maxCalls: spec.limits.maxCalls,
         maxCallsInFlight: spec.limits.maxCallsInFlight,
@@ -279,13 +291,14 @@ export class IsolateProgram {
     }
     const requests: ToolCallRequest[] = [];
     for (const [index, call] of calls.entries()) {
-      if (call.seq !== this.#calls + index || !tools.some((tool) => tool.name === call.tool)) {
+      const tool = tools.find((candidate) => toolId(candidate) === call.tool);
+      if (call.seq !== this.#calls + index || !tool) {
         return this.#fail({ code: 'runtime_error', message: 'The program reported a call the emulator did not expect' });
       }
       if (Buffer.byteLength(call.args, 'utf8') > limits.maxArgumentBytes) {
         return this.#fail({ code: 'arguments_too_large', message: `Arguments of tools.${call.tool} exceed ${limits.maxArgumentBytes} bytes` });
       }
-      const args = argumentsObject(call.args);
+      const args = tool.input === 'text' ? 'ok' : argumentsObject(call.args);
       if (args === 'not an object') return this.#fail({ code: 'runtime_error', message: 'The program reported arguments that are not a JSON object' });
       if (args === 'too deep') {
         return this.#fail({ code: 'arguments_too_large', message: `Arguments of tools.${call.tool} nest deeper than ${MAX_JSON_DEPTH} levels` });

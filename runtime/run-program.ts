@@ -3,9 +3,13 @@ import { IsolateProgram } from './isolate-program.ts';
 import { resolveLimits, type ProgramLimits } from './limits.ts';
 import type { ProgramEvent, ProgramFailure, ProgramStats, ToolCallRequest } from './program-events.ts';
 
-/** A host tool for `runProgram`: `json` tools hand the program parsed JSON (as `output_schema` does). */
+/**
+ * A host tool for `runProgram`: `json` tools hand the program parsed JSON (as `output_schema`
+ * does); `text` tools take one string, as custom tools do, and `run` receives it as it is.
+ */
 export interface HostTool {
   readonly json?: boolean;
+  readonly text?: boolean;
   readonly run: (args: unknown) => unknown;
 }
 
@@ -33,7 +37,7 @@ export async function runProgram(code: string, options: RunProgramOptions = {}):
   const tools = options.tools ?? {};
   const program = new IsolateProgram({
     code,
-    tools: Object.entries(tools).map(([name, tool]) => ({ name, parseOutputAsJson: tool.json === true })),
+    tools: Object.entries(tools).map(([name, tool]) => ({ name, input: tool.text === true ? 'text' : 'json', parseOutputAsJson: tool.json === true })),
     seed: options.seed ?? randomInt(2 ** 32),
     clock: options.clock ?? Date.now(),
     limits: resolveLimits(options.limits),
@@ -45,7 +49,8 @@ export async function runProgram(code: string, options: RunProgramOptions = {}):
       calls.push(...event.calls);
       const outputs = await Promise.all(
         event.calls.map(async (call) => {
-          const value = await tools[call.tool]!.run(JSON.parse(call.argumentsJson));
+          const tool = tools[call.tool]!;
+          const value = await tool.run(tool.text === true ? call.argumentsJson : JSON.parse(call.argumentsJson));
           return { seq: call.seq, output: typeof value === 'string' ? value : JSON.stringify(value) };
         }),
       );

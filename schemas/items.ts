@@ -113,6 +113,8 @@ export const CustomToolCallItem = z.strictObject({
   caller: Caller.nullish(),
 });
 
+export type CustomToolCallItem = z.infer<typeof CustomToolCallItem>;
+
 export const CustomToolCallOutputItem = z.strictObject({
   type: z.literal('custom_tool_call_output'),
   id: z.string().optional(),
@@ -120,6 +122,8 @@ export const CustomToolCallOutputItem = z.strictObject({
   output: z.union([z.string(), z.array(ContentPart)]),
   caller: Caller.nullish(),
 });
+
+export type CustomToolCallOutputItem = z.infer<typeof CustomToolCallOutputItem>;
 
 export const ReasoningItem = z.strictObject({
   type: z.literal('reasoning'),
@@ -193,9 +197,21 @@ export const EmittedFunctionCall = z.strictObject({
   arguments: z.string(),
   // `in_progress` only in a stream's `output_item.added`, before its arguments arrive.
   status: z.enum(['in_progress', 'completed']),
+  namespace: z.string().optional(),
   caller: Caller.optional(),
 });
 export type EmittedFunctionCall = z.infer<typeof EmittedFunctionCall>;
+
+export const EmittedCustomToolCall = z.strictObject({
+  type: z.literal('custom_tool_call'),
+  id: z.string(),
+  call_id: z.string(),
+  name: z.string(),
+  input: z.string(),
+  namespace: z.string().optional(),
+  caller: Caller.optional(),
+});
+export type EmittedCustomToolCall = z.infer<typeof EmittedCustomToolCall>;
 
 export const EmittedProgramOutput = z.strictObject({
   type: z.literal('program_output'),
@@ -233,6 +249,7 @@ export type EmittedReasoning = z.infer<typeof EmittedReasoning>;
 export const OutputItem = z.discriminatedUnion('type', [
   EmittedProgram,
   EmittedFunctionCall,
+  EmittedCustomToolCall,
   EmittedProgramOutput,
   EmittedMessage,
   EmittedReasoning,

@@ -50,6 +50,8 @@ export const StreamEvent = z.discriminatedUnion('type', [
     name: EmittedFunctionCall.shape.name,
     arguments: z.string(),
   }),
+  z.strictObject({ type: z.literal('response.custom_tool_call_input.delta'), sequence_number, output_index: z.number().int(), item_id: z.string(), delta: z.string() }),
+  z.strictObject({ type: z.literal('response.custom_tool_call_input.done'), sequence_number, output_index: z.number().int(), item_id: z.string(), input: z.string() }),
   z.strictObject({ type: z.literal('response.reasoning_summary_part.added'), sequence_number, output_index: z.number().int(), item_id: z.string(), summary_index: z.number().int(), part: SummaryText }),
   z.strictObject({ type: z.literal('response.reasoning_summary_part.done'), sequence_number, output_index: z.number().int(), item_id: z.string(), summary_index: z.number().int(), part: SummaryText }),
   z.strictObject({ type: z.literal('response.reasoning_summary_text.delta'), sequence_number, output_index: z.number().int(), item_id: z.string(), summary_index: z.number().int(), delta: z.string() }),

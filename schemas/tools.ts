@@ -23,21 +23,43 @@ export const CustomTool = z.looseObject({
   type: z.literal('custom'),
   name: z.string().min(1).max(128),
   description: z.string().optional(),
-  format: z.looseObject({ type: z.enum(['text', 'grammar']) }).optional(),
+  /** A grammar is accepted and echoed, not enforced on the input (docs/DEVIATIONS.md). */
+  format: z
+    .discriminatedUnion('type', [
+      z.strictObject({ type: z.literal('text') }),
+      z.strictObject({ type: z.literal('grammar'), definition: z.string(), syntax: z.enum(['lark', 'regex']) }),
+    ])
+    .optional(),
   allowed_callers: AllowedCallers,
   defer_loading: z.boolean().optional(),
 });
+export type CustomTool = z.infer<typeof CustomTool>;
 
 export const ProgrammaticToolCallingTool = z.strictObject({
   type: z.literal('programmatic_tool_calling'),
 });
 
+/** A function inside a namespace: as a function tool, with `parameters` and `strict` optional. */
+export const NamespaceFunction = z.looseObject({
+  type: z.literal('function'),
+  name: z.string().min(1).max(128),
+  description: z.string().nullish(),
+  parameters: JsonSchemaObject.nullish(),
+  strict: z.boolean().nullish(),
+  output_schema: JsonSchemaObject.nullish(),
+  allowed_callers: AllowedCallers,
+  defer_loading: z.boolean().optional(),
+});
+export type NamespaceFunction = z.infer<typeof NamespaceFunction>;
+
+/** Tools grouped under a name: a program reaches them as `tools.<namespace>.<name>`. */
 export const NamespaceTool = z.looseObject({
   type: z.literal('namespace'),
-  name: z.string().min(1),
+  name: z.string().min(1).max(128),
   description: z.string(),
-  tools: z.array(z.looseObject({ type: z.enum(['function', 'custom']), name: z.string().min(1) })),
+  tools: z.array(z.discriminatedUnion('type', [NamespaceFunction, CustomTool])),
 });
+export type NamespaceTool = z.infer<typeof NamespaceTool>;
 
 /**
  * Tool types the SDK knows and the emulator accepts and echoes, but does not run yet

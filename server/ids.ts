@@ -20,9 +20,9 @@ export function newId(prefix: string): string {
   return `${prefix}_${randomHex(24)}`;
 }
 
-/** The item id of a program's function call, derived from its (sealed) call_id. */
-export function functionCallItemId(callId: string): string {
-  return `fc_${createHash('sha256').update(callId).digest('hex').slice(0, 48)}`;
+/** The item id of a program's call (`fc_…`, `ctc_…`), derived from its (sealed) call_id. */
+export function callItemId(callId: string, prefix: string): string {
+  return `${prefix}_${createHash('sha256').update(callId).digest('hex').slice(0, 48)}`;
 }
 
 /** The id of a program's `program_output` item, derived like its calls' ids. */

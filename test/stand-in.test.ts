@@ -177,7 +177,7 @@ describe('an in-process model function', () => {
       expect(second.output_text).toBe('done: found');
       expect(seen.map((context) => context.phase)).toEqual(['user_turn', 'after_program']);
       expect(seen[0]).toMatchObject({ model: 'm', lastUserText: 'find it', turn: 1, instructions: 'be brief', programmaticToolCalling: true });
-      expect(seen[0]?.tools).toEqual([{ name: 'lookup', callers: ['programmatic'] }]);
+      expect(seen[0]?.tools).toEqual([{ name: 'lookup', type: 'function', callers: ['programmatic'] }]);
 
       const passed = await server.client.responses.create({ model: 'm', input: 'inline please' });
       expect(passed.output_text).toContain('```js');

@@ -74,7 +74,7 @@ describe('requests the SDK can type', () => {
         { type: 'function', name: 'f', parameters: { type: 'object' }, strict: true, output_schema: { type: 'object' }, allowed_callers: ['programmatic'], defer_loading: false, description: 'd' },
         { type: 'custom', name: 'c', description: 'free text', format: { type: 'text' }, allowed_callers: ['direct'] },
         { type: 'programmatic_tool_calling' },
-        { type: 'namespace', name: 'ns', description: 'a namespace', tools: [{ type: 'function', name: 'g' }] },
+        { type: 'namespace', name: 'ns', description: 'a namespace', tools: [{ type: 'function', name: 'g' }, { type: 'custom', name: 'h', format: { type: 'grammar', definition: 'start: "a"', syntax: 'lark' } }] },
         { type: 'mcp', server_label: 'docs', server_url: 'https://example.com/mcp', require_approval: 'never', allowed_callers: ['programmatic'] },
         { type: 'shell', environment: { type: 'local' } },
         { type: 'apply_patch' },

@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { PROGRAM_ERRORS, type ProgramErrorCode } from '../../schemas/error-codes.ts';
 import { LIMIT_DEFINITIONS, type LimitName } from '../limits.ts';
+import { ProgramTool } from '../program-tool.ts';
 
 /**
  * The messages between the server and its worker processes, over Node's IPC channel. Both
  * sides check every message against these schemas: a worker runs hostile code, and a message
  * of another version is refused, not misread. Bump PROTOCOL_VERSION on any change.
  */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 const v = z.literal(PROTOCOL_VERSION);
 const id = z.number().int().min(0);
 
@@ -16,7 +17,7 @@ const Limits = z.strictObject(
 );
 const Spec = z.strictObject({
   code: z.string(),
-  tools: z.array(z.strictObject({ name: z.string(), parseOutputAsJson: z.boolean() })),
+  tools: z.array(ProgramTool),
   seed: z.number().int(),
   clock: z.number(),
   limits: Limits,

@@ -1,26 +1,20 @@
-import type {
-  ContentPart,
-  ConversationItem,
-  FunctionCallItem,
-  FunctionCallOutputItem,
-  ProgramItem,
-  ProgramOutputItem,
-} from '../../schemas/items.ts';
+import type { ContentPart, ConversationItem, ProgramItem, ProgramOutputItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import type { ClientChecks } from '../config.ts';
+import { describeCall, isToolCall, isToolOutput, outputTypeOf, type ToolCallItem, type ToolOutputItem } from './call-items.ts';
 
 /** A program in the conversation, with the calls it made and the outputs the client sent. */
 export interface ProgramThread {
   readonly program: ProgramItem;
   readonly index: number;
-  readonly calls: FunctionCallItem[];
+  readonly calls: ToolCallItem[];
   /** Output text by call_id. */
   readonly outputs: Map<string, string>;
   closedBy: ProgramOutputItem | undefined;
 }
 
 export interface DirectCall {
-  readonly call: FunctionCallItem;
+  readonly call: ToolCallItem;
   output: string | undefined;
 }
 
@@ -75,7 +69,7 @@ function messageText(content: string | readonly ContentPart[]): string {
   return typeof content === 'string' ? content : outputText(content.filter((part) => part.type === 'input_text' || part.type === 'output_text'));
 }
 
-function callerLabel(caller: FunctionCallItem['caller']): string {
+function callerLabel(caller: ToolCallItem['caller']): string {
   if (!caller) return 'no caller';
   return caller.type === 'program' ? `{type: "program", caller_id: "${caller.caller_id}"}` : '{type: "direct"}';
 }
@@ -102,7 +96,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
   };
 
   const programs = new Map<string, ProgramThread>();
-  const calls = new Map<string, { call: FunctionCallItem; index: number }>();
+  const calls = new Map<string, { call: ToolCallItem; index: number }>();
   const directCalls: DirectCall[] = [];
   let lastUserText = '';
   let userTurns = 0;
@@ -138,56 +132,54 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         if (!thread.closedBy) thread.closedBy = item;
         break;
       }
-      case 'function_call': {
-        if (calls.has(item.call_id)) {
-          throw new ApiError('program_item_altered', `${where}: function call ${item.call_id} appears twice in the conversation.`, param);
-        }
-        calls.set(item.call_id, { call: item, index });
-        if (item.caller?.type === 'program') {
-          const thread = programs.get(item.caller.caller_id);
-          if (!thread && comesLater(index, 'program', item.caller.caller_id)) {
-            throw new ApiError(
-              'items_out_of_order',
-              `${where}: function call ${item.call_id} comes before the program item ${item.caller.caller_id} that made it. Keep items in the order the responses returned them.`,
-              param,
-            );
-          }
-          if (!thread) {
-            throw new ApiError(
-              'program_item_missing',
-              `${where}: function call ${item.call_id} was made by program ${item.caller.caller_id}, but that program item is missing from the conversation. With store: false, resend every output item in order, including the program item.`,
-              locate(index, 'caller.caller_id').param,
-            );
-          }
-          if (thread.closedBy) {
-            violation(
-              new ApiError('items_out_of_order', `${where}: function call ${item.call_id} comes after the program_output of its program ${thread.program.call_id}.`, param),
-              true,
-            );
-          }
-          thread.calls.push(item);
-        } else {
-          directCalls.push({ call: item, output: undefined });
-        }
-        break;
-      }
-      case 'function_call_output': {
-        readOutput(item, index);
-        break;
-      }
       default:
+        if (isToolCall(item)) readCall(item, index);
+        else if (isToolOutput(item)) readOutput(item, index);
         break;
     }
   }
 
-  function readOutput(item: FunctionCallOutputItem, index: number): void {
+  function readCall(item: ToolCallItem, index: number): void {
+    const { where, param } = locate(index);
+    const what = describeCall(item);
+    if (calls.has(item.call_id)) {
+      throw new ApiError('program_item_altered', `${where}: ${what} appears twice in the conversation.`, param);
+    }
+    calls.set(item.call_id, { call: item, index });
+    if (item.caller?.type !== 'program') {
+      directCalls.push({ call: item, output: undefined });
+      return;
+    }
+    const thread = programs.get(item.caller.caller_id);
+    if (!thread && comesLater(index, 'program', item.caller.caller_id)) {
+      throw new ApiError(
+        'items_out_of_order',
+        `${where}: ${what} comes before the program item ${item.caller.caller_id} that made it. Keep items in the order the responses returned them.`,
+        param,
+      );
+    }
+    if (!thread) {
+      throw new ApiError(
+        'program_item_missing',
+        `${where}: ${what} was made by program ${item.caller.caller_id}, but that program item is missing from the conversation. With store: false, resend every output item in order, including the program item.`,
+        locate(index, 'caller.caller_id').param,
+      );
+    }
+    if (thread.closedBy) {
+      violation(new ApiError('items_out_of_order', `${where}: ${what} comes after the program_output of its program ${thread.program.call_id}.`, param), true);
+    }
+    thread.calls.push(item);
+  }
+
+  function readOutput(item: ToolOutputItem, index: number): void {
     const { where, param } = locate(index);
     const found = calls.get(item.call_id);
     if (!found) {
-      if (comesLater(index, 'function_call', item.call_id)) {
+      const later = items.slice(index + 1).find((candidate) => isToolCall(candidate) && candidate.call_id === item.call_id);
+      if (later) {
         throw new ApiError(
           'items_out_of_order',
-          `${where}: the output for ${item.call_id} comes before its function_call. Keep items in the order the responses returned them.`,
+          `${where}: the output for ${item.call_id} comes before its ${later.type}. Keep items in the order the responses returned them.`,
           param,
         );
       }
@@ -202,12 +194,19 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
       return;
     }
     const { call } = found;
+    if (outputTypeOf(call) !== item.type) {
+      throw new ApiError(
+        'tool_output_unknown_call',
+        `${where}: a ${item.type} answers ${describeCall(call)}, which is a ${call.type}: answer it with a ${outputTypeOf(call)}.`,
+        locate(index, 'type').param,
+      );
+    }
     const thread = call.caller?.type === 'program' ? programs.get(call.caller.caller_id) : undefined;
     const direct = thread ? undefined : directCalls.find((candidate) => candidate.call === call);
     const alreadyAnswered = thread ? thread.outputs.has(call.call_id) : direct?.output !== undefined;
     if (alreadyAnswered) {
       violation(
-        new ApiError('tool_output_duplicate', `${where}: a second function_call_output for call_id ${call.call_id}; each call takes exactly one output.`, param),
+        new ApiError('tool_output_duplicate', `${where}: a second ${item.type} for call_id ${call.call_id}; each call takes exactly one output.`, param),
         true,
       );
       return;
@@ -217,7 +216,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         violation(
           new ApiError(
             'caller_missing',
-            `${where}: the function_call_output for ${call.call_id} must copy caller ${callerLabel(call.caller)} from its function call, so the output reaches the program that made it.`,
+            `${where}: the ${item.type} for ${call.call_id} must copy caller ${callerLabel(call.caller)} from its function call, so the output reaches the program that made it.`,
             locate(index, 'caller').param,
           ),
           true,
@@ -226,7 +225,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         violation(
           new ApiError(
             'caller_mismatch',
-            `${where}: the function_call_output for ${call.call_id} has caller ${callerLabel(item.caller)}, but its function call has caller ${callerLabel(call.caller)}. Copy caller unchanged.`,
+            `${where}: the ${item.type} for ${call.call_id} has caller ${callerLabel(item.caller)}, but its call has caller ${callerLabel(call.caller)}. Copy caller unchanged.`,
             locate(index, 'caller').param,
           ),
           true,
@@ -236,7 +235,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
       violation(
         new ApiError(
           'caller_mismatch',
-          `${where}: the function_call_output for ${call.call_id} has caller ${callerLabel(item.caller)}, but its function call was made directly by the model.`,
+          `${where}: the ${item.type} for ${call.call_id} has caller ${callerLabel(item.caller)}, but its call was made directly by the model.`,
           locate(index, 'caller').param,
         ),
         true,
@@ -256,9 +255,9 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
   const unansweredDirect = directCalls.find((direct) => direct.output === undefined);
   if (unansweredDirect) throw missingOutput(unansweredDirect.call);
 
-  function missingOutput(call: FunctionCallItem): ApiError {
+  function missingOutput(call: ToolCallItem): ApiError {
     const index = items.indexOf(call as ConversationItem);
-    return new ApiError('tool_output_missing', `No tool output found for function call ${call.call_id}.`, index >= 0 ? locate(index).param : 'input');
+    return new ApiError('tool_output_missing', `No tool output found for ${describeCall(call)}.`, index >= 0 ? locate(index).param : 'input');
   }
 
   return {
@@ -283,7 +282,7 @@ function readTail(
     if (item.type === 'program_output') {
       return { kind: 'after_program', output: item, code: programs.get(item.call_id)?.program.code ?? '' };
     }
-    if (item.type === 'function_call_output' && item.caller?.type !== 'program') {
+    if (isToolOutput(item) && item.caller?.type !== 'program') {
       const answered = directCalls.filter((direct) => items.indexOf(direct.call as ConversationItem) > lastMessage);
       return { kind: 'after_calls', calls: answered };
     }

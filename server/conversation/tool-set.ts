@@ -1,43 +1,96 @@
-import type { ProgramTool } from '../../runtime/isolate-program.ts';
-import type { AllowedCaller, FunctionTool, Tool } from '../../schemas/tools.ts';
+import { toolId, type ProgramTool } from '../../runtime/program-tool.ts';
+import type { AllowedCaller, CustomTool, FunctionTool, NamespaceFunction, Tool } from '../../schemas/tools.ts';
 import { ApiError } from '../api-error.ts';
+
+/** What a call to a tool becomes: a `function_call` or a `custom_tool_call`. */
+export type ToolKind = 'function' | 'custom';
+
+/** A tool someone can call: a function or custom tool, at the top level or inside a namespace. */
+export interface CallableTool {
+  /** `name`, or `namespace.name`: how calls and the stand-in name it. */
+  readonly id: string;
+  readonly name: string;
+  readonly namespace?: string;
+  readonly kind: ToolKind;
+  readonly callers: readonly AllowedCaller[];
+  readonly definition: FunctionTool | NamespaceFunction | CustomTool;
+}
+
+/** A tool as the stand-in model sees it. */
+export interface ToolSummary {
+  readonly name: string;
+  readonly type: ToolKind;
+  readonly callers: readonly AllowedCaller[];
+}
 
 /** The request's tools, read once: who may call what, and what a program gets on `tools`. */
 export interface ToolSet {
   readonly programmaticToolCalling: boolean;
-  readonly functions: ReadonlyMap<string, FunctionTool>;
-  /** Function tools a program may call, in request order. */
+  /** Every callable tool by id, in request order. */
+  readonly tools: ReadonlyMap<string, CallableTool>;
+  /** The tools a program may call, in request order. */
   readonly programTools: readonly ProgramTool[];
-  readonly summaries: readonly { readonly name: string; readonly callers: readonly AllowedCaller[] }[];
+  readonly summaries: readonly ToolSummary[];
 }
 
 export function callersOf(tool: { allowed_callers?: readonly AllowedCaller[] | null | undefined }): readonly AllowedCaller[] {
   return tool.allowed_callers && tool.allowed_callers.length > 0 ? tool.allowed_callers : ['direct'];
 }
 
+function programTool(tool: CallableTool): ProgramTool {
+  const definition = tool.definition;
+  return {
+    name: tool.name,
+    ...(tool.namespace === undefined ? {} : { namespace: tool.namespace }),
+    ...(tool.kind === 'custom' ? { input: 'text' as const } : {}),
+    parseOutputAsJson: definition.type === 'function' && definition.output_schema != null,
+  };
+}
+
+/**
+ * Reads the request's tools: every name unique (at the top level, and inside each namespace),
+ * `allowed_callers: ["programmatic"]` only with `{type: "programmatic_tool_calling"}`.
+ */
 export function readToolSet(tools: readonly Tool[] = []): ToolSet {
   const programmaticToolCalling = tools.some((tool) => tool.type === 'programmatic_tool_calling');
-  const functions = new Map<string, FunctionTool>();
-  const names = new Map<string, number>();
-  for (const [index, tool] of tools.entries()) {
-    if (!('name' in tool) || typeof tool.name !== 'string') continue;
-    const earlier = names.get(tool.name);
+  const callable = new Map<string, CallableTool>();
+  const places = new Map<string, string>();
+
+  const claimName = (id: string, param: string): void => {
+    const earlier = places.get(id);
     if (earlier !== undefined) {
-      throw new ApiError('duplicate_tool_name', `tools[${index}] and tools[${earlier}] are both named '${tool.name}'; tool names must be unique.`, `tools[${index}].name`);
+      throw new ApiError('duplicate_tool_name', `${param} and ${earlier} are both named '${id}'; tool names must be unique.`, `${param}.name`);
     }
-    names.set(tool.name, index);
-    if ('allowed_callers' in tool && Array.isArray(tool.allowed_callers) && tool.allowed_callers.includes('programmatic') && !programmaticToolCalling) {
+    places.set(id, param);
+  };
+  const add = (definition: CallableTool['definition'], param: string, namespace?: string): void => {
+    const callers = callersOf(definition);
+    if (callers.includes('programmatic') && !programmaticToolCalling) {
       throw new ApiError(
         'programmatic_tool_calling_not_enabled',
-        `tools[${index}] ('${tool.name}') allows the programmatic caller, but tools has no {"type": "programmatic_tool_calling"} entry to enable programs.`,
-        `tools[${index}].allowed_callers`,
+        `${param} ('${definition.name}') allows the programmatic caller, but tools has no {"type": "programmatic_tool_calling"} entry to enable programs.`,
+        `${param}.allowed_callers`,
       );
     }
-    if (tool.type === 'function') functions.set(tool.name, tool);
+    const id = toolId({ name: definition.name, namespace });
+    claimName(id, param);
+    callable.set(id, { id, name: definition.name, ...(namespace === undefined ? {} : { namespace }), kind: definition.type, callers, definition });
+  };
+
+  for (const [index, tool] of tools.entries()) {
+    const param = `tools[${index}]`;
+    if (tool.type === 'function' || tool.type === 'custom') add(tool, param);
+    else if (tool.type === 'namespace') {
+      claimName(tool.name, param);
+      for (const [inner, member] of tool.tools.entries()) add(member, `${param}.tools[${inner}]`, tool.name);
+    } else if ('name' in tool && typeof tool.name === 'string') claimName(tool.name, param);
   }
-  const programTools = [...functions.values()]
-    .filter((tool) => programmaticToolCalling && callersOf(tool).includes('programmatic'))
-    .map((tool) => ({ name: tool.name, parseOutputAsJson: tool.output_schema != null }));
-  const summaries = [...functions.values()].map((tool) => ({ name: tool.name, callers: callersOf(tool) }));
-  return { programmaticToolCalling, functions, programTools, summaries };
+
+  const all = [...callable.values()];
+  return {
+    programmaticToolCalling,
+    tools: callable,
+    programTools: programmaticToolCalling ? all.filter((tool) => tool.callers.includes('programmatic')).map(programTool) : [],
+    summaries: all.map((tool) => ({ name: tool.id, type: tool.kind, callers: tool.callers })),
+  };
 }

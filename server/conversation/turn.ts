@@ -4,16 +4,18 @@ import { callIdMatches, FingerprintError, openFingerprint, sealCallId, sealFinge
 import type { ProgramLimits } from '../../runtime/limits.ts';
 import { failureResult, type ProgramEvent, type RecordedCall } from '../../runtime/program-events.ts';
 import { ProgramBusyError, type ProgramEngine, type ResumePath } from '../../runtime/program-runtime.ts';
-import type { ConversationItem, EmittedFunctionCall, EmittedProgramOutput, OutputItem } from '../../schemas/items.ts';
+import { toolId, type ProgramTool } from '../../runtime/program-tool.ts';
+import type { ConversationItem, EmittedCustomToolCall, EmittedFunctionCall, EmittedProgramOutput, OutputItem } from '../../schemas/items.ts';
 import type { Knobs } from '../../schemas/knobs.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';
 import { ApiError } from '../api-error.ts';
 import type { ClientChecks } from '../config.ts';
-import { functionCallItemId, newCallId, newId, programOutputId } from '../ids.ts';
-import type { ModelContext, ModelDecision } from '../model/model-decision.ts';
+import { callItemId, newCallId, newId, programOutputId } from '../ids.ts';
+import type { DirectCallDecision, ModelContext, ModelDecision } from '../model/model-decision.ts';
 import type { ModelStandIn } from '../model/stand-in.ts';
 import { locateItem, readConversation, type ConversationState, type ProgramThread } from './client-loop.ts';
-import { callersOf, readToolSet, type ToolSet } from './tool-set.ts';
+import { callInput } from './call-items.ts';
+import { readToolSet, type ToolSet } from './tool-set.ts';
 
 const NOTHING_TO_ANSWER =
   'ptc-emulator: the conversation ends with an assistant message and has no new user message, program output or tool output to answer.';
@@ -97,13 +99,13 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
       services.runtime.dispose(thread.program.call_id);
       continue;
     }
-    const { event, path } = await resumeThread(thread, input, services);
-    const items = eventItems(thread.program.call_id, step(thread.program.call_id, event, path), services);
+    const { event, path, tools } = await resumeThread(thread, input, services);
+    const items = eventItems(thread.program.call_id, tools, step(thread.program.call_id, event, path), services);
     output.push(...items);
     const programOutput = items.find((item): item is EmittedProgramOutput => item.type === 'program_output');
     if (programOutput) ended = { code: thread.program.code, output: programOutput };
   }
-  if (output.some((item) => item.type === 'function_call')) return result(output);
+  if (output.some((item) => item.type === 'function_call' || item.type === 'custom_tool_call')) return result(output);
   if (ended) {
     output.push(...(await afterProgram({ code: ended.code, status: ended.output.status, result: ended.output.result })));
     return result(output);
@@ -115,7 +117,10 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
     return result(await finalMessage({ ...context, phase: 'after_program', program: { code: tail.code, status: tail.output.status, result: tail.output.result } }, services));
   }
   if (tail.kind === 'after_calls') {
-    const callOutputs = tail.calls.map((direct) => ({ name: direct.call.name, arguments: direct.call.arguments, output: direct.output ?? '' }));
+    const callOutputs = tail.calls.map((direct) => {
+      const { tool, input } = callInput(direct.call);
+      return { name: tool, arguments: input, output: direct.output ?? '' };
+    });
     return result(await finalMessage({ ...context, phase: 'after_calls', callOutputs }, services));
   }
 
@@ -135,7 +140,7 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
     const fingerprint = sealFingerprint({ programCallId, codeSha256: sha256Hex(decision.code), seed, clock, limits: services.limits, tools }, services.sealingKeys[0]);
     output.push({ type: 'program', id: newId('prog'), call_id: programCallId, code: decision.code, fingerprint });
     const event = await services.runtime.start(programCallId, { code: decision.code, tools, seed, clock, limits: services.limits });
-    const items = eventItems(programCallId, step(programCallId, event, 'start'), services);
+    const items = eventItems(programCallId, tools, step(programCallId, event, 'start'), services);
     output.push(...items);
     const programOutput = items.find((item): item is EmittedProgramOutput => item.type === 'program_output');
     if (programOutput) output.push(...(await afterProgram({ code: decision.code, status: programOutput.status, result: programOutput.result })));
@@ -168,16 +173,18 @@ async function finalMessage(context: ModelContext, services: TurnServices): Prom
 }
 
 /** A call the stand-in makes itself; `caller` says so when programs are enabled. */
-function directCall(call: { name: string; arguments?: Readonly<Record<string, unknown>> }, toolSet: ToolSet): OutputItem {
-  return {
-    type: 'function_call',
-    id: newId('fc'),
-    call_id: newCallId(),
+function directCall(call: DirectCallDecision, toolSet: ToolSet): OutputItem {
+  const callId = newCallId();
+  const common = {
+    call_id: callId,
     name: call.name,
-    arguments: JSON.stringify(call.arguments ?? {}),
-    status: 'completed',
+    ...(call.namespace === undefined ? {} : { namespace: call.namespace }),
     ...(toolSet.programmaticToolCalling ? { caller: { type: 'direct' as const } } : {}),
   };
+  if (toolSet.tools.get(toolId(call))?.kind === 'custom') {
+    return { type: 'custom_tool_call', id: newId('ctc'), ...common, input: call.input ?? '' };
+  }
+  return { type: 'function_call', id: newId('fc'), ...common, arguments: JSON.stringify(call.arguments ?? {}), status: 'completed' };
 }
 
 /** Why the stand-in's decision cannot be carried out for this request, if it cannot. */
@@ -192,10 +199,17 @@ function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet
     return undefined;
   }
   for (const call of decision.calls) {
-    const tool = toolSet.functions.get(call.name);
-    if (!tool) return `ptc-emulator: the stand-in wanted to call '${call.name}', which is not a function tool of this request.`;
-    if (!callersOf(tool).includes('direct')) {
-      return `ptc-emulator: the stand-in wanted to call '${call.name}' directly, but its allowed_callers is ["programmatic"]: only programs may call it.`;
+    const id = toolId(call);
+    const tool = toolSet.tools.get(id);
+    if (!tool) return `ptc-emulator: the stand-in wanted to call '${id}', which is not a function or custom tool of this request.`;
+    if (!tool.callers.includes('direct')) {
+      return `ptc-emulator: the stand-in wanted to call '${id}' directly, but its allowed_callers is ["programmatic"]: only programs may call it.`;
+    }
+    if (tool.kind === 'custom' && call.arguments !== undefined) {
+      return `ptc-emulator: the stand-in gave arguments to the custom tool '${id}', which takes one string of input: give it input instead.`;
+    }
+    if (tool.kind === 'function' && call.input !== undefined) {
+      return `ptc-emulator: the stand-in gave input to the function tool '${id}', which takes an object of arguments: give it arguments instead.`;
     }
   }
   return undefined;
@@ -206,7 +220,11 @@ function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet
  * seed, clock, limits, tools) and each call's sealed id proves the program made that call at
  * that position. The runtime then continues the paused isolate, or replays the program.
  */
-async function resumeThread(thread: ProgramThread, input: TurnInput, services: TurnServices): Promise<{ event: ProgramEvent; path: ResumePath }> {
+async function resumeThread(
+  thread: ProgramThread,
+  input: TurnInput,
+  services: TurnServices,
+): Promise<{ event: ProgramEvent; path: ResumePath; tools: readonly ProgramTool[] }> {
   const { program } = thread;
   const programParam = locateItem(input.history.indexOf(program as ConversationItem), input.inputStart);
   let claims;
@@ -232,21 +250,23 @@ async function resumeThread(thread: ProgramThread, input: TurnInput, services: T
         stats: { cpuTimeMs: 0, steps: 0, calls: thread.calls.length },
       },
       path: 'replay',
+      tools: claims.tools,
     };
   }
   const recorded: RecordedCall[] = thread.calls.map((call, seq) => {
-    if (!callIdMatches(call.call_id, { programCallId: program.call_id, seq, tool: call.name, argumentsJson: call.arguments }, services.sealingKeys)) {
+    const { tool, input: argumentsJson, text } = callInput(call);
+    if (!callIdMatches(call.call_id, { programCallId: program.call_id, seq, tool, argumentsJson, text }, services.sealingKeys)) {
       throw new ApiError(
         'program_item_altered',
-        `Function call ${call.call_id} is not call ${seq} of program ${program.call_id} as the program made it: its name, arguments or call_id were changed, or the program's calls were dropped, reordered or forged. Resend function_call items unchanged and in order.`,
+        `${call.type === 'custom_tool_call' ? 'Custom tool call' : 'Function call'} ${call.call_id} is not call ${seq} of program ${program.call_id} as the program made it: its name, namespace, ${text ? 'input' : 'arguments'} or call_id were changed, or the program's calls were dropped, reordered or forged. Resend call items unchanged and in order.`,
         locateItem(input.history.indexOf(call as ConversationItem), input.inputStart),
       );
     }
-    return { tool: call.name, argumentsJson: call.arguments, output: thread.outputs.get(call.call_id) ?? '' };
+    return { tool, argumentsJson, output: thread.outputs.get(call.call_id) ?? '' };
   });
   const spec = { code: program.code, tools: claims.tools, seed: claims.seed, clock: claims.clock, limits: claims.limits };
   try {
-    return await services.runtime.resume(program.call_id, spec, recorded);
+    return { ...(await services.runtime.resume(program.call_id, spec, recorded)), tools: claims.tools };
   } catch (error) {
     if (error instanceof ProgramBusyError) {
       throw new ApiError('program_busy', `Program ${program.call_id} is being resumed by another request; retry once it answers.`);
@@ -255,20 +275,29 @@ async function resumeThread(thread: ProgramThread, input: TurnInput, services: T
   }
 }
 
-/** The items a program step adds to the response: its calls, or its program_output. */
-function eventItems(programCallId: string, event: ProgramEvent, services: TurnServices): (EmittedFunctionCall | EmittedProgramOutput)[] {
+/** The items a program step adds to the response: its calls (of function or custom tools), or its program_output. */
+function eventItems(
+  programCallId: string,
+  tools: readonly ProgramTool[],
+  event: ProgramEvent,
+  services: TurnServices,
+): (EmittedFunctionCall | EmittedCustomToolCall | EmittedProgramOutput)[] {
   if (event.type === 'paused') {
     return event.calls.map((call) => {
-      const callId = sealCallId(services.sealingKeys[0], { programCallId, seq: call.seq, tool: call.tool, argumentsJson: call.argumentsJson });
-      return {
-        type: 'function_call',
-        id: functionCallItemId(callId),
+      const tool = tools.find((candidate) => toolId(candidate) === call.tool);
+      if (!tool) throw new Error(`program ${programCallId} called tools.${call.tool}, which it was not given`);
+      const text = tool.input === 'text';
+      const callId = sealCallId(services.sealingKeys[0], { programCallId, seq: call.seq, tool: call.tool, argumentsJson: call.argumentsJson, text });
+      const common = {
+        id: callItemId(callId, text ? 'ctc' : 'fc'),
         call_id: callId,
-        name: call.tool,
-        arguments: call.argumentsJson,
-        status: 'completed',
-        caller: { type: 'program', caller_id: programCallId },
+        name: tool.name,
+        ...(tool.namespace === undefined ? {} : { namespace: tool.namespace }),
       };
+      const caller = { type: 'program' as const, caller_id: programCallId };
+      return text
+        ? { type: 'custom_tool_call' as const, ...common, input: call.argumentsJson, caller }
+        : { type: 'function_call' as const, ...common, arguments: call.argumentsJson, status: 'completed' as const, caller };
     });
   }
   return [

@@ -13,8 +13,8 @@ export interface ModelContext {
   readonly turn: number;
   readonly instructions: string | null;
   readonly metadata: Readonly<Record<string, string>>;
-  /** Function tools of the request and who may call them. */
-  readonly tools: readonly { readonly name: string; readonly callers: readonly AllowedCaller[] }[];
+  /** Function and custom tools of the request (a namespace's as `namespace.name`) and who may call them. */
+  readonly tools: readonly { readonly name: string; readonly type: 'function' | 'custom'; readonly callers: readonly AllowedCaller[] }[];
   /** True when the request enables programs (`{type: "programmatic_tool_calling"}`). */
   readonly programmaticToolCalling: boolean;
   /** In `after_program`: the program that ended. */
@@ -25,14 +25,19 @@ export interface ModelContext {
   readonly headers: Readonly<Record<string, string | undefined>>;
 }
 
+/** A call the stand-in makes itself: a function tool's `arguments`, or a custom tool's `input`. */
+export interface DirectCallDecision {
+  readonly name: string;
+  /** For a tool inside a namespace. */
+  readonly namespace?: string;
+  readonly arguments?: Readonly<Record<string, unknown>>;
+  readonly input?: string;
+}
+
 /** What the stand-in decides to emit this turn. */
 export type ModelDecision =
   | { readonly type: 'program'; readonly code: string; readonly reasoning?: string }
-  | {
-      readonly type: 'function_calls';
-      readonly calls: readonly { readonly name: string; readonly arguments?: Readonly<Record<string, unknown>> }[];
-      readonly reasoning?: string;
-    }
+  | { readonly type: 'function_calls'; readonly calls: readonly DirectCallDecision[]; readonly reasoning?: string }
   | { readonly type: 'message'; readonly text: string; readonly reasoning?: string };
 
 /**

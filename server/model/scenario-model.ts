@@ -23,8 +23,18 @@ const Rule = z
       .default({}),
     reasoning: z.string().optional(),
     program: z.string().min(1).optional(),
+    /** Calls the stand-in makes itself: a function tool's `arguments`, or a custom tool's `input`. */
     calls: z
-      .array(z.strictObject({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()).default({}) }))
+      .array(
+        z
+          .strictObject({
+            name: z.string().min(1),
+            namespace: z.string().min(1).optional(),
+            arguments: z.record(z.string(), z.unknown()).optional(),
+            input: z.string().optional(),
+          })
+          .refine((call) => call.arguments === undefined || call.input === undefined, { message: 'a call has arguments (a function tool) or input (a custom tool), not both' }),
+      )
       .min(1)
       .optional(),
     message: z.string().optional(),

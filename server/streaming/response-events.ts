@@ -26,6 +26,11 @@ function itemEvents(item: OutputItem, output_index: number, chunks: Chunker): Un
       for (const delta of chunks(item.arguments)) events.push({ type: 'response.function_call_arguments.delta', output_index, item_id: item.id, delta });
       events.push({ type: 'response.function_call_arguments.done', output_index, item_id: item.id, name: item.name, arguments: item.arguments });
       break;
+    case 'custom_tool_call':
+      events.push({ type: 'response.output_item.added', output_index, item: { ...item, input: '' } });
+      for (const delta of chunks(item.input)) events.push({ type: 'response.custom_tool_call_input.delta', output_index, item_id: item.id, delta });
+      events.push({ type: 'response.custom_tool_call_input.done', output_index, item_id: item.id, input: item.input });
+      break;
     case 'message':
       events.push({ type: 'response.output_item.added', output_index, item: { ...item, status: 'in_progress', content: [] } });
       for (const [content_index, part] of item.content.entries()) {

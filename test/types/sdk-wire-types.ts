@@ -2,7 +2,7 @@
  * Compile-time proof, checked by `tsc` in `npm test`: what the emulator emits is assignable to
  * the types of the pinned SDK (openai 6.49.0). A change on either side that breaks the wire
  * fails the build. (The other direction, that every request the SDK can type is accepted, is a
- * runtime test: test/request-schema.test.ts.)
+ * runtime test: "requests the SDK can type" in test/wire-shapes.test.ts.)
  */
 import type { z } from 'zod';
 import type {
@@ -17,6 +17,7 @@ import type {
 } from 'openai/resources/responses/responses';
 import type { Model } from 'openai/resources/models';
 import type {
+  EmittedCustomToolCall,
   EmittedFunctionCall,
   EmittedMessage,
   EmittedProgram,
@@ -40,6 +41,7 @@ assertTrue<IsAssignable<OutputItem, ResponseInputItem>>();
 assertTrue<IsAssignable<EmittedProgram, ResponseOutputItem.Program>>();
 assertTrue<IsAssignable<EmittedProgramOutput, ResponseOutputItem.ProgramOutput>>();
 assertTrue<IsAssignable<EmittedFunctionCall, Extract<ResponseItem, { type: 'function_call' }>>>();
+assertTrue<IsAssignable<EmittedCustomToolCall, Extract<ResponseOutputItem, { type: 'custom_tool_call' }>>>();
 assertTrue<IsAssignable<EmittedMessage, Extract<ResponseOutputItem, { type: 'message' }>>>();
 assertTrue<IsAssignable<EmittedReasoning, Extract<ResponseOutputItem, { type: 'reasoning' }>>>();
 
