@@ -1,8 +1,11 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 import { LIMIT_DEFINITIONS, type LimitName, type ProgramLimits } from './limits.ts';
-import { ProgramTool } from './program-tool.ts';
+import { canonicalJson, sha256Hex } from './canonical-json.ts';
+import { SealedTool } from './program-tool.ts';
+
+export { canonicalJson, sha256Hex };
 
 const VERSION = 'ptcfp1';
 /** Claims are a few hundred bytes; anything far longer is not ours and is not worth hashing. */
@@ -15,8 +18,8 @@ export interface FingerprintClaims {
   readonly seed: number;
   readonly clock: number;
   readonly limits: ProgramLimits;
-  /** The tools the program started with: a replay runs with these, whatever a later request sends. */
-  readonly tools: readonly ProgramTool[];
+  /** The tools the program started with: a replay runs with these (their schemas by hash). */
+  readonly tools: readonly SealedTool[];
 }
 
 const Claims = z.strictObject({
@@ -27,27 +30,13 @@ const Claims = z.strictObject({
   limits: z.strictObject(
     Object.fromEntries(Object.keys(LIMIT_DEFINITIONS).map((name) => [name, z.number().int().positive()])) as Record<LimitName, z.ZodNumber>,
   ),
-  tools: z.array(ProgramTool),
+  tools: z.array(SealedTool),
 });
 
 /** The keys a server seals with (the first) and accepts (all of them, for rotation). */
 export type SealingKeys = readonly [Buffer, ...Buffer[]];
 
 export class FingerprintError extends Error {}
-
-export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
-}
-
-/** JSON with object keys sorted at every depth, so equal claims always seal to equal bytes. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([key, inner]) => `${JSON.stringify(key)}:${canonicalJson(inner)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
 
 function mac(key: Buffer, payload: string): Buffer {
   return createHmac('sha256', key).update(`${VERSION}.${payload}`).digest();

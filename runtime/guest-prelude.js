@@ -38,6 +38,7 @@
   const NumberCtor = Number;
   const mathImul = Math.imul;
   const AsyncFunction = (async function () {}).constructor;
+  const FunctionCtor = Function;
   const RealDate = Date;
   const dateToString = Date.prototype.toString;
 
@@ -228,6 +229,74 @@
     return typeof value === 'object' ? 'an object' : 'a ' + typeof value;
   }
 
+  // ---- schema checks: strict parameters and output_schema ---------------------------------
+  // The host compiles each schema with ajv into a standalone validator (a CommonJS module body);
+  // they are evaluated here, before the program runs, with a `require` that knows only the
+  // helper modules the host passes. A program that replaces the built-ins they use can fool
+  // its own checks, never the host's: the host checks arguments again (arguments_invalid).
+  const schemaModules = config.schemaModules === undefined ? { __proto__: null } : config.schemaModules;
+  const loadedModules = { __proto__: null };
+
+  function evaluateModule(source) {
+    const module = { exports: {} };
+    reflectApply(new FunctionCtor('module', 'exports', 'require', source), undefined, [module, module.exports, requireModule]);
+    return module.exports;
+  }
+
+  function requireModule(name) {
+    if (loadedModules[name] === undefined) {
+      if (typeof schemaModules[name] !== 'string') throw new ErrorCtor(`ptc-emulator: a validator required ${name}`);
+      loadedModules[name] = evaluateModule(schemaModules[name]);
+    }
+    return loadedModules[name];
+  }
+
+  const DIGITS = /^[0-9]+$/;
+  const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+  /** `root.a[0].b` for the JSON pointer `/a/0/b` (as runtime/tool-schemas.ts pathOf). */
+  function pathOf(root, pointer) {
+    let path = root;
+    let segment = null;
+    const flush = () => {
+      if (segment === null) return;
+      if (reflectApply(regexpExec, DIGITS, [segment]) !== null) path += '[' + segment + ']';
+      else if (reflectApply(regexpExec, IDENTIFIER, [segment]) !== null) path += '.' + segment;
+      else path += '[' + jsonStringify(segment) + ']';
+    };
+    for (let i = 0; i < pointer.length; i++) {
+      const ch = pointer[i];
+      if (ch === '/') {
+        flush();
+        segment = '';
+      } else if (ch === '~' && (pointer[i + 1] === '0' || pointer[i + 1] === '1')) {
+        segment += pointer[i + 1] === '0' ? '~' : '/';
+        i++;
+      } else {
+        segment += ch;
+      }
+    }
+    flush();
+    return path;
+  }
+
+  /** The first violation of `value`, as a sentence naming the field (as runtime/tool-schemas.ts describeViolation); undefined when it conforms. */
+  function violationOf(validate, value, root) {
+    if (validate(value) === true) return undefined;
+    const error = validate.errors[0];
+    const where = pathOf(root, StringCtor(error.instancePath));
+    const params = error.params;
+    if (error.keyword === 'required') return `${where} is missing the required property '${StringCtor(params.missingProperty)}'`;
+    if (error.keyword === 'additionalProperties') return `${where} has the property '${StringCtor(params.additionalProperty)}', which the schema does not allow`;
+    if (error.keyword === 'enum') return `${where} must be one of ${jsonStringify(params.allowedValues)}`;
+    return `${where} ${error.message === undefined ? 'does not match the schema' : error.message}`;
+  }
+
+  for (const tool of config.tools) {
+    if (tool.checkInput !== undefined) tool.checkInput = evaluateModule(tool.checkInput);
+    if (tool.checkOutput !== undefined) tool.checkOutput = evaluateModule(tool.checkOutput);
+  }
+
   /** What a call sends: a function tool's arguments as JSON (an object), a custom tool's text as it is. */
   function serialiseInput(tool, args) {
     if (tool.text) {
@@ -255,6 +324,11 @@
         argsJson = serialiseInput(tool, args);
         if (argsJson.length > limits.maxArgumentBytes) {
           throw hitLimit('arguments_too_large', `Arguments of tools.${tool.id} exceed ${limits.maxArgumentBytes} bytes`);
+        }
+        if (tool.checkInput !== undefined) {
+          // The JSON the call sends is what is checked, as the host checks it.
+          const violation = violationOf(tool.checkInput, jsonParse(argsJson), 'arguments');
+          if (violation !== undefined) throw new TypeErrorCtor(`tools.${tool.id}: ${violation}`);
         }
         if (nextSeq >= limits.maxCalls) {
           throw hitLimit('call_limit_exceeded', `The program made more than ${limits.maxCalls} tool calls`);
@@ -372,6 +446,11 @@
       call.reject(
         new TypeErrorCtor(`tools.${call.tool.id} declares output_schema but its output is not JSON: ${jsonStringify(truncate(toolOutput, 200))}`),
       );
+      return;
+    }
+    const violation = call.tool.checkOutput === undefined ? undefined : violationOf(call.tool.checkOutput, value, 'output');
+    if (violation !== undefined) {
+      call.reject(new TypeErrorCtor(`tools.${call.tool.id} returned output that does not match its output_schema: ${violation}`));
       return;
     }
     call.resolve(value);

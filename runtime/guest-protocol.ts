@@ -32,7 +32,13 @@ export interface SandboxConfig {
     /** True for a custom tool: the call takes one string, sent as it is. */
     readonly text: boolean;
     readonly parseJson: boolean;
+    /** Strict parameters: a standalone ajv validator (CommonJS module source) run on the arguments before the call leaves. */
+    readonly checkInput?: string;
+    /** output_schema: a standalone ajv validator run on the parsed output before the program receives it. */
+    readonly checkOutput?: string;
   }[];
+  /** The modules validators may `require`, by name, as CommonJS sources (see runtime/tool-schemas.ts). */
+  readonly schemaModules?: Readonly<Record<string, string>>;
   readonly limits: {
     readonly maxCalls: number;
     readonly maxCallsInFlight: number;

@@ -8,6 +8,7 @@ import type { ProgramLimits } from './limits.ts';
 import type { ProgramEvent, ProgramFailure, ProgramStats, RecordedCall, ToolCallOutput, ToolCallRequest } from './program-events.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 import { toolId, type ProgramTool } from './program-tool.ts';
+import { compileToolSchema, GUEST_SCHEMA_MODULES } from './tool-schemas.ts';
 import { toolKeys } from './tool-keys.ts';
 
 const PRELUDE_SOURCE = readFileSync(new URL('./guest-prelude.js', import.meta.url), 'utf8');
@@ -47,19 +48,32 @@ function sandboxTools(tools: readonly ProgramTool[]): SandboxConfig['tools'] {
     ...(tool.namespace === undefined ? {} : { namespaceKeys: topLevel.get(tool.namespace) ?? [tool.namespace] }),
     text: tool.input === 'text',
     parseJson: tool.parseOutputAsJson,
+    ...(tool.parameters ? { checkInput: compileToolSchema(tool.parameters).source } : {}),
+    ...(tool.outputSchema ? { checkOutput: compileToolSchema(tool.outputSchema).source } : {}),
   }));
 }
 
-/** Checks on the host what the isolate already checked: arguments are a JSON object, not absurdly deep. */
-function argumentsObject(argsJson: string): 'ok' | 'not an object' | 'too deep' {
+/**
+ * Checks on the host what the isolate already checked: arguments are a JSON object, not absurdly
+ * deep, and (for strict tools) match the tool's parameters. The isolate's own check runs on
+ * built-ins the program can replace; this one it cannot touch.
+ */
+function argumentsProblem(argsJson: string, tool: ProgramTool): ProgramFailure | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(argsJson);
   } catch {
-    return 'not an object';
+    parsed = undefined;
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return 'not an object';
-  return jsonDepthExceeds(parsed, MAX_JSON_DEPTH) ? 'too deep' : 'ok';
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    return { code: 'runtime_error', message: 'The program reported arguments that are not a JSON object' };
+  }
+  if (jsonDepthExceeds(parsed, MAX_JSON_DEPTH)) {
+    return { code: 'arguments_too_large', message: `Arguments of tools.${toolId(tool)} nest deeper than ${MAX_JSON_DEPTH} levels` };
+  }
+  const violation = tool.parameters && compileToolSchema(tool.parameters).check(parsed, 'arguments');
+  if (violation) return { code: 'arguments_invalid', message: `tools.${toolId(tool)}: ${violation}` };
+  return undefined;
 }
 
 /** A limit the host found crossed before or between calls into the isolate. */
@@ -196,10 +210,12 @@ export class IsolateProgram {
     const install = (await script.run(context, { reference: true, timeout: this.#timeout(started).ms })) as ivm.Reference<
       (configJson: string) => unknown
     >;
+    const tools = sandboxTools(spec.tools);
     const config: SandboxConfig = {
       seed: spec.seed,
       clock: spec.clock,
-      tools: sandboxTools(spec.tools),
+      tools,
+      ...(tools.some((tool) => tool.checkInput !== undefined || tool.checkOutput !== undefined) ? { schemaModules: GUEST_SCHEMA_MODULES } : {}),
       limits: {
         maxCalls: spec.limits.maxCalls,
         maxCallsInFlight: spec.limits.maxCallsInFlight,
@@ -298,11 +314,8 @@ export class IsolateProgram {
       if (Buffer.byteLength(call.args, 'utf8') > limits.maxArgumentBytes) {
         return this.#fail({ code: 'arguments_too_large', message: `Arguments of tools.${call.tool} exceed ${limits.maxArgumentBytes} bytes` });
       }
-      const args = tool.input === 'text' ? 'ok' : argumentsObject(call.args);
-      if (args === 'not an object') return this.#fail({ code: 'runtime_error', message: 'The program reported arguments that are not a JSON object' });
-      if (args === 'too deep') {
-        return this.#fail({ code: 'arguments_too_large', message: `Arguments of tools.${call.tool} nest deeper than ${MAX_JSON_DEPTH} levels` });
-      }
+      const problem = tool.input === 'text' ? undefined : argumentsProblem(call.args, tool);
+      if (problem) return this.#fail(problem);
       requests.push({ seq: call.seq, tool: call.tool, argumentsJson: call.args });
     }
     this.#calls += calls.length;

@@ -74,17 +74,28 @@ export const API_ERRORS = {
     type: 'invalid_request_error',
     description: 'A tool allows the `programmatic` caller but `tools` lacks `{type: "programmatic_tool_calling"}`.',
   },
+  invalid_function_parameters: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'A tool\'s `parameters` or `output_schema` is not a JSON Schema the validator (ajv) can compile.',
+  },
+  tool_definitions_changed: {
+    status: 400,
+    type: 'invalid_request_error',
+    clientLoop: true,
+    description: 'A request resuming a program defines one of the program\'s tools with other `parameters` or `output_schema` than the request that started it, or drops it.',
+  },
   tool_output_missing: {
     status: 400,
     type: 'invalid_request_error',
     clientLoop: true,
-    description: 'Client loop: a function call in the conversation has no `function_call_output`.',
+    description: 'Client loop: a call in the conversation (`function_call`, `custom_tool_call`) has no output.',
   },
   tool_output_unknown_call: {
     status: 400,
     type: 'invalid_request_error',
     clientLoop: true,
-    description: 'Client loop: a `function_call_output` answers a `call_id` that no function call in the conversation has.',
+    description: 'Client loop: an output answers a `call_id` that no call in the conversation has, or a call of another type (a `function_call_output` for a `custom_tool_call`).',
   },
   tool_output_duplicate: {
     status: 400,
@@ -202,6 +213,10 @@ export const PROGRAM_ERRORS = {
   call_limit_exceeded: { description: 'The program made more tool calls than `PTC_MAX_CALLS`.' },
   calls_in_flight_exceeded: { description: 'More than `PTC_MAX_CALLS_IN_FLIGHT` calls were pending at once.' },
   arguments_too_large: { description: 'One call\'s serialised arguments exceed `PTC_MAX_ARGUMENT_BYTES`.' },
+  arguments_invalid: {
+    description:
+      'A call reached the host with arguments that break the tool\'s strict `parameters`, although the isolate checks them first: the program tampered with the built-ins the in-isolate check uses.',
+  },
   tool_output_too_large: { description: 'A tool output delivered to the program exceeds `PTC_MAX_TOOL_OUTPUT_BYTES`.' },
   output_limit_exceeded: { description: 'The text and images emitted exceed `PTC_MAX_OUTPUT_BYTES`.' },
   program_stalled: { description: 'The program awaits a promise that nothing can settle: no tool call is pending.' },

@@ -66,7 +66,7 @@ describe('a fault inside the emulator', () => {
 describe('test coverage of the declared error codes', () => {
   it('exercises every API error code in some test', () => {
     const directory = new URL('./', import.meta.url);
-    const sources = readdirSync(directory)
+    const sources = readdirSync(directory, { recursive: true, encoding: 'utf8' })
       .filter((name) => name.endsWith('.test.ts'))
       .map((name) => readFileSync(new URL(name, directory), 'utf8'))
       .join('\n');

@@ -1,4 +1,5 @@
 import { toolId, type ProgramTool } from '../../runtime/program-tool.ts';
+import { compileToolSchema, ToolSchemaError } from '../../runtime/tool-schemas.ts';
 import type { AllowedCaller, CustomTool, FunctionTool, NamespaceFunction, Tool } from '../../schemas/tools.ts';
 import { ApiError } from '../api-error.ts';
 
@@ -14,6 +15,8 @@ export interface CallableTool {
   readonly kind: ToolKind;
   readonly callers: readonly AllowedCaller[];
   readonly definition: FunctionTool | NamespaceFunction | CustomTool;
+  /** Where it is in the request: `tools[2]`, `tools[3].tools[0]`. */
+  readonly param: string;
 }
 
 /** A tool as the stand-in model sees it. */
@@ -37,13 +40,33 @@ export function callersOf(tool: { allowed_callers?: readonly AllowedCaller[] | n
   return tool.allowed_callers && tool.allowed_callers.length > 0 ? tool.allowed_callers : ['direct'];
 }
 
-function programTool(tool: CallableTool): ProgramTool {
-  const definition = tool.definition;
+/** Compiles a tool's schema now, so that a schema ajv cannot compile is a 400 naming it. */
+function checkedSchema(schema: Readonly<Record<string, unknown>>, toolName: string, param: string): Readonly<Record<string, unknown>> {
+  try {
+    compileToolSchema(schema);
+  } catch (error) {
+    if (!(error instanceof ToolSchemaError)) throw error;
+    throw new ApiError('invalid_function_parameters', `Invalid schema for tool '${toolName}' at ${param}: ${error.message}.`, param);
+  }
+  return schema;
+}
+
+/**
+ * The tool as a program gets it. A function's `parameters` are checked before its calls leave
+ * the isolate unless `strict` is false (it defaults to true in the Responses API); its
+ * `output_schema` makes the program receive the parsed, checked output.
+ */
+function programTool(tool: CallableTool, param: string): ProgramTool {
+  const { definition } = tool;
+  const strictParameters = definition.type === 'function' && definition.parameters != null && definition.strict !== false ? definition.parameters : undefined;
+  const outputSchema = definition.type === 'function' && definition.output_schema != null ? definition.output_schema : undefined;
   return {
     name: tool.name,
     ...(tool.namespace === undefined ? {} : { namespace: tool.namespace }),
     ...(tool.kind === 'custom' ? { input: 'text' as const } : {}),
-    parseOutputAsJson: definition.type === 'function' && definition.output_schema != null,
+    parseOutputAsJson: outputSchema !== undefined,
+    ...(strictParameters ? { parameters: checkedSchema(strictParameters, tool.id, `${param}.parameters`) } : {}),
+    ...(outputSchema ? { outputSchema: checkedSchema(outputSchema, tool.id, `${param}.output_schema`) } : {}),
   };
 }
 
@@ -74,7 +97,7 @@ export function readToolSet(tools: readonly Tool[] = []): ToolSet {
     }
     const id = toolId({ name: definition.name, namespace });
     claimName(id, param);
-    callable.set(id, { id, name: definition.name, ...(namespace === undefined ? {} : { namespace }), kind: definition.type, callers, definition });
+    callable.set(id, { id, name: definition.name, ...(namespace === undefined ? {} : { namespace }), kind: definition.type, callers, definition, param });
   };
 
   for (const [index, tool] of tools.entries()) {
@@ -90,7 +113,7 @@ export function readToolSet(tools: readonly Tool[] = []): ToolSet {
   return {
     programmaticToolCalling,
     tools: callable,
-    programTools: programmaticToolCalling ? all.filter((tool) => tool.callers.includes('programmatic')).map(programTool) : [],
+    programTools: programmaticToolCalling ? all.filter((tool) => tool.callers.includes('programmatic')).map((tool) => programTool(tool, tool.param)) : [],
     summaries: all.map((tool) => ({ name: tool.id, type: tool.kind, callers: tool.callers })),
   };
 }

@@ -4,7 +4,7 @@ import { callIdMatches, FingerprintError, openFingerprint, sealCallId, sealFinge
 import type { ProgramLimits } from '../../runtime/limits.ts';
 import { failureResult, type ProgramEvent, type RecordedCall } from '../../runtime/program-events.ts';
 import { ProgramBusyError, type ProgramEngine, type ResumePath } from '../../runtime/program-runtime.ts';
-import { toolId, type ProgramTool } from '../../runtime/program-tool.ts';
+import { sealTool, toolId, unsealTools, type ProgramTool } from '../../runtime/program-tool.ts';
 import type { ConversationItem, EmittedCustomToolCall, EmittedFunctionCall, EmittedProgramOutput, OutputItem } from '../../schemas/items.ts';
 import type { Knobs } from '../../schemas/knobs.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';
@@ -99,7 +99,7 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
       services.runtime.dispose(thread.program.call_id);
       continue;
     }
-    const { event, path, tools } = await resumeThread(thread, input, services);
+    const { event, path, tools } = await resumeThread(thread, input, turn.toolSet, services);
     const items = eventItems(thread.program.call_id, tools, step(thread.program.call_id, event, path), services);
     output.push(...items);
     const programOutput = items.find((item): item is EmittedProgramOutput => item.type === 'program_output');
@@ -137,7 +137,10 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
     const seed = randomInt(2 ** 32);
     const clock = Date.now();
     const tools = turn.toolSet.programTools;
-    const fingerprint = sealFingerprint({ programCallId, codeSha256: sha256Hex(decision.code), seed, clock, limits: services.limits, tools }, services.sealingKeys[0]);
+    const fingerprint = sealFingerprint(
+      { programCallId, codeSha256: sha256Hex(decision.code), seed, clock, limits: services.limits, tools: tools.map(sealTool) },
+      services.sealingKeys[0],
+    );
     output.push({ type: 'program', id: newId('prog'), call_id: programCallId, code: decision.code, fingerprint });
     const event = await services.runtime.start(programCallId, { code: decision.code, tools, seed, clock, limits: services.limits });
     const items = eventItems(programCallId, tools, step(programCallId, event, 'start'), services);
@@ -223,6 +226,7 @@ function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet
 async function resumeThread(
   thread: ProgramThread,
   input: TurnInput,
+  toolSet: ToolSet,
   services: TurnServices,
 ): Promise<{ event: ProgramEvent; path: ResumePath; tools: readonly ProgramTool[] }> {
   const { program } = thread;
@@ -250,8 +254,17 @@ async function resumeThread(
         stats: { cpuTimeMs: 0, steps: 0, calls: thread.calls.length },
       },
       path: 'replay',
-      tools: claims.tools,
+      tools: [],
     };
+  }
+  // Schemas are sealed by hash: they come from this request's tools, which must define them as before.
+  const tools = unsealTools(claims.tools, toolSet.programTools);
+  if ('changed' in tools) {
+    throw new ApiError(
+      'tool_definitions_changed',
+      `Program ${program.call_id} started with tools.${tools.changed} as the tools of its request defined it; this request defines its parameters or output_schema differently, or not at all. Resend the same tools to resume the program.`,
+      'tools',
+    );
   }
   const recorded: RecordedCall[] = thread.calls.map((call, seq) => {
     const { tool, input: argumentsJson, text } = callInput(call);
@@ -264,9 +277,9 @@ async function resumeThread(
     }
     return { tool, argumentsJson, output: thread.outputs.get(call.call_id) ?? '' };
   });
-  const spec = { code: program.code, tools: claims.tools, seed: claims.seed, clock: claims.clock, limits: claims.limits };
+  const spec = { code: program.code, tools, seed: claims.seed, clock: claims.clock, limits: claims.limits };
   try {
-    return { ...(await services.runtime.resume(program.call_id, spec, recorded)), tools: claims.tools };
+    return { ...(await services.runtime.resume(program.call_id, spec, recorded)), tools };
   } catch (error) {
     if (error instanceof ProgramBusyError) {
       throw new ApiError('program_busy', `Program ${program.call_id} is being resumed by another request; retry once it answers.`);

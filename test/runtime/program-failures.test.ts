@@ -58,8 +58,12 @@ describe('a program that fails ends incomplete with a stable code', () => {
 
   it('covers every program error code the runtime produces', () => {
     // Elsewhere: replay_diverged in test/runtime/replay.test.ts, runtime_crashed in
-    // test/workers.test.ts, program_expired in test/backpressure-and-shutdown.test.ts.
-    const covered = new Set<string>([...FAILURES.map((failure) => failure.code), 'runtime_error', 'replay_diverged', 'runtime_crashed', 'program_expired']);
+    // test/workers.test.ts, program_expired in test/backpressure-and-shutdown.test.ts,
+    // arguments_invalid in test/tools/schemas.test.ts.
+    const covered = new Set<string>([
+      ...FAILURES.map((failure) => failure.code),
+      ...['runtime_error', 'replay_diverged', 'runtime_crashed', 'program_expired', 'arguments_invalid'],
+    ]);
     expect([...Object.keys(PROGRAM_ERRORS)].filter((code) => !covered.has(code))).toEqual([]);
     const limitCodes = Object.values(LIMIT_DEFINITIONS).map((definition) => definition.code);
     expect(limitCodes.filter((code) => !covered.has(code))).toEqual([]);

@@ -1,0 +1,93 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import standalone from 'ajv/dist/standalone/index.js';
+import { canonicalJson, sha256Hex } from './canonical-json.ts';
+
+/**
+ * JSON Schemas of tools (strict `parameters`, `output_schema`) compiled with ajv. Each schema
+ * gives a host validator and the same validator as standalone JavaScript, which the prelude
+ * evaluates inside the isolate so that a program's arguments are checked before its call leaves.
+ */
+
+/** A schema ajv could not compile: the message says why. */
+export class ToolSchemaError extends Error {}
+
+export interface CompiledSchema {
+  /** sha256 of the schema's canonical JSON: what a fingerprint seals. */
+  readonly sha256: string;
+  /** The first violation of `value`, described with `root` as the name of the whole value; undefined when it conforms. */
+  readonly check: (value: unknown, root: string) => string | undefined;
+  /** The validator as a CommonJS module body for the isolate (see GUEST_SCHEMA_MODULES). */
+  readonly source: string;
+}
+
+const require = createRequire(import.meta.url);
+
+/**
+ * The only modules standalone validators may `require`, with their sources, read once from the
+ * installed packages: ajv's helpers for string length and deep equality.
+ */
+export const GUEST_SCHEMA_MODULES: Readonly<Record<string, string>> = Object.fromEntries(
+  ['ajv/dist/runtime/ucs2length', 'ajv/dist/runtime/equal', 'fast-deep-equal'].map((name) => [name, readFileSync(require.resolve(name), 'utf8')]),
+);
+
+const REQUIRE_CALL = /require\("([^"]*)"\)/g;
+const MAX_CACHED = 512;
+const cache = new Map<string, CompiledSchema>();
+
+/** `root.a[0].b` for the JSON pointer `/a/0/b`. */
+export function pathOf(root: string, pointer: string): string {
+  let path = root;
+  for (const raw of pointer.split('/').slice(1)) {
+    const segment = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    path += /^\d+$/.test(segment) ? `[${segment}]` : /^[A-Za-z_$][\w$]*$/.test(segment) ? `.${segment}` : `[${JSON.stringify(segment)}]`;
+  }
+  return path;
+}
+
+/** One ajv error as a sentence naming the field: `arguments.city must be string`. */
+export function describeViolation(error: ErrorObject, root: string): string {
+  const where = pathOf(root, error.instancePath);
+  const params = error.params as Record<string, unknown>;
+  if (error.keyword === 'required') return `${where} is missing the required property '${String(params.missingProperty)}'`;
+  if (error.keyword === 'additionalProperties') return `${where} has the property '${String(params.additionalProperty)}', which the schema does not allow`;
+  if (error.keyword === 'enum') return `${where} must be one of ${JSON.stringify(params.allowedValues)}`;
+  return `${where} ${error.message ?? 'does not match the schema'}`;
+}
+
+function compile(schema: Readonly<Record<string, unknown>>): { validate: ValidateFunction; source: string } {
+  // A fresh instance per schema: ids (`$id`) of one request's schemas never clash with another's.
+  const ajv = new Ajv({ strict: false, allErrors: false, validateFormats: false, code: { source: true, esm: false, lines: false } });
+  const validate = ajv.compile(schema);
+  if ((validate as { $async?: boolean }).$async === true) throw new ToolSchemaError('asynchronous schemas ($async) are not supported');
+  // The CommonJS module's exports are the function itself (its `default` is the same function).
+  const source = (standalone as unknown as typeof standalone.default)(ajv, validate);
+  for (const [, name] of source.matchAll(REQUIRE_CALL)) {
+    if (!(name! in GUEST_SCHEMA_MODULES)) throw new ToolSchemaError(`it needs ${name}, which the emulator does not load into programs`);
+  }
+  return { validate, source };
+}
+
+/** Compiles a tool schema (cached by content). Throws ToolSchemaError when ajv cannot. */
+export function compileToolSchema(schema: Readonly<Record<string, unknown>>): CompiledSchema {
+  const sha256 = sha256Hex(canonicalJson(schema));
+  const cached = cache.get(sha256);
+  if (cached) return cached;
+  let compiled;
+  try {
+    compiled = compile(schema);
+  } catch (error) {
+    if (error instanceof ToolSchemaError) throw error;
+    throw new ToolSchemaError((error as Error).message);
+  }
+  const { validate, source } = compiled;
+  const entry: CompiledSchema = {
+    sha256,
+    source,
+    check: (value, root) => (validate(value) ? undefined : describeViolation(validate.errors![0]!, root)),
+  };
+  if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
+  cache.set(sha256, entry);
+  return entry;
+}
