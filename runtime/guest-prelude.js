@@ -34,6 +34,7 @@
   const regexpExec = RegExp.prototype.exec;
   const objectPrototypeToString = Object.prototype.toString;
   const objectKeys = Object.keys;
+  const hasOwn = Object.hasOwn;
   const arraySort = Array.prototype.sort;
   const NumberCtor = Number;
   const mathImul = Math.imul;
@@ -307,10 +308,20 @@
     if (args === null || typeof args !== 'object' || isArray(args)) {
       throw new TypeErrorCtor(`tools.${tool.id} expects an object of arguments, got ${describeType(args)}`);
     }
-    const argsJson = jsonStringify(args);
+    let argsJson = jsonStringify(args);
     // A toJSON may turn the object into an array, a string or nothing: arguments are an object.
     if (typeof argsJson !== 'string' || argsJson[0] !== '{') {
       throw new TypeErrorCtor(`tools.${tool.id}: arguments must serialise to a JSON object`);
+    }
+    if (tool.nullDefaults !== undefined) {
+      // Fields the call item always carries: absent ones are sent as null, so that the item
+      // resent later gives back exactly these arguments.
+      const filled = jsonParse(argsJson);
+      for (let i = 0; i < tool.nullDefaults.length; i++) {
+        const key = tool.nullDefaults[i];
+        if (!hasOwn(filled, key)) defineProperty(filled, key, { value: null, enumerable: true, writable: true, configurable: true });
+      }
+      argsJson = jsonStringify(filled);
     }
     return argsJson;
   }

@@ -32,6 +32,8 @@ export interface SandboxConfig {
     /** True for a custom tool: the call takes one string, sent as it is. */
     readonly text: boolean;
     readonly parseJson: boolean;
+    /** Arguments set to `null` when absent, so the call sends every field its item carries. */
+    readonly nullDefaults?: readonly string[];
     /** Strict parameters: a standalone ajv validator (CommonJS module source) run on the arguments before the call leaves. */
     readonly checkInput?: string;
     /** output_schema: a standalone ajv validator run on the parsed output before the program receives it. */

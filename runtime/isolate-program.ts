@@ -7,7 +7,7 @@ import { PollResult, type SandboxConfig } from './guest-protocol.ts';
 import type { ProgramLimits } from './limits.ts';
 import type { ProgramEvent, ProgramFailure, ProgramStats, RecordedCall, ToolCallOutput, ToolCallRequest } from './program-events.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
-import { toolId, type ProgramTool } from './program-tool.ts';
+import { takesText, toolId, type ProgramTool } from './program-tool.ts';
 import { compileToolSchema, GUEST_SCHEMA_MODULES } from './tool-schemas.ts';
 import { toolKeys } from './tool-keys.ts';
 
@@ -46,7 +46,8 @@ function sandboxTools(tools: readonly ProgramTool[]): SandboxConfig['tools'] {
     id: toolId(tool),
     keys: tool.namespace === undefined ? (topLevel.get(tool.name) ?? [tool.name]) : (inside.get(tool.namespace)?.get(tool.name) ?? [tool.name]),
     ...(tool.namespace === undefined ? {} : { namespaceKeys: topLevel.get(tool.namespace) ?? [tool.namespace] }),
-    text: tool.input === 'text',
+    text: takesText(tool),
+    ...(tool.nullDefaults ? { nullDefaults: tool.nullDefaults } : {}),
     parseJson: tool.parseOutputAsJson,
     ...(tool.parameters ? { checkInput: compileToolSchema(tool.parameters).source } : {}),
     ...(tool.outputSchema ? { checkOutput: compileToolSchema(tool.outputSchema).source } : {}),
@@ -314,7 +315,7 @@ export class IsolateProgram {
       if (Buffer.byteLength(call.args, 'utf8') > limits.maxArgumentBytes) {
         return this.#fail({ code: 'arguments_too_large', message: `Arguments of tools.${call.tool} exceed ${limits.maxArgumentBytes} bytes` });
       }
-      const problem = tool.input === 'text' ? undefined : argumentsProblem(call.args, tool);
+      const problem = takesText(tool) ? undefined : argumentsProblem(call.args, tool);
       if (problem) return this.#fail(problem);
       requests.push({ seq: call.seq, tool: call.tool, argumentsJson: call.args });
     }

@@ -9,10 +9,16 @@ export const ProgramTool = z.strictObject({
   name: z.string(),
   /** Set for a namespace's tool: the program calls `tools.<namespace>.<name>`. */
   namespace: z.string().optional(),
-  /** What a call takes: an object of arguments (`json`, the default) or one string (`text`: custom tools). */
-  input: z.enum(['json', 'text']).optional(),
-  /** True when the program receives `JSON.parse(output)` (tools that declare `output_schema`). */
+  /**
+   * What a call becomes: a `function_call` (absent), a `custom_tool_call` (a call takes one
+   * string, sent as it is), a `shell_call` or an `apply_patch_call` (a call takes an object, as
+   * a function's arguments).
+   */
+  kind: z.enum(['custom', 'shell', 'apply_patch']).optional(),
+  /** True when the program receives `JSON.parse(output)` (tools that declare `output_schema`, shell, apply_patch). */
   parseOutputAsJson: z.boolean(),
+  /** Arguments a call sends as `null` when the program leaves them out (a shell action's optional fields). */
+  nullDefaults: z.array(z.string()).optional(),
   /** Strict `parameters`: arguments are checked against it before a call leaves the isolate. */
   parameters: JsonSchema.optional(),
   /** `output_schema`: a parsed output is checked against it before the program receives it. */
@@ -26,6 +32,11 @@ export type ProgramTool = z.infer<typeof ProgramTool>;
  */
 export const SealedTool = ProgramTool.omit({ parameters: true, outputSchema: true }).extend({ schemasSha256: z.string().optional() });
 export type SealedTool = z.infer<typeof SealedTool>;
+
+/** True when a call to the tool takes one string rather than an object of arguments. */
+export function takesText(tool: Pick<ProgramTool, 'kind'>): boolean {
+  return tool.kind === 'custom';
+}
 
 /** How calls name a tool: `name`, or `namespace.name` (tool names cannot hold a dot). */
 export function toolId(tool: Pick<ProgramTool, 'name' | 'namespace'>): string {

@@ -37,7 +37,7 @@ export async function runProgram(code: string, options: RunProgramOptions = {}):
   const tools = options.tools ?? {};
   const program = new IsolateProgram({
     code,
-    tools: Object.entries(tools).map(([name, tool]) => ({ name, input: tool.text === true ? 'text' : 'json', parseOutputAsJson: tool.json === true })),
+    tools: Object.entries(tools).map(([name, tool]) => ({ name, ...(tool.text === true ? { kind: 'custom' as const } : {}), parseOutputAsJson: tool.json === true })),
     seed: options.seed ?? randomInt(2 ** 32),
     clock: options.clock ?? Date.now(),
     limits: resolveLimits(options.limits),

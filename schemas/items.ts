@@ -125,6 +125,77 @@ export const CustomToolCallOutputItem = z.strictObject({
 
 export type CustomToolCallOutputItem = z.infer<typeof CustomToolCallOutputItem>;
 
+/** What a shell call runs: the commands, and optional limits (null when the caller set none). */
+export const ShellAction = z.strictObject({
+  commands: z.array(z.string()),
+  timeout_ms: z.number().int().nullish(),
+  max_output_length: z.number().int().nullish(),
+});
+
+const ShellEnvironment = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('local'), skills: z.array(z.looseObject({})).optional() }),
+  z.strictObject({ type: z.literal('container_reference'), container_id: z.string() }),
+]);
+
+export const ShellCallItem = z.strictObject({
+  type: z.literal('shell_call'),
+  id: z.string().nullish(),
+  call_id: z.string().min(1),
+  action: ShellAction,
+  environment: ShellEnvironment.nullish(),
+  caller: Caller.nullish(),
+  status: ItemStatus.nullish(),
+});
+export type ShellCallItem = z.infer<typeof ShellCallItem>;
+
+/** One command's result in a shell_call_output. */
+export const ShellCommandOutput = z.strictObject({
+  stdout: z.string(),
+  stderr: z.string(),
+  outcome: z.discriminatedUnion('type', [
+    z.strictObject({ type: z.literal('exit'), exit_code: z.number().int() }),
+    z.strictObject({ type: z.literal('timeout') }),
+  ]),
+});
+
+export const ShellCallOutputItem = z.strictObject({
+  type: z.literal('shell_call_output'),
+  id: z.string().nullish(),
+  call_id: z.string().min(1),
+  output: z.array(ShellCommandOutput),
+  max_output_length: z.number().int().nullish(),
+  caller: Caller.nullish(),
+  status: ItemStatus.nullish(),
+});
+export type ShellCallOutputItem = z.infer<typeof ShellCallOutputItem>;
+
+/** A file change: create (with a diff of the whole file), update (with a diff), or delete. */
+export const PatchOperation = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('create_file'), path: z.string(), diff: z.string() }),
+  z.strictObject({ type: z.literal('update_file'), path: z.string(), diff: z.string() }),
+  z.strictObject({ type: z.literal('delete_file'), path: z.string() }),
+]);
+
+export const ApplyPatchCallItem = z.strictObject({
+  type: z.literal('apply_patch_call'),
+  id: z.string().nullish(),
+  call_id: z.string().min(1),
+  operation: PatchOperation,
+  status: z.enum(['in_progress', 'completed']),
+  caller: Caller.nullish(),
+});
+export type ApplyPatchCallItem = z.infer<typeof ApplyPatchCallItem>;
+
+export const ApplyPatchCallOutputItem = z.strictObject({
+  type: z.literal('apply_patch_call_output'),
+  id: z.string().nullish(),
+  call_id: z.string().min(1),
+  status: z.enum(['completed', 'failed']),
+  output: z.string().nullish(),
+  caller: Caller.nullish(),
+});
+export type ApplyPatchCallOutputItem = z.infer<typeof ApplyPatchCallOutputItem>;
+
 export const ReasoningItem = z.strictObject({
   type: z.literal('reasoning'),
   id: z.string(),
@@ -151,10 +222,6 @@ const KEPT_ITEM_TYPES = [
   'code_interpreter_call',
   'local_shell_call',
   'local_shell_call_output',
-  'shell_call',
-  'shell_call_output',
-  'apply_patch_call',
-  'apply_patch_call_output',
   'mcp_list_tools',
   'mcp_approval_request',
   'mcp_approval_response',
@@ -170,6 +237,10 @@ export const InputItem = z.discriminatedUnion('type', [
   FunctionCallOutputItem,
   CustomToolCallItem,
   CustomToolCallOutputItem,
+  ShellCallItem,
+  ShellCallOutputItem,
+  ApplyPatchCallItem,
+  ApplyPatchCallOutputItem,
   ReasoningItem,
   ...KEPT_ITEM_TYPES.map((type) => KeptItem.extend({ type: z.literal(type) })),
 ]);
@@ -213,6 +284,27 @@ export const EmittedCustomToolCall = z.strictObject({
 });
 export type EmittedCustomToolCall = z.infer<typeof EmittedCustomToolCall>;
 
+export const EmittedShellCall = z.strictObject({
+  type: z.literal('shell_call'),
+  id: z.string(),
+  call_id: z.string(),
+  action: z.strictObject({ commands: z.array(z.string()), timeout_ms: z.number().int().nullable(), max_output_length: z.number().int().nullable() }),
+  status: z.enum(['in_progress', 'completed']),
+  environment: z.strictObject({ type: z.literal('local') }),
+  caller: Caller.optional(),
+});
+export type EmittedShellCall = z.infer<typeof EmittedShellCall>;
+
+export const EmittedApplyPatchCall = z.strictObject({
+  type: z.literal('apply_patch_call'),
+  id: z.string(),
+  call_id: z.string(),
+  operation: PatchOperation,
+  status: z.enum(['in_progress', 'completed']),
+  caller: Caller.optional(),
+});
+export type EmittedApplyPatchCall = z.infer<typeof EmittedApplyPatchCall>;
+
 export const EmittedProgramOutput = z.strictObject({
   type: z.literal('program_output'),
   id: z.string(),
@@ -250,6 +342,8 @@ export const OutputItem = z.discriminatedUnion('type', [
   EmittedProgram,
   EmittedFunctionCall,
   EmittedCustomToolCall,
+  EmittedShellCall,
+  EmittedApplyPatchCall,
   EmittedProgramOutput,
   EmittedMessage,
   EmittedReasoning,

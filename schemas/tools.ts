@@ -62,13 +62,35 @@ export const NamespaceTool = z.looseObject({
 export type NamespaceTool = z.infer<typeof NamespaceTool>;
 
 /**
+ * The shell tool. With a `local` environment (or none) the client runs the commands: a call
+ * suspends the program with a `shell_call`. A container environment is the hosted shell.
+ */
+export const ShellTool = z.looseObject({
+  type: z.literal('shell'),
+  environment: z
+    .discriminatedUnion('type', [
+      z.looseObject({ type: z.literal('local') }),
+      z.looseObject({ type: z.literal('container_auto') }),
+      z.looseObject({ type: z.literal('container_reference'), container_id: z.string() }),
+    ])
+    .nullish(),
+  allowed_callers: AllowedCallers,
+});
+export type ShellTool = z.infer<typeof ShellTool>;
+
+/** The apply_patch tool: the client applies each file change (`apply_patch_call`). */
+export const ApplyPatchTool = z.looseObject({
+  type: z.literal('apply_patch'),
+  allowed_callers: AllowedCallers,
+});
+export type ApplyPatchTool = z.infer<typeof ApplyPatchTool>;
+
+/**
  * Tool types the SDK knows and the emulator accepts and echoes, but does not run yet
  * (docs/DEVIATIONS.md lists them).
  */
 const ECHOED_TOOL_TYPES = [
   'mcp',
-  'shell',
-  'apply_patch',
   'code_interpreter',
   'local_shell',
   'file_search',
@@ -88,6 +110,8 @@ const NON_FUNCTION_TOOLS = [
   CustomTool,
   ProgrammaticToolCallingTool,
   NamespaceTool,
+  ShellTool,
+  ApplyPatchTool,
   ...ECHOED_TOOL_TYPES.map((type) => EchoedTool.extend({ type: z.literal(type) })),
 ] as const;
 

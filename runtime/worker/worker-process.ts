@@ -16,6 +16,8 @@ const CLOCK_TICKS_PER_SECOND = 100;
  * core for a moment, a runaway isolate takes it for good.
  */
 const IDLE_CPU_WINDOW_MS = 1_000;
+/** How long a worker whose channel broke has to exit by itself before it is killed. */
+const BROKEN_CHANNEL_GRACE_MS = 250;
 
 export type WorkerDeath = 'exit' | 'heartbeat' | 'rss' | 'cpu' | 'deadline';
 
@@ -187,8 +189,13 @@ export class WorkerProcess {
   #send(message: HostMessage): void {
     // With a callback, a channel that closed under the message (a worker dying) is an error
     // passed here, not an unhandled 'error' event.
+    // A worker that exits closes its channel first: wait a moment for its exit, whose code says
+    // more than the broken channel, and kill it only if it is somehow still there.
     const broken = (error: Error | null): void => {
-      if (error) this.kill('exit', 'the IPC channel to the worker broke');
+      if (!error) return;
+      setTimeout(() => {
+        if (this.#alive) this.kill('exit', 'the IPC channel to the worker broke');
+      }, BROKEN_CHANNEL_GRACE_MS).unref();
     };
     try {
       this.#child.send(message, broken);

@@ -1,21 +1,45 @@
 import type {
+  ApplyPatchCallItem,
+  Caller,
+  EmittedApplyPatchCall,
+  EmittedCustomToolCall,
+  EmittedFunctionCall,
+  EmittedShellCall,
+  ApplyPatchCallOutputItem,
+  ContentPart,
   ConversationItem,
   CustomToolCallItem,
   CustomToolCallOutputItem,
   FunctionCallItem,
   FunctionCallOutputItem,
+  ShellCallItem,
+  ShellCallOutputItem,
 } from '../../schemas/items.ts';
+import type { ToolKind } from './tool-set.ts';
 
-/** A call the client executes and answers (of a function tool or of a custom tool), as it is in a conversation. */
-export type ToolCallItem = (FunctionCallItem | CustomToolCallItem) & { id: string };
+/**
+ * Calls the client executes and answers, as they are in a conversation: of a function tool, a
+ * custom tool, the local shell or apply_patch.
+ */
+export type ToolCallItem = (FunctionCallItem | CustomToolCallItem | ShellCallItem | ApplyPatchCallItem) & { id: string };
 /** The client's answer to a ToolCallItem. */
-export type ToolOutputItem = (FunctionCallOutputItem | CustomToolCallOutputItem) & { id: string };
+export type ToolOutputItem = (FunctionCallOutputItem | CustomToolCallOutputItem | ShellCallOutputItem | ApplyPatchCallOutputItem) & { id: string };
 
 /** The output item type that answers each call item type. */
 const OUTPUT_TYPE = {
   function_call: 'function_call_output',
   custom_tool_call: 'custom_tool_call_output',
+  shell_call: 'shell_call_output',
+  apply_patch_call: 'apply_patch_call_output',
 } as const satisfies Record<ToolCallItem['type'], ToolOutputItem['type']>;
+
+/** How messages name each kind of call. */
+const CALL_LABEL = {
+  function_call: 'function call',
+  custom_tool_call: 'custom tool call',
+  shell_call: 'shell call',
+  apply_patch_call: 'apply_patch call',
+} as const satisfies Record<ToolCallItem['type'], string>;
 
 const CALL_TYPES: ReadonlySet<string> = new Set(Object.keys(OUTPUT_TYPE));
 const OUTPUT_TYPES: ReadonlySet<string> = new Set(Object.values(OUTPUT_TYPE));
@@ -32,21 +56,108 @@ export function outputTypeOf(call: ToolCallItem): ToolOutputItem['type'] {
   return OUTPUT_TYPE[call.type];
 }
 
-/** What a call sends, as a program's call is sealed: the tool's id and its input text. */
+/** "function call call_…", "shell call call_…". */
+export function describeCall(call: ToolCallItem): string {
+  return `${CALL_LABEL[call.type]} ${call.call_id}`;
+}
+
+/** What a call sends, as a program's call is sealed and replayed: the tool's id and its input. */
 export interface CallInput {
-  /** `name`, or `namespace.name`. */
+  /** `name`, `namespace.name`, `shell` or `apply_patch`. */
   readonly tool: string;
-  /** A function call's arguments (JSON), or a custom tool call's input as it is. */
+  /** JSON arguments (a function's, a shell action, a patch operation), or a custom tool's input as it is. */
   readonly input: string;
   readonly text: boolean;
 }
 
 export function callInput(call: ToolCallItem): CallInput {
-  const tool = call.namespace === undefined ? call.name : `${call.namespace}.${call.name}`;
-  return call.type === 'custom_tool_call' ? { tool, input: call.input, text: true } : { tool, input: call.arguments, text: false };
+  switch (call.type) {
+    case 'function_call':
+      return { tool: qualifiedName(call), input: call.arguments, text: false };
+    case 'custom_tool_call':
+      return { tool: qualifiedName(call), input: call.input, text: true };
+    case 'shell_call': {
+      // As the program sent it: optional limits it left out were sent as null.
+      const { commands, timeout_ms = null, max_output_length = null } = call.action;
+      return { tool: 'shell', input: JSON.stringify({ commands, timeout_ms, max_output_length }), text: false };
+    }
+    case 'apply_patch_call':
+      return { tool: 'apply_patch', input: JSON.stringify(call.operation), text: false };
+  }
 }
 
-/** How messages name a call: "function call call_…" or "custom tool call call_…". */
-export function describeCall(call: ToolCallItem): string {
-  return `${call.type === 'custom_tool_call' ? 'custom tool call' : 'function call'} ${call.call_id}`;
+function qualifiedName(call: { name: string; namespace?: string | undefined }): string {
+  return call.namespace === undefined ? call.name : `${call.namespace}.${call.name}`;
+}
+
+/** The text of an output given as a string or as content parts: texts joined, images as links. */
+export function contentText(output: string | readonly ContentPart[]): string {
+  if (typeof output === 'string') return output;
+  return output
+    .map((part) => {
+      switch (part.type) {
+        case 'input_text':
+        case 'output_text':
+          return part.text;
+        case 'input_image':
+          return `![image](${part.image_url ?? part.file_id ?? ''})`;
+        case 'refusal':
+          return part.refusal;
+        default:
+          return '';
+      }
+    })
+    .join('');
+}
+
+/**
+ * What the program receives for an output: a function's or custom tool's text; a shell call's
+ * results and a patch's status as JSON (the program gets them parsed).
+ */
+export function outputForProgram(item: ToolOutputItem): string {
+  switch (item.type) {
+    case 'function_call_output':
+    case 'custom_tool_call_output':
+      return contentText(item.output);
+    case 'shell_call_output':
+      return JSON.stringify(item.output.map(({ stdout, stderr, outcome }) => ({ stdout, stderr, outcome })));
+    case 'apply_patch_call_output':
+      return JSON.stringify({ status: item.status, output: item.output ?? null });
+  }
+}
+
+export type EmittedToolCall = EmittedFunctionCall | EmittedCustomToolCall | EmittedShellCall | EmittedApplyPatchCall;
+
+/** The prefix of each kind of call item's id. */
+export const CALL_ITEM_PREFIX = { function: 'fc', custom: 'ctc', shell: 'sh', apply_patch: 'apc' } as const satisfies Record<ToolKind, string>;
+
+/** A call as the response carries it, from what callInput reads back: the inverse of callInput. */
+export function emittedCall(
+  kind: ToolKind,
+  call: { readonly id: string; readonly callId: string; readonly name: string; readonly namespace?: string | undefined; readonly input: string; readonly caller?: Caller },
+): EmittedToolCall {
+  const caller = call.caller === undefined ? {} : { caller: call.caller };
+  switch (kind) {
+    case 'function':
+    case 'custom': {
+      const common = { id: call.id, call_id: call.callId, name: call.name, ...(call.namespace === undefined ? {} : { namespace: call.namespace }) };
+      return kind === 'custom'
+        ? { type: 'custom_tool_call', ...common, input: call.input, ...caller }
+        : { type: 'function_call', ...common, arguments: call.input, status: 'completed', ...caller };
+    }
+    case 'shell': {
+      const action = JSON.parse(call.input) as { commands: string[]; timeout_ms?: number | null; max_output_length?: number | null };
+      return {
+        type: 'shell_call',
+        id: call.id,
+        call_id: call.callId,
+        action: { commands: action.commands, timeout_ms: action.timeout_ms ?? null, max_output_length: action.max_output_length ?? null },
+        status: 'completed',
+        environment: { type: 'local' },
+        ...caller,
+      };
+    }
+    case 'apply_patch':
+      return { type: 'apply_patch_call', id: call.id, call_id: call.callId, operation: JSON.parse(call.input) as EmittedApplyPatchCall['operation'], status: 'completed', ...caller };
+  }
 }

@@ -1,7 +1,7 @@
 import type { ContentPart, ConversationItem, ProgramItem, ProgramOutputItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import type { ClientChecks } from '../config.ts';
-import { describeCall, isToolCall, isToolOutput, outputTypeOf, type ToolCallItem, type ToolOutputItem } from './call-items.ts';
+import { contentText, describeCall, isToolCall, isToolOutput, outputForProgram, outputTypeOf, type ToolCallItem, type ToolOutputItem } from './call-items.ts';
 
 /** A program in the conversation, with the calls it made and the outputs the client sent. */
 export interface ProgramThread {
@@ -45,28 +45,8 @@ export function locateItem(index: number, inputStart: number): string {
   return index < inputStart ? 'previous_response_id' : `input[${index - inputStart}]`;
 }
 
-/** The text a program receives for an output: strings as they are, content parts joined. */
-export function outputText(output: string | readonly ContentPart[]): string {
-  if (typeof output === 'string') return output;
-  return output
-    .map((part) => {
-      switch (part.type) {
-        case 'input_text':
-        case 'output_text':
-          return part.text;
-        case 'input_image':
-          return `![image](${part.image_url ?? part.file_id ?? ''})`;
-        case 'refusal':
-          return part.refusal;
-        default:
-          return '';
-      }
-    })
-    .join('');
-}
-
 function messageText(content: string | readonly ContentPart[]): string {
-  return typeof content === 'string' ? content : outputText(content.filter((part) => part.type === 'input_text' || part.type === 'output_text'));
+  return typeof content === 'string' ? content : contentText(content.filter((part) => part.type === 'input_text' || part.type === 'output_text'));
 }
 
 function callerLabel(caller: ToolCallItem['caller']): string {
@@ -241,7 +221,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         true,
       );
     }
-    const text = outputText(item.output);
+    const text = outputForProgram(item);
     if (thread) thread.outputs.set(call.call_id, text);
     else if (direct) direct.output = text;
   }

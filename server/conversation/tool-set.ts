@@ -1,12 +1,16 @@
 import { toolId, type ProgramTool } from '../../runtime/program-tool.ts';
 import { compileToolSchema, ToolSchemaError } from '../../runtime/tool-schemas.ts';
-import type { AllowedCaller, CustomTool, FunctionTool, NamespaceFunction, Tool } from '../../schemas/tools.ts';
+import type { AllowedCaller, ApplyPatchTool, CustomTool, FunctionTool, NamespaceFunction, ShellTool, Tool } from '../../schemas/tools.ts';
 import { ApiError } from '../api-error.ts';
+import { APPLY_PATCH_PROGRAM_TOOL, SHELL_PROGRAM_TOOL } from './local-tools.ts';
 
-/** What a call to a tool becomes: a `function_call` or a `custom_tool_call`. */
-export type ToolKind = 'function' | 'custom';
+/** What a call to a tool becomes: a `function_call`, `custom_tool_call`, `shell_call` or `apply_patch_call`. */
+export type ToolKind = 'function' | 'custom' | 'shell' | 'apply_patch';
 
-/** A tool someone can call: a function or custom tool, at the top level or inside a namespace. */
+/**
+ * A tool someone can call: a function or custom tool (at the top level or inside a namespace),
+ * the local shell, or apply_patch.
+ */
 export interface CallableTool {
   /** `name`, or `namespace.name`: how calls and the stand-in name it. */
   readonly id: string;
@@ -14,7 +18,7 @@ export interface CallableTool {
   readonly namespace?: string;
   readonly kind: ToolKind;
   readonly callers: readonly AllowedCaller[];
-  readonly definition: FunctionTool | NamespaceFunction | CustomTool;
+  readonly definition: FunctionTool | NamespaceFunction | CustomTool | ShellTool | ApplyPatchTool;
   /** Where it is in the request: `tools[2]`, `tools[3].tools[0]`. */
   readonly param: string;
 }
@@ -58,12 +62,14 @@ function checkedSchema(schema: Readonly<Record<string, unknown>>, toolName: stri
  */
 function programTool(tool: CallableTool, param: string): ProgramTool {
   const { definition } = tool;
+  if (definition.type === 'shell') return SHELL_PROGRAM_TOOL;
+  if (definition.type === 'apply_patch') return APPLY_PATCH_PROGRAM_TOOL;
   const strictParameters = definition.type === 'function' && definition.parameters != null && definition.strict !== false ? definition.parameters : undefined;
   const outputSchema = definition.type === 'function' && definition.output_schema != null ? definition.output_schema : undefined;
   return {
     name: tool.name,
     ...(tool.namespace === undefined ? {} : { namespace: tool.namespace }),
-    ...(tool.kind === 'custom' ? { input: 'text' as const } : {}),
+    ...(tool.kind === 'custom' ? { kind: 'custom' as const } : {}),
     parseOutputAsJson: outputSchema !== undefined,
     ...(strictParameters ? { parameters: checkedSchema(strictParameters, tool.id, `${param}.parameters`) } : {}),
     ...(outputSchema ? { outputSchema: checkedSchema(outputSchema, tool.id, `${param}.output_schema`) } : {}),
@@ -79,30 +85,34 @@ export function readToolSet(tools: readonly Tool[] = []): ToolSet {
   const callable = new Map<string, CallableTool>();
   const places = new Map<string, string>();
 
-  const claimName = (id: string, param: string): void => {
+  /** `field` is where the tool's name is: `name`, or `type` for the built-in tools named by it. */
+  const claimName = (id: string, param: string, field: 'name' | 'type' = 'name'): void => {
     const earlier = places.get(id);
     if (earlier !== undefined) {
-      throw new ApiError('duplicate_tool_name', `${param} and ${earlier} are both named '${id}'; tool names must be unique.`, `${param}.name`);
+      throw new ApiError('duplicate_tool_name', `${param} and ${earlier} are both named '${id}'; tool names must be unique.`, `${param}.${field}`);
     }
     places.set(id, param);
   };
   const add = (definition: CallableTool['definition'], param: string, namespace?: string): void => {
     const callers = callersOf(definition);
+    // The built-in tools are named by their type.
+    const name = definition.type === 'shell' || definition.type === 'apply_patch' ? definition.type : definition.name;
     if (callers.includes('programmatic') && !programmaticToolCalling) {
       throw new ApiError(
         'programmatic_tool_calling_not_enabled',
-        `${param} ('${definition.name}') allows the programmatic caller, but tools has no {"type": "programmatic_tool_calling"} entry to enable programs.`,
+        `${param} ('${name}') allows the programmatic caller, but tools has no {"type": "programmatic_tool_calling"} entry to enable programs.`,
         `${param}.allowed_callers`,
       );
     }
-    const id = toolId({ name: definition.name, namespace });
-    claimName(id, param);
-    callable.set(id, { id, name: definition.name, ...(namespace === undefined ? {} : { namespace }), kind: definition.type, callers, definition, param });
+    const id = toolId({ name, namespace });
+    claimName(id, param, 'name' in definition ? 'name' : 'type');
+    callable.set(id, { id, name, ...(namespace === undefined ? {} : { namespace }), kind: definition.type, callers, definition, param });
   };
 
   for (const [index, tool] of tools.entries()) {
     const param = `tools[${index}]`;
-    if (tool.type === 'function' || tool.type === 'custom') add(tool, param);
+    if (tool.type === 'function' || tool.type === 'custom' || tool.type === 'apply_patch') add(tool, param);
+    else if (tool.type === 'shell' && (tool.environment == null || tool.environment.type === 'local')) add(tool, param);
     else if (tool.type === 'namespace') {
       claimName(tool.name, param);
       for (const [inner, member] of tool.tools.entries()) add(member, `${param}.tools[${inner}]`, tool.name);

@@ -4,8 +4,9 @@ import { callIdMatches, FingerprintError, openFingerprint, sealCallId, sealFinge
 import type { ProgramLimits } from '../../runtime/limits.ts';
 import { failureResult, type ProgramEvent, type RecordedCall } from '../../runtime/program-events.ts';
 import { ProgramBusyError, type ProgramEngine, type ResumePath } from '../../runtime/program-runtime.ts';
-import { sealTool, toolId, unsealTools, type ProgramTool } from '../../runtime/program-tool.ts';
-import type { ConversationItem, EmittedCustomToolCall, EmittedFunctionCall, EmittedProgramOutput, OutputItem } from '../../schemas/items.ts';
+import { sealTool, takesText, toolId, unsealTools, type ProgramTool } from '../../runtime/program-tool.ts';
+import type { ConversationItem, EmittedProgramOutput, OutputItem } from '../../schemas/items.ts';
+import { compileToolSchema } from '../../runtime/tool-schemas.ts';
 import type { Knobs } from '../../schemas/knobs.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';
 import { ApiError } from '../api-error.ts';
@@ -14,7 +15,8 @@ import { callItemId, newCallId, newId, programOutputId } from '../ids.ts';
 import type { DirectCallDecision, ModelContext, ModelDecision } from '../model/model-decision.ts';
 import type { ModelStandIn } from '../model/stand-in.ts';
 import { locateItem, readConversation, type ConversationState, type ProgramThread } from './client-loop.ts';
-import { callInput } from './call-items.ts';
+import { CALL_ITEM_PREFIX, callInput, describeCall, emittedCall, type EmittedToolCall } from './call-items.ts';
+import { APPLY_PATCH_PROGRAM_TOOL, SHELL_PROGRAM_TOOL } from './local-tools.ts';
 import { readToolSet, type ToolSet } from './tool-set.ts';
 
 const NOTHING_TO_ANSWER =
@@ -105,7 +107,7 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
     const programOutput = items.find((item): item is EmittedProgramOutput => item.type === 'program_output');
     if (programOutput) ended = { code: thread.program.code, output: programOutput };
   }
-  if (output.some((item) => item.type === 'function_call' || item.type === 'custom_tool_call')) return result(output);
+  if (output.some((item) => item.type !== 'program_output')) return result(output);
   if (ended) {
     output.push(...(await afterProgram({ code: ended.code, status: ended.output.status, result: ended.output.result })));
     return result(output);
@@ -177,17 +179,15 @@ async function finalMessage(context: ModelContext, services: TurnServices): Prom
 
 /** A call the stand-in makes itself; `caller` says so when programs are enabled. */
 function directCall(call: DirectCallDecision, toolSet: ToolSet): OutputItem {
-  const callId = newCallId();
-  const common = {
-    call_id: callId,
+  const kind = toolSet.tools.get(toolId(call))?.kind ?? 'function';
+  return emittedCall(kind, {
+    id: newId(CALL_ITEM_PREFIX[kind]),
+    callId: newCallId(),
     name: call.name,
-    ...(call.namespace === undefined ? {} : { namespace: call.namespace }),
+    namespace: call.namespace,
+    input: kind === 'custom' ? (call.input ?? '') : JSON.stringify(call.arguments ?? {}),
     ...(toolSet.programmaticToolCalling ? { caller: { type: 'direct' as const } } : {}),
-  };
-  if (toolSet.tools.get(toolId(call))?.kind === 'custom') {
-    return { type: 'custom_tool_call', id: newId('ctc'), ...common, input: call.input ?? '' };
-  }
-  return { type: 'function_call', id: newId('fc'), ...common, arguments: JSON.stringify(call.arguments ?? {}), status: 'completed' };
+  });
 }
 
 /** Why the stand-in's decision cannot be carried out for this request, if it cannot. */
@@ -211,9 +211,12 @@ function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet
     if (tool.kind === 'custom' && call.arguments !== undefined) {
       return `ptc-emulator: the stand-in gave arguments to the custom tool '${id}', which takes one string of input: give it input instead.`;
     }
-    if (tool.kind === 'function' && call.input !== undefined) {
-      return `ptc-emulator: the stand-in gave input to the function tool '${id}', which takes an object of arguments: give it arguments instead.`;
+    if (tool.kind !== 'custom' && call.input !== undefined) {
+      return `ptc-emulator: the stand-in gave input to the ${tool.kind} tool '${id}', which takes an object of arguments: give it arguments instead.`;
     }
+    const builtIn = tool.kind === 'shell' ? SHELL_PROGRAM_TOOL : tool.kind === 'apply_patch' ? APPLY_PATCH_PROGRAM_TOOL : undefined;
+    const violation = builtIn?.parameters && compileToolSchema(builtIn.parameters).check(call.arguments ?? {}, 'arguments');
+    if (violation) return `ptc-emulator: the stand-in's call of ${id} is not one the client can run: ${violation}.`;
   }
   return undefined;
 }
@@ -271,7 +274,7 @@ async function resumeThread(
     if (!callIdMatches(call.call_id, { programCallId: program.call_id, seq, tool, argumentsJson, text }, services.sealingKeys)) {
       throw new ApiError(
         'program_item_altered',
-        `${call.type === 'custom_tool_call' ? 'Custom tool call' : 'Function call'} ${call.call_id} is not call ${seq} of program ${program.call_id} as the program made it: its name, namespace, ${text ? 'input' : 'arguments'} or call_id were changed, or the program's calls were dropped, reordered or forged. Resend call items unchanged and in order.`,
+        `The ${describeCall(call)} is not call ${seq} of program ${program.call_id} as the program made it: its name, namespace, ${text ? 'input' : 'arguments'} or call_id were changed, or the program's calls were dropped, reordered or forged. Resend call items unchanged and in order.`,
         locateItem(input.history.indexOf(call as ConversationItem), input.inputStart),
       );
     }
@@ -288,29 +291,22 @@ async function resumeThread(
   }
 }
 
-/** The items a program step adds to the response: its calls (of function or custom tools), or its program_output. */
-function eventItems(
-  programCallId: string,
-  tools: readonly ProgramTool[],
-  event: ProgramEvent,
-  services: TurnServices,
-): (EmittedFunctionCall | EmittedCustomToolCall | EmittedProgramOutput)[] {
+/** The items a program step adds to the response: its calls, or its program_output. */
+function eventItems(programCallId: string, tools: readonly ProgramTool[], event: ProgramEvent, services: TurnServices): (EmittedToolCall | EmittedProgramOutput)[] {
   if (event.type === 'paused') {
     return event.calls.map((call) => {
       const tool = tools.find((candidate) => toolId(candidate) === call.tool);
       if (!tool) throw new Error(`program ${programCallId} called tools.${call.tool}, which it was not given`);
-      const text = tool.input === 'text';
-      const callId = sealCallId(services.sealingKeys[0], { programCallId, seq: call.seq, tool: call.tool, argumentsJson: call.argumentsJson, text });
-      const common = {
-        id: callItemId(callId, text ? 'ctc' : 'fc'),
-        call_id: callId,
+      const kind = tool.kind ?? 'function';
+      const callId = sealCallId(services.sealingKeys[0], { programCallId, seq: call.seq, tool: call.tool, argumentsJson: call.argumentsJson, text: takesText(tool) });
+      return emittedCall(kind, {
+        id: callItemId(callId, CALL_ITEM_PREFIX[kind]),
+        callId,
         name: tool.name,
-        ...(tool.namespace === undefined ? {} : { namespace: tool.namespace }),
-      };
-      const caller = { type: 'program' as const, caller_id: programCallId };
-      return text
-        ? { type: 'custom_tool_call' as const, ...common, input: call.argumentsJson, caller }
-        : { type: 'function_call' as const, ...common, arguments: call.argumentsJson, status: 'completed' as const, caller };
+        namespace: tool.namespace,
+        input: call.argumentsJson,
+        caller: { type: 'program', caller_id: programCallId },
+      });
     });
   }
   return [

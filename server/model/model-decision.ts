@@ -13,8 +13,8 @@ export interface ModelContext {
   readonly turn: number;
   readonly instructions: string | null;
   readonly metadata: Readonly<Record<string, string>>;
-  /** Function and custom tools of the request (a namespace's as `namespace.name`) and who may call them. */
-  readonly tools: readonly { readonly name: string; readonly type: 'function' | 'custom'; readonly callers: readonly AllowedCaller[] }[];
+  /** Tools of the request the model or a program can call (a namespace's as `namespace.name`), and who may call them. */
+  readonly tools: readonly { readonly name: string; readonly type: 'function' | 'custom' | 'shell' | 'apply_patch'; readonly callers: readonly AllowedCaller[] }[];
   /** True when the request enables programs (`{type: "programmatic_tool_calling"}`). */
   readonly programmaticToolCalling: boolean;
   /** In `after_program`: the program that ended. */

@@ -51,6 +51,11 @@ function itemEvents(item: OutputItem, output_index: number, chunks: Chunker): Un
         events.push({ type: 'response.reasoning_summary_part.done', ...base, part });
       }
       break;
+    case 'shell_call':
+    case 'apply_patch_call':
+      // Whole items: the SDK has no delta events for them.
+      events.push({ type: 'response.output_item.added', output_index, item: { ...item, status: 'in_progress' } });
+      break;
     case 'program':
     case 'program_output':
       // Programs travel whole: the SDK has no delta events for them.

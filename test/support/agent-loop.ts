@@ -1,6 +1,13 @@
 import type OpenAI from 'openai';
 import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
-import type { Response, ResponseCreateParamsNonStreaming, ResponseInputItem } from 'openai/resources/responses/responses';
+import type {
+  Response,
+  ResponseApplyPatchToolCall,
+  ResponseCreateParamsNonStreaming,
+  ResponseFunctionShellCallOutputContent,
+  ResponseFunctionShellToolCall,
+  ResponseInputItem,
+} from 'openai/resources/responses/responses';
 import { expect } from 'vitest';
 
 /** What the client runs for each kind of call it owns; a missing handler fails the loop. */
@@ -9,6 +16,10 @@ export interface ClientHandlers {
   readonly functions?: Readonly<Record<string, (args: any) => unknown>>;
   /** Custom tools by `name`, or `namespace.name`: free-form input in, text out. */
   readonly custom?: Readonly<Record<string, (input: string) => string>>;
+  /** The local shell: one result per command. */
+  readonly shell?: (action: ResponseFunctionShellToolCall['action']) => ResponseFunctionShellCallOutputContent[] | Promise<ResponseFunctionShellCallOutputContent[]>;
+  /** apply_patch: the file change, applied or refused. */
+  readonly applyPatch?: (operation: ResponseApplyPatchToolCall['operation']) => { status: 'completed' | 'failed'; output?: string } | Promise<{ status: 'completed' | 'failed'; output?: string }>;
 }
 
 export interface LoopOptions {
@@ -66,6 +77,13 @@ export async function agentLoop(client: OpenAI, params: ResponseCreateParamsNonS
         const run = handlers.custom?.[qualified(item)];
         if (!run) throw new Error(`no client handler for custom tool ${qualified(item)}`);
         outputs.push({ type: 'custom_tool_call_output', call_id: item.call_id, output: run(item.input), caller: item.caller ?? null });
+      } else if (item.type === 'shell_call') {
+        if (!handlers.shell) throw new Error('no client handler for the shell');
+        outputs.push({ type: 'shell_call_output', call_id: item.call_id, output: await handlers.shell(item.action), caller: item.caller ?? null });
+      } else if (item.type === 'apply_patch_call') {
+        if (!handlers.applyPatch) throw new Error('no client handler for apply_patch');
+        const { status, output } = await handlers.applyPatch(item.operation);
+        outputs.push({ type: 'apply_patch_call_output', call_id: item.call_id, status, ...(output === undefined ? {} : { output }), caller: item.caller ?? null });
       }
     }
     sent.push(...outputs);

@@ -322,10 +322,6 @@ export const KEPT_ITEM_TYPES = [
   'code_interpreter_call',
   'local_shell_call',
   'local_shell_call_output',
-  'shell_call',
-  'shell_call_output',
-  'apply_patch_call',
-  'apply_patch_call_output',
   'mcp_list_tools',
   'mcp_approval_request',
   'mcp_approval_response',
@@ -386,7 +382,9 @@ const echoedTool: fc.Arbitrary<ToolDraft> = fc.constantFrom(...ECHOED_TOOLS).map
 export const tools: fc.Arbitrary<Tree[]> = fc
   .tuple(fc.array(fc.oneof(functionTool, functionTool, customTool, namespaceTool, echoedTool), { maxLength: 5 }), fc.boolean(), identifier)
   .map(([drafts, ptc, base]) => {
-    const list: Tree[] = drafts.map(({ tool }, index) => (tool['name'] === '' ? { ...tool, name: `${base}_${index}` } : tool));
+    // Built-in tools are named by their type: one each.
+    const unique = drafts.filter(({ tool }, index) => 'name' in tool || drafts.findIndex((other) => other.tool['type'] === tool['type'] && !('name' in other.tool)) === index);
+    const list: Tree[] = unique.map(({ tool }, index) => (tool['name'] === '' ? { ...tool, name: `${base}_${index}` } : tool));
     if (ptc || drafts.some((draft) => draft.programmatic)) list.push({ type: 'programmatic_tool_calling' });
     return list;
   });
@@ -443,6 +441,16 @@ const customCall: fc.Arbitrary<Segment_> = fc
     { type: 'custom_tool_call_output', call_id: `ccall_${tag}`, output },
   ]);
 
+/** A direct shell call and apply_patch call with their outputs, as a client loop resends them. */
+const shellAndPatch: fc.Arbitrary<Segment_> = fc
+  .record({ commands: fc.array(text, { minLength: 1, maxLength: 3 }), stdout: text, path: text, diff: text, failed: fc.boolean() })
+  .map(({ commands, stdout, path, diff, failed }) => (tag): Tree[] => [
+    { type: 'shell_call', id: `sh_${tag}`, call_id: `shcall_${tag}`, action: { commands, timeout_ms: null, max_output_length: 100 }, status: 'completed', environment: { type: 'local' } },
+    { type: 'shell_call_output', call_id: `shcall_${tag}`, output: commands.map(() => ({ stdout, stderr: '', outcome: { type: 'exit', exit_code: 0 } })) },
+    { type: 'apply_patch_call', id: `apc_${tag}`, call_id: `apcall_${tag}`, operation: { type: 'update_file', path, diff }, status: 'completed' },
+    { type: 'apply_patch_call_output', call_id: `apcall_${tag}`, status: failed ? 'failed' : 'completed', output: stdout },
+  ]);
+
 /** A program that has ended (program_output present): its fingerprint is never opened, so any string does. */
 const closedProgram: fc.Arbitrary<Segment_> = fc
   .record({ code: text, fingerprint: text, calls: fc.array(fc.tuple(identifier, text), { maxLength: 3 }), result: text, status: fc.constantFrom('completed', 'incomplete') })
@@ -462,7 +470,7 @@ const keptItem: fc.Arbitrary<Segment_> = fc
   .map(([type, extra]) => (tag) => [{ ...extra, type, id: `kept_${tag}` }]);
 
 export const conversation: fc.Arbitrary<Tree[]> = fc
-  .array(fc.oneof({ weight: 4, arbitrary: userMessage }, assistantMessage, reasoning, { weight: 2, arbitrary: directCall }, customCall, { weight: 2, arbitrary: closedProgram }, keptItem), {
+  .array(fc.oneof({ weight: 4, arbitrary: userMessage }, assistantMessage, reasoning, { weight: 2, arbitrary: directCall }, customCall, shellAndPatch, { weight: 2, arbitrary: closedProgram }, keptItem), {
     minLength: 1,
     maxLength: 7,
   })

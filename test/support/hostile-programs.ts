@@ -564,7 +564,8 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   },
   {
     name: '[was a process killer] resizable ArrayBuffers reserving 4 GiB each: maxByteLength is ignored, the heap limit ends it',
-    code: 'const a = []; for (;;) a.push(new ArrayBuffer(1, { maxByteLength: 2 ** 32 }))',
+    // Each buffer comes with 8 KiB of heap, so the heap fills in a few ms: a loaded machine still hits the heap limit before the step's wall time.
+    code: 'const a = []; for (;;) a.push(new ArrayBuffer(1, { maxByteLength: 2 ** 32 }), new Array(1024).fill(0.5))',
     outcome: MEMORY,
     harm: 'crash',
   },

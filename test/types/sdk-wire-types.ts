@@ -17,7 +17,9 @@ import type {
 } from 'openai/resources/responses/responses';
 import type { Model } from 'openai/resources/models';
 import type {
+  EmittedApplyPatchCall,
   EmittedCustomToolCall,
+  EmittedShellCall,
   EmittedFunctionCall,
   EmittedMessage,
   EmittedProgram,
@@ -42,6 +44,8 @@ assertTrue<IsAssignable<EmittedProgram, ResponseOutputItem.Program>>();
 assertTrue<IsAssignable<EmittedProgramOutput, ResponseOutputItem.ProgramOutput>>();
 assertTrue<IsAssignable<EmittedFunctionCall, Extract<ResponseItem, { type: 'function_call' }>>>();
 assertTrue<IsAssignable<EmittedCustomToolCall, Extract<ResponseOutputItem, { type: 'custom_tool_call' }>>>();
+assertTrue<IsAssignable<EmittedShellCall, Extract<ResponseOutputItem, { type: 'shell_call' }>>>();
+assertTrue<IsAssignable<EmittedApplyPatchCall, Extract<ResponseOutputItem, { type: 'apply_patch_call' }>>>();
 assertTrue<IsAssignable<EmittedMessage, Extract<ResponseOutputItem, { type: 'message' }>>>();
 assertTrue<IsAssignable<EmittedReasoning, Extract<ResponseOutputItem, { type: 'reasoning' }>>>();
 

@@ -1,0 +1,54 @@
+import type { ProgramTool } from '../../runtime/program-tool.ts';
+
+/**
+ * The client-owned built-in tools a program can call, `tools.shell(action)` and
+ * `tools.apply_patch(operation)`: what their arguments must be (checked in the isolate, as a
+ * strict function's are) and what the program gets back (parsed JSON).
+ */
+
+/** `tools.shell({commands, timeout_ms?, max_output_length?})`: the action of a `shell_call`. */
+const SHELL_ACTION_SCHEMA = {
+  type: 'object',
+  properties: {
+    commands: { type: 'array', items: { type: 'string' }, minItems: 1 },
+    timeout_ms: { type: ['integer', 'null'], minimum: 0 },
+    max_output_length: { type: ['integer', 'null'], minimum: 0 },
+  },
+  required: ['commands'],
+  additionalProperties: false,
+} as const;
+
+/** `tools.apply_patch({type, path, diff?})`: the operation of an `apply_patch_call` (a diff for all but delete_file). */
+const PATCH_OPERATION_SCHEMA = {
+  // In order: the shape first, so that a wrong `type` is named before a missing diff.
+  allOf: [
+    {
+      type: 'object',
+      properties: {
+        type: { enum: ['create_file', 'update_file', 'delete_file'] },
+        path: { type: 'string', minLength: 1 },
+        diff: { type: 'string' },
+      },
+      required: ['type', 'path'],
+      additionalProperties: false,
+    },
+    { if: { properties: { type: { const: 'delete_file' } } }, then: { maxProperties: 2 }, else: { required: ['diff'] } },
+  ],
+} as const;
+
+/** The local shell as a program sees it: it receives `[{stdout, stderr, outcome}]`, one per command. */
+export const SHELL_PROGRAM_TOOL: ProgramTool = {
+  name: 'shell',
+  kind: 'shell',
+  parseOutputAsJson: true,
+  parameters: SHELL_ACTION_SCHEMA,
+  nullDefaults: ['timeout_ms', 'max_output_length'],
+};
+
+/** apply_patch as a program sees it: it receives `{status: "completed" | "failed", output}`. */
+export const APPLY_PATCH_PROGRAM_TOOL: ProgramTool = {
+  name: 'apply_patch',
+  kind: 'apply_patch',
+  parseOutputAsJson: true,
+  parameters: PATCH_OPERATION_SCHEMA,
+};
