@@ -442,10 +442,15 @@
   }
 
   /** Settles one pending call with its output: the string, or its parsed JSON for output_schema tools. */
-  function deliverOne(seq, toolOutput) {
+  function deliverOne(seq, toolOutput, error) {
     const call = reflectApply(mapGet, pending, [seq]);
     if (call === undefined) return;
     reflectApply(mapDelete, pending, [seq]);
+    if (typeof error === 'string') {
+      // The call failed (an MCP tool's error, a denied approval): the program sees an Error.
+      call.reject(new ErrorCtor(error));
+      return;
+    }
     if (!call.tool.parseJson) {
       call.resolve(toolOutput);
       return;
@@ -468,7 +473,7 @@
   }
 
   function deliver(outputs) {
-    for (let i = 0; i < outputs.length; i++) deliverOne(outputs[i].seq, outputs[i].output);
+    for (let i = 0; i < outputs.length; i++) deliverOne(outputs[i].seq, outputs[i].output, outputs[i].error);
   }
 
   /** JSON with keys sorted at every depth: arguments that differ only in key order or spacing are equal. */
@@ -556,7 +561,7 @@
               mismatch = `call ${seq}, tools.${call.tool}(${truncate(call.args, 200)}), where the recorded run made tools.${expected.tool}(${truncate(expected.args, 200)})`;
               return;
             }
-            deliverOne(seq, expected.output);
+            deliverOne(seq, expected.output, expected.error);
           },
         ]);
         if (mismatch !== '') return diverge(`The replay diverged at ${mismatch}. Did an earlier tool output change since the program first received it?`);

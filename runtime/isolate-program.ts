@@ -5,7 +5,7 @@ import ivm from 'isolated-vm';
 import type { ProgramErrorCode } from '../schemas/error-codes.ts';
 import { PollResult, type SandboxConfig } from './guest-protocol.ts';
 import type { ProgramLimits } from './limits.ts';
-import type { ProgramEvent, ProgramFailure, ProgramStats, RecordedCall, ToolCallOutput, ToolCallRequest } from './program-events.ts';
+import { answerDigestPart, type ProgramEvent, type ProgramFailure, type ProgramStats, type RecordedCall, type ToolCallOutput, type ToolCallRequest } from './program-events.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 import { takesText, toolId, type ProgramTool } from './program-tool.ts';
 import { compileToolSchema, GUEST_SCHEMA_MODULES } from './tool-schemas.ts';
@@ -16,10 +16,10 @@ const REPLAYING = '{"state":"replaying"}';
 /** Each call throws at most one unhandled rejection; more in a row than this is a fault, not the program. */
 const UNHANDLED_REJECTIONS_BEFORE_FAULT = 8;
 
-/** Adds outputs, length-prefixed so that no two sequences hash alike, to a running digest. */
-function hashOutputs(hash: Hash, outputs: readonly string[]): Hash {
+/** Adds answers, length-prefixed so that no two sequences hash alike, to a running digest. */
+function hashOutputs(hash: Hash, answers: readonly { readonly output: string; readonly error?: string | undefined }[]): Hash {
   // One update of the joined text: a thousand small updates cost more than the hashing.
-  return hash.update(outputs.map((output) => `${output.length}:${output}`).join(''), 'utf8');
+  return hash.update(answers.map(answerDigestPart).join(''), 'utf8');
 }
 
 export interface ProgramSpec {
@@ -132,13 +132,13 @@ export class IsolateProgram {
       this.#steps = 1;
       return this.#fail({ code: 'code_too_large', message: `The program's code exceeds ${limits.maxCodeBytes} bytes` });
     }
-    hashOutputs(this.#received, recorded.map((call) => call.output));
+    hashOutputs(this.#received, recorded);
     // Recorded calls are made and answered inside the isolate; new calls are numbered after them.
     this.#calls = recorded.length;
     return this.#step(async (started) => {
       await this.#boot(started);
       if (recorded.length > 0) {
-        const record = recorded.map((call) => ({ tool: call.tool, args: call.argumentsJson, output: call.output }));
+        const record = recorded.map((call) => ({ tool: call.tool, args: call.argumentsJson, output: call.output, ...(call.error === undefined ? {} : { error: call.error }) }));
         await this.#call('record', JSON.stringify(record), started);
       }
       await this.#call('start', code, started);
@@ -154,7 +154,7 @@ export class IsolateProgram {
     if (this.#finished || this.#calls !== recorded.length || this.#pending.length === 0) return false;
     const answered = recorded.length - this.#pending.length;
     if (this.#pending[0]!.seq !== answered) return false;
-    const earlier = hashOutputs(createHash('sha256'), recorded.slice(0, answered).map((call) => call.output));
+    const earlier = hashOutputs(createHash('sha256'), recorded.slice(0, answered));
     return earlier.digest('base64') === this.#received.copy().digest('base64');
   }
 
@@ -175,7 +175,7 @@ export class IsolateProgram {
       });
     }
     const sorted = [...outputs].sort((left, right) => left.seq - right.seq);
-    hashOutputs(this.#received, sorted.map((output) => output.output));
+    hashOutputs(this.#received, sorted);
     const payload = JSON.stringify(sorted);
     this.#pending = [];
     if (this.#steps > this.#spec.limits.maxResumes) return this.#fail(this.#limitFailure('resume_limit_exceeded'));

@@ -12,12 +12,21 @@ export interface RecordedCall {
   readonly tool: string;
   readonly argumentsJson: string;
   readonly output: string;
+  /** Set when the call failed (an MCP tool's error, a denied approval): the program's call rejects with an Error of this message, and `output` is ignored. */
+  readonly error?: string;
 }
 
 /** The answer to one call, delivered back into the program. */
 export interface ToolCallOutput {
   readonly seq: number;
   readonly output: string;
+  /** As RecordedCall.error. */
+  readonly error?: string;
+}
+
+/** What a call's answer contributes to a program's received-output digest: an output and an error never look alike. */
+export function answerDigestPart(answer: { readonly output: string; readonly error?: string | undefined }): string {
+  return answer.error === undefined ? `o${answer.output.length}:${answer.output}` : `e${answer.error.length}:${answer.error}`;
 }
 
 export interface ProgramStats {

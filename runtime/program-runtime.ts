@@ -93,7 +93,10 @@ export class ProgramRuntime implements ProgramEngine {
     if (entry?.busy) throw new ProgramBusyError(programId);
     if (entry?.program.isPausedAt(recorded)) {
       this.#resumes.warm += 1;
-      const outputs = entry.program.pendingCalls.map((call) => ({ seq: call.seq, output: recorded[call.seq]!.output }));
+      const outputs = entry.program.pendingCalls.map((call) => {
+        const { output, error } = recorded[call.seq]!;
+        return error === undefined ? { seq: call.seq, output } : { seq: call.seq, output, error };
+      });
       entry.busy = true;
       return { event: await this.#settle(programId, entry, entry.program.resume(outputs)), path: 'warm' };
     }

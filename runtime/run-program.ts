@@ -50,8 +50,13 @@ export async function runProgram(code: string, options: RunProgramOptions = {}):
       const outputs = await Promise.all(
         event.calls.map(async (call) => {
           const tool = tools[call.tool]!;
-          const value = await tool.run(tool.text === true ? call.argumentsJson : JSON.parse(call.argumentsJson));
-          return { seq: call.seq, output: typeof value === 'string' ? value : JSON.stringify(value) };
+          try {
+            const value = await tool.run(tool.text === true ? call.argumentsJson : JSON.parse(call.argumentsJson));
+            return { seq: call.seq, output: typeof value === 'string' ? value : JSON.stringify(value) };
+          } catch (error) {
+            // A host tool that throws fails the program's call: it rejects with an Error of this message.
+            return { seq: call.seq, output: '', error: error instanceof Error ? error.message : String(error) };
+          }
         }),
       );
       event = await program.resume(outputs);

@@ -8,7 +8,7 @@ import { ProgramTool } from '../program-tool.ts';
  * sides check every message against these schemas: a worker runs hostile code, and a message
  * of another version is refused, not misread. Bump PROTOCOL_VERSION on any change.
  */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 const v = z.literal(PROTOCOL_VERSION);
 const id = z.number().int().min(0);
 
@@ -22,7 +22,7 @@ const Spec = z.strictObject({
   clock: z.number(),
   limits: Limits,
 });
-const Recorded = z.array(z.strictObject({ tool: z.string(), argumentsJson: z.string(), output: z.string() }));
+const Recorded = z.array(z.strictObject({ tool: z.string(), argumentsJson: z.string(), output: z.string(), error: z.string().optional() }));
 
 export const HostMessage = z.discriminatedUnion('kind', [
   z.strictObject({ v, kind: z.literal('start'), id, programId: z.string(), spec: Spec }),

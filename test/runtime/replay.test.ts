@@ -91,6 +91,30 @@ describe('replay', () => {
     replay.dispose();
   });
 
+  it('rejects a call answered with an error, live, warm and replayed alike, and never mistakes an error for an output', async () => {
+    const code = 'const seen = []; for (const t of ["alpha", "beta"]) { try { seen.push(await tools[t]({})) } catch (e) { seen.push(e.name + ": " + e.message) } } text(seen.join("|"))';
+    const runtime = new ProgramRuntime({ pausedTtlMs: 60_000, maxPausedPrograms: 10, maxPausedHeapBytes: 1e9 });
+    try {
+      const first = await runtime.start('err', spec(code));
+      expect(first).toMatchObject({ type: 'paused' });
+      const failed: RecordedCall = { tool: 'alpha', argumentsJson: '{}', output: '', error: 'denied by the user' };
+      const afterError = await runtime.resume('err', spec(code), [failed]);
+      expect(afterError.path).toBe('warm');
+      const history = [failed, { tool: 'beta', argumentsJson: '{}', output: 'fine' }];
+      const warm = await runtime.resume('err', spec(code), history);
+      const replayed = await runtime.resume('err-cold', spec(code), history);
+      expect([warm.path, replayed.path]).toEqual(['warm', 'replay']);
+      for (const { event } of [warm, replayed]) expect(event).toMatchObject({ type: 'completed', result: 'Error: denied by the user|fine' });
+      // A warm program that got an error for a call is not paused where a history with an output for it leaves it.
+      await runtime.start('err-2', spec(code));
+      await runtime.resume('err-2', spec(code), [failed]);
+      const asOutput = await runtime.resume('err-2', spec(code), [{ ...failed, error: undefined as never, output: 'denied by the user' }, history[1]!]);
+      expect(asOutput.path).toBe('replay');
+    } finally {
+      await runtime.close();
+    }
+  });
+
   it('treats arguments that differ only in key order or spacing as the same call', async () => {
     const replay = new IsolateProgram(spec('await tools.alpha({x: 1, y: [2, {b: 1, a: 2}]}); text("same")'));
     expect(await replay.start([{ tool: 'alpha', argumentsJson: '{ "y": [2, {"a": 2, "b": 1}], "x": 1 }', output: '' }])).toMatchObject({ type: 'completed', result: 'same' });
