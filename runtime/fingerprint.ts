@@ -102,20 +102,22 @@ function callMac(key: Buffer, call: CallIdentity): Buffer | undefined {
 }
 
 /**
- * The call_id of a program's call: `call_` and a MAC over the program, the call's position, its
- * tool and canonical arguments (a custom tool's input as it is). The same call always gets the same id, live or replayed, and a
- * resent call whose name, arguments or position changed no longer matches its id.
+ * The id of a program's call: a prefix (`call_` for a call_id; `mcp_`, `mcpr_`, `ci_` for the
+ * ids of items the emulator answers itself) and a MAC over the program, the call's position,
+ * its tool and canonical arguments (a custom tool's input as it is). The same call always gets
+ * the same id, live or replayed, and a resent call whose name, arguments or position changed
+ * no longer matches its id.
  */
-export function sealCallId(key: Buffer, call: CallIdentity): string {
+export function sealCallId(key: Buffer, call: CallIdentity, prefix = 'call'): string {
   const digest = callMac(key, call);
   if (!digest) throw new TypeError('call arguments must be JSON');
-  return `call_${digest.toString('hex')}`;
+  return `${prefix}_${digest.toString('hex')}`;
 }
 
-/** True when `callId` is what one of `keys` seals for this call. */
-export function callIdMatches(callId: string, call: CallIdentity, keys: readonly Buffer[]): boolean {
-  if (!callId.startsWith('call_')) return false;
-  const given = Buffer.from(callId.slice('call_'.length), 'hex');
+/** True when `callId` is what one of `keys` seals for this call, with this prefix. */
+export function callIdMatches(callId: string, call: CallIdentity, keys: readonly Buffer[], prefix = 'call'): boolean {
+  if (!callId.startsWith(`${prefix}_`)) return false;
+  const given = Buffer.from(callId.slice(prefix.length + 1), 'hex');
   return keys.some((key) => {
     const expected = callMac(key, call);
     return expected !== undefined && sameBytes(given, expected);

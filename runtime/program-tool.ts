@@ -11,10 +11,11 @@ export const ProgramTool = z.strictObject({
   namespace: z.string().optional(),
   /**
    * What a call becomes: a `function_call` (absent), a `custom_tool_call` (a call takes one
-   * string, sent as it is), a `shell_call` or an `apply_patch_call` (a call takes an object, as
-   * a function's arguments).
+   * string, sent as it is), a `shell_call` or an `apply_patch_call` for the client; the server
+   * answers `hosted_shell`, `code_interpreter` and `mcp` calls itself. All but custom tools take
+   * an object, as a function's arguments.
    */
-  kind: z.enum(['custom', 'shell', 'apply_patch']).optional(),
+  kind: z.enum(['custom', 'shell', 'apply_patch', 'hosted_shell', 'code_interpreter', 'mcp']).optional(),
   /** True when the program receives `JSON.parse(output)` (tools that declare `output_schema`, shell, apply_patch). */
   parseOutputAsJson: z.boolean(),
   /** Arguments a call sends as `null` when the program leaves them out (a shell action's optional fields). */

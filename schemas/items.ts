@@ -196,6 +196,79 @@ export const ApplyPatchCallOutputItem = z.strictObject({
 });
 export type ApplyPatchCallOutputItem = z.infer<typeof ApplyPatchCallOutputItem>;
 
+/** What a code interpreter run printed or drew. */
+const CodeInterpreterOutput = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('logs'), logs: z.string() }),
+  z.strictObject({ type: z.literal('image'), url: z.string() }),
+]);
+
+/**
+ * A code interpreter run. `caller` is an extension (the SDK 6.49.0 type has none): the emulator
+ * sets it on runs a program made, and reads it back to find the program.
+ */
+export const CodeInterpreterCallItem = z.strictObject({
+  type: z.literal('code_interpreter_call'),
+  id: z.string(),
+  code: z.string().nullable(),
+  container_id: z.string(),
+  outputs: z.array(CodeInterpreterOutput).nullable(),
+  status: z.enum(['in_progress', 'completed', 'incomplete', 'interpreting', 'failed']),
+  caller: Caller.nullish(),
+});
+export type CodeInterpreterCallItem = z.infer<typeof CodeInterpreterCallItem>;
+
+/** A server's tools as `mcp_list_tools` reports them. */
+export const McpToolListing = z.strictObject({
+  name: z.string(),
+  input_schema: z.unknown(),
+  description: z.string().nullish(),
+  annotations: z.unknown().nullish(),
+});
+
+export const McpListToolsItem = z.strictObject({
+  type: z.literal('mcp_list_tools'),
+  id: z.string(),
+  server_label: z.string(),
+  tools: z.array(McpToolListing),
+  error: z.string().nullish(),
+});
+export type McpListToolsItem = z.infer<typeof McpListToolsItem>;
+
+/** An MCP call the emulator made. `caller` is an extension, as on code_interpreter_call. */
+export const McpCallItem = z.strictObject({
+  type: z.literal('mcp_call'),
+  id: z.string(),
+  server_label: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+  output: z.string().nullish(),
+  error: z.string().nullish(),
+  status: z.enum(['in_progress', 'completed', 'incomplete', 'calling', 'failed']).optional(),
+  approval_request_id: z.string().nullish(),
+  caller: Caller.nullish(),
+});
+export type McpCallItem = z.infer<typeof McpCallItem>;
+
+/** An MCP call waiting for the user's approval. `caller` is an extension, as on mcp_call. */
+export const McpApprovalRequestItem = z.strictObject({
+  type: z.literal('mcp_approval_request'),
+  id: z.string(),
+  server_label: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+  caller: Caller.nullish(),
+});
+export type McpApprovalRequestItem = z.infer<typeof McpApprovalRequestItem>;
+
+export const McpApprovalResponseItem = z.strictObject({
+  type: z.literal('mcp_approval_response'),
+  id: z.string().nullish(),
+  approval_request_id: z.string().min(1),
+  approve: z.boolean(),
+  reason: z.string().nullish(),
+});
+export type McpApprovalResponseItem = z.infer<typeof McpApprovalResponseItem>;
+
 export const ReasoningItem = z.strictObject({
   type: z.literal('reasoning'),
   id: z.string(),
@@ -219,13 +292,8 @@ const KEPT_ITEM_TYPES = [
   'compaction',
   'compaction_trigger',
   'image_generation_call',
-  'code_interpreter_call',
   'local_shell_call',
   'local_shell_call_output',
-  'mcp_list_tools',
-  'mcp_approval_request',
-  'mcp_approval_response',
-  'mcp_call',
 ] as const;
 export const KeptItem = z.looseObject({ type: z.enum(KEPT_ITEM_TYPES), id: z.string().nullish() });
 
@@ -241,6 +309,11 @@ export const InputItem = z.discriminatedUnion('type', [
   ShellCallOutputItem,
   ApplyPatchCallItem,
   ApplyPatchCallOutputItem,
+  CodeInterpreterCallItem,
+  McpListToolsItem,
+  McpCallItem,
+  McpApprovalRequestItem,
+  McpApprovalResponseItem,
   ReasoningItem,
   ...KEPT_ITEM_TYPES.map((type) => KeptItem.extend({ type: z.literal(type) })),
 ]);
@@ -290,10 +363,70 @@ export const EmittedShellCall = z.strictObject({
   call_id: z.string(),
   action: z.strictObject({ commands: z.array(z.string()), timeout_ms: z.number().int().nullable(), max_output_length: z.number().int().nullable() }),
   status: z.enum(['in_progress', 'completed']),
-  environment: z.strictObject({ type: z.literal('local') }),
+  // Local for the client's shell; a container for the hosted shell the emulator stands in for.
+  environment: z.discriminatedUnion('type', [
+    z.strictObject({ type: z.literal('local') }),
+    z.strictObject({ type: z.literal('container_reference'), container_id: z.string() }),
+  ]),
   caller: Caller.optional(),
 });
 export type EmittedShellCall = z.infer<typeof EmittedShellCall>;
+
+/** The hosted shell's results, emitted by the emulator itself. */
+export const EmittedShellCallOutput = z.strictObject({
+  type: z.literal('shell_call_output'),
+  id: z.string(),
+  call_id: z.string(),
+  output: z.array(ShellCommandOutput),
+  max_output_length: z.number().int().nullable(),
+  status: z.enum(['in_progress', 'completed', 'incomplete']),
+  caller: Caller.optional(),
+});
+export type EmittedShellCallOutput = z.infer<typeof EmittedShellCallOutput>;
+
+export const EmittedCodeInterpreterCall = z.strictObject({
+  type: z.literal('code_interpreter_call'),
+  id: z.string(),
+  code: z.string(),
+  container_id: z.string(),
+  outputs: z.array(CodeInterpreterOutput).nullable(),
+  status: z.enum(['in_progress', 'completed', 'failed']),
+  caller: Caller.optional(),
+});
+export type EmittedCodeInterpreterCall = z.infer<typeof EmittedCodeInterpreterCall>;
+
+export const EmittedMcpListTools = z.strictObject({
+  type: z.literal('mcp_list_tools'),
+  id: z.string(),
+  server_label: z.string(),
+  tools: z.array(z.strictObject({ name: z.string(), input_schema: z.unknown(), description: z.string().nullable().optional(), annotations: z.unknown().optional() })),
+  error: z.string().nullable(),
+});
+export type EmittedMcpListTools = z.infer<typeof EmittedMcpListTools>;
+
+export const EmittedMcpCall = z.strictObject({
+  type: z.literal('mcp_call'),
+  id: z.string(),
+  server_label: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+  output: z.string().nullable(),
+  error: z.string().nullable(),
+  status: z.enum(['in_progress', 'completed', 'failed']),
+  approval_request_id: z.string().nullable(),
+  caller: Caller.optional(),
+});
+export type EmittedMcpCall = z.infer<typeof EmittedMcpCall>;
+
+export const EmittedMcpApprovalRequest = z.strictObject({
+  type: z.literal('mcp_approval_request'),
+  id: z.string(),
+  server_label: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+  caller: Caller.optional(),
+});
+export type EmittedMcpApprovalRequest = z.infer<typeof EmittedMcpApprovalRequest>;
 
 export const EmittedApplyPatchCall = z.strictObject({
   type: z.literal('apply_patch_call'),
@@ -343,7 +476,12 @@ export const OutputItem = z.discriminatedUnion('type', [
   EmittedFunctionCall,
   EmittedCustomToolCall,
   EmittedShellCall,
+  EmittedShellCallOutput,
   EmittedApplyPatchCall,
+  EmittedCodeInterpreterCall,
+  EmittedMcpListTools,
+  EmittedMcpCall,
+  EmittedMcpApprovalRequest,
   EmittedProgramOutput,
   EmittedMessage,
   EmittedReasoning,

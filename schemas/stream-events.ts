@@ -50,6 +50,23 @@ export const StreamEvent = z.discriminatedUnion('type', [
     name: EmittedFunctionCall.shape.name,
     arguments: z.string(),
   }),
+  ...(
+    [
+      'response.code_interpreter_call.in_progress',
+      'response.code_interpreter_call.interpreting',
+      'response.code_interpreter_call.completed',
+      'response.mcp_call.in_progress',
+      'response.mcp_call.completed',
+      'response.mcp_call.failed',
+      'response.mcp_list_tools.in_progress',
+      'response.mcp_list_tools.completed',
+      'response.mcp_list_tools.failed',
+    ] as const
+  ).map((type) => z.strictObject({ type: z.literal(type), sequence_number, output_index: z.number().int(), item_id: z.string() })),
+  z.strictObject({ type: z.literal('response.code_interpreter_call_code.delta'), sequence_number, output_index: z.number().int(), item_id: z.string(), delta: z.string() }),
+  z.strictObject({ type: z.literal('response.code_interpreter_call_code.done'), sequence_number, output_index: z.number().int(), item_id: z.string(), code: z.string() }),
+  z.strictObject({ type: z.literal('response.mcp_call_arguments.delta'), sequence_number, output_index: z.number().int(), item_id: z.string(), delta: z.string() }),
+  z.strictObject({ type: z.literal('response.mcp_call_arguments.done'), sequence_number, output_index: z.number().int(), item_id: z.string(), arguments: z.string() }),
   z.strictObject({ type: z.literal('response.custom_tool_call_input.delta'), sequence_number, output_index: z.number().int(), item_id: z.string(), delta: z.string() }),
   z.strictObject({ type: z.literal('response.custom_tool_call_input.done'), sequence_number, output_index: z.number().int(), item_id: z.string(), input: z.string() }),
   z.strictObject({ type: z.literal('response.reasoning_summary_part.added'), sequence_number, output_index: z.number().int(), item_id: z.string(), summary_index: z.number().int(), part: SummaryText }),

@@ -85,13 +85,47 @@ export const ApplyPatchTool = z.looseObject({
 });
 export type ApplyPatchTool = z.infer<typeof ApplyPatchTool>;
 
+/** Tools of an MCP server picked by name, or by the server's read-only hint. */
+const McpToolFilter = z.looseObject({ tool_names: z.array(z.string()).optional(), read_only: z.boolean().optional() });
+
+/**
+ * A remote MCP server: the emulator connects to `server_url` as an MCP client, lists its tools
+ * and calls them itself. `require_approval` (default `always`, as the hosted API) decides which
+ * calls wait for the user's `mcp_approval_response`.
+ */
+export const McpTool = z.looseObject({
+  type: z.literal('mcp'),
+  server_label: z.string().min(1).max(128),
+  server_url: z.string().optional(),
+  connector_id: z.string().optional(),
+  server_description: z.string().optional(),
+  headers: z.record(z.string(), z.string()).nullish(),
+  authorization: z.string().optional(),
+  allowed_tools: z.union([z.array(z.string()), McpToolFilter]).nullish(),
+  require_approval: z
+    .union([z.enum(['always', 'never']), z.looseObject({ always: McpToolFilter.nullish(), never: McpToolFilter.nullish() })])
+    .nullish(),
+  allowed_callers: AllowedCallers,
+  defer_loading: z.boolean().optional(),
+});
+export type McpTool = z.infer<typeof McpTool>;
+
+/**
+ * code_interpreter: emulated, never run. A program's code gets the output a scenario scripts
+ * for it (docs/TOOLS.md).
+ */
+export const CodeInterpreterTool = z.looseObject({
+  type: z.literal('code_interpreter'),
+  container: z.union([z.string(), z.looseObject({ type: z.literal('auto') })]),
+  allowed_callers: AllowedCallers,
+});
+export type CodeInterpreterTool = z.infer<typeof CodeInterpreterTool>;
+
 /**
  * Tool types the SDK knows and the emulator accepts and echoes, but does not run yet
  * (docs/DEVIATIONS.md lists them).
  */
 const ECHOED_TOOL_TYPES = [
-  'mcp',
-  'code_interpreter',
   'local_shell',
   'file_search',
   'web_search',
@@ -112,6 +146,8 @@ const NON_FUNCTION_TOOLS = [
   NamespaceTool,
   ShellTool,
   ApplyPatchTool,
+  McpTool,
+  CodeInterpreterTool,
   ...ECHOED_TOOL_TYPES.map((type) => EchoedTool.extend({ type: z.literal(type) })),
 ] as const;
 

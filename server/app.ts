@@ -16,6 +16,8 @@ import { inlineModel } from './model/inline-model.ts';
 import type { ModelFunction } from './model/model-decision.ts';
 import { loadScenarioFile, parseScenarios, scenarioKnobs, scenarioModel, ScenarioFile } from './model/scenario-model.ts';
 import { ModelStandIn } from './model/stand-in.ts';
+import { HostedTools, type HostedHandlers } from './model/hosted-tools.ts';
+import { McpClients } from './mcp/mcp-client.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerMetricsRoutes } from './routes/metrics.ts';
 import { registerModelRoutes } from './routes/models.ts';
@@ -43,6 +45,8 @@ export interface BuildServerOptions {
   readonly model?: ModelFunction;
   /** Scenario rules, as an object or a file path; overrides `PTC_SCENARIOS`. Validated either way. */
   readonly scenarios?: z.input<typeof ScenarioFile> | string;
+  /** In-process answers for the emulated hosted shell and code_interpreter, asked before the scenario's. */
+  readonly hosted?: HostedHandlers;
   readonly store?: ResponseStore;
   /** pino logger options, or false for none. Default: pino at the configured level. */
   readonly logger?: FastifyServerOptions['logger'];
@@ -211,12 +215,24 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     throw new ApiError('unknown_url', `Invalid URL (${request.method} ${request.url.split('?')[0]}).`);
   });
 
+  // One MCP client for the server's life: connections to each MCP server are kept and reused.
+  const mcp = new McpClients();
+
   registerResponseRoutes(app, {
     store,
     clientChecks: config.clientChecks,
     respond: {
       store,
-      services: { runtime, standIn: new ModelStandIn(chain), sealingKeys, limits: config.limits, programExpiryMs: config.programExpiryMs },
+      services: {
+        runtime,
+        standIn: new ModelStandIn(chain),
+        sealingKeys,
+        limits: config.limits,
+        programExpiryMs: config.programExpiryMs,
+        hosted: new HostedTools(options.hosted, scenarios?.hosted),
+        mcp,
+        mcpTimeoutMs: config.mcpTimeoutMs,
+      },
       scenarioKnobs: scenarios ? scenarioKnobs(scenarios) : () => undefined,
     },
     background,
@@ -233,6 +249,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
 
   app.addHook('onClose', async () => {
     await background.stopAll();
+    await mcp.close();
     await runtime.close();
     await store.close();
   });

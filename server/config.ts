@@ -31,6 +31,10 @@ export const SETTINGS = {
   },
   PTC_BUSY_RETRY_AFTER_MS: { default: '250', description: 'The `retry-after-ms` of a 429 `server_busy`.' },
   PTC_PROGRAM_EXPIRY_MS: { default: '86400000', description: 'A paused program can no longer be resumed this long after it started (`program_expired`).' },
+  PTC_MCP_TIMEOUT_MS: {
+    default: '30000',
+    description: 'How long one MCP operation (listing a server\'s tools, or a call) may take, connecting included; a call past it fails with an error the program receives.',
+  },
   PTC_SHUTDOWN_TIMEOUT_MS: { default: '10000', description: 'On SIGTERM, how long running requests may take to finish before the process exits anyway.' },
   PTC_PAUSED_TTL_MS: { default: '600000', description: 'How long a paused program\'s isolate is kept alive without being resumed; after that it resumes by replay.' },
   PTC_MAX_PAUSED_PROGRAMS: {
@@ -73,6 +77,7 @@ export interface ServerConfig {
   readonly busyRetryAfterMs: number;
   readonly programExpiryMs: number;
   readonly shutdownTimeoutMs: number;
+  readonly mcpTimeoutMs: number;
   readonly pausedTtlMs: number;
   readonly maxPausedPrograms: number;
   readonly maxPausedHeapBytes: number;
@@ -137,6 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     busyRetryAfterMs: integer(env, 'PTC_BUSY_RETRY_AFTER_MS', SETTINGS.PTC_BUSY_RETRY_AFTER_MS.default, 0),
     programExpiryMs: integer(env, 'PTC_PROGRAM_EXPIRY_MS', SETTINGS.PTC_PROGRAM_EXPIRY_MS.default, 1),
     shutdownTimeoutMs: integer(env, 'PTC_SHUTDOWN_TIMEOUT_MS', SETTINGS.PTC_SHUTDOWN_TIMEOUT_MS.default, 0),
+    mcpTimeoutMs: integer(env, 'PTC_MCP_TIMEOUT_MS', SETTINGS.PTC_MCP_TIMEOUT_MS.default, 1),
     pausedTtlMs: integer(env, 'PTC_PAUSED_TTL_MS', SETTINGS.PTC_PAUSED_TTL_MS.default, 1),
     maxPausedPrograms: integer(env, 'PTC_MAX_PAUSED_PROGRAMS', SETTINGS.PTC_MAX_PAUSED_PROGRAMS.default, 0),
     maxPausedHeapBytes: integer(env, 'PTC_MAX_PAUSED_HEAP_MB', SETTINGS.PTC_MAX_PAUSED_HEAP_MB.default, 1) * 1024 * 1024,

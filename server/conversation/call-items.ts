@@ -1,5 +1,8 @@
 import type {
   ApplyPatchCallItem,
+  CodeInterpreterCallItem,
+  McpApprovalRequestItem,
+  McpCallItem,
   Caller,
   EmittedApplyPatchCall,
   EmittedCustomToolCall,
@@ -15,7 +18,7 @@ import type {
   ShellCallItem,
   ShellCallOutputItem,
 } from '../../schemas/items.ts';
-import type { ToolKind } from './tool-set.ts';
+import type { ClientToolKind } from './tool-set.ts';
 
 /**
  * Calls the client executes and answers, as they are in a conversation: of a function tool, a
@@ -24,6 +27,21 @@ import type { ToolKind } from './tool-set.ts';
 export type ToolCallItem = (FunctionCallItem | CustomToolCallItem | ShellCallItem | ApplyPatchCallItem) & { id: string };
 /** The client's answer to a ToolCallItem. */
 export type ToolOutputItem = (FunctionCallOutputItem | CustomToolCallOutputItem | ShellCallOutputItem | ApplyPatchCallOutputItem) & { id: string };
+
+/**
+ * A call a program made that the emulator answers itself, with its answer on the item: a code
+ * interpreter run, an MCP call, or an MCP call waiting for approval.
+ */
+export type ServerCallItem = (CodeInterpreterCallItem | McpCallItem | McpApprovalRequestItem) & { id: string };
+/** Every call of a program, in the order it made them. */
+export type ProgramCallItem = ToolCallItem | ServerCallItem;
+
+/** The prefix of the sealed id that identifies each server-answered item (client calls are identified by their `call_id`). */
+export const SEALED_ID_PREFIX = { code_interpreter_call: 'ci', mcp_call: 'mcp', mcp_approval_request: 'mcpr' } as const satisfies Record<ServerCallItem['type'], string>;
+
+export function isServerCall(item: ConversationItem): item is ServerCallItem {
+  return Object.hasOwn(SEALED_ID_PREFIX, item.type);
+}
 
 /** The output item type that answers each call item type. */
 const OUTPUT_TYPE = {
@@ -56,9 +74,14 @@ export function outputTypeOf(call: ToolCallItem): ToolOutputItem['type'] {
   return OUTPUT_TYPE[call.type];
 }
 
-/** "function call call_…", "shell call call_…". */
-export function describeCall(call: ToolCallItem): string {
-  return `${CALL_LABEL[call.type]} ${call.call_id}`;
+/** "function call call_…", "shell call call_…", "mcp_call mcp_…". */
+export function describeCall(call: ProgramCallItem): string {
+  return 'call_id' in call ? `${CALL_LABEL[call.type]} ${call.call_id}` : `${call.type} ${call.id}`;
+}
+
+/** The id a program's call is sealed under, and that id's prefix. */
+export function sealedIdOf(call: ProgramCallItem): { readonly id: string; readonly prefix: string } {
+  return 'call_id' in call ? { id: call.call_id, prefix: 'call' } : { id: call.id, prefix: SEALED_ID_PREFIX[call.type] };
 }
 
 /** What a call sends, as a program's call is sealed and replayed: the tool's id and its input. */
@@ -70,8 +93,13 @@ export interface CallInput {
   readonly text: boolean;
 }
 
-export function callInput(call: ToolCallItem): CallInput {
+export function callInput(call: ProgramCallItem): CallInput {
   switch (call.type) {
+    case 'code_interpreter_call':
+      return { tool: 'code_interpreter', input: JSON.stringify({ code: call.code ?? '' }), text: false };
+    case 'mcp_call':
+    case 'mcp_approval_request':
+      return { tool: `${call.server_label}.${call.name}`, input: call.arguments, text: false };
     case 'function_call':
       return { tool: qualifiedName(call), input: call.arguments, text: false };
     case 'custom_tool_call':
@@ -129,11 +157,11 @@ export function outputForProgram(item: ToolOutputItem): string {
 export type EmittedToolCall = EmittedFunctionCall | EmittedCustomToolCall | EmittedShellCall | EmittedApplyPatchCall;
 
 /** The prefix of each kind of call item's id. */
-export const CALL_ITEM_PREFIX = { function: 'fc', custom: 'ctc', shell: 'sh', apply_patch: 'apc' } as const satisfies Record<ToolKind, string>;
+export const CALL_ITEM_PREFIX = { function: 'fc', custom: 'ctc', shell: 'sh', apply_patch: 'apc' } as const satisfies Record<ClientToolKind, string>;
 
 /** A call as the response carries it, from what callInput reads back: the inverse of callInput. */
 export function emittedCall(
-  kind: ToolKind,
+  kind: ClientToolKind,
   call: { readonly id: string; readonly callId: string; readonly name: string; readonly namespace?: string | undefined; readonly input: string; readonly caller?: Caller },
 ): EmittedToolCall {
   const caller = call.caller === undefined ? {} : { caller: call.caller };

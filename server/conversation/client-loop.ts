@@ -1,15 +1,30 @@
-import type { ContentPart, ConversationItem, ProgramItem, ProgramOutputItem } from '../../schemas/items.ts';
+import type { ContentPart, ConversationItem, McpApprovalResponseItem, McpCallItem, McpListToolsItem, ProgramItem, ProgramOutputItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import type { ClientChecks } from '../config.ts';
-import { contentText, describeCall, isToolCall, isToolOutput, outputForProgram, outputTypeOf, type ToolCallItem, type ToolOutputItem } from './call-items.ts';
+import {
+  contentText,
+  describeCall,
+  isServerCall,
+  isToolCall,
+  isToolOutput,
+  outputForProgram,
+  outputTypeOf,
+  type ProgramCallItem,
+  type ServerCallItem,
+  type ToolCallItem,
+  type ToolOutputItem,
+} from './call-items.ts';
 
 /** A program in the conversation, with the calls it made and the outputs the client sent. */
 export interface ProgramThread {
   readonly program: ProgramItem;
   readonly index: number;
-  readonly calls: ToolCallItem[];
+  /** Every call it made, in order: calls the client answers and calls the emulator answered. */
+  readonly calls: ProgramCallItem[];
   /** Output text by call_id. */
   readonly outputs: Map<string, string>;
+  /** The mcp_call that carried out an approved request, by the request's id. */
+  readonly approved: Map<string, McpCallItem & { id: string }>;
   closedBy: ProgramOutputItem | undefined;
 }
 
@@ -28,6 +43,10 @@ export type ConversationTail =
 
 export interface ConversationState {
   readonly programs: readonly ProgramThread[];
+  /** The user's answers to MCP approval requests, by the request's id. */
+  readonly approvals: ReadonlyMap<string, McpApprovalResponseItem>;
+  /** The latest tool listing of each MCP server, by server_label. */
+  readonly mcpListings: ReadonlyMap<string, McpListToolsItem>;
   readonly directCalls: readonly DirectCall[];
   readonly lastUserText: string;
   readonly userTurns: number;
@@ -78,6 +97,8 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
   const programs = new Map<string, ProgramThread>();
   const calls = new Map<string, { call: ToolCallItem; index: number }>();
   const directCalls: DirectCall[] = [];
+  const approvals = new Map<string, McpApprovalResponseItem>();
+  const mcpListings = new Map<string, McpListToolsItem>();
   let lastUserText = '';
   let userTurns = 0;
 
@@ -94,7 +115,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         if (programs.has(item.call_id)) {
           throw new ApiError('program_item_altered', `${where}: program ${item.call_id} appears twice in the conversation.`, param);
         }
-        programs.set(item.call_id, { program: item, index, calls: [], outputs: new Map(), closedBy: undefined });
+        programs.set(item.call_id, { program: item, index, calls: [], outputs: new Map(), approved: new Map(), closedBy: undefined });
         break;
       }
       case 'program_output': {
@@ -112,11 +133,29 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         if (!thread.closedBy) thread.closedBy = item;
         break;
       }
+      case 'mcp_approval_response':
+        if (approvals.has(item.approval_request_id)) {
+          throw new ApiError('tool_output_duplicate', `${where}: a second mcp_approval_response for ${item.approval_request_id}; each request takes exactly one.`, param);
+        }
+        approvals.set(item.approval_request_id, item);
+        break;
+      case 'mcp_list_tools':
+        mcpListings.set(item.server_label, item);
+        break;
       default:
         if (isToolCall(item)) readCall(item, index);
         else if (isToolOutput(item)) readOutput(item, index);
+        else if (isServerCall(item)) readServerCall(item, index);
         break;
     }
+  }
+
+  /** A call the emulator answered: one of a program's calls (a direct one needs nothing from the client). */
+  function readServerCall(item: ServerCallItem, index: number): void {
+    if (item.caller?.type !== 'program') return;
+    const thread = programThreadOf(item, item.caller.caller_id, index);
+    if (item.type === 'mcp_call' && item.approval_request_id) thread.approved.set(item.approval_request_id, item);
+    else thread.calls.push(item);
   }
 
   function readCall(item: ToolCallItem, index: number): void {
@@ -130,25 +169,32 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
       directCalls.push({ call: item, output: undefined });
       return;
     }
-    const thread = programs.get(item.caller.caller_id);
-    if (!thread && comesLater(index, 'program', item.caller.caller_id)) {
+    programThreadOf(item, item.caller.caller_id, index).calls.push(item);
+  }
+
+  /** The program that made a call, which must come earlier in the conversation and still be running. */
+  function programThreadOf(item: ProgramCallItem, callerId: string, index: number): ProgramThread {
+    const { where, param } = locate(index);
+    const what = describeCall(item);
+    const thread = programs.get(callerId);
+    if (!thread && comesLater(index, 'program', callerId)) {
       throw new ApiError(
         'items_out_of_order',
-        `${where}: ${what} comes before the program item ${item.caller.caller_id} that made it. Keep items in the order the responses returned them.`,
+        `${where}: ${what} comes before the program item ${callerId} that made it. Keep items in the order the responses returned them.`,
         param,
       );
     }
     if (!thread) {
       throw new ApiError(
         'program_item_missing',
-        `${where}: ${what} was made by program ${item.caller.caller_id}, but that program item is missing from the conversation. With store: false, resend every output item in order, including the program item.`,
+        `${where}: ${what} was made by program ${callerId}, but that program item is missing from the conversation. With store: false, resend every output item in order, including the program item.`,
         locate(index, 'caller.caller_id').param,
       );
     }
     if (thread.closedBy) {
       violation(new ApiError('items_out_of_order', `${where}: ${what} comes after the program_output of its program ${thread.program.call_id}.`, param), true);
     }
-    thread.calls.push(item);
+    return thread;
   }
 
   function readOutput(item: ToolOutputItem, index: number): void {
@@ -226,22 +272,29 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     else if (direct) direct.output = text;
   }
 
-  // Every call of a program still running, and every direct call, needs its output.
+  // Every call of a program still running, and every direct call, needs its output; every
+  // approval request of a running program, the user's answer.
   for (const thread of programs.values()) {
     if (thread.closedBy) continue;
-    const unanswered = thread.calls.find((call) => !thread.outputs.has(call.call_id));
-    if (unanswered) throw missingOutput(unanswered);
+    for (const call of thread.calls) {
+      if ('call_id' in call && !thread.outputs.has(call.call_id)) throw missingOutput(call, `No tool output found for ${describeCall(call)}.`);
+      if (call.type === 'mcp_approval_request' && !thread.approved.has(call.id) && !approvals.has(call.id)) {
+        throw missingOutput(call, `No mcp_approval_response found for mcp_approval_request ${call.id}: approve or deny it to resume the program that made it.`);
+      }
+    }
   }
   const unansweredDirect = directCalls.find((direct) => direct.output === undefined);
-  if (unansweredDirect) throw missingOutput(unansweredDirect.call);
+  if (unansweredDirect) throw missingOutput(unansweredDirect.call, `No tool output found for ${describeCall(unansweredDirect.call)}.`);
 
-  function missingOutput(call: ToolCallItem): ApiError {
+  function missingOutput(call: ProgramCallItem, message: string): ApiError {
     const index = items.indexOf(call as ConversationItem);
-    return new ApiError('tool_output_missing', `No tool output found for ${describeCall(call)}.`, index >= 0 ? locate(index).param : 'input');
+    return new ApiError('tool_output_missing', message, index >= 0 ? locate(index).param : 'input');
   }
 
   return {
     programs: [...programs.values()],
+    approvals,
+    mcpListings,
     directCalls,
     lastUserText,
     userTurns,

@@ -1,9 +1,9 @@
 import type { ProgramTool } from '../../runtime/program-tool.ts';
 
 /**
- * The client-owned built-in tools a program can call, `tools.shell(action)` and
- * `tools.apply_patch(operation)`: what their arguments must be (checked in the isolate, as a
- * strict function's are) and what the program gets back (parsed JSON).
+ * The built-in tools a program can call, `tools.shell(action)`, `tools.apply_patch(operation)`
+ * and `tools.code_interpreter({code})`: what their arguments must be (checked in the isolate, as
+ * a strict function's are) and what the program gets back (parsed JSON).
  */
 
 /** `tools.shell({commands, timeout_ms?, max_output_length?})`: the action of a `shell_call`. */
@@ -51,4 +51,20 @@ export const APPLY_PATCH_PROGRAM_TOOL: ProgramTool = {
   kind: 'apply_patch',
   parseOutputAsJson: true,
   parameters: PATCH_OPERATION_SCHEMA,
+};
+
+/** `tools.code_interpreter({code})`: the code of a `code_interpreter_call`. */
+const CODE_SCHEMA = {
+  type: 'object',
+  properties: { code: { type: 'string', minLength: 1 } },
+  required: ['code'],
+  additionalProperties: false,
+} as const;
+
+/** code_interpreter as a program sees it: it receives the run's outputs, `[{type: "logs", logs} | {type: "image", url}]`. */
+export const CODE_INTERPRETER_PROGRAM_TOOL: ProgramTool = {
+  name: 'code_interpreter',
+  kind: 'code_interpreter',
+  parseOutputAsJson: true,
+  parameters: CODE_SCHEMA,
 };

@@ -1,25 +1,57 @@
 import { toolId, type ProgramTool } from '../../runtime/program-tool.ts';
 import { compileToolSchema, ToolSchemaError } from '../../runtime/tool-schemas.ts';
-import type { AllowedCaller, ApplyPatchTool, CustomTool, FunctionTool, NamespaceFunction, ShellTool, Tool } from '../../schemas/tools.ts';
+import type { McpListToolsItem } from '../../schemas/items.ts';
+import type {
+  AllowedCaller,
+  ApplyPatchTool,
+  CodeInterpreterTool,
+  CustomTool,
+  FunctionTool,
+  McpTool,
+  NamespaceFunction,
+  ShellTool,
+  Tool,
+} from '../../schemas/tools.ts';
 import { ApiError } from '../api-error.ts';
-import { APPLY_PATCH_PROGRAM_TOOL, SHELL_PROGRAM_TOOL } from './local-tools.ts';
+import { APPLY_PATCH_PROGRAM_TOOL, CODE_INTERPRETER_PROGRAM_TOOL, SHELL_PROGRAM_TOOL } from './local-tools.ts';
+import { mcpToolAllowed } from './mcp-policy.ts';
 
-/** What a call to a tool becomes: a `function_call`, `custom_tool_call`, `shell_call` or `apply_patch_call`. */
-export type ToolKind = 'function' | 'custom' | 'shell' | 'apply_patch';
+/**
+ * What a call to a tool becomes: for the client, a `function_call`, `custom_tool_call`,
+ * `shell_call` or `apply_patch_call`; answered by the emulator, a hosted shell call, a
+ * `code_interpreter_call` or an `mcp_call`.
+ */
+export type ToolKind = 'function' | 'custom' | 'shell' | 'apply_patch' | 'hosted_shell' | 'code_interpreter' | 'mcp';
+/** The kinds whose calls go to the client. */
+export type ClientToolKind = Extract<ToolKind, 'function' | 'custom' | 'shell' | 'apply_patch'>;
+
+export function isClientKind(kind: ToolKind): kind is ClientToolKind {
+  return kind === 'function' || kind === 'custom' || kind === 'shell' || kind === 'apply_patch';
+}
 
 /**
  * A tool someone can call: a function or custom tool (at the top level or inside a namespace),
- * the local shell, or apply_patch.
+ * the shell, apply_patch, code_interpreter, or a tool of an MCP server (once listed).
  */
 export interface CallableTool {
-  /** `name`, or `namespace.name`: how calls and the stand-in name it. */
+  /** `name`, or `namespace.name` (an MCP tool: `server_label.name`): how calls and the stand-in name it. */
   readonly id: string;
   readonly name: string;
   readonly namespace?: string;
   readonly kind: ToolKind;
   readonly callers: readonly AllowedCaller[];
-  readonly definition: FunctionTool | NamespaceFunction | CustomTool | ShellTool | ApplyPatchTool;
+  readonly definition: FunctionTool | NamespaceFunction | CustomTool | ShellTool | ApplyPatchTool | CodeInterpreterTool | McpTool;
   /** Where it is in the request: `tools[2]`, `tools[3].tools[0]`. */
+  readonly param: string;
+  /** An MCP tool's annotations from its server's listing (`readOnlyHint` matters to the policies). */
+  readonly annotations?: unknown;
+}
+
+/** An MCP server of the request, by `server_label`. */
+export interface McpServer {
+  readonly label: string;
+  readonly definition: McpTool;
+  readonly callers: readonly AllowedCaller[];
   readonly param: string;
 }
 
@@ -33,12 +65,20 @@ export interface ToolSummary {
 /** The request's tools, read once: who may call what, and what a program gets on `tools`. */
 export interface ToolSet {
   readonly programmaticToolCalling: boolean;
-  /** Every callable tool by id, in request order. */
+  /** Every callable tool by id, in request order (an MCP server's once its listing is known). */
   readonly tools: ReadonlyMap<string, CallableTool>;
   /** The tools a program may call, in request order. */
   readonly programTools: readonly ProgramTool[];
   readonly summaries: readonly ToolSummary[];
+  readonly mcpServers: ReadonlyMap<string, McpServer>;
+  /** The hosted shell's container, when the request has the hosted shell. */
+  readonly hostedShellContainer?: string;
+  /** code_interpreter's container, when the request has it. */
+  readonly codeInterpreterContainer?: string;
 }
+
+/** The container id items carry when the request lets the emulator pick one (`container_auto`). */
+export const EMULATED_CONTAINER_ID = 'cntr_ptc_emulated';
 
 export function callersOf(tool: { allowed_callers?: readonly AllowedCaller[] | null | undefined }): readonly AllowedCaller[] {
   return tool.allowed_callers && tool.allowed_callers.length > 0 ? tool.allowed_callers : ['direct'];
@@ -60,43 +100,75 @@ function checkedSchema(schema: Readonly<Record<string, unknown>>, toolName: stri
  * the isolate unless `strict` is false (it defaults to true in the Responses API); its
  * `output_schema` makes the program receive the parsed, checked output.
  */
-function programTool(tool: CallableTool, param: string): ProgramTool {
+function programTool(tool: CallableTool): ProgramTool {
   const { definition } = tool;
-  if (definition.type === 'shell') return SHELL_PROGRAM_TOOL;
-  if (definition.type === 'apply_patch') return APPLY_PATCH_PROGRAM_TOOL;
-  const strictParameters = definition.type === 'function' && definition.parameters != null && definition.strict !== false ? definition.parameters : undefined;
-  const outputSchema = definition.type === 'function' && definition.output_schema != null ? definition.output_schema : undefined;
+  switch (tool.kind) {
+    case 'shell':
+      return SHELL_PROGRAM_TOOL;
+    case 'hosted_shell':
+      return { ...SHELL_PROGRAM_TOOL, kind: 'hosted_shell' };
+    case 'apply_patch':
+      return APPLY_PATCH_PROGRAM_TOOL;
+    case 'code_interpreter':
+      return CODE_INTERPRETER_PROGRAM_TOOL;
+    case 'mcp':
+      return { name: tool.name, namespace: tool.namespace!, kind: 'mcp', parseOutputAsJson: false };
+    case 'custom':
+      return { name: tool.name, ...(tool.namespace === undefined ? {} : { namespace: tool.namespace }), kind: 'custom', parseOutputAsJson: false };
+    case 'function': {
+      if (definition.type !== 'function') throw new TypeError('a function tool without its definition');
+      const strictParameters = definition.parameters != null && definition.strict !== false ? definition.parameters : undefined;
+      const outputSchema = definition.output_schema ?? undefined;
+      return {
+        name: tool.name,
+        ...(tool.namespace === undefined ? {} : { namespace: tool.namespace }),
+        parseOutputAsJson: outputSchema !== undefined,
+        ...(strictParameters ? { parameters: checkedSchema(strictParameters, tool.id, `${tool.param}.parameters`) } : {}),
+        ...(outputSchema ? { outputSchema: checkedSchema(outputSchema, tool.id, `${tool.param}.output_schema`) } : {}),
+      };
+    }
+  }
+}
+
+function containerOf(environment: ShellTool['environment'] | CodeInterpreterTool['container']): string {
+  if (typeof environment === 'string') return environment;
+  return environment?.type === 'container_reference' ? String(environment['container_id']) : EMULATED_CONTAINER_ID;
+}
+
+/** Builds the parts of a ToolSet that depend on its callable tools. */
+function completed(base: Omit<ToolSet, 'tools' | 'programTools' | 'summaries'>, callable: ReadonlyMap<string, CallableTool>): ToolSet {
+  const all = [...callable.values()];
   return {
-    name: tool.name,
-    ...(tool.namespace === undefined ? {} : { namespace: tool.namespace }),
-    ...(tool.kind === 'custom' ? { kind: 'custom' as const } : {}),
-    parseOutputAsJson: outputSchema !== undefined,
-    ...(strictParameters ? { parameters: checkedSchema(strictParameters, tool.id, `${param}.parameters`) } : {}),
-    ...(outputSchema ? { outputSchema: checkedSchema(outputSchema, tool.id, `${param}.output_schema`) } : {}),
+    ...base,
+    tools: callable,
+    programTools: base.programmaticToolCalling ? all.filter((tool) => tool.callers.includes('programmatic')).map(programTool) : [],
+    summaries: all.map((tool) => ({ name: tool.id, type: tool.kind, callers: tool.callers })),
   };
 }
 
 /**
  * Reads the request's tools: every name unique (at the top level, and inside each namespace),
- * `allowed_callers: ["programmatic"]` only with `{type: "programmatic_tool_calling"}`.
+ * `allowed_callers: ["programmatic"]` only with `{type: "programmatic_tool_calling"}`. MCP
+ * servers' tools join once their listing is known (withMcpListings).
  */
 export function readToolSet(tools: readonly Tool[] = []): ToolSet {
   const programmaticToolCalling = tools.some((tool) => tool.type === 'programmatic_tool_calling');
   const callable = new Map<string, CallableTool>();
   const places = new Map<string, string>();
+  const mcpServers = new Map<string, McpServer>();
+  let hostedShellContainer: string | undefined;
+  let codeInterpreterContainer: string | undefined;
 
-  /** `field` is where the tool's name is: `name`, or `type` for the built-in tools named by it. */
-  const claimName = (id: string, param: string, field: 'name' | 'type' = 'name'): void => {
+  /** `field` is where the tool's name is: `name`, `server_label`, or `type` for the built-in tools named by it. */
+  const claimName = (id: string, param: string, field: 'name' | 'type' | 'server_label' = 'name'): void => {
     const earlier = places.get(id);
     if (earlier !== undefined) {
       throw new ApiError('duplicate_tool_name', `${param} and ${earlier} are both named '${id}'; tool names must be unique.`, `${param}.${field}`);
     }
     places.set(id, param);
   };
-  const add = (definition: CallableTool['definition'], param: string, namespace?: string): void => {
+  const checkCallers = (definition: { allowed_callers?: readonly AllowedCaller[] | null | undefined }, name: string, param: string): readonly AllowedCaller[] => {
     const callers = callersOf(definition);
-    // The built-in tools are named by their type.
-    const name = definition.type === 'shell' || definition.type === 'apply_patch' ? definition.type : definition.name;
     if (callers.includes('programmatic') && !programmaticToolCalling) {
       throw new ApiError(
         'programmatic_tool_calling_not_enabled',
@@ -104,26 +176,80 @@ export function readToolSet(tools: readonly Tool[] = []): ToolSet {
         `${param}.allowed_callers`,
       );
     }
+    return callers;
+  };
+  const add = (definition: CallableTool['definition'], kind: ToolKind, param: string, namespace?: string): void => {
+    // The built-in tools are named by their type.
+    const named = 'name' in definition && typeof definition.name === 'string';
+    const name = named ? String(definition.name) : definition.type;
+    const callers = checkCallers(definition, name, param);
     const id = toolId({ name, namespace });
-    claimName(id, param, 'name' in definition ? 'name' : 'type');
-    callable.set(id, { id, name, ...(namespace === undefined ? {} : { namespace }), kind: definition.type, callers, definition, param });
+    claimName(id, param, named ? 'name' : 'type');
+    callable.set(id, { id, name, ...(namespace === undefined ? {} : { namespace }), kind, callers, definition, param });
   };
 
   for (const [index, tool] of tools.entries()) {
     const param = `tools[${index}]`;
-    if (tool.type === 'function' || tool.type === 'custom' || tool.type === 'apply_patch') add(tool, param);
-    else if (tool.type === 'shell' && (tool.environment == null || tool.environment.type === 'local')) add(tool, param);
-    else if (tool.type === 'namespace') {
-      claimName(tool.name, param);
-      for (const [inner, member] of tool.tools.entries()) add(member, `${param}.tools[${inner}]`, tool.name);
-    } else if ('name' in tool && typeof tool.name === 'string') claimName(tool.name, param);
+    switch (tool.type) {
+      case 'function':
+      case 'custom':
+      case 'apply_patch':
+        add(tool, tool.type, param);
+        break;
+      case 'shell': {
+        const hosted = tool.environment != null && tool.environment.type !== 'local';
+        if (hosted) hostedShellContainer = containerOf(tool.environment);
+        add(tool, hosted ? 'hosted_shell' : 'shell', param);
+        break;
+      }
+      case 'code_interpreter':
+        codeInterpreterContainer = containerOf(tool.container);
+        add(tool, 'code_interpreter', param);
+        break;
+      case 'namespace':
+        claimName(tool.name, param);
+        for (const [inner, member] of tool.tools.entries()) add(member, member.type, `${param}.tools[${inner}]`, tool.name);
+        break;
+      case 'mcp':
+        claimName(tool.server_label, param, 'server_label');
+        mcpServers.set(tool.server_label, { label: tool.server_label, definition: tool, callers: checkCallers(tool, tool.server_label, param), param });
+        break;
+      default:
+        if ('name' in tool && typeof tool.name === 'string') claimName(tool.name, param);
+    }
   }
+  return completed(
+    {
+      programmaticToolCalling,
+      mcpServers,
+      ...(hostedShellContainer === undefined ? {} : { hostedShellContainer }),
+      ...(codeInterpreterContainer === undefined ? {} : { codeInterpreterContainer }),
+    },
+    callable,
+  );
+}
 
-  const all = [...callable.values()];
-  return {
-    programmaticToolCalling,
-    tools: callable,
-    programTools: programmaticToolCalling ? all.filter((tool) => tool.callers.includes('programmatic')).map((tool) => programTool(tool, tool.param)) : [],
-    summaries: all.map((tool) => ({ name: tool.id, type: tool.kind, callers: tool.callers })),
-  };
+/** The tool set with each MCP server's listed tools (those its `allowed_tools` lets through) added. */
+export function withMcpListings(toolSet: ToolSet, listings: ReadonlyMap<string, McpListToolsItem>): ToolSet {
+  const callable = new Map(toolSet.tools);
+  for (const server of toolSet.mcpServers.values()) {
+    const listing = listings.get(server.label);
+    if (!listing || listing.error) continue;
+    for (const tool of listing.tools) {
+      if (!mcpToolAllowed(server.definition, tool)) continue;
+      const id = toolId({ name: tool.name, namespace: server.label });
+      callable.set(id, {
+        id,
+        name: tool.name,
+        namespace: server.label,
+        kind: 'mcp',
+        callers: server.callers,
+        definition: server.definition,
+        param: server.param,
+        ...(tool.annotations == null ? {} : { annotations: tool.annotations }),
+      });
+    }
+  }
+  const { tools: _tools, programTools: _programTools, summaries: _summaries, ...base } = toolSet;
+  return completed(base, callable);
 }

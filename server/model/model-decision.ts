@@ -14,7 +14,11 @@ export interface ModelContext {
   readonly instructions: string | null;
   readonly metadata: Readonly<Record<string, string>>;
   /** Tools of the request the model or a program can call (a namespace's as `namespace.name`), and who may call them. */
-  readonly tools: readonly { readonly name: string; readonly type: 'function' | 'custom' | 'shell' | 'apply_patch'; readonly callers: readonly AllowedCaller[] }[];
+  readonly tools: readonly {
+    readonly name: string;
+    readonly type: 'function' | 'custom' | 'shell' | 'apply_patch' | 'hosted_shell' | 'code_interpreter' | 'mcp';
+    readonly callers: readonly AllowedCaller[];
+  }[];
   /** True when the request enables programs (`{type: "programmatic_tool_calling"}`). */
   readonly programmaticToolCalling: boolean;
   /** In `after_program`: the program that ended. */

@@ -4,6 +4,8 @@ import { z } from 'zod';
 import { Knobs } from '../../schemas/knobs.ts';
 import { formatParam } from '../request-validation.ts';
 import { valueAt } from '../value-at.ts';
+import { HostedScenarios } from './hosted-tools.ts';
+import { textMatches } from './text-matcher.ts';
 import type { ModelContext, ModelFunction } from './model-decision.ts';
 
 /** A text matcher: `/regex/flags`, or a case-insensitive substring. */
@@ -49,7 +51,10 @@ const Rule = z
   });
 export type ScenarioRule = z.infer<typeof Rule>;
 
-export const ScenarioFile = z.strictObject({ rules: z.array(Rule).min(1) });
+/** Rules decide turns; `hosted` scripts what the emulated hosted shell and code_interpreter answer. */
+export const ScenarioFile = z
+  .strictObject({ rules: z.array(Rule).default([]), hosted: HostedScenarios.optional() })
+  .refine((file) => file.rules.length > 0 || file.hosted !== undefined, { message: 'a scenario file needs rules, hosted outputs, or both' });
 export type ScenarioFile = z.infer<typeof ScenarioFile>;
 
 export class ScenarioError extends Error {}
@@ -73,12 +78,6 @@ export function parseScenarios(document: unknown, source = 'scenarios'): Scenari
     throw new ScenarioError(`Scenario file ${source}: ${formatParam(issue.path) || '(root)'}: ${issue.message}`);
   }
   return parsed.data;
-}
-
-function textMatches(matcher: string, text: string): boolean {
-  const regex = /^\/(.*)\/([a-z]*)$/s.exec(matcher);
-  if (regex) return new RegExp(regex[1]!, regex[2]).test(text);
-  return text.toLowerCase().includes(matcher.toLowerCase());
 }
 
 function ruleMatches(rule: ScenarioRule, context: ModelContext): boolean {

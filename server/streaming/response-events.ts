@@ -56,9 +56,37 @@ function itemEvents(item: OutputItem, output_index: number, chunks: Chunker): Un
       // Whole items: the SDK has no delta events for them.
       events.push({ type: 'response.output_item.added', output_index, item: { ...item, status: 'in_progress' } });
       break;
+    case 'code_interpreter_call': {
+      const base = { output_index, item_id: item.id };
+      events.push({ type: 'response.output_item.added', output_index, item: { ...item, code: '', outputs: null, status: 'in_progress' } });
+      events.push({ type: 'response.code_interpreter_call.in_progress', ...base });
+      for (const delta of chunks(item.code)) events.push({ type: 'response.code_interpreter_call_code.delta', ...base, delta });
+      events.push({ type: 'response.code_interpreter_call_code.done', ...base, code: item.code });
+      events.push({ type: 'response.code_interpreter_call.interpreting', ...base });
+      events.push({ type: 'response.code_interpreter_call.completed', ...base });
+      break;
+    }
+    case 'mcp_call': {
+      const base = { output_index, item_id: item.id };
+      events.push({ type: 'response.output_item.added', output_index, item: { ...item, arguments: '', output: null, error: null, status: 'in_progress' } });
+      events.push({ type: 'response.mcp_call.in_progress', ...base });
+      for (const delta of chunks(item.arguments)) events.push({ type: 'response.mcp_call_arguments.delta', ...base, delta });
+      events.push({ type: 'response.mcp_call_arguments.done', ...base, arguments: item.arguments });
+      events.push({ type: item.status === 'failed' ? 'response.mcp_call.failed' : 'response.mcp_call.completed', ...base });
+      break;
+    }
+    case 'mcp_list_tools': {
+      const base = { output_index, item_id: item.id };
+      events.push({ type: 'response.output_item.added', output_index, item: { ...item, tools: [], error: null } });
+      events.push({ type: 'response.mcp_list_tools.in_progress', ...base });
+      events.push({ type: item.error === null ? 'response.mcp_list_tools.completed' : 'response.mcp_list_tools.failed', ...base });
+      break;
+    }
+    case 'shell_call_output':
+    case 'mcp_approval_request':
     case 'program':
     case 'program_output':
-      // Programs travel whole: the SDK has no delta events for them.
+      // These travel whole: the SDK has no delta events for them.
       events.push({ type: 'response.output_item.added', output_index, item });
       break;
   }

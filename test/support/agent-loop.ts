@@ -7,6 +7,7 @@ import type {
   ResponseFunctionShellCallOutputContent,
   ResponseFunctionShellToolCall,
   ResponseInputItem,
+  ResponseOutputItem,
 } from 'openai/resources/responses/responses';
 import { expect } from 'vitest';
 
@@ -20,6 +21,8 @@ export interface ClientHandlers {
   readonly shell?: (action: ResponseFunctionShellToolCall['action']) => ResponseFunctionShellCallOutputContent[] | Promise<ResponseFunctionShellCallOutputContent[]>;
   /** apply_patch: the file change, applied or refused. */
   readonly applyPatch?: (operation: ResponseApplyPatchToolCall['operation']) => { status: 'completed' | 'failed'; output?: string } | Promise<{ status: 'completed' | 'failed'; output?: string }>;
+  /** MCP approval requests: approve (true), deny (false), or deny with a reason. */
+  readonly approve?: (request: ResponseOutputItem.McpApprovalRequest) => boolean | { readonly approve: boolean; readonly reason?: string };
 }
 
 export interface LoopOptions {
@@ -78,12 +81,19 @@ export async function agentLoop(client: OpenAI, params: ResponseCreateParamsNonS
         if (!run) throw new Error(`no client handler for custom tool ${qualified(item)}`);
         outputs.push({ type: 'custom_tool_call_output', call_id: item.call_id, output: run(item.input), caller: item.caller ?? null });
       } else if (item.type === 'shell_call') {
+        // The hosted shell's calls come with their output: only a local shell's are the client's.
+        if (item.environment?.type !== 'local') continue;
         if (!handlers.shell) throw new Error('no client handler for the shell');
         outputs.push({ type: 'shell_call_output', call_id: item.call_id, output: await handlers.shell(item.action), caller: item.caller ?? null });
       } else if (item.type === 'apply_patch_call') {
         if (!handlers.applyPatch) throw new Error('no client handler for apply_patch');
         const { status, output } = await handlers.applyPatch(item.operation);
         outputs.push({ type: 'apply_patch_call_output', call_id: item.call_id, status, ...(output === undefined ? {} : { output }), caller: item.caller ?? null });
+      } else if (item.type === 'mcp_approval_request') {
+        if (!handlers.approve) throw new Error(`no client handler for approving ${item.server_label}.${item.name}`);
+        const decision = handlers.approve(item);
+        const { approve, reason } = typeof decision === 'boolean' ? { approve: decision, reason: undefined } : decision;
+        outputs.push({ type: 'mcp_approval_response', approval_request_id: item.id, approve, ...(reason === undefined ? {} : { reason }) });
       }
     }
     sent.push(...outputs);

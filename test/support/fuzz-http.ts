@@ -319,17 +319,13 @@ export const KEPT_ITEM_TYPES = [
   'compaction',
   'compaction_trigger',
   'image_generation_call',
-  'code_interpreter_call',
   'local_shell_call',
   'local_shell_call_output',
-  'mcp_list_tools',
-  'mcp_approval_request',
-  'mcp_approval_response',
-  'mcp_call',
 ] as const;
 
 const ECHOED_TOOLS: readonly TreeObject[] = [
-  { type: 'mcp', server_label: 'deepwiki', server_url: 'https://mcp.example/sse', require_approval: 'never' },
+  // Port 9 (discard) on loopback: nothing listens, so listing its tools fails at once with an error item.
+  { type: 'mcp', server_label: 'deepwiki', server_url: 'http://127.0.0.1:9/mcp', require_approval: 'never' },
   { type: 'shell' },
   { type: 'apply_patch' },
   { type: 'code_interpreter', container: { type: 'auto' } },
@@ -451,6 +447,17 @@ const shellAndPatch: fc.Arbitrary<Segment_> = fc
     { type: 'apply_patch_call_output', call_id: `apcall_${tag}`, status: failed ? 'failed' : 'completed', output: stdout },
   ]);
 
+/** What the emulator emits for server-side tools, resent by a client: direct, so they need nothing more. */
+const serverItems: fc.Arbitrary<Segment_> = fc
+  .record({ name: identifier, text, failed: fc.boolean() })
+  .map(({ name, text: value, failed }) => (tag): Tree[] => [
+    { type: 'mcp_list_tools', id: `mcpl_${tag}`, server_label: 'docs', tools: [{ name, input_schema: { type: 'object' }, description: value }], error: null },
+    { type: 'mcp_call', id: `mcp_${tag}`, server_label: 'docs', name, arguments: '{}', output: failed ? null : value, error: failed ? value : null, status: failed ? 'failed' : 'completed' },
+    { type: 'mcp_approval_request', id: `mcpr_${tag}`, server_label: 'docs', name, arguments: '{}' },
+    { type: 'mcp_approval_response', approval_request_id: `mcpr_${tag}`, approve: !failed, ...(failed ? { reason: value } : {}) },
+    { type: 'code_interpreter_call', id: `ci_${tag}`, code: value, container_id: 'cntr_1', outputs: [{ type: 'logs', logs: value }], status: 'completed' },
+  ]);
+
 /** A program that has ended (program_output present): its fingerprint is never opened, so any string does. */
 const closedProgram: fc.Arbitrary<Segment_> = fc
   .record({ code: text, fingerprint: text, calls: fc.array(fc.tuple(identifier, text), { maxLength: 3 }), result: text, status: fc.constantFrom('completed', 'incomplete') })
@@ -470,7 +477,7 @@ const keptItem: fc.Arbitrary<Segment_> = fc
   .map(([type, extra]) => (tag) => [{ ...extra, type, id: `kept_${tag}` }]);
 
 export const conversation: fc.Arbitrary<Tree[]> = fc
-  .array(fc.oneof({ weight: 4, arbitrary: userMessage }, assistantMessage, reasoning, { weight: 2, arbitrary: directCall }, customCall, shellAndPatch, { weight: 2, arbitrary: closedProgram }, keptItem), {
+  .array(fc.oneof({ weight: 4, arbitrary: userMessage }, assistantMessage, reasoning, { weight: 2, arbitrary: directCall }, customCall, shellAndPatch, serverItems, { weight: 2, arbitrary: closedProgram }, keptItem), {
     minLength: 1,
     maxLength: 7,
   })

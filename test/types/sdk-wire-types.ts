@@ -18,6 +18,11 @@ import type {
 import type { Model } from 'openai/resources/models';
 import type {
   EmittedApplyPatchCall,
+  EmittedCodeInterpreterCall,
+  EmittedMcpApprovalRequest,
+  EmittedMcpCall,
+  EmittedMcpListTools,
+  EmittedShellCallOutput,
   EmittedCustomToolCall,
   EmittedShellCall,
   EmittedFunctionCall,
@@ -46,6 +51,12 @@ assertTrue<IsAssignable<EmittedFunctionCall, Extract<ResponseItem, { type: 'func
 assertTrue<IsAssignable<EmittedCustomToolCall, Extract<ResponseOutputItem, { type: 'custom_tool_call' }>>>();
 assertTrue<IsAssignable<EmittedShellCall, Extract<ResponseOutputItem, { type: 'shell_call' }>>>();
 assertTrue<IsAssignable<EmittedApplyPatchCall, Extract<ResponseOutputItem, { type: 'apply_patch_call' }>>>();
+assertTrue<IsAssignable<EmittedShellCallOutput, Extract<ResponseOutputItem, { type: 'shell_call_output' }>>>();
+// `caller` on these three is an extension the SDK's types do not declare (docs/DEVIATIONS.md).
+assertTrue<IsAssignable<EmittedCodeInterpreterCall, Extract<ResponseOutputItem, { type: 'code_interpreter_call' }>>>();
+assertTrue<IsAssignable<EmittedMcpCall, Extract<ResponseOutputItem, { type: 'mcp_call' }>>>();
+assertTrue<IsAssignable<EmittedMcpApprovalRequest, Extract<ResponseOutputItem, { type: 'mcp_approval_request' }>>>();
+assertTrue<IsAssignable<EmittedMcpListTools, Extract<ResponseOutputItem, { type: 'mcp_list_tools' }>>>();
 assertTrue<IsAssignable<EmittedMessage, Extract<ResponseOutputItem, { type: 'message' }>>>();
 assertTrue<IsAssignable<EmittedReasoning, Extract<ResponseOutputItem, { type: 'reasoning' }>>>();
 

@@ -1,0 +1,219 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { callIdMatches, FingerprintError, openFingerprint, sealCallId, sha256Hex } from '../../runtime/fingerprint.ts';
+import type { ProgramSpec } from '../../runtime/isolate-program.ts';
+import { failureResult, type ProgramEvent, type RecordedCall } from '../../runtime/program-events.ts';
+import { ProgramBusyError, type ProgramEngine, type ResumePath } from '../../runtime/program-runtime.ts';
+import { takesText, toolId, unsealTools, type ProgramTool } from '../../runtime/program-tool.ts';
+import type { ConversationItem, EmittedProgramOutput, OutputItem } from '../../schemas/items.ts';
+import { ApiError } from '../api-error.ts';
+import { callItemId, programOutputId } from '../ids.ts';
+import { CALL_ITEM_PREFIX, callInput, describeCall, emittedCall, sealedIdOf } from './call-items.ts';
+import { locateItem, type ConversationState, type ProgramThread } from './client-loop.ts';
+import { answerServerCall, codeInterpreterAnswer, mcpCallAnswer, runMcpCall, type CallAnswer, type ServerCallServices } from './server-calls.ts';
+import { isClientKind, type ToolSet } from './tool-set.ts';
+
+/**
+ * A program's steps within one response: each batch of calls it makes is answered by the
+ * emulator where it owns the tool (the hosted shell, code_interpreter, MCP), and the program runs
+ * on, until it waits on the client (its calls, or an approval) or ends.
+ */
+
+export interface ProgramServices extends ServerCallServices {
+  readonly runtime: ProgramEngine;
+  /** A paused program can no longer be resumed this long after it started. */
+  readonly programExpiryMs: number;
+  readonly log: FastifyBaseLogger;
+}
+
+/** Records a step's outcome for the trace and the log, and returns the event. */
+export type StepRecorder = (programCallId: string, event: ProgramEvent, path: 'start' | ResumePath) => ProgramEvent;
+
+/** A program being run in this response: what it is, and every call it has had answered. */
+interface ProgramRun {
+  readonly programCallId: string;
+  readonly spec: ProgramSpec;
+  readonly recorded: RecordedCall[];
+}
+
+function programOutputItem(programCallId: string, event: Exclude<ProgramEvent, { type: 'paused' }>): EmittedProgramOutput {
+  return {
+    type: 'program_output',
+    id: programOutputId(programCallId),
+    call_id: programCallId,
+    result: event.type === 'completed' ? event.result : failureResult(event.error),
+    status: event.type === 'completed' ? 'completed' : 'incomplete',
+  };
+}
+
+function toolOf(tools: readonly ProgramTool[], id: string, programCallId: string): ProgramTool {
+  const tool = tools.find((candidate) => toolId(candidate) === id);
+  if (!tool) throw new Error(`program ${programCallId} called tools.${id}, which it was not given`);
+  return tool;
+}
+
+function recordedCall(tool: string, argumentsJson: string, answer: CallAnswer): RecordedCall {
+  return answer.error === undefined ? { tool, argumentsJson, output: answer.output } : { tool, argumentsJson, output: '', error: answer.error };
+}
+
+/**
+ * Runs a program from a step's event until it needs the client or ends, answering the calls the
+ * emulator owns and resuming it with their answers. Returns the items for the response.
+ */
+async function advance(run: ProgramRun, first: ProgramEvent, toolSet: ToolSet, services: ProgramServices, record: StepRecorder): Promise<OutputItem[]> {
+  const items: OutputItem[] = [];
+  let event = first;
+  for (;;) {
+    if (event.type !== 'paused') {
+      items.push(programOutputItem(run.programCallId, event));
+      return items;
+    }
+    const answers: (CallAnswer | undefined)[] = [];
+    const answered = await Promise.all(
+      event.calls.map(async (call) => {
+        const tool = toolOf(run.spec.tools, call.tool, run.programCallId);
+        const kind = tool.kind ?? 'function';
+        if (isClientKind(kind)) {
+          const callId = sealCallId(services.sealingKeys[0], { programCallId: run.programCallId, seq: call.seq, tool: call.tool, argumentsJson: call.argumentsJson, text: takesText(tool) });
+          const item = emittedCall(kind, {
+            id: callItemId(callId, CALL_ITEM_PREFIX[kind]),
+            callId,
+            name: tool.name,
+            namespace: tool.namespace,
+            input: call.argumentsJson,
+            caller: { type: 'program', caller_id: run.programCallId },
+          });
+          return { items: [item] as OutputItem[] };
+        }
+        return answerServerCall(call, tool, run.programCallId, toolSet, services);
+      }),
+    );
+    for (const result of answered) {
+      items.push(...result.items);
+      answers.push(result.answer);
+    }
+    // The program runs on only when every call of the batch has its answer.
+    if (answers.some((answer) => answer === undefined)) return items;
+    event.calls.forEach((call, index) => run.recorded.push(recordedCall(call.tool, call.argumentsJson, answers[index]!)));
+    const resumed = await resumeEngine(run, services);
+    event = record(run.programCallId, resumed.event, resumed.path);
+  }
+}
+
+async function resumeEngine(run: ProgramRun, services: ProgramServices): Promise<{ event: ProgramEvent; path: ResumePath }> {
+  try {
+    return await services.runtime.resume(run.programCallId, run.spec, run.recorded);
+  } catch (error) {
+    if (error instanceof ProgramBusyError) {
+      throw new ApiError('program_busy', `Program ${run.programCallId} is being resumed by another request; retry once it answers.`);
+    }
+    throw error;
+  }
+}
+
+/** Starts a program and runs it as far as it goes without the client. */
+export async function startProgram(
+  programCallId: string,
+  spec: ProgramSpec,
+  toolSet: ToolSet,
+  services: ProgramServices,
+  record: StepRecorder,
+): Promise<OutputItem[]> {
+  const event = record(programCallId, await services.runtime.start(programCallId, spec), 'start');
+  return advance({ programCallId, spec, recorded: [] }, event, toolSet, services, record);
+}
+
+export interface ResumeInput {
+  readonly history: readonly ConversationItem[];
+  readonly inputStart: number;
+  readonly state: ConversationState;
+  readonly toolSet: ToolSet;
+}
+
+/**
+ * Resumes an open program from its history: the fingerprint gives what the program is (code,
+ * seed, clock, limits, tools) and each call's sealed id proves the program made that call at
+ * that position. Approved MCP calls run now; the runtime then continues the paused isolate, or
+ * replays the program, and the program runs as far as it goes without the client.
+ */
+export async function resumeProgram(thread: ProgramThread, input: ResumeInput, services: ProgramServices, record: StepRecorder): Promise<OutputItem[]> {
+  const { program } = thread;
+  const programParam = locateItem(input.history.indexOf(program as ConversationItem), input.inputStart);
+  let claims;
+  try {
+    claims = openFingerprint(program.fingerprint, services.sealingKeys);
+  } catch (error) {
+    if (!(error instanceof FingerprintError)) throw error;
+    throw new ApiError('fingerprint_invalid', `The fingerprint of program ${program.call_id} is invalid: ${error.message}.`, `${programParam}.fingerprint`);
+  }
+  if (claims.programCallId !== program.call_id || claims.codeSha256 !== sha256Hex(program.code)) {
+    throw new ApiError(
+      'fingerprint_mismatch',
+      `Program ${program.call_id} no longer matches its fingerprint: its ${claims.programCallId !== program.call_id ? 'call_id' : 'code'} was changed. Resend program items unchanged.`,
+      programParam,
+    );
+  }
+  // Expiry counts from the start sealed in the fingerprint: a stateless resume carries no pause time.
+  if (Date.now() - claims.clock > services.programExpiryMs) {
+    const expired: ProgramEvent & { type: 'incomplete' } = {
+      type: 'incomplete',
+      error: { code: 'program_expired', message: `Program ${program.call_id} started more than ${services.programExpiryMs} ms ago and can no longer be resumed` },
+      stats: { cpuTimeMs: 0, steps: 0, calls: thread.calls.length },
+    };
+    record(program.call_id, expired, 'replay');
+    return [programOutputItem(program.call_id, expired)];
+  }
+  // Schemas are sealed by hash: they come from this request's tools, which must define them as before.
+  const tools = unsealTools(claims.tools, input.toolSet.programTools);
+  if ('changed' in tools) {
+    throw new ApiError(
+      'tool_definitions_changed',
+      `Program ${program.call_id} started with tools.${tools.changed} as the tools of its request defined it; this request defines its parameters or output_schema differently, or not at all. Resend the same tools to resume the program.`,
+      'tools',
+    );
+  }
+
+  const items: OutputItem[] = [];
+  const recorded: RecordedCall[] = [];
+  for (const [seq, call] of thread.calls.entries()) {
+    const { tool, input: argumentsJson, text } = callInput(call);
+    const sealed = sealedIdOf(call);
+    if (!callIdMatches(sealed.id, { programCallId: program.call_id, seq, tool, argumentsJson, text }, services.sealingKeys, sealed.prefix)) {
+      throw new ApiError(
+        'program_item_altered',
+        `The ${describeCall(call)} is not call ${seq} of program ${program.call_id} as the program made it: its name, namespace, ${text ? 'input' : 'arguments'} or id were changed, or the program's calls were dropped, reordered or forged. Resend call items unchanged and in order.`,
+        locateItem(input.history.indexOf(call as ConversationItem), input.inputStart),
+      );
+    }
+    let answer: CallAnswer;
+    switch (call.type) {
+      case 'code_interpreter_call':
+        answer = codeInterpreterAnswer(call);
+        break;
+      case 'mcp_call':
+        answer = mcpCallAnswer(call);
+        break;
+      case 'mcp_approval_request': {
+        const done = thread.approved.get(call.id);
+        const decision = input.state.approvals.get(call.id);
+        if (done) {
+          answer = mcpCallAnswer(done);
+        } else if (decision?.approve) {
+          // Approved in this request: the call runs now, and its mcp_call joins the response.
+          const ran = await runMcpCall({ seq, tool, argumentsJson }, toolOf(tools, tool, program.call_id), { programCallId: program.call_id, toolSet: input.toolSet, services }, { type: 'program', caller_id: program.call_id }, call.id);
+          items.push(...ran.items);
+          answer = ran.answer!;
+        } else {
+          answer = { error: `The user denied the call of tools.${tool}${decision?.reason ? `: ${decision.reason}` : ''}` };
+        }
+        break;
+      }
+      default:
+        answer = { output: thread.outputs.get(call.call_id) ?? '' };
+    }
+    recorded.push(recordedCall(tool, argumentsJson, answer));
+  }
+  const run: ProgramRun = { programCallId: program.call_id, spec: { code: program.code, tools, seed: claims.seed, clock: claims.clock, limits: claims.limits }, recorded };
+  const resumed = await resumeEngine(run, services);
+  items.push(...(await advance(run, record(program.call_id, resumed.event, resumed.path), input.toolSet, services, record)));
+  return items;
+}

@@ -1,0 +1,202 @@
+import { sealCallId, type SealingKeys } from '../../runtime/fingerprint.ts';
+import type { ToolCallRequest } from '../../runtime/program-events.ts';
+import type { ProgramTool } from '../../runtime/program-tool.ts';
+import type {
+  Caller,
+  EmittedCodeInterpreterCall,
+  EmittedMcpApprovalRequest,
+  EmittedMcpCall,
+  EmittedShellCall,
+  EmittedShellCallOutput,
+  McpCallItem,
+  OutputItem,
+} from '../../schemas/items.ts';
+import type { McpClients } from '../mcp/mcp-client.ts';
+import { callItemId } from '../ids.ts';
+import { CODE_INTERPRETER_REFUSAL, type HostedTools } from '../model/hosted-tools.ts';
+import { mcpApprovalRequired } from './mcp-policy.ts';
+import { EMULATED_CONTAINER_ID, type McpServer, type ToolSet } from './tool-set.ts';
+
+/** What a call that the emulator answers gives the program: an output, or an error its promise rejects with. */
+export type CallAnswer = { readonly output: string; readonly error?: undefined } | { readonly output?: undefined; readonly error: string };
+
+/** The emulator's side of calls it answers itself. */
+export interface ServerCallServices {
+  readonly sealingKeys: SealingKeys;
+  readonly hosted: HostedTools;
+  readonly mcp: McpClients;
+  /** How long one MCP operation (listing, or a call) may take, connecting included. */
+  readonly mcpTimeoutMs: number;
+}
+
+/** The items answering one call, and the answer; no answer means it waits for the user's approval. */
+export interface AnsweredCall {
+  readonly items: OutputItem[];
+  readonly answer?: CallAnswer;
+}
+
+interface CallContext {
+  readonly programCallId: string;
+  readonly toolSet: ToolSet;
+  readonly services: ServerCallServices;
+}
+
+function sealedId(call: ToolCallRequest, context: CallContext, prefix: string): string {
+  return sealCallId(context.services.sealingKeys[0], { programCallId: context.programCallId, seq: call.seq, tool: call.tool, argumentsJson: call.argumentsJson }, prefix);
+}
+
+function truncated(text: string, limit: number | null): string {
+  return limit === null || text.length <= limit ? text : text.slice(0, limit);
+}
+
+/** The hosted shell: scripted results per command, as a shell_call and its shell_call_output. */
+function hostedShell(call: ToolCallRequest, context: CallContext, caller: Caller): AnsweredCall {
+  const action = JSON.parse(call.argumentsJson) as { commands: string[]; timeout_ms: number | null; max_output_length: number | null };
+  const callId = sealedId(call, context, 'call');
+  const output = action.commands.map((command) => {
+    const result = context.services.hosted.shell(command);
+    return {
+      stdout: truncated(result.stdout, action.max_output_length),
+      stderr: truncated(result.stderr, action.max_output_length),
+      outcome: result.exit_code === 'timeout' ? { type: 'timeout' as const } : { type: 'exit' as const, exit_code: result.exit_code },
+    };
+  });
+  const shellCall: EmittedShellCall = {
+    type: 'shell_call',
+    id: callItemId(callId, 'sh'),
+    call_id: callId,
+    action: { commands: action.commands, timeout_ms: action.timeout_ms, max_output_length: action.max_output_length },
+    status: 'completed',
+    environment: { type: 'container_reference', container_id: context.toolSet.hostedShellContainer ?? EMULATED_CONTAINER_ID },
+    caller,
+  };
+  const shellOutput: EmittedShellCallOutput = {
+    type: 'shell_call_output',
+    id: callItemId(callId, 'sho'),
+    call_id: callId,
+    output,
+    max_output_length: action.max_output_length,
+    status: 'completed',
+    caller,
+  };
+  return { items: [shellCall, shellOutput], answer: { output: JSON.stringify(output) } };
+}
+
+/** What a code_interpreter_call gives the program: its outputs, or, for a failed run, an error. */
+export function codeInterpreterAnswer(item: { readonly status: string; readonly outputs: readonly ({ type: 'logs'; logs: string } | { type: 'image'; url: string })[] | null }): CallAnswer {
+  if (item.status === 'failed') {
+    const logs = (item.outputs ?? []).flatMap((output) => (output.type === 'logs' ? [output.logs] : []));
+    return { error: logs.join('\n') || 'The code interpreter run failed' };
+  }
+  return { output: JSON.stringify(item.outputs ?? []) };
+}
+
+/** code_interpreter: the scripted output for the code, or a failed run saying nothing was scripted. */
+function codeInterpreter(call: ToolCallRequest, context: CallContext, caller: Caller): AnsweredCall {
+  const { code } = JSON.parse(call.argumentsJson) as { code: string };
+  const result = context.services.hosted.codeInterpreter(code);
+  const item: EmittedCodeInterpreterCall = {
+    type: 'code_interpreter_call',
+    id: sealedId(call, context, 'ci'),
+    code,
+    container_id: context.toolSet.codeInterpreterContainer ?? EMULATED_CONTAINER_ID,
+    outputs: result
+      ? [...(result.logs === '' && (result.images?.length ?? 0) > 0 ? [] : [{ type: 'logs' as const, logs: result.logs }]), ...(result.images ?? []).map((url) => ({ type: 'image' as const, url }))]
+      : [{ type: 'logs', logs: CODE_INTERPRETER_REFUSAL }],
+    status: result ? 'completed' : 'failed',
+    caller,
+  };
+  return { items: [item], answer: codeInterpreterAnswer(item) };
+}
+
+/** What an mcp_call gives the program: its output, or its error. */
+export function mcpCallAnswer(item: Pick<McpCallItem, 'output' | 'error'>): CallAnswer {
+  return item.error ? { error: item.error } : { output: item.output ?? '' };
+}
+
+/** The server of an MCP tool id (`server_label.name`), and the tool's name. */
+function mcpTarget(tool: ProgramTool, toolSet: ToolSet): { server: McpServer | undefined; name: string } {
+  return { server: toolSet.mcpServers.get(tool.namespace ?? ''), name: tool.name };
+}
+
+/**
+ * Makes an MCP call now and reports it as an mcp_call item. `approvalRequestId` is set for a
+ * call the user approved. A server missing from the request fails the call.
+ */
+export async function runMcpCall(
+  call: ToolCallRequest,
+  tool: ProgramTool,
+  context: CallContext,
+  caller: Caller,
+  approvalRequestId: string | null,
+): Promise<AnsweredCall> {
+  const { server, name } = mcpTarget(tool, context.toolSet);
+  const label = tool.namespace ?? '';
+  let result: CallAnswer;
+  if (!server?.definition.server_url) {
+    result = { error: `MCP server '${label}' is not among this request's tools (or has no server_url), so tools.${call.tool} could not be called` };
+  } else {
+    const { server_url: serverUrl, headers, authorization } = server.definition;
+    const outcome = await context.services.mcp.callTool(
+      { serverLabel: label, serverUrl, ...(headers ? { headers } : {}), ...(authorization === undefined ? {} : { authorization }) },
+      name,
+      JSON.parse(call.argumentsJson) as Record<string, unknown>,
+      { timeoutMs: context.services.mcpTimeoutMs },
+    );
+    result = 'error' in outcome ? { error: outcome.error } : { output: outcome.output };
+  }
+  const item: EmittedMcpCall = {
+    type: 'mcp_call',
+    // A call made after approval is tied to its request; only the others need a sealed id.
+    id: approvalRequestId === null ? sealedId(call, context, 'mcp') : callItemId(approvalRequestId, 'mcp'),
+    server_label: label,
+    name,
+    arguments: call.argumentsJson,
+    output: result.output ?? null,
+    error: result.error ?? null,
+    status: result.error === undefined ? 'completed' : 'failed',
+    approval_request_id: approvalRequestId,
+    caller,
+  };
+  return { items: [item], answer: result };
+}
+
+/** An MCP call its server's require_approval holds: an mcp_approval_request, and no answer yet. */
+function approvalRequest(call: ToolCallRequest, tool: ProgramTool, context: CallContext, caller: Caller): AnsweredCall {
+  const item: EmittedMcpApprovalRequest = {
+    type: 'mcp_approval_request',
+    id: sealedId(call, context, 'mcpr'),
+    server_label: tool.namespace ?? '',
+    name: tool.name,
+    arguments: call.argumentsJson,
+    caller,
+  };
+  return { items: [item] };
+}
+
+/** Answers a call of a tool the emulator runs: the hosted shell, code_interpreter, or an MCP tool. */
+export async function answerServerCall(
+  call: ToolCallRequest,
+  tool: ProgramTool,
+  programCallId: string,
+  toolSet: ToolSet,
+  services: ServerCallServices,
+): Promise<AnsweredCall> {
+  const context: CallContext = { programCallId, toolSet, services };
+  const caller: Caller = { type: 'program', caller_id: programCallId };
+  switch (tool.kind) {
+    case 'hosted_shell':
+      return hostedShell(call, context, caller);
+    case 'code_interpreter':
+      return codeInterpreter(call, context, caller);
+    case 'mcp': {
+      const { server, name } = mcpTarget(tool, toolSet);
+      if (server && mcpApprovalRequired(server.definition, { name, annotations: toolSet.tools.get(call.tool)?.annotations })) {
+        return approvalRequest(call, tool, context, caller);
+      }
+      return runMcpCall(call, tool, context, caller, null);
+    }
+    default:
+      throw new TypeError(`tools.${call.tool} is answered by the client, not the emulator`);
+  }
+}

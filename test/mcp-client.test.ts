@@ -1,0 +1,340 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
+import { type McpCallResult, McpClients, type McpServerConfig } from '../server/mcp/mcp-client.ts';
+import {
+  type McpTestServer,
+  type McpTestServerOptions,
+  type PlainTestServer,
+  startBrokenHttpServer,
+  startSseMcpServer,
+  startStreamableMcpServer,
+  startUnresponsiveHttpServer,
+  TOOLS,
+  unusedLoopbackUrl,
+} from './support/mcp-servers.ts';
+
+// Vitest fails a run on unhandled rejections too, but names no culprit and may attribute it to
+// another file; listening here ties any of them to this file's client.
+const unhandled: unknown[] = [];
+const recordUnhandled = (reason: unknown): void => {
+  unhandled.push(reason);
+};
+beforeAll(() => {
+  process.on('unhandledRejection', recordUnhandled);
+  process.on('uncaughtException', recordUnhandled);
+});
+// Runs after the last test's afterEach, so rejections caused by closing clients are caught too.
+afterAll(async () => {
+  // Rejections are reported after the microtask queue drains: give them a turn.
+  await new Promise((resolve) => setImmediate(resolve));
+  process.off('unhandledRejection', recordUnhandled);
+  process.off('uncaughtException', recordUnhandled);
+  expect(unhandled).toEqual([]);
+});
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function newClients(): McpClients {
+  const clients = new McpClients();
+  cleanups.push(() => clients.close());
+  return clients;
+}
+
+/** A server closed after the test (a no-op when the test stopped it itself). */
+async function tracked<T extends PlainTestServer>(server: Promise<T>): Promise<T> {
+  const started = await server;
+  cleanups.push(() => started.close());
+  return started;
+}
+
+const TIMEOUT = { timeoutMs: 10_000 };
+/** For server-side effects that follow an answer asynchronously (a hang-up, a cancellation). */
+const EVENTUALLY = { timeout: 5_000, interval: 10 };
+
+function configFor(server: { readonly url: string }, extra: Partial<McpServerConfig> = {}): McpServerConfig {
+  return { serverLabel: 'local', serverUrl: server.url, ...extra };
+}
+
+const SERVER_KINDS = [
+  { transport: 'Streamable HTTP', start: startStreamableMcpServer },
+  { transport: 'legacy HTTP+SSE', start: startSseMcpServer },
+] as const;
+
+describe.each(SERVER_KINDS)('a server speaking $transport', ({ start }) => {
+  const startServer = (options: McpTestServerOptions = {}): Promise<McpTestServer> => tracked(start(options));
+
+  test('its tools are listed with name, description, input schema and annotations', async () => {
+    const server = await startServer();
+    const tools = await newClients().listTools(configFor(server), TIMEOUT);
+    expect(tools.map((tool) => tool.name)).toEqual(['echo', 'add', 'fail', 'explode', 'slow', 'whoami', 'mixed']);
+    expect(tools[0]).toEqual({
+      name: 'echo',
+      description: 'Returns its arguments as JSON text.',
+      inputSchema: { type: 'object', additionalProperties: true },
+      annotations: { readOnlyHint: true },
+    });
+    expect(tools[1]).toEqual({
+      name: 'add',
+      description: 'Adds a and b.',
+      inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
+    });
+  });
+
+  test('a paginated tool list is followed through every nextCursor', async () => {
+    const server = await startServer({ pageSize: 2 });
+    const tools = await newClients().listTools(configFor(server), TIMEOUT);
+    expect(tools.map((tool) => tool.name)).toEqual(TOOLS.map((tool) => tool.name));
+    expect(server.listRequests).toBe(Math.ceil(TOOLS.length / 2));
+  });
+
+  const toolCases: readonly { tool: string; args: Record<string, unknown>; expected: McpCallResult }[] = [
+    { tool: 'echo', args: { text: 'hi', n: 1 }, expected: { output: '{"text":"hi","n":1}' } },
+    { tool: 'add', args: { a: 2, b: 3 }, expected: { output: '{"sum":5}' } },
+    { tool: 'fail', args: {}, expected: { error: 'the fail tool always fails' } },
+    { tool: 'explode', args: {}, expected: { error: "MCP server 'local': tool 'explode' failed: MCP error -32603: kaboom" } },
+    { tool: 'slow', args: { ms: 5 }, expected: { output: 'slept 5 ms' } },
+    { tool: 'whoami', args: {}, expected: { output: '(none)' } },
+    {
+      tool: 'mixed',
+      args: {},
+      expected: {
+        output: 'a picture:\n{"type":"image","mimeType":"image/png"}\n{"type":"resource_link","uri":"file:///report.txt","name":"report","mimeType":"text/plain"}',
+      },
+    },
+    { tool: 'missing', args: {}, expected: { error: "MCP server 'local': tool 'missing' failed: MCP error -32602: Unknown tool: missing" } },
+  ];
+
+  test.each(toolCases)('calling $tool resolves $expected', async ({ tool, args, expected }) => {
+    const server = await startServer();
+    const result = await newClients().callTool(configFor(server), tool, args, TIMEOUT);
+    expect(result).toEqual(expected);
+    expect(server.calls.map((call) => ({ tool: call.tool, arguments: call.arguments }))).toEqual([{ tool, arguments: args }]);
+  });
+
+  test('a call outliving its timeout resolves an error, is cancelled and aborted, and the connection still serves', { timeout: 20_000 }, async () => {
+    const server = await startServer();
+    const clients = newClients();
+    const config = configFor(server);
+    await clients.listTools(config, TIMEOUT);
+
+    const result = await clients.callTool(config, 'slow', { ms: 120_000 }, { timeoutMs: 300 });
+
+    expect(result).toEqual({ error: "MCP server 'local': tool 'slow' failed: no answer within 300 ms" });
+    // The server was told (notifications/cancelled) and the HTTP request carrying the call ended.
+    await vi.waitFor(() => expect(server.cancelledCalls).toBe(1), EVENTUALLY);
+    await vi.waitFor(() => expect(server.openPosts).toBe(0), EVENTUALLY);
+    expect(await clients.callTool(config, 'echo', { after: 'timeout' }, TIMEOUT)).toEqual({ output: '{"after":"timeout"}' });
+    expect(server.initializations).toBe(1);
+  });
+
+  test('configured headers and the bearer token reach the server with each call', async () => {
+    const server = await startServer();
+    const config = configFor(server, { headers: { 'X-Tenant': 'acme' }, authorization: 'tok' });
+    expect(await newClients().callTool(config, 'whoami', {}, TIMEOUT)).toEqual({ output: 'Bearer tok' });
+    expect(server.calls[0]?.headers).toMatchObject({ 'x-tenant': 'acme', authorization: 'Bearer tok' });
+  });
+
+  test('an Authorization header in headers wins over the authorization token', async () => {
+    const server = await startServer();
+    const config = configFor(server, { headers: { authorization: 'Bearer explicit' }, authorization: 'tok' });
+    expect(await newClients().callTool(config, 'whoami', {}, TIMEOUT)).toEqual({ output: 'Bearer explicit' });
+  });
+
+  test('a server requiring authorization refuses a client without it (401, no fallback) and serves one with it', async () => {
+    const server = await startServer({ requireAuth: 'Bearer xyz' });
+    const clients = newClients();
+
+    const refused = await clients.callTool(configFor(server), 'whoami', {}, TIMEOUT);
+    expect(refused).toEqual({
+      error: expect.stringMatching(
+        /^MCP server 'local': tool 'whoami' failed: could not connect: Streamable HTTP: HTTP 401, check the authorization and headers configured for it \(.*unauthorized\)$/,
+      ),
+    });
+    await expect(clients.listTools(configFor(server), TIMEOUT)).rejects.toThrow(/^MCP server 'local': listing tools failed: .*HTTP 401/);
+    // A 401 is the user's to fix: the legacy transport was not tried behind it.
+    expect(server.requests.filter((request) => request.method === 'GET')).toEqual([]);
+
+    expect(await clients.callTool(configFor(server, { authorization: 'xyz' }), 'whoami', {}, TIMEOUT)).toEqual({ output: 'Bearer xyz' });
+  });
+
+  test('one connection, initialized once, serves many calls, concurrent or not', async () => {
+    const server = await startServer();
+    const clients = newClients();
+    const config = configFor(server);
+    const concurrent = await Promise.all(Array.from({ length: 10 }, (_, i) => clients.callTool(config, 'add', { a: i, b: 1 }, TIMEOUT)));
+    expect(concurrent).toEqual(Array.from({ length: 10 }, (_, i) => ({ output: JSON.stringify({ sum: i + 1 }) })));
+    await clients.listTools(config, TIMEOUT);
+    for (let i = 0; i < 5; i++) await clients.callTool(config, 'echo', { i }, TIMEOUT);
+    expect(await clients.callTool(config, 'fail', {}, TIMEOUT)).toEqual({ error: 'the fail tool always fails' });
+    expect(await clients.callTool(config, 'explode', {}, TIMEOUT)).toHaveProperty('error');
+    expect(await clients.callTool(config, 'echo', {}, TIMEOUT)).toEqual({ output: '{}' });
+    expect(server.initializations).toBe(1);
+    expect(server.openSessions).toBe(1);
+
+    // Other headers are another identity for the server: another connection.
+    await clients.callTool(configFor(server, { headers: { 'X-Tenant': 'other' } }), 'echo', {}, TIMEOUT);
+    expect(server.initializations).toBe(2);
+  });
+
+  test('after the server goes down calls fail, and once it is back on the same port they reconnect', async () => {
+    const first = await startServer();
+    const clients = newClients();
+    const config = configFor(first);
+    expect(await clients.callTool(config, 'echo', { n: 1 }, TIMEOUT)).toEqual({ output: '{"n":1}' });
+    await first.close();
+
+    expect(await clients.callTool(config, 'echo', { n: 2 }, TIMEOUT)).toEqual({
+      error: expect.stringMatching(/^MCP server 'local': tool 'echo' failed: .*ECONNREFUSED/),
+    });
+
+    const second = await startServer({ port: first.port });
+    expect(await clients.callTool(config, 'echo', { n: 3 }, TIMEOUT)).toEqual({ output: '{"n":3}' });
+    expect(second.initializations).toBe(1);
+    expect(second.calls.map((call) => call.arguments)).toEqual([{ n: 3 }]);
+  });
+
+  test('the first call after a restart on the same port succeeds: the stale session is replaced', async () => {
+    const first = await startServer();
+    const clients = newClients();
+    const config = configFor(first);
+    await clients.listTools(config, TIMEOUT);
+    await first.close();
+    const second = await startServer({ port: first.port });
+
+    expect(await clients.callTool(config, 'add', { a: 1, b: 2 }, TIMEOUT)).toEqual({ output: '{"sum":3}' });
+    expect(second.initializations).toBe(1);
+    expect(second.calls).toHaveLength(1);
+  });
+
+  test('after a crash and a restart on the same port, the next calls reconnect', async () => {
+    const first = await startServer();
+    const clients = newClients();
+    const config = configFor(first);
+    expect(await clients.callTool(config, 'echo', { n: 1 }, TIMEOUT)).toEqual({ output: '{"n":1}' });
+    await first.crash();
+    const second = await startServer({ port: first.port });
+
+    // The first call may meet the dead connection (a reused socket the server cut) and fail:
+    // that call may have reached the old server, so it is not silently sent again. The
+    // connection is dropped either way, so the next call reconnects.
+    const afterCrash = await clients.callTool(config, 'echo', { n: 2 }, TIMEOUT);
+    if ('error' in afterCrash) expect(afterCrash.error).toMatch(/^MCP server 'local': tool 'echo' failed: /);
+    expect(await clients.callTool(config, 'echo', { n: 3 }, TIMEOUT)).toEqual({ output: '{"n":3}' });
+    expect(second.initializations).toBe(1);
+  });
+
+  test('close() ends the sessions, and later operations fail naming the server', async () => {
+    const server = await startServer();
+    const clients = new McpClients();
+    const config = configFor(server);
+    await clients.callTool(config, 'echo', {}, TIMEOUT);
+    expect(server.openSessions).toBe(1);
+
+    await clients.close();
+
+    await vi.waitFor(() => expect(server.openSessions).toBe(0), EVENTUALLY);
+    expect(await clients.callTool(config, 'echo', {}, TIMEOUT)).toEqual({
+      error: "MCP server 'local': tool 'echo' failed: the MCP client is closed",
+    });
+    await expect(clients.listTools(config, TIMEOUT)).rejects.toThrow("MCP server 'local': listing tools failed: the MCP client is closed");
+  });
+});
+
+describe('choosing the transport', () => {
+  test('a server refusing the Streamable HTTP POST is reached over legacy SSE, and that choice is remembered', async () => {
+    const first = await tracked(startSseMcpServer());
+    const clients = newClients();
+    const config = configFor(first);
+    expect(await clients.callTool(config, 'echo', { via: 'sse' }, TIMEOUT)).toEqual({ output: '{"via":"sse"}' });
+    expect(first.requests.slice(0, 2)).toEqual([
+      { method: 'POST', path: '/sse' },
+      { method: 'GET', path: '/sse' },
+    ]);
+
+    // The end of the event stream (a graceful shutdown, which the client has seen once close()
+    // resolves) drops the connection, so the next call opens a new one, and it goes straight
+    // to the transport that worked. Were the old connection kept, its EventSource would slip
+    // into a new, uninitialized session on its own, and the call would first POST to the old one.
+    await first.close();
+    const second = await tracked(startSseMcpServer({ port: first.port }));
+    expect(await clients.callTool(config, 'echo', { again: true }, TIMEOUT)).toEqual({ output: '{"again":true}' });
+    expect(second.requests[0]).toEqual({ method: 'GET', path: '/sse' });
+    expect(second.requests).not.toContainEqual({ method: 'POST', path: '/sse' });
+    expect(second.initializations).toBe(1);
+  });
+
+  test('a Streamable HTTP server is never asked for an SSE stream at connect time', async () => {
+    const server = await tracked(startStreamableMcpServer());
+    await newClients().listTools(configFor(server), TIMEOUT);
+    expect(server.requests[0]).toEqual({ method: 'POST', path: '/mcp' });
+    expect(server.initializations).toBe(1);
+  });
+});
+
+describe('servers that do not work', () => {
+  test('a server where nothing listens: the call resolves an error and listing rejects, both naming the refusal', async () => {
+    const url = await unusedLoopbackUrl();
+    const clients = newClients();
+    const config: McpServerConfig = { serverLabel: 'down', serverUrl: url };
+    expect(await clients.callTool(config, 'echo', {}, TIMEOUT)).toEqual({
+      error: expect.stringMatching(/^MCP server 'down': tool 'echo' failed: could not connect: Streamable HTTP: fetch failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/),
+    });
+    await expect(clients.listTools(config, TIMEOUT)).rejects.toThrow(/^MCP server 'down': listing tools failed: could not connect: .*ECONNREFUSED/);
+  });
+
+  test('a URL that neither transport answers: both attempts and their 404s are named', async () => {
+    const server = await tracked(startStreamableMcpServer());
+    const config: McpServerConfig = { serverLabel: 'typo', serverUrl: server.url.replace('/mcp', '/nope') };
+    expect(await newClients().callTool(config, 'echo', {}, TIMEOUT)).toEqual({
+      error: expect.stringMatching(
+        /^MCP server 'typo': tool 'echo' failed: could not connect: Streamable HTTP: HTTP 404 \(.*\); legacy HTTP\+SSE: HTTP 404 \(.*\)$/,
+      ),
+    });
+    expect(server.requests).toEqual([
+      { method: 'POST', path: '/nope' },
+      { method: 'GET', path: '/nope' },
+    ]);
+  });
+
+  test('a server answering 500 to everything: the error names the status, and SSE is not tried behind it', async () => {
+    const server = await tracked(startBrokenHttpServer());
+    const clients = newClients();
+    const config: McpServerConfig = { serverLabel: 'broken', serverUrl: server.url };
+    expect(await clients.callTool(config, 'echo', {}, TIMEOUT)).toEqual({
+      error: expect.stringMatching(/^MCP server 'broken': tool 'echo' failed: could not connect: Streamable HTTP: HTTP 500 \(.*internal failure\)$/),
+    });
+    await expect(clients.listTools(config, TIMEOUT)).rejects.toThrow(/^MCP server 'broken': listing tools failed: .*HTTP 500/);
+  });
+
+  test('a hung server: the call resolves a timeout error and listing rejects with one', { timeout: 20_000 }, async () => {
+    const server = await tracked(startUnresponsiveHttpServer());
+    const clients = newClients();
+    const config: McpServerConfig = { serverLabel: 'hung', serverUrl: server.url };
+    expect(await clients.callTool(config, 'echo', {}, { timeoutMs: 300 })).toEqual({
+      error: expect.stringMatching(/^MCP server 'hung': tool 'echo' failed: no answer within 300 ms/),
+    });
+    await expect(clients.listTools(config, { timeoutMs: 300 })).rejects.toThrow(/^MCP server 'hung': listing tools failed: .*no answer within 300 ms/);
+    // Giving up includes hanging up: no request is left open on the server.
+    await vi.waitFor(() => expect(server.openRequests).toBe(0), EVENTUALLY);
+  });
+
+  test('a legacy SSE server whose stream never announces its endpoint: the call times out', { timeout: 20_000 }, async () => {
+    const server = await tracked(startUnresponsiveHttpServer({ eventStreamOnly: true }));
+    const result = await newClients().callTool({ serverLabel: 'mute', serverUrl: server.url }, 'echo', {}, { timeoutMs: 300 });
+    expect(result).toEqual({ error: expect.stringMatching(/^MCP server 'mute': tool 'echo' failed: no answer within 300 ms/) });
+    // The abandoned event stream is closed, not left open (or reconnecting) in the background.
+    await vi.waitFor(() => expect(server.openRequests).toBe(0), EVENTUALLY);
+  });
+
+  test('an invalid or non-HTTP server URL resolves an error instead of throwing', async () => {
+    const clients = newClients();
+    expect(await clients.callTool({ serverLabel: 'typo', serverUrl: 'not a url' }, 'echo', {}, TIMEOUT)).toEqual({
+      error: "MCP server 'typo': tool 'echo' failed: Invalid URL",
+    });
+    expect(await clients.callTool({ serverLabel: 'local', serverUrl: 'file:///etc/passwd' }, 'echo', {}, TIMEOUT)).toEqual({
+      error: "MCP server 'local': tool 'echo' failed: the server URL must be http or https, not file:",
+    });
+  });
+});

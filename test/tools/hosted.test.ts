@@ -1,0 +1,124 @@
+import type OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentLoop } from '../support/agent-loop.ts';
+import { inlineProgram } from '../support/programs.ts';
+import { startServer, type RunningServer } from '../support/server.ts';
+
+// A data agent on hosted tools: the hosted shell in an emulated container, and code_interpreter.
+// Nothing runs on the host: the scenario scripts what each command and piece of code gives.
+const TOOLS: OpenAI.Responses.Tool[] = [
+  { type: 'shell', environment: { type: 'container_auto' }, allowed_callers: ['programmatic'] },
+  { type: 'code_interpreter', container: { type: 'auto' }, allowed_callers: ['programmatic'] },
+  { type: 'function', name: 'save_report', parameters: { type: 'object', properties: { text: { type: 'string' } } }, strict: false, allowed_callers: ['programmatic'] },
+  { type: 'programmatic_tool_calling' },
+];
+
+const SCENARIOS = {
+  hosted: {
+    shell: [
+      { command: 'wc -l data.csv', stdout: '42 data.csv\n' },
+      { command: '/^cat missing/', stderr: 'cat: missing: No such file or directory\n', exit_code: 1 },
+    ],
+    code_interpreter: [{ code: 'mean(', logs: '3.5\n', images: ['https://files.example/plot.png'] }],
+  },
+};
+
+const PROGRAM = `
+const [lines, missing] = await tools.shell({ commands: ['wc -l data.csv', 'cat missing.txt'] });
+const run = await tools.code_interpreter({ code: 'print(mean([1, 6]))' });
+text(JSON.stringify({ lines: lines.stdout, missing: missing.outcome, logs: run[0].logs, image: run[1].url }));
+`;
+const RESULT = { lines: '42 data.csv\n', missing: { type: 'exit', exit_code: 1 }, logs: '3.5\n', image: 'https://files.example/plot.png' };
+
+let server: RunningServer;
+beforeAll(async () => {
+  server = await startServer({ scenarios: SCENARIOS });
+});
+afterAll(() => server.close());
+
+describe('the hosted shell and code_interpreter from a program', () => {
+  for (const [label, options] of [
+    ['store: false, plain create', { store: false }],
+    ['previous_response_id, the stream helper', { store: true, stream: true }],
+  ] as const) {
+    it(`answer in the same response, without suspending the program (${label})`, async () => {
+      const { text, responses } = await agentLoop(server.client, { model: 'm', input: inlineProgram(PROGRAM), tools: TOOLS }, {}, options);
+      expect(responses).toHaveLength(1);
+      expect(JSON.parse(text)).toEqual(RESULT);
+      const output = responses[0]!.output;
+      const program = output.find((item) => item.type === 'program')!;
+      const caller = { type: 'program', caller_id: program.call_id };
+      expect(output.map((item) => item.type)).toEqual(['program', 'shell_call', 'shell_call_output', 'code_interpreter_call', 'program_output', 'message']);
+      const [, shellCall, shellOutput, run] = output;
+      expect(shellCall).toEqual({
+        type: 'shell_call',
+        id: expect.stringMatching(/^sh_/),
+        call_id: expect.stringMatching(/^call_/),
+        action: { commands: ['wc -l data.csv', 'cat missing.txt'], timeout_ms: null, max_output_length: null },
+        status: 'completed',
+        environment: { type: 'container_reference', container_id: 'cntr_ptc_emulated' },
+        caller,
+      });
+      expect(shellOutput).toEqual({
+        type: 'shell_call_output',
+        id: expect.stringMatching(/^sho_/),
+        call_id: (shellCall as { call_id: string }).call_id,
+        output: [
+          { stdout: '42 data.csv\n', stderr: '', outcome: { type: 'exit', exit_code: 0 } },
+          { stdout: '', stderr: 'cat: missing: No such file or directory\n', outcome: { type: 'exit', exit_code: 1 } },
+        ],
+        max_output_length: null,
+        status: 'completed',
+        caller,
+      });
+      expect(run).toEqual({
+        type: 'code_interpreter_call',
+        id: expect.stringMatching(/^ci_/),
+        code: 'print(mean([1, 6]))',
+        container_id: 'cntr_ptc_emulated',
+        outputs: [
+          { type: 'logs', logs: '3.5\n' },
+          { type: 'image', url: 'https://files.example/plot.png' },
+        ],
+        status: 'completed',
+        caller,
+      });
+    });
+  }
+
+  it('refuse what no scenario scripts: the shell with exit 127, code_interpreter with an error in the program', async () => {
+    const code = `const [ls] = await tools.shell({ commands: ['ls /etc'] });
+let error; try { await tools.code_interpreter({ code: 'import os' }) } catch (e) { error = e.message }
+text(JSON.stringify({ exit: ls.outcome.exit_code, stderr: ls.stderr, error }))`;
+    const { text, responses } = await agentLoop(server.client, { model: 'm', input: inlineProgram(code), tools: TOOLS }, {});
+    const result = JSON.parse(text) as { exit: number; stderr: string; error: string };
+    expect(result.exit).toBe(127);
+    expect(result.stderr).toContain('the hosted shell is emulated and runs nothing');
+    expect(result.error).toContain('code_interpreter is emulated and runs nothing');
+    expect(responses[0]!.output.find((item) => item.type === 'code_interpreter_call')).toMatchObject({ status: 'failed', outputs: [{ type: 'logs', logs: result.error }] });
+  });
+
+  it('cuts each command\'s output to max_output_length, as the action asks', async () => {
+    const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram("const [r] = await tools.shell({ commands: ['wc -l data.csv'], max_output_length: 2 }); text(r.stdout)"), tools: TOOLS }, {});
+    expect(text).toBe('42');
+  });
+
+  it('are replayed from their items when the program resumes elsewhere, and never run twice', async () => {
+    const code = `${PROGRAM.replace('text(', 'const saved = await tools.save_report({ text: lines.stdout }); text(saved + ')}`;
+    const hostedCalls: string[] = [];
+    const hosted = { shell: (command: string) => (hostedCalls.push(command), undefined), codeInterpreter: (source: string) => (hostedCalls.push(source), undefined) };
+    // No paused isolate is kept: the resume replays the program from the items, in a worker process.
+    const cold = await startServer({ scenarios: SCENARIOS, hosted, config: { maxPausedPrograms: 0, workers: 1 } });
+    try {
+      const { text, responses } = await agentLoop(cold.client, { model: 'm', input: inlineProgram(code), tools: TOOLS }, {
+        functions: { save_report: ({ text: report }: { text: string }) => `saved ${report.length} chars:` },
+      });
+      expect(responses).toHaveLength(2);
+      expect(text).toBe(`saved 12 chars:${JSON.stringify(RESULT)}`);
+      // The replay answered the hosted calls from the items: the handlers saw each once.
+      expect(hostedCalls).toEqual(['wc -l data.csv', 'cat missing.txt', 'print(mean([1, 6]))']);
+    } finally {
+      await cold.close();
+    }
+  });
+});

@@ -1,0 +1,201 @@
+import type OpenAI from 'openai';
+import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
+import type { ResponseInputItem } from 'openai/resources/responses/responses';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentLoop } from '../support/agent-loop.ts';
+import { expectSdkError, rejectionOf } from '../support/api-errors.ts';
+import { startSseMcpServer, startStreamableMcpServer, startUnresponsiveHttpServer, unusedLoopbackUrl, type McpTestServer } from '../support/mcp-servers.ts';
+import { inlineProgram, programOutputOf } from '../support/programs.ts';
+import { startServer, type RunningServer } from '../support/server.ts';
+
+// A real MCP server (built with the MCP SDK) on loopback: the emulator connects to it as a
+// client, lists its tools and calls them itself when a program does.
+let mcp: McpTestServer;
+let sse: McpTestServer;
+let server: RunningServer;
+beforeAll(async () => {
+  [mcp, sse] = await Promise.all([startStreamableMcpServer(), startSseMcpServer()]);
+  server = await startServer({ config: { mcpTimeoutMs: 1_500 } });
+});
+afterAll(async () => {
+  await server.close();
+  await Promise.all([mcp.close(), sse.close()]);
+});
+
+function mcpTool(url: string, extra: Partial<OpenAI.Responses.Tool.Mcp> = {}): OpenAI.Responses.Tool[] {
+  return [{ type: 'mcp', server_label: 'calc', server_url: url, require_approval: 'never', allowed_callers: ['programmatic'], ...extra }, { type: 'programmatic_tool_calling' }];
+}
+
+const ADD = 'const sum = JSON.parse(await tools.calc.add({ a: 2, b: 3 })); text(JSON.stringify(sum))';
+
+describe('an MCP server used by a program', () => {
+  for (const [label, options] of [
+    ['store: false, plain create', { store: false }],
+    ['previous_response_id, the stream helper', { store: true, stream: true }],
+  ] as const) {
+    it(`is listed, called by the emulator and answered in the same response (${label})`, async () => {
+      const before = mcp.calls.length;
+      const { text, responses } = await agentLoop(server.client, { model: 'm', input: inlineProgram(ADD), tools: mcpTool(mcp.url) }, {}, options);
+      expect(responses).toHaveLength(1);
+      expect(JSON.parse(text)).toEqual({ sum: 5 });
+      const output = responses[0]!.output;
+      expect(output.map((item) => item.type)).toEqual(['mcp_list_tools', 'program', 'mcp_call', 'program_output', 'message']);
+      const listing = output[0] as OpenAI.Responses.ResponseOutputItem.McpListTools;
+      expect(listing).toMatchObject({ server_label: 'calc', error: null });
+      expect(listing.tools.map((tool) => tool.name)).toEqual(['echo', 'add', 'fail', 'explode', 'slow', 'whoami', 'mixed']);
+      expect(listing.tools[1]).toEqual({ name: 'add', description: 'Adds a and b.', input_schema: expect.objectContaining({ required: ['a', 'b'] }) });
+      const program = output[1] as OpenAI.Responses.ResponseOutputItem.Program;
+      expect(output[2]).toEqual({
+        type: 'mcp_call',
+        id: expect.stringMatching(/^mcp_/),
+        server_label: 'calc',
+        name: 'add',
+        arguments: '{"a":2,"b":3}',
+        output: '{"sum":5}',
+        error: null,
+        status: 'completed',
+        approval_request_id: null,
+        caller: { type: 'program', caller_id: program.call_id },
+      });
+      expect(mcp.calls.slice(before)).toMatchObject([{ tool: 'add', arguments: { a: 2, b: 3 } }]);
+    });
+  }
+
+  it('lists a server once per conversation: later turns use the listing in it', async () => {
+    const before = mcp.listRequests;
+    const first = await server.client.responses.create({ model: 'm', input: inlineProgram(ADD), tools: mcpTool(mcp.url) });
+    const second = await server.client.responses.create({ model: 'm', previous_response_id: first.id, input: inlineProgram(ADD.replace('a: 2', 'a: 40')), tools: mcpTool(mcp.url) });
+    expect(second.output.map((item) => item.type)).toEqual(['program', 'mcp_call', 'program_output', 'message']);
+    expect(JSON.parse(second.output_text)).toEqual({ sum: 43 });
+    expect(mcp.listRequests - before).toBe(1);
+  });
+
+  it('works the same with a server that still speaks the legacy HTTP+SSE transport', async () => {
+    const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram(ADD), tools: mcpTool(sse.url) }, {});
+    expect(JSON.parse(text)).toEqual({ sum: 5 });
+  });
+
+  it('shows a program only the tools allowed_tools lets through, under the server label', async () => {
+    const probe = 'text(JSON.stringify(Object.keys(tools.calc)))';
+    const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram(probe), tools: mcpTool(mcp.url, { allowed_tools: ['add', 'echo'] }) }, {});
+    expect(JSON.parse(text)).toEqual(['echo', 'add']);
+  });
+
+  it('hands the program an Error for a tool error, a JSON-RPC error and a call that outlives PTC_MCP_TIMEOUT_MS', async () => {
+    const code = `const seen = [];
+for (const call of [() => tools.calc.fail(), () => tools.calc.explode(), () => tools.calc.slow({ ms: 5000 }), () => tools.calc.echo({ still: 'serving' })]) {
+  try { seen.push(await call()) } catch (e) { seen.push(e.name + ': ' + e.message) }
+}
+text(seen.join('\\n'))`;
+    const { text, responses } = await agentLoop(server.client, { model: 'm', input: inlineProgram(code), tools: mcpTool(mcp.url) }, {});
+    expect(text.split('\n')).toEqual([
+      'Error: the fail tool always fails',
+      "Error: MCP server 'calc': tool 'explode' failed: MCP error -32603: kaboom",
+      "Error: MCP server 'calc': tool 'slow' failed: no answer within 1500 ms",
+      '{"still":"serving"}',
+    ]);
+    expect(responses[0]!.output.filter((item) => item.type === 'mcp_call').map((item) => (item as { status: string }).status)).toEqual(['failed', 'failed', 'failed', 'completed']);
+  });
+
+  it('reports a server that is down or never answers in mcp_list_tools, and gives programs none of its tools', async () => {
+    const hanging = await startUnresponsiveHttpServer();
+    try {
+      for (const url of [await unusedLoopbackUrl(), hanging.url]) {
+        const response = await server.client.responses.create({ model: 'm', input: inlineProgram('text(typeof tools.calc)'), tools: mcpTool(url) });
+        expect(response.output[0]).toMatchObject({ type: 'mcp_list_tools', server_label: 'calc', tools: [], error: expect.stringContaining("MCP server 'calc': listing tools failed") });
+        expect(programOutputOf(response)).toMatchObject({ status: 'completed', result: 'undefined' });
+      }
+    } finally {
+      await hanging.close();
+    }
+  });
+
+  it('sends the configured authorization and headers to the server', async () => {
+    const guarded = await startStreamableMcpServer({ requireAuth: 'Bearer s3cret' });
+    try {
+      const code = 'text(await tools.calc.whoami())';
+      const denied = await server.client.responses.create({ model: 'm', input: inlineProgram(code), tools: mcpTool(guarded.url) });
+      expect(denied.output[0]).toMatchObject({ type: 'mcp_list_tools', error: expect.stringContaining('HTTP 401') });
+      const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram(code), tools: mcpTool(guarded.url, { authorization: 's3cret', headers: { 'x-tenant': 'acme' } }) }, {});
+      expect(text).toBe('Bearer s3cret');
+      expect(guarded.calls.at(-1)?.headers['x-tenant']).toBe('acme');
+    } finally {
+      await guarded.close();
+    }
+  });
+});
+
+describe('require_approval', () => {
+  const ECHO_THEN_ADD = `const echoed = await tools.calc.echo({ n: 1 });
+let added; try { added = await tools.calc.add({ a: 1, b: 1 }) } catch (e) { added = e.message }
+text(JSON.stringify({ echoed, added }))`;
+
+  it('pauses the program on mcp_approval_request; an approval runs the call, a denial is an Error in the program', async () => {
+    for (const [approve, added] of [
+      [true, '{"sum":2}'],
+      [{ approve: false, reason: 'not today' }, 'The user denied the call of tools.calc.add: not today'],
+    ] as const) {
+      const before = mcp.calls.length;
+      const requests: OpenAI.Responses.ResponseOutputItem.McpApprovalRequest[] = [];
+      const { text, responses } = await agentLoop(server.client, { model: 'm', input: inlineProgram(ECHO_THEN_ADD), tools: mcpTool(mcp.url, { require_approval: 'always' }) }, {
+        approve: (request) => (requests.push(request), request.name === 'echo' || approve),
+      });
+      expect(JSON.parse(text)).toEqual({ echoed: '{"n":1}', added });
+      const program = responses[0]!.output.find((item) => item.type === 'program')!;
+      expect(requests).toEqual([
+        { type: 'mcp_approval_request', id: expect.stringMatching(/^mcpr_/), server_label: 'calc', name: 'echo', arguments: '{"n":1}', caller: { type: 'program', caller_id: program.call_id } },
+        { type: 'mcp_approval_request', id: expect.stringMatching(/^mcpr_/), server_label: 'calc', name: 'add', arguments: '{"a":1,"b":1}', caller: { type: 'program', caller_id: program.call_id } },
+      ]);
+      // The approved call of the last turn is reported, tied to its request.
+      expect(responses[1]!.output[0]).toMatchObject({ type: 'mcp_call', name: 'echo', approval_request_id: requests[0]!.id, output: '{"n":1}', status: 'completed' });
+      expect(mcp.calls.slice(before).map((call) => call.tool)).toEqual(approve === true ? ['echo', 'add'] : ['echo']);
+    }
+  });
+
+  it('asks only for the tools its filters name: never for read-only tools here', async () => {
+    const requests: string[] = [];
+    const { text } = await agentLoop(
+      server.client,
+      { model: 'm', input: inlineProgram(ECHO_THEN_ADD), tools: mcpTool(mcp.url, { require_approval: { never: { read_only: true } } }) },
+      { approve: (request) => (requests.push(request.name), true) },
+    );
+    expect(requests).toEqual(['add']);
+    expect(JSON.parse(text)).toEqual({ echoed: '{"n":1}', added: '{"sum":2}' });
+  });
+
+  it('rejects a resume that leaves an approval request unanswered', async () => {
+    const tools = mcpTool(mcp.url, { require_approval: 'always' });
+    const first = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(ECHO_THEN_ADD), tools });
+    const input: ResponseInputItem[] = [{ role: 'user', content: inlineProgram(ECHO_THEN_ADD) }, ...toResponseInputItems(first.output)];
+    expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', store: false, input, tools })), {
+      code: 'tool_output_missing',
+      param: 'input[3]',
+      mentions: ['No mcp_approval_response found for mcp_approval_request', first.output[2]!.id!],
+    });
+  });
+});
+
+describe('replaying a program that called MCP tools', () => {
+  it('uses the mcp_call items it made, never calling the server again', async () => {
+    const cold = await startServer({ config: { maxPausedPrograms: 0, workers: 1 } });
+    try {
+      const code = `const a = JSON.parse(await tools.calc.add({ a: 1, b: 2 }));
+const approved = await tools.calc.echo({ twice: a.sum });
+const local = await tools.note({ sum: a.sum });
+text(JSON.stringify({ a, approved, local }))`;
+      const tools: OpenAI.Responses.Tool[] = [
+        ...mcpTool(mcp.url, { require_approval: { never: { tool_names: ['add'] } } }).slice(0, 1),
+        { type: 'function', name: 'note', parameters: null, strict: false, allowed_callers: ['programmatic'] },
+        { type: 'programmatic_tool_calling' },
+      ];
+      const before = mcp.calls.length;
+      const { text, responses } = await agentLoop(cold.client, { model: 'm', input: inlineProgram(code), tools }, { approve: () => true, functions: { note: (args) => `noted ${JSON.stringify(args)}` } });
+      expect(JSON.parse(text)).toEqual({ a: { sum: 3 }, approved: '{"twice":3}', local: 'noted {"sum":3}' });
+      expect(responses).toHaveLength(3);
+      // add once (first turn), echo once (after approval): every replay took their answers from the items.
+      expect(mcp.calls.slice(before).map((call) => call.tool)).toEqual(['add', 'echo']);
+    } finally {
+      await cold.close();
+    }
+  });
+});
