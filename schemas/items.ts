@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ResponseTool, Tool } from './tools.ts';
 
 /**
  * Conversation items: what clients send in `input` and what responses carry in `output`.
@@ -269,6 +270,28 @@ export const McpApprovalResponseItem = z.strictObject({
 });
 export type McpApprovalResponseItem = z.infer<typeof McpApprovalResponseItem>;
 
+/** A tool search: its query (`arguments`), run by the emulator (`server`) or by the client. */
+export const ToolSearchCallItem = z.strictObject({
+  type: z.literal('tool_search_call'),
+  id: z.string().nullish(),
+  call_id: z.string().nullish(),
+  arguments: z.unknown(),
+  execution: z.enum(['server', 'client']).optional(),
+  status: ItemStatus.nullish(),
+});
+export type ToolSearchCallItem = z.infer<typeof ToolSearchCallItem>;
+
+/** What a tool search loaded: tool definitions that join the conversation's tools. */
+export const ToolSearchOutputItem = z.strictObject({
+  type: z.literal('tool_search_output'),
+  id: z.string().nullish(),
+  call_id: z.string().nullish(),
+  tools: z.array(Tool),
+  execution: z.enum(['server', 'client']).optional(),
+  status: ItemStatus.nullish(),
+});
+export type ToolSearchOutputItem = z.infer<typeof ToolSearchOutputItem>;
+
 export const ReasoningItem = z.strictObject({
   type: z.literal('reasoning'),
   id: z.string(),
@@ -286,8 +309,6 @@ const KEPT_ITEM_TYPES = [
   'computer_call',
   'computer_call_output',
   'web_search_call',
-  'tool_search_call',
-  'tool_search_output',
   'additional_tools',
   'compaction',
   'compaction_trigger',
@@ -314,6 +335,8 @@ export const InputItem = z.discriminatedUnion('type', [
   McpCallItem,
   McpApprovalRequestItem,
   McpApprovalResponseItem,
+  ToolSearchCallItem,
+  ToolSearchOutputItem,
   ReasoningItem,
   ...KEPT_ITEM_TYPES.map((type) => KeptItem.extend({ type: z.literal(type) })),
 ]);
@@ -438,6 +461,26 @@ export const EmittedApplyPatchCall = z.strictObject({
 });
 export type EmittedApplyPatchCall = z.infer<typeof EmittedApplyPatchCall>;
 
+export const EmittedToolSearchCall = z.strictObject({
+  type: z.literal('tool_search_call'),
+  id: z.string(),
+  call_id: z.string().nullable(),
+  arguments: z.strictObject({ query: z.string() }),
+  execution: z.enum(['server', 'client']),
+  status: z.enum(['in_progress', 'completed']),
+});
+export type EmittedToolSearchCall = z.infer<typeof EmittedToolSearchCall>;
+
+export const EmittedToolSearchOutput = z.strictObject({
+  type: z.literal('tool_search_output'),
+  id: z.string(),
+  call_id: z.string().nullable(),
+  tools: z.array(ResponseTool),
+  execution: z.literal('server'),
+  status: z.enum(['in_progress', 'completed']),
+});
+export type EmittedToolSearchOutput = z.infer<typeof EmittedToolSearchOutput>;
+
 export const EmittedProgramOutput = z.strictObject({
   type: z.literal('program_output'),
   id: z.string(),
@@ -482,6 +525,8 @@ export const OutputItem = z.discriminatedUnion('type', [
   EmittedMcpListTools,
   EmittedMcpCall,
   EmittedMcpApprovalRequest,
+  EmittedToolSearchCall,
+  EmittedToolSearchOutput,
   EmittedProgramOutput,
   EmittedMessage,
   EmittedReasoning,

@@ -122,6 +122,18 @@ export const CodeInterpreterTool = z.looseObject({
 export type CodeInterpreterTool = z.infer<typeof CodeInterpreterTool>;
 
 /**
+ * Tool search: loads tools marked `defer_loading: true` into the conversation, run by the
+ * emulator (`server`, the default) or by the client (`client`).
+ */
+export const ToolSearchTool = z.looseObject({
+  type: z.literal('tool_search'),
+  execution: z.enum(['server', 'client']).optional(),
+  description: z.string().nullish(),
+  parameters: z.unknown().optional(),
+});
+export type ToolSearchTool = z.infer<typeof ToolSearchTool>;
+
+/**
  * Tool types the SDK knows and the emulator accepts and echoes, but does not run yet
  * (docs/DEVIATIONS.md lists them).
  */
@@ -135,7 +147,6 @@ const ECHOED_TOOL_TYPES = [
   'computer',
   'computer_use_preview',
   'image_generation',
-  'tool_search',
 ] as const;
 
 const EchoedTool = z.looseObject({ type: z.enum(ECHOED_TOOL_TYPES) });
@@ -148,6 +159,7 @@ const NON_FUNCTION_TOOLS = [
   ApplyPatchTool,
   McpTool,
   CodeInterpreterTool,
+  ToolSearchTool,
   ...ECHOED_TOOL_TYPES.map((type) => EchoedTool.extend({ type: z.literal(type) })),
 ] as const;
 

@@ -8,7 +8,7 @@ import type { ResponseTool, Tool } from '../schemas/tools.ts';
  * Function tools as the hosted API echoes them: `parameters` and `strict` always present
  * (strict defaults to true in the Responses API).
  */
-function echoTool(tool: Tool): ResponseTool {
+export function echoTool(tool: Tool): ResponseTool {
   if (tool.type !== 'function') return tool;
   return { ...tool, parameters: tool.parameters ?? null, strict: tool.strict ?? true };
 }

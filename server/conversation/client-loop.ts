@@ -1,6 +1,7 @@
 import type { ContentPart, ConversationItem, McpApprovalResponseItem, McpCallItem, McpListToolsItem, ProgramItem, ProgramOutputItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import type { ClientChecks } from '../config.ts';
+import type { Tool } from '../../schemas/tools.ts';
 import {
   contentText,
   describeCall,
@@ -39,7 +40,9 @@ export type ConversationTail =
   /** The last message is the assistant's and nothing new follows it. */
   | { readonly kind: 'answered' }
   | { readonly kind: 'after_program'; readonly output: ProgramOutputItem; readonly code: string }
-  | { readonly kind: 'after_calls'; readonly calls: readonly DirectCall[] };
+  | { readonly kind: 'after_calls'; readonly calls: readonly DirectCall[] }
+  /** A tool search loaded tools since the last message: the model goes on with them. */
+  | { readonly kind: 'after_search' };
 
 export interface ConversationState {
   readonly programs: readonly ProgramThread[];
@@ -47,6 +50,8 @@ export interface ConversationState {
   readonly approvals: ReadonlyMap<string, McpApprovalResponseItem>;
   /** The latest tool listing of each MCP server, by server_label. */
   readonly mcpListings: ReadonlyMap<string, McpListToolsItem>;
+  /** Tool definitions tool searches loaded into the conversation, in order. */
+  readonly loadedTools: readonly Tool[];
   readonly directCalls: readonly DirectCall[];
   readonly lastUserText: string;
   readonly userTurns: number;
@@ -99,6 +104,9 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
   const directCalls: DirectCall[] = [];
   const approvals = new Map<string, McpApprovalResponseItem>();
   const mcpListings = new Map<string, McpListToolsItem>();
+  const loadedTools: Tool[] = [];
+  /** Client-executed tool searches not answered yet: call_id → index. */
+  const pendingSearches = new Map<string, number>();
   let lastUserText = '';
   let userTurns = 0;
 
@@ -141,6 +149,14 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         break;
       case 'mcp_list_tools':
         mcpListings.set(item.server_label, item);
+        break;
+      case 'tool_search_call':
+        // The client runs a client-executed search: its tool_search_output must follow.
+        if (item.execution === 'client' && item.call_id) pendingSearches.set(item.call_id, index);
+        break;
+      case 'tool_search_output':
+        if (item.call_id) pendingSearches.delete(item.call_id);
+        loadedTools.push(...item.tools);
         break;
       default:
         if (isToolCall(item)) readCall(item, index);
@@ -283,6 +299,9 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
       }
     }
   }
+  for (const [callId, index] of pendingSearches) {
+    throw new ApiError('tool_output_missing', `No tool_search_output found for the client-executed tool_search_call ${callId}.`, locate(index).param);
+  }
   const unansweredDirect = directCalls.find((direct) => direct.output === undefined);
   if (unansweredDirect) throw missingOutput(unansweredDirect.call, `No tool output found for ${describeCall(unansweredDirect.call)}.`);
 
@@ -295,6 +314,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     programs: [...programs.values()],
     approvals,
     mcpListings,
+    loadedTools,
     directCalls,
     lastUserText,
     userTurns,
@@ -319,6 +339,7 @@ function readTail(
       const answered = directCalls.filter((direct) => items.indexOf(direct.call as ConversationItem) > lastMessage);
       return { kind: 'after_calls', calls: answered };
     }
+    if (item.type === 'tool_search_output') return { kind: 'after_search' };
   }
   const last = items[lastMessage];
   return last?.type === 'message' && last.role === 'assistant' ? { kind: 'answered' } : { kind: 'user_turn' };

@@ -11,6 +11,7 @@ import type {
   NamespaceFunction,
   ShellTool,
   Tool,
+  ToolSearchTool,
 } from '../../schemas/tools.ts';
 import { ApiError } from '../api-error.ts';
 import { APPLY_PATCH_PROGRAM_TOOL, CODE_INTERPRETER_PROGRAM_TOOL, SHELL_PROGRAM_TOOL } from './local-tools.ts';
@@ -75,6 +76,10 @@ export interface ToolSet {
   readonly hostedShellContainer?: string;
   /** code_interpreter's container, when the request has it. */
   readonly codeInterpreterContainer?: string;
+  /** The request's tool_search tool, when it has one. */
+  readonly toolSearch?: ToolSearchTool;
+  /** Tools marked `defer_loading: true` that no tool search has loaded yet: what a search looks through. */
+  readonly deferred: readonly Tool[];
 }
 
 /** The container id items carry when the request lets the emulator pick one (`container_auto`). */
@@ -146,18 +151,77 @@ function completed(base: Omit<ToolSet, 'tools' | 'programTools' | 'summaries'>, 
   };
 }
 
+/** The names a tool definition loads: a tool's name, a namespace's `namespace.member`s, an MCP server's label. */
+function loadedNames(tool: Tool): string[] {
+  if (tool.type === 'namespace') return tool.tools.map((member) => toolId({ name: member.name, namespace: tool.name }));
+  if (tool.type === 'mcp') return [tool.server_label];
+  return 'name' in tool && typeof tool.name === 'string' ? [tool.name] : [];
+}
+
+function isDeferred(tool: object): boolean {
+  return (tool as { defer_loading?: unknown }).defer_loading === true;
+}
+
+/** A tool of the conversation and where it came from: `tools[i]` of the request, or `input` (a search loaded it). */
+interface PlacedTool {
+  readonly tool: Tool;
+  readonly param: string;
+  /** A namespace's members still deferred: set aside, their siblings keeping their places. */
+  readonly setAside?: ReadonlySet<unknown>;
+}
+
+/**
+ * The request's tools as the conversation has them: a tool marked `defer_loading: true` counts
+ * only once a tool search loaded it (its definition is in a `tool_search_output`), and a tool a
+ * client-executed search returned that the request lacks joins. The rest is set aside for
+ * searches.
+ */
+function effectiveTools(tools: readonly Tool[], loaded: readonly Tool[]): { tools: PlacedTool[]; deferred: Tool[] } {
+  const loadedSet = new Set(loaded.flatMap(loadedNames));
+  const present = new Set<string>();
+  const effective: PlacedTool[] = [];
+  const deferred: Tool[] = [];
+  for (const [index, tool] of tools.entries()) {
+    const param = `tools[${index}]`;
+    for (const name of loadedNames(tool)) present.add(name);
+    if (tool.type === 'namespace') {
+      // Members keep their places: errors name `tools[i].tools[j]` of the request.
+      const deferredMembers = tool.tools.filter((member) => isDeferred(member) && !loadedSet.has(toolId({ name: member.name, namespace: tool.name })));
+      if (deferredMembers.length > 0) deferred.push({ ...tool, tools: deferredMembers });
+      effective.push({ tool, param, setAside: new Set(deferredMembers) });
+    } else if (isDeferred(tool) && !loadedNames(tool).some((name) => loadedSet.has(name))) {
+      deferred.push(tool);
+    } else {
+      effective.push({ tool, param });
+    }
+  }
+  for (const tool of loaded) {
+    if (!loadedNames(tool).some((name) => present.has(name))) {
+      effective.push({ tool, param: 'input' });
+      for (const name of loadedNames(tool)) present.add(name);
+    }
+  }
+  return { tools: effective, deferred };
+}
+
 /**
  * Reads the request's tools: every name unique (at the top level, and inside each namespace),
- * `allowed_callers: ["programmatic"]` only with `{type: "programmatic_tool_calling"}`. MCP
- * servers' tools join once their listing is known (withMcpListings).
+ * `allowed_callers: ["programmatic"]` only with `{type: "programmatic_tool_calling"}`. Tools
+ * marked `defer_loading: true` count once a tool search loaded them (`loaded`, from the
+ * conversation's tool_search_output items). MCP servers' tools join once their listing is known
+ * (withMcpListings).
  */
-export function readToolSet(tools: readonly Tool[] = []): ToolSet {
-  const programmaticToolCalling = tools.some((tool) => tool.type === 'programmatic_tool_calling');
+export function readToolSet(requestTools: readonly Tool[] = [], loaded: readonly Tool[] = []): ToolSet {
+  // Names are checked over every tool of the request, loaded or not.
+  checkNames(requestTools);
+  const { tools, deferred } = effectiveTools(requestTools, loaded);
+  const programmaticToolCalling = requestTools.some((tool) => tool.type === 'programmatic_tool_calling');
   const callable = new Map<string, CallableTool>();
   const places = new Map<string, string>();
   const mcpServers = new Map<string, McpServer>();
   let hostedShellContainer: string | undefined;
   let codeInterpreterContainer: string | undefined;
+  let toolSearch: ToolSearchTool | undefined;
 
   /** `field` is where the tool's name is: `name`, `server_label`, or `type` for the built-in tools named by it. */
   const claimName = (id: string, param: string, field: 'name' | 'type' | 'server_label' = 'name'): void => {
@@ -188,8 +252,7 @@ export function readToolSet(tools: readonly Tool[] = []): ToolSet {
     callable.set(id, { id, name, ...(namespace === undefined ? {} : { namespace }), kind, callers, definition, param });
   };
 
-  for (const [index, tool] of tools.entries()) {
-    const param = `tools[${index}]`;
+  for (const { tool, param, setAside } of tools) {
     switch (tool.type) {
       case 'function':
       case 'custom':
@@ -208,11 +271,16 @@ export function readToolSet(tools: readonly Tool[] = []): ToolSet {
         break;
       case 'namespace':
         claimName(tool.name, param);
-        for (const [inner, member] of tool.tools.entries()) add(member, member.type, `${param}.tools[${inner}]`, tool.name);
+        for (const [inner, member] of tool.tools.entries()) {
+          if (!setAside?.has(member)) add(member, member.type, `${param}.tools[${inner}]`, tool.name);
+        }
         break;
       case 'mcp':
         claimName(tool.server_label, param, 'server_label');
         mcpServers.set(tool.server_label, { label: tool.server_label, definition: tool, callers: checkCallers(tool, tool.server_label, param), param });
+        break;
+      case 'tool_search':
+        toolSearch = tool;
         break;
       default:
         if ('name' in tool && typeof tool.name === 'string') claimName(tool.name, param);
@@ -224,9 +292,32 @@ export function readToolSet(tools: readonly Tool[] = []): ToolSet {
       mcpServers,
       ...(hostedShellContainer === undefined ? {} : { hostedShellContainer }),
       ...(codeInterpreterContainer === undefined ? {} : { codeInterpreterContainer }),
+      ...(toolSearch === undefined ? {} : { toolSearch }),
+      deferred,
     },
     callable,
   );
+}
+
+/** Two tools of the request with one name, loaded or deferred, are a 400 naming both. */
+function checkNames(tools: readonly Tool[]): void {
+  const places = new Map<string, string>();
+  const claim = (name: string, param: string, field: string): void => {
+    const earlier = places.get(name);
+    if (earlier !== undefined) {
+      throw new ApiError('duplicate_tool_name', `${param} and ${earlier} are both named '${name}'; tool names must be unique.`, `${param}.${field}`);
+    }
+    places.set(name, param);
+  };
+  for (const [index, tool] of tools.entries()) {
+    const param = `tools[${index}]`;
+    if (tool.type === 'mcp') claim(tool.server_label, param, 'server_label');
+    else if ('name' in tool && typeof tool.name === 'string') claim(tool.name, param, 'name');
+    else if (tool.type === 'shell' || tool.type === 'apply_patch' || tool.type === 'code_interpreter') claim(tool.type, param, 'type');
+    if (tool.type === 'namespace') {
+      for (const [inner, member] of tool.tools.entries()) claim(toolId({ name: member.name, namespace: tool.name }), `${param}.tools[${inner}]`, 'name');
+    }
+  }
 }
 
 /** The tool set with each MCP server's listed tools (those its `allowed_tools` lets through) added. */

@@ -5,9 +5,10 @@ import type { ProgramEvent } from '../../runtime/program-events.ts';
 import type { ResumePath } from '../../runtime/program-runtime.ts';
 import { sealTool, toolId } from '../../runtime/program-tool.ts';
 import { compileToolSchema } from '../../runtime/tool-schemas.ts';
-import type { ConversationItem, EmittedProgramOutput, OutputItem } from '../../schemas/items.ts';
+import type { ConversationItem, EmittedProgramOutput, McpListToolsItem, OutputItem } from '../../schemas/items.ts';
 import type { Knobs } from '../../schemas/knobs.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';
+import type { Tool } from '../../schemas/tools.ts';
 import type { ClientChecks } from '../config.ts';
 import { newCallId, newId } from '../ids.ts';
 import type { DirectCallDecision, ModelContext, ModelDecision } from '../model/model-decision.ts';
@@ -18,6 +19,7 @@ import { APPLY_PATCH_PROGRAM_TOOL, SHELL_PROGRAM_TOOL } from './local-tools.ts';
 import { listMcpServers } from './mcp-listing.ts';
 import { resumeProgram, startProgram, type ProgramServices, type StepRecorder } from './program-steps.ts';
 import { isClientKind, readToolSet, withMcpListings, type ToolSet } from './tool-set.ts';
+import { clientSearch, serverSearch } from './tool-search.ts';
 
 const NOTHING_TO_ANSWER =
   'ptc-emulator: the conversation ends with an assistant message and has no new user message, program output or tool output to answer.';
@@ -68,7 +70,7 @@ export interface PreparedTurn {
 export function prepareTurn(input: TurnInput): PreparedTurn {
   const state = readConversation(input.history, input.clientChecks, input.inputStart);
   // MCP servers listed earlier in the conversation bring their tools.
-  const toolSet = withMcpListings(readToolSet(input.request.tools), state.mcpListings);
+  const toolSet = withMcpListings(readToolSet(input.request.tools, state.loadedTools), state.mcpListings);
   return { input, toolSet, state, context: modelContext(input, state, toolSet) };
 }
 
@@ -124,36 +126,63 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
     return result(await finalMessage({ ...context, phase: 'after_calls', callOutputs }, services));
   }
 
-  // A user turn: MCP servers not listed yet in the conversation are listed now, and their tools join.
-  const listings = await listMcpServers(turn.toolSet, state.mcpListings, services);
-  output.push(...listings);
-  const toolSet = listings.length === 0 ? turn.toolSet : withMcpListings(turn.toolSet, new Map([...state.mcpListings, ...listings.map((item) => [item.server_label, item] as const)]));
-  const userContext = { ...context, tools: toolSet.summaries };
-
-  const decision = await services.standIn.decide(userContext);
-  const refusal = whyNot(decision, input.request, toolSet);
-  if (refusal) return result([...output, messageItem(refusal)]);
-  output.push(...reasoningItems(decision));
-  if (decision.type === 'message') {
-    output.push(messageItem(decision.text));
-  } else if (decision.type === 'function_calls') {
-    output.push(...decision.calls.map((call) => directCall(call, toolSet)));
-  } else {
-    const programCallId = newCallId();
-    const seed = randomInt(2 ** 32);
-    const clock = Date.now();
-    const tools = toolSet.programTools;
-    const fingerprint = sealFingerprint(
-      { programCallId, codeSha256: sha256Hex(decision.code), seed, clock, limits: services.limits, tools: tools.map(sealTool) },
-      services.sealingKeys[0],
-    );
-    output.push({ type: 'program', id: newId('prog'), call_id: programCallId, code: decision.code, fingerprint });
-    const items = await startProgram(programCallId, { code: decision.code, tools, seed, clock, limits: services.limits }, toolSet, services, record);
-    output.push(...items);
-    const programOutput = items.find((item): item is EmittedProgramOutput => item.type === 'program_output');
-    if (programOutput) output.push(...(await afterProgram({ code: decision.code, status: programOutput.status, result: programOutput.result })));
-  }
+  // The model's turn: after the user's message, or after a tool search the client ran.
+  output.push(...(await modelTurn(tail.kind === 'after_search' ? 'after_search' : 'user_turn', turn.toolSet, state.mcpListings)));
   return result(output);
+
+  /**
+   * The stand-in decides what to emit: a message, direct calls, a program, or first a tool
+   * search (run here, then the stand-in decides again with the loaded tools, or handed to the
+   * client). MCP servers the conversation has not listed yet are listed first.
+   */
+  async function modelTurn(phase: 'user_turn' | 'after_search', known: ToolSet, listed: ReadonlyMap<string, McpListToolsItem>): Promise<OutputItem[]> {
+    const items: OutputItem[] = [];
+    const listings = await listMcpServers(known, listed, services);
+    items.push(...listings);
+    const allListed = new Map([...listed, ...listings.map((item) => [item.server_label, item] as const)]);
+    const toolSet = listings.length === 0 ? known : withMcpListings(known, allListed);
+
+    const decision = await services.standIn.decide({ ...context, phase, tools: toolSet.summaries });
+    const refusal = whyNot(decision, input.request, toolSet, phase);
+    if (refusal) return [...items, messageItem(refusal)];
+    items.push(...reasoningItems(decision));
+    switch (decision.type) {
+      case 'message':
+        items.push(messageItem(decision.text));
+        break;
+      case 'function_calls':
+        items.push(...decision.calls.map((call) => directCall(call, toolSet)));
+        break;
+      case 'tool_search': {
+        if (toolSet.toolSearch?.execution === 'client') {
+          items.push(clientSearch(decision.query));
+          break;
+        }
+        const [call, found] = serverSearch(toolSet, decision.query);
+        items.push(call, found);
+        const loaded = readToolSet(input.request.tools, [...state.loadedTools, ...(found.tools as Tool[])]);
+        items.push(...(await modelTurn('after_search', withMcpListings(loaded, allListed), allListed)));
+        break;
+      }
+      case 'program': {
+        const programCallId = newCallId();
+        const seed = randomInt(2 ** 32);
+        const clock = Date.now();
+        const tools = toolSet.programTools;
+        const fingerprint = sealFingerprint(
+          { programCallId, codeSha256: sha256Hex(decision.code), seed, clock, limits: services.limits, tools: tools.map(sealTool) },
+          services.sealingKeys[0],
+        );
+        items.push({ type: 'program', id: newId('prog'), call_id: programCallId, code: decision.code, fingerprint });
+        const stepped = await startProgram(programCallId, { code: decision.code, tools, seed, clock, limits: services.limits }, toolSet, services, record);
+        items.push(...stepped);
+        const programOutput = stepped.find((item): item is EmittedProgramOutput => item.type === 'program_output');
+        if (programOutput) items.push(...(await afterProgram({ code: decision.code, status: programOutput.status, result: programOutput.result })));
+        break;
+      }
+    }
+    return items;
+  }
 }
 
 /** Items the client must act on before the conversation can go on. */
@@ -211,8 +240,13 @@ function directCall(call: DirectCallDecision, toolSet: ToolSet): OutputItem {
 }
 
 /** Why the stand-in's decision cannot be carried out for this request, if it cannot. */
-function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet: ToolSet): string | undefined {
+function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet: ToolSet, phase: 'user_turn' | 'after_search'): string | undefined {
   if (decision.type === 'message') return undefined;
+  if (decision.type === 'tool_search') {
+    if (!toolSet.toolSearch) return 'ptc-emulator: the stand-in wanted to search for tools, but the request\'s tools have no {"type": "tool_search"} entry.';
+    if (phase === 'after_search') return 'ptc-emulator: the stand-in wanted to search for tools again right after a search; it must use what the search loaded.';
+    return undefined;
+  }
   const what = decision.type === 'program' ? 'run a program' : 'call tools';
   if (request.tool_choice === 'none') return `ptc-emulator: the stand-in wanted to ${what}, but tool_choice is "none".`;
   if (decision.type === 'program') {

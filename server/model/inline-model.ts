@@ -14,7 +14,7 @@ export function fencedProgram(text: string): string | undefined {
 export const inlineModel: ModelFunction = (context) => {
   const code = fencedProgram(context.lastUserText);
   if (code === undefined) return undefined;
-  if (context.phase === 'user_turn') return { type: 'program', code };
+  if (context.phase === 'user_turn' || context.phase === 'after_search') return { type: 'program', code };
   if (context.phase === 'after_program' && context.program) return { type: 'message', text: context.program.result };
   return undefined;
 };

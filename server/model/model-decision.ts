@@ -5,7 +5,8 @@ import type { AllowedCaller } from '../../schemas/tools.ts';
  * a program that just ended, or the outputs of calls it made directly.
  */
 export interface ModelContext {
-  readonly phase: 'user_turn' | 'after_program' | 'after_calls';
+  /** `after_search`: a tool search just loaded tools (`tools` has them); go on as on the user's turn, without searching again. */
+  readonly phase: 'user_turn' | 'after_search' | 'after_program' | 'after_calls';
   readonly model: string;
   /** Text of the latest user message. */
   readonly lastUserText: string;
@@ -42,6 +43,8 @@ export interface DirectCallDecision {
 export type ModelDecision =
   | { readonly type: 'program'; readonly code: string; readonly reasoning?: string }
   | { readonly type: 'function_calls'; readonly calls: readonly DirectCallDecision[]; readonly reasoning?: string }
+  /** Load deferred tools first (the request needs a `tool_search` tool). */
+  | { readonly type: 'tool_search'; readonly query: string; readonly reasoning?: string }
   | { readonly type: 'message'; readonly text: string; readonly reasoning?: string };
 
 /**

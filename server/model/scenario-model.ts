@@ -24,6 +24,8 @@ const Rule = z
       })
       .default({}),
     reasoning: z.string().optional(),
+    /** A tool search to run first: its query loads deferred tools, then the rule goes on. */
+    search: z.string().min(1).optional(),
     program: z.string().min(1).optional(),
     /** Calls the stand-in makes itself: a function tool's `arguments`, or a custom tool's `input`. */
     calls: z
@@ -137,6 +139,8 @@ export function scenarioModel(scenarios: ScenarioFile): ModelFunction {
     const reasoning = rule.reasoning === undefined ? {} : { reasoning: rule.reasoning };
     switch (context.phase) {
       case 'user_turn':
+      case 'after_search':
+        if (rule.search !== undefined && context.phase === 'user_turn') return { type: 'tool_search', query: rule.search, ...reasoning };
         if (rule.program !== undefined) return { type: 'program', code: rule.program, ...reasoning };
         if (rule.calls !== undefined) return { type: 'function_calls', calls: rule.calls, ...reasoning };
         return { type: 'message', text: renderTemplate(rule.message ?? '', context), ...reasoning };

@@ -84,11 +84,16 @@ function itemEvents(item: OutputItem, output_index: number, chunks: Chunker): Un
     }
     case 'shell_call_output':
     case 'mcp_approval_request':
+    case 'tool_search_call':
+    case 'tool_search_output':
     case 'program':
     case 'program_output':
       // These travel whole: the SDK has no delta events for them.
       events.push({ type: 'response.output_item.added', output_index, item });
       break;
+    default:
+      // Every item type has its events: a new one fails to compile here until it has.
+      item satisfies never;
   }
   events.push({ type: 'response.output_item.done', output_index, item });
   return events;

@@ -313,8 +313,6 @@ export const KEPT_ITEM_TYPES = [
   'computer_call',
   'computer_call_output',
   'web_search_call',
-  'tool_search_call',
-  'tool_search_output',
   'additional_tools',
   'compaction',
   'compaction_trigger',
@@ -458,6 +456,21 @@ const serverItems: fc.Arbitrary<Segment_> = fc
     { type: 'code_interpreter_call', id: `ci_${tag}`, code: value, container_id: 'cntr_1', outputs: [{ type: 'logs', logs: value }], status: 'completed' },
   ]);
 
+/** A tool search and what it loaded, run by the emulator or by the client: the loaded function joins the tools. */
+const toolSearch: fc.Arbitrary<Segment_> = fc
+  .record({ name: identifier, query: text, execution: fc.constantFrom('server', 'client') })
+  .map(({ name, query, execution }) => (tag): Tree[] => [
+    { type: 'tool_search_call', id: `tsc_${tag}`, call_id: `tscall_${tag}`, arguments: { query }, execution, status: 'completed' },
+    {
+      type: 'tool_search_output',
+      id: `tso_${tag}`,
+      call_id: `tscall_${tag}`,
+      execution,
+      status: 'completed',
+      tools: [{ type: 'function', name, parameters: { type: 'object', properties: {} }, strict: false }],
+    },
+  ]);
+
 /** A program that has ended (program_output present): its fingerprint is never opened, so any string does. */
 const closedProgram: fc.Arbitrary<Segment_> = fc
   .record({ code: text, fingerprint: text, calls: fc.array(fc.tuple(identifier, text), { maxLength: 3 }), result: text, status: fc.constantFrom('completed', 'incomplete') })
@@ -477,7 +490,7 @@ const keptItem: fc.Arbitrary<Segment_> = fc
   .map(([type, extra]) => (tag) => [{ ...extra, type, id: `kept_${tag}` }]);
 
 export const conversation: fc.Arbitrary<Tree[]> = fc
-  .array(fc.oneof({ weight: 4, arbitrary: userMessage }, assistantMessage, reasoning, { weight: 2, arbitrary: directCall }, customCall, shellAndPatch, serverItems, { weight: 2, arbitrary: closedProgram }, keptItem), {
+  .array(fc.oneof({ weight: 4, arbitrary: userMessage }, assistantMessage, reasoning, { weight: 2, arbitrary: directCall }, customCall, shellAndPatch, serverItems, toolSearch, { weight: 2, arbitrary: closedProgram }, keptItem), {
     minLength: 1,
     maxLength: 7,
   })

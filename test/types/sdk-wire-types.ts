@@ -23,6 +23,8 @@ import type {
   EmittedMcpCall,
   EmittedMcpListTools,
   EmittedShellCallOutput,
+  EmittedToolSearchCall,
+  EmittedToolSearchOutput,
   EmittedCustomToolCall,
   EmittedShellCall,
   EmittedFunctionCall,
@@ -42,9 +44,18 @@ function assertTrue<T extends true>(): T | undefined {
   return undefined;
 }
 
+/**
+ * Tool definitions we echo (in Response.tools and tool_search_output.tools) are the request's,
+ * as sent: the kinds the emulator acts on are checked one by one below; the others are accepted
+ * by `type` alone (docs/DEVIATIONS.md), so they are compared as the SDK's Tool.
+ */
+type SdkTools<Item> = Item extends { type: 'tool_search_output' } ? Omit<Item, 'tools'> & { tools: Tool[] } : Item;
+type SdkOutputItem = SdkTools<OutputItem>;
+type SdkResponse = Omit<ResponseObject, 'tools' | 'output'> & { output_text: string; tools: Tool[]; output: SdkOutputItem[] };
+
 // Every item we emit is an SDK output item, and can be sent back as input unchanged.
-assertTrue<IsAssignable<OutputItem, ResponseOutputItem>>();
-assertTrue<IsAssignable<OutputItem, ResponseInputItem>>();
+assertTrue<IsAssignable<SdkOutputItem, ResponseOutputItem>>();
+assertTrue<IsAssignable<SdkOutputItem, ResponseInputItem>>();
 assertTrue<IsAssignable<EmittedProgram, ResponseOutputItem.Program>>();
 assertTrue<IsAssignable<EmittedProgramOutput, ResponseOutputItem.ProgramOutput>>();
 assertTrue<IsAssignable<EmittedFunctionCall, Extract<ResponseItem, { type: 'function_call' }>>>();
@@ -57,20 +68,26 @@ assertTrue<IsAssignable<EmittedCodeInterpreterCall, Extract<ResponseOutputItem, 
 assertTrue<IsAssignable<EmittedMcpCall, Extract<ResponseOutputItem, { type: 'mcp_call' }>>>();
 assertTrue<IsAssignable<EmittedMcpApprovalRequest, Extract<ResponseOutputItem, { type: 'mcp_approval_request' }>>>();
 assertTrue<IsAssignable<EmittedMcpListTools, Extract<ResponseOutputItem, { type: 'mcp_list_tools' }>>>();
+assertTrue<IsAssignable<EmittedToolSearchCall, Extract<ResponseOutputItem, { type: 'tool_search_call' }>>>();
+assertTrue<IsAssignable<SdkTools<EmittedToolSearchOutput>, Extract<ResponseOutputItem, { type: 'tool_search_output' }>>>();
 assertTrue<IsAssignable<EmittedMessage, Extract<ResponseOutputItem, { type: 'message' }>>>();
 assertTrue<IsAssignable<EmittedReasoning, Extract<ResponseOutputItem, { type: 'reasoning' }>>>();
 
 // Our Response plus the `output_text` the SDK adds client-side is the SDK's Response. Its
 // `tools` echo the request's: the kinds the emulator acts on are checked one by one; the others
 // are accepted by `type` alone and echoed as sent (docs/DEVIATIONS.md).
-assertTrue<IsAssignable<Omit<ResponseObject, 'tools'> & { output_text: string; tools: Tool[] }, Response>>();
+assertTrue<IsAssignable<SdkResponse, Response>>();
 assertTrue<IsAssignable<EchoedFunctionTool, FunctionTool>>();
 assertTrue<IsAssignable<z.infer<typeof ProgrammaticToolCallingTool>, Tool.ProgrammaticToolCalling>>();
 assertTrue<IsAssignable<ModelObject, Model>>();
 
 // Every stream event we write is one the SDK's stream helper knows, its Response included
 // (with `output_text`, which the helper computes).
-type WithSdkResponse<Event> = Event extends { response: ResponseObject } ? Omit<Event, 'response'> & { response: Omit<ResponseObject, 'tools'> & { output_text: string; tools: Tool[] } } : Event;
+type WithSdkResponse<Event> = Event extends { response: ResponseObject }
+  ? Omit<Event, 'response'> & { response: SdkResponse }
+  : Event extends { item: OutputItem }
+    ? Omit<Event, 'item'> & { item: SdkTools<Event['item']> }
+    : Event;
 assertTrue<IsAssignable<WithSdkResponse<StreamEvent>, ResponseStreamEvent>>();
 assertTrue<IsAssignable<Usage, ResponseUsage>>();
 assertTrue<IsAssignable<ResponseUsage, Usage>>();
