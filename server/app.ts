@@ -117,7 +117,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     genReqId: () => newId('req'),
     requestIdHeader: false,
     // Ids reach the routes (and their 404s) whatever their length, up to this.
-    maxParamLength: MAX_PATH_PARAM_LENGTH,
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
     // The router's own refusals (a malformed URL, an absurd path segment) in the envelope too.
     frameworkErrors: (error, request, reply) => {
       const apiError =
