@@ -3,31 +3,8 @@ import OpenAI from 'openai';
 import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { buildServer } from '../server/app.ts';
+import { SEED_TOOLS } from '../test/fixtures/seed-tools.ts';
 import { SEED_IMPLEMENTATIONS, SEED_SCENARIO_PATH, SEED_USER_MESSAGE } from './seed.ts';
-
-/** The seed guide's tool declarations: `output_schema` makes the program receive parsed JSON. */
-function seedTool(name: string, description: string, outputProperty: string): OpenAI.Responses.FunctionTool {
-  return {
-    type: 'function',
-    name,
-    description,
-    parameters: { type: 'object', properties: { sku: { type: 'string' } }, required: ['sku'], additionalProperties: false },
-    output_schema: {
-      type: 'object',
-      properties: { sku: { type: 'string' }, [outputProperty]: { type: 'number' } },
-      required: ['sku', outputProperty],
-      additionalProperties: false,
-    },
-    allowed_callers: ['programmatic'],
-    strict: true,
-  };
-}
-
-const TOOLS: OpenAI.Responses.Tool[] = [
-  seedTool('get_inventory', 'Return an object with sku (string) and available_units (number).', 'available_units'),
-  seedTool('get_demand', 'Return an object with sku (string) and requested_units (number).', 'requested_units'),
-  { type: 'programmatic_tool_calling' },
-];
 
 export interface SeedHttpServer {
   /** One full seed loop (two requests); resolves to the final message's text. */
@@ -58,7 +35,7 @@ export async function startSeedServer(workers: number): Promise<SeedHttpServer> 
  */
 async function seedLoop(client: OpenAI): Promise<string> {
   const input: ResponseInputItem[] = [{ role: 'user', content: SEED_USER_MESSAGE }];
-  const paused = await client.responses.create({ model: 'ptc-emulator', store: false, input, tools: TOOLS });
+  const paused = await client.responses.create({ model: 'ptc-emulator', store: false, input, tools: [...SEED_TOOLS] });
   const calls = paused.output.filter((item) => item.type === 'function_call');
   if (paused.output[0]?.type !== 'program' || calls.length !== 2) {
     throw new Error(`First response: expected program + 2 function_calls, got ${paused.output.map((item) => item.type).join(', ')}`);
@@ -79,7 +56,7 @@ async function seedLoop(client: OpenAI): Promise<string> {
   );
   input.push(...outputs);
 
-  const finished = await client.responses.create({ model: 'ptc-emulator', store: false, input, tools: TOOLS });
+  const finished = await client.responses.create({ model: 'ptc-emulator', store: false, input, tools: [...SEED_TOOLS] });
   const types = finished.output.map((item) => item.type).join(', ');
   if (types !== 'program_output, message') throw new Error(`Second response: expected program_output, message, got ${types}`);
   return finished.output_text;

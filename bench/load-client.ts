@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { SEED_TOOLS } from '../test/fixtures/seed-tools.ts';
 import { SEED_EXPECTED_RESULT, SEED_IMPLEMENTATIONS, SEED_USER_MESSAGE } from './seed.ts';
 
 /**
@@ -11,31 +12,8 @@ import { SEED_EXPECTED_RESULT, SEED_IMPLEMENTATIONS, SEED_USER_MESSAGE } from '.
  * and the same request is sent again after `retry-after-ms`.
  */
 
-/** The seed guide's tool declarations, as JSON (the same as bench/http-seed-loop.ts sends through the SDK). */
-function seedTool(name: string, description: string, outputProperty: string): Record<string, unknown> {
-  return {
-    type: 'function',
-    name,
-    description,
-    parameters: { type: 'object', properties: { sku: { type: 'string' } }, required: ['sku'], additionalProperties: false },
-    output_schema: {
-      type: 'object',
-      properties: { sku: { type: 'string' }, [outputProperty]: { type: 'number' } },
-      required: ['sku', outputProperty],
-      additionalProperties: false,
-    },
-    allowed_callers: ['programmatic'],
-    strict: true,
-  };
-}
-
-const TOOLS = [
-  seedTool('get_inventory', 'Return an object with sku (string) and available_units (number).', 'available_units'),
-  seedTool('get_demand', 'Return an object with sku (string) and requested_units (number).', 'requested_units'),
-  { type: 'programmatic_tool_calling' },
-];
 const USER_ITEM = { role: 'user', content: SEED_USER_MESSAGE };
-const FIRST_BODY = JSON.stringify({ model: 'ptc-emulator', store: false, input: [USER_ITEM], tools: TOOLS });
+const FIRST_BODY = JSON.stringify({ model: 'ptc-emulator', store: false, input: [USER_ITEM], tools: SEED_TOOLS });
 
 /** A 200 whose body is not what the seed conversation must produce: the server is broken. */
 export class ShapeError extends Error {}
@@ -124,7 +102,7 @@ export function secondRequestFor(text: string): { body: string; programCallId: s
     return { type: 'function_call_output', call_id: call['call_id'], output: JSON.stringify(run(JSON.parse(call['arguments']) as { sku: string })), caller };
   });
   return {
-    body: JSON.stringify({ model: 'ptc-emulator', store: false, input: [USER_ITEM, ...output, ...outputs], tools: TOOLS }),
+    body: JSON.stringify({ model: 'ptc-emulator', store: false, input: [USER_ITEM, ...output, ...outputs], tools: SEED_TOOLS }),
     programCallId,
   };
 }

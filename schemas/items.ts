@@ -303,7 +303,7 @@ export const ReasoningItem = z.strictObject({
 export type ReasoningItem = z.infer<typeof ReasoningItem>;
 
 /** Item types the SDK knows that the emulator keeps in the conversation without acting on. */
-const KEPT_ITEM_TYPES = [
+export const KEPT_ITEM_TYPES = [
   'item_reference',
   'file_search_call',
   'computer_call',

@@ -39,17 +39,8 @@ export const ProgrammaticToolCallingTool = z.strictObject({
   type: z.literal('programmatic_tool_calling'),
 });
 
-/** A function inside a namespace: as a function tool, with `parameters` and `strict` optional. */
-export const NamespaceFunction = z.looseObject({
-  type: z.literal('function'),
-  name: z.string().min(1).max(128),
-  description: z.string().nullish(),
-  parameters: JsonSchemaObject.nullish(),
-  strict: z.boolean().nullish(),
-  output_schema: JsonSchemaObject.nullish(),
-  allowed_callers: AllowedCallers,
-  defer_loading: z.boolean().optional(),
-});
+/** A function inside a namespace: the same definition as a top-level function tool. */
+export const NamespaceFunction = FunctionTool;
 export type NamespaceFunction = z.infer<typeof NamespaceFunction>;
 
 /** Tools grouped under a name: a program reaches them as `tools.<namespace>.<name>`. */

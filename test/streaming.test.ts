@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StreamEvent } from '../schemas/stream-events.ts';
 import type { ScenarioFile } from '../server/model/scenario-model.ts';
 import { expectSdkError, rejectionOf } from './support/api-errors.ts';
+import { SEED_TOOLS } from './fixtures/seed-tools.ts';
 import { functionCallsOf, programOutputOf } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 
@@ -463,28 +464,6 @@ const seedImplementations: Record<string, (args: { sku: string }) => Promise<unk
   get_demand: async ({ sku }) => ({ sku, requested_units: 31 }),
 };
 
-function seedTool(name: string, description: string, field: string): OpenAI.Responses.Tool {
-  return {
-    type: 'function',
-    name,
-    description,
-    parameters: { type: 'object', properties: { sku: { type: 'string' } }, required: ['sku'], additionalProperties: false },
-    output_schema: {
-      type: 'object',
-      properties: { sku: { type: 'string' }, [field]: { type: 'number' } },
-      required: ['sku', field],
-      additionalProperties: false,
-    },
-    allowed_callers: ['programmatic'],
-    strict: true,
-  };
-}
-
-const SEED_TOOLS: OpenAI.Responses.Tool[] = [
-  seedTool('get_inventory', 'Return an object with sku (string) and available_units (number).', 'available_units'),
-  seedTool('get_demand', 'Return an object with sku (string) and requested_units (number).', 'requested_units'),
-  { type: 'programmatic_tool_calling' },
-];
 const SEED_RESULT = '{"sku":"sku_123","available_units":42,"requested_units":31,"shortage_units":0}';
 
 async function runSeedCalls(calls: readonly FunctionCall[]): Promise<ResponseInputItem.FunctionCallOutput[]> {
@@ -504,7 +483,7 @@ async function streamedLoopStateless(client: OpenAI): Promise<{ text: string; re
   for (let turn = 0; turn < 10; turn += 1) {
     // The Response of the terminal event, as the wire sent it: finalResponse() adds the SDK's
     // parse fields (`parsed_arguments`, `parsed`), which the API rejects when sent back.
-    const stream = client.responses.stream({ model: 'YOUR_MODEL_ID', store: false, input, tools: SEED_TOOLS });
+    const stream = client.responses.stream({ model: 'YOUR_MODEL_ID', store: false, input, tools: [...SEED_TOOLS] });
     let completed: Response | undefined;
     stream.on('response.completed', (event) => {
       completed = event.response;
@@ -530,7 +509,7 @@ async function streamedLoopStored(client: OpenAI): Promise<{ text: string; respo
   let previousResponseId: string | undefined;
   for (let turn = 0; turn < 10; turn += 1) {
     const response = await client.responses
-      .stream({ model: 'YOUR_MODEL_ID', input, tools: SEED_TOOLS, ...(previousResponseId ? { previous_response_id: previousResponseId } : {}) })
+      .stream({ model: 'YOUR_MODEL_ID', input, tools: [...SEED_TOOLS], ...(previousResponseId ? { previous_response_id: previousResponseId } : {}) })
       .finalResponse();
     responses.push(response);
     if (response.status !== 'completed') throw new Error(`Response ended with status ${response.status}`);
@@ -548,9 +527,9 @@ async function streamedLoopStored(client: OpenAI): Promise<{ text: string; respo
 
 it('rejects, as the hosted API does, a store: false loop that resends finalResponse().output with the SDK\'s parse fields', async () => {
   const input: ResponseInputItem[] = [{ role: 'user', content: 'Compare inventory with demand for sku_123.' }];
-  const first = await seedServer.client.responses.stream({ model: 'YOUR_MODEL_ID', store: false, input, tools: SEED_TOOLS }).finalResponse();
+  const first = await seedServer.client.responses.stream({ model: 'YOUR_MODEL_ID', store: false, input, tools: [...SEED_TOOLS] }).finalResponse();
   input.push(...toResponseInputItems(first.output));
-  const error = await seedServer.client.responses.create({ model: 'YOUR_MODEL_ID', store: false, input, tools: SEED_TOOLS }).then(
+  const error = await seedServer.client.responses.create({ model: 'YOUR_MODEL_ID', store: false, input, tools: [...SEED_TOOLS] }).then(
     () => undefined,
     (reason: unknown) => reason,
   );

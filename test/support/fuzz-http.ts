@@ -3,6 +3,7 @@ import net from 'node:net';
 import fc from 'fast-check';
 import { expect } from 'vitest';
 import { API_ERRORS, type ApiErrorCode } from '../../schemas/error-codes.ts';
+import { KEPT_ITEM_TYPES } from '../../schemas/items.ts';
 import { ErrorEnvelope, ResponseObject } from '../../schemas/response.ts';
 import { REQUEST_ID } from './api-errors.ts';
 
@@ -306,20 +307,6 @@ export const text: fc.Arbitrary<string> = fc.oneof(
 const identifier = fc.stringMatching(/^[a-z][a-z0-9_]{0,11}$/);
 
 // ---- generators: valid requests -------------------------------------------------------------------
-
-export const KEPT_ITEM_TYPES = [
-  'item_reference',
-  'file_search_call',
-  'computer_call',
-  'computer_call_output',
-  'web_search_call',
-  'additional_tools',
-  'compaction',
-  'compaction_trigger',
-  'image_generation_call',
-  'local_shell_call',
-  'local_shell_call_output',
-] as const;
 
 const ECHOED_TOOLS: readonly TreeObject[] = [
   // Port 9 (discard) on loopback: nothing listens, so listing its tools fails at once with an error item.
