@@ -4,6 +4,7 @@ import type { ResponseCreateParamsNonStreaming, ResponseInputItem } from 'openai
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CreateResponseRequest } from '../schemas/request.ts';
 import { ErrorEnvelope, ResponseObject } from '../schemas/response.ts';
+import { LISTED_ITEM_REQUIRED_KEYS } from './support/listed-item-keys.ts';
 import { inlineProgram, programTools } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 
@@ -130,5 +131,42 @@ describe('requests the SDK can type', () => {
   it.each(requests)('accepts %s', (_, request) => {
     const parsed = CreateResponseRequest.safeParse(request);
     expect(parsed.success ? 'ok' : parsed.error.issues).toBe('ok');
+  });
+});
+
+describe('input items as GET /v1/responses/{id}/input_items lists them', () => {
+  it('fills what a short form leaves out: every listed item has the fields the SDK type of its kind requires', async () => {
+    // Each item in the shortest form the SDK's input types allow (no ids, statuses or nulls).
+    const input: ResponseInputItem[] = [
+      { role: 'user', content: 'hi' },
+      { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 's' }] },
+      { type: 'function_call', call_id: 'call_f', name: 'f', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'call_f', output: 'ok' },
+      { type: 'custom_tool_call', call_id: 'call_c', name: 'c', input: 'raw' },
+      { type: 'custom_tool_call_output', call_id: 'call_c', output: 'ok' },
+      { type: 'shell_call', call_id: 'call_s', action: { commands: ['ls'] } },
+      { type: 'shell_call_output', call_id: 'call_s', output: [{ stdout: 'a', stderr: '', outcome: { type: 'exit', exit_code: 0 } }] },
+      { type: 'apply_patch_call', call_id: 'call_a', operation: { type: 'delete_file', path: 'a.txt' }, status: 'completed' },
+      { type: 'apply_patch_call_output', call_id: 'call_a', status: 'completed' },
+      { type: 'mcp_list_tools', id: 'mcpl_1', server_label: 'docs', tools: [{ name: 'a', input_schema: { type: 'object' } }] },
+      { type: 'mcp_approval_request', id: 'mcpr_1', server_label: 'docs', name: 'a', arguments: '{}' },
+      { type: 'mcp_approval_response', approval_request_id: 'mcpr_1', approve: false },
+      { type: 'tool_search_call', call_id: 'call_t', arguments: { query: 'x' }, execution: 'client' },
+      { type: 'tool_search_output', call_id: 'call_t', execution: 'client', tools: [] },
+      { type: 'program', id: 'prog_1', call_id: 'call_p', code: 'text(1)', fingerprint: 'f' },
+      { type: 'program_output', id: 'po_1', call_id: 'call_p', result: '1', status: 'completed' },
+      { role: 'user', content: 'and now?' },
+    ];
+    const response = await server.client.responses.create({ model: 'm', store: true, input });
+    const listed = [];
+    for await (const item of server.client.responses.inputItems.list(response.id, { order: 'asc' })) listed.push(item);
+    expect(listed.map((item) => item.type)).toEqual(input.map((item) => item.type ?? 'message'));
+    for (const item of listed) {
+      const required = Object.keys(LISTED_ITEM_REQUIRED_KEYS[item.type]);
+      expect(required.filter((key) => !(key in item)), JSON.stringify(item)).toEqual([]);
+    }
+    expect(listed.find((item) => item.type === 'shell_call')).toMatchObject({ status: 'completed', environment: null, action: { commands: ['ls'], timeout_ms: null, max_output_length: null } });
+    expect(listed.find((item) => item.type === 'tool_search_call')).toMatchObject({ status: 'completed', execution: 'client', call_id: 'call_t' });
+    expect(listed.find((item) => item.type === 'function_call')).toMatchObject({ id: expect.stringMatching(/^fc_/), status: 'completed' });
   });
 });

@@ -4,11 +4,23 @@ import { ApiError } from '../api-error.ts';
 import { newId } from '../ids.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
 
+/** The id prefix of each item type a client may send without an id (the same as the emulator's own items'). */
 const ID_PREFIX: Readonly<Record<string, string>> = {
   message: 'msg',
+  function_call: 'fc',
   function_call_output: 'fco',
+  custom_tool_call: 'ctc',
   custom_tool_call_output: 'ctco',
+  shell_call: 'sh',
+  shell_call_output: 'sho',
+  apply_patch_call: 'apc',
+  apply_patch_call_output: 'apco',
+  mcp_approval_response: 'mcpar',
+  tool_search_call: 'tsc',
+  tool_search_output: 'tso',
+  program: 'prog',
   program_output: 'prog_out',
+  reasoning: 'rs',
 };
 
 /** The request's `input` as items, each with an id (a string input is one user message). */

@@ -11,6 +11,7 @@ import type { ClientChecks } from '../config.ts';
 import { inputItems } from '../conversation/history.ts';
 import { finishResponse, prepareResponse, type PreparedResponse, type RespondDeps, type ResponseRequest } from '../conversation/respond.ts';
 import { newId } from '../ids.ts';
+import { listedItem } from '../listed-item.ts';
 import type { JournalDetails } from '../journal.ts';
 import { knobsFromHeaders, retryCountOf } from '../knobs.ts';
 import { parseOrThrow } from '../request-validation.ts';
@@ -46,15 +47,6 @@ function clientChecksFor(header: string | string[] | undefined, fallback: Client
 
 function flatHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | undefined> {
   return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value]));
-}
-
-/** Input items as the API lists them: messages with a status, and text content as content parts. */
-function listedItem(item: ConversationItem): ConversationItem {
-  if (item.type !== 'message') return item;
-  const status = item.status ?? 'completed';
-  if (typeof item.content !== 'string') return { ...item, status };
-  const part = item.role === 'assistant' ? { type: 'output_text' as const, text: item.content, annotations: [] } : { type: 'input_text' as const, text: item.content };
-  return { ...item, content: [part], status };
 }
 
 /** A failure as a failed Response carries it: `Response.error.code` has a fixed set of values. */
