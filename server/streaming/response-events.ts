@@ -63,7 +63,8 @@ function itemEvents(item: OutputItem, output_index: number, chunks: Chunker): Un
       for (const delta of chunks(item.code)) events.push({ type: 'response.code_interpreter_call_code.delta', ...base, delta });
       events.push({ type: 'response.code_interpreter_call_code.done', ...base, code: item.code });
       events.push({ type: 'response.code_interpreter_call.interpreting', ...base });
-      events.push({ type: 'response.code_interpreter_call.completed', ...base });
+      // The SDK has no failed event for a run: a failed one ends at output_item.done, its status `failed`.
+      if (item.status === 'completed') events.push({ type: 'response.code_interpreter_call.completed', ...base });
       break;
     }
     case 'mcp_call': {

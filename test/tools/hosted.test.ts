@@ -98,6 +98,20 @@ text(JSON.stringify({ exit: ls.outcome.exit_code, stderr: ls.stderr, error }))`;
     expect(responses[0]!.output.find((item) => item.type === 'code_interpreter_call')).toMatchObject({ status: 'failed', outputs: [{ type: 'logs', logs: result.error }] });
   });
 
+  it('stream a code_interpreter run with its events; a failed run has no completed event and ends failed', async () => {
+    const code = `await tools.code_interpreter({ code: 'mean([1])' }); try { await tools.code_interpreter({ code: 'import os' }) } catch {} text('ok')`;
+    const stream = await server.client.responses.create({ model: 'm', input: inlineProgram(code), tools: TOOLS, stream: true });
+    const byItem = new Map<string, string[]>();
+    for await (const event of stream) {
+      if (!('item_id' in event) || !event.type.startsWith('response.code_interpreter_call')) continue;
+      byItem.set(event.item_id, [...(byItem.get(event.item_id) ?? []), event.type.replace('response.', '')]);
+    }
+    const [completed, failed] = [...byItem.values()].map((types) => types.filter((type) => type !== 'code_interpreter_call_code.delta'));
+    const common = ['code_interpreter_call.in_progress', 'code_interpreter_call_code.done', 'code_interpreter_call.interpreting'];
+    expect(completed).toEqual([...common, 'code_interpreter_call.completed']);
+    expect(failed).toEqual(common);
+  });
+
   it('cuts each command\'s output to max_output_length, as the action asks', async () => {
     const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram("const [r] = await tools.shell({ commands: ['wc -l data.csv'], max_output_length: 2 }); text(r.stdout)"), tools: TOOLS }, {});
     expect(text).toBe('42');
