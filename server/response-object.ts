@@ -8,7 +8,19 @@ import type { ResponseTool, Tool } from '../schemas/tools.ts';
  * Function tools as the hosted API echoes them: `parameters` and `strict` always present
  * (strict defaults to true in the Responses API).
  */
+/**
+ * A tool without the secrets an MCP server's definition carries (`authorization`, `headers`):
+ * like the hosted API, the emulator never returns or keeps them (responses, the store, the
+ * journal); a client sends them with every request.
+ */
+export function withoutSecrets<T extends Tool>(tool: T): T {
+  if (tool.type !== 'mcp') return tool;
+  const { authorization: _authorization, headers: _headers, ...rest } = tool;
+  return rest as T;
+}
+
 export function echoTool(tool: Tool): ResponseTool {
+  if (tool.type === 'mcp') return withoutSecrets(tool);
   if (tool.type !== 'function') return tool;
   return { ...tool, parameters: tool.parameters ?? null, strict: tool.strict ?? true };
 }

@@ -15,7 +15,7 @@ import { listedItem } from '../listed-item.ts';
 import type { JournalDetails } from '../journal.ts';
 import { knobsFromHeaders, retryCountOf } from '../knobs.ts';
 import { parseOrThrow } from '../request-validation.ts';
-import { buildResponse } from '../response-object.ts';
+import { buildResponse, withoutSecrets } from '../response-object.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
 import { responseEvents } from '../streaming/response-events.ts';
 import { writeEventStream } from '../streaming/sse-writer.ts';
@@ -147,7 +147,7 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
         programs: finished.turn.trace,
         knobs,
         client_loop: { tolerated: finished.turn.tolerated },
-        ...(body.store !== false ? { request: body, response } : {}),
+        ...(body.store !== false ? { request: { ...body, ...(body.tools ? { tools: body.tools.map(withoutSecrets) } : {}) }, response } : {}),
       });
     } finally {
       // Streaming the result back does not hold a place.

@@ -116,9 +116,19 @@ text(seen.join('\\n'))`;
       const code = 'text(await tools.calc.whoami())';
       const denied = await server.client.responses.create({ model: 'm', input: inlineProgram(code), tools: mcpTool(guarded.url) });
       expect(denied.output[0]).toMatchObject({ type: 'mcp_list_tools', error: expect.stringContaining('HTTP 401') });
-      const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram(code), tools: mcpTool(guarded.url, { authorization: 's3cret', headers: { 'x-tenant': 'acme' } }) }, {});
+      const { text, responses } = await agentLoop(
+        server.client,
+        { model: 'm', input: inlineProgram(code), tools: mcpTool(guarded.url, { authorization: 's3cret', headers: { 'x-tenant': 'acme' } }) },
+        {},
+        { store: true },
+      );
       expect(text).toBe('Bearer s3cret');
       expect(guarded.calls.at(-1)?.headers['x-tenant']).toBe('acme');
+      // Neither the response nor what is stored of it carries them.
+      const stored = await server.client.responses.retrieve(responses[0]!.id);
+      for (const response of [responses[0]!, stored]) {
+        expect(response.tools[0]).toEqual({ type: 'mcp', server_label: 'calc', server_url: guarded.url, require_approval: 'never', allowed_callers: ['programmatic'] });
+      }
     } finally {
       await guarded.close();
     }
