@@ -105,8 +105,10 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
   const approvals = new Map<string, McpApprovalResponseItem>();
   const mcpListings = new Map<string, McpListToolsItem>();
   const loadedTools: Tool[] = [];
-  /** Client-executed tool searches not answered yet: call_id → index. */
-  const pendingSearches = new Map<string, number>();
+  /** Tool searches with a call_id, by it: whether their tool_search_output has come, and where the call is. */
+  const searches = new Map<string, { index: number; execution: string | undefined; answered: boolean }>();
+  /** The ids of the mcp_approval_request items seen so far. */
+  const approvalRequests = new Set<string>();
   let lastUserText = '';
   let userTurns = 0;
 
@@ -145,17 +147,38 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         if (approvals.has(item.approval_request_id)) {
           throw new ApiError('tool_output_duplicate', `${where}: a second mcp_approval_response for ${item.approval_request_id}; each request takes exactly one.`, param);
         }
+        if (!approvalRequests.has(item.approval_request_id)) {
+          if (items.slice(index + 1).some((later) => later.type === 'mcp_approval_request' && later.id === item.approval_request_id)) {
+            throw new ApiError(
+              'items_out_of_order',
+              `${where}: the mcp_approval_response for ${item.approval_request_id} comes before its mcp_approval_request. Keep items in the order the responses returned them.`,
+              param,
+            );
+          }
+          violation(
+            new ApiError(
+              'tool_output_unknown_call',
+              `${where}: an mcp_approval_response for ${item.approval_request_id}, but the conversation has no mcp_approval_request with that id.`,
+              locate(index, 'approval_request_id').param,
+            ),
+            true,
+          );
+          break;
+        }
         approvals.set(item.approval_request_id, item);
         break;
       case 'mcp_list_tools':
         mcpListings.set(item.server_label, item);
         break;
       case 'tool_search_call':
-        // The client runs a client-executed search: its tool_search_output must follow.
-        if (item.execution === 'client' && item.call_id) pendingSearches.set(item.call_id, index);
+        if (item.call_id) {
+          if (searches.has(item.call_id)) throw new ApiError('program_item_altered', `${where}: tool_search_call ${item.call_id} appears twice in the conversation.`, param);
+          searches.set(item.call_id, { index, execution: item.execution, answered: false });
+        }
         break;
       case 'tool_search_output':
-        if (item.call_id) pendingSearches.delete(item.call_id);
+        // A search's output answers its call (one run by the emulator may have no call_id to match).
+        if (item.call_id && !readSearchOutput(item.call_id, index)) break;
         loadedTools.push(...item.tools);
         break;
       default:
@@ -166,8 +189,29 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     }
   }
 
+  /** Whether a tool_search_output with this call_id answers a search, and so loads its tools. */
+  function readSearchOutput(callId: string, index: number): boolean {
+    const { where, param } = locate(index);
+    const search = searches.get(callId);
+    if (!search) {
+      if (items.slice(index + 1).some((later) => later.type === 'tool_search_call' && later.call_id === callId)) {
+        throw new ApiError('items_out_of_order', `${where}: the tool_search_output for ${callId} comes before its tool_search_call. Keep items in the order the responses returned them.`, param);
+      }
+      violation(new ApiError('tool_output_unknown_call', `${where}: a tool_search_output for ${callId}, but the conversation has no tool_search_call with that call_id.`, locate(index, 'call_id').param), true);
+      // Tolerated (lenient checks): its tools load all the same.
+      return true;
+    }
+    if (search.answered) {
+      violation(new ApiError('tool_output_duplicate', `${where}: a second tool_search_output for ${callId}; each search takes exactly one.`, param), true);
+      return false;
+    }
+    search.answered = true;
+    return true;
+  }
+
   /** A call the emulator answered: one of a program's calls (a direct one needs nothing from the client). */
   function readServerCall(item: ServerCallItem, index: number): void {
+    if (item.type === 'mcp_approval_request') approvalRequests.add(item.id);
     if (item.caller?.type !== 'program') return;
     const thread = programThreadOf(item, item.caller.caller_id, index);
     if (item.type === 'mcp_call' && item.approval_request_id) thread.approved.set(item.approval_request_id, item);
@@ -299,8 +343,10 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
       }
     }
   }
-  for (const [callId, index] of pendingSearches) {
-    throw new ApiError('tool_output_missing', `No tool_search_output found for the client-executed tool_search_call ${callId}.`, locate(index).param);
+  for (const [callId, search] of searches) {
+    if (search.execution === 'client' && !search.answered) {
+      throw new ApiError('tool_output_missing', `No tool_search_output found for the client-executed tool_search_call ${callId}.`, locate(search.index).param);
+    }
   }
   const unansweredDirect = directCalls.find((direct) => direct.output === undefined);
   if (unansweredDirect) throw missingOutput(unansweredDirect.call, `No tool output found for ${describeCall(unansweredDirect.call)}.`);

@@ -183,6 +183,28 @@ text(JSON.stringify({ echoed, added }))`;
       mentions: ['No mcp_approval_response found for mcp_approval_request', first.output[2]!.id!],
     });
   });
+  it('checks an mcp_approval_response like any output: it must answer a request that came before it', async () => {
+    const tools = mcpTool(mcp.url, { require_approval: 'always' });
+    const first = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(ECHO_THEN_ADD), tools });
+    const request = first.output[2] as OpenAI.Responses.ResponseOutputItem.McpApprovalRequest;
+    const user: ResponseInputItem = { role: 'user', content: inlineProgram(ECHO_THEN_ADD) };
+    const answer = (id: string): ResponseInputItem => ({ type: 'mcp_approval_response', approval_request_id: id, approve: true });
+    const send = (input: ResponseInputItem[], headers: Record<string, string> = {}) => server.client.responses.create({ model: 'm', store: false, input, tools }, { headers });
+
+    expectSdkError(await rejectionOf(send([user, ...toResponseInputItems(first.output), answer(request.id), answer('mcpr_nope')])), {
+      code: 'tool_output_unknown_call',
+      param: 'input[5].approval_request_id',
+      mentions: ['mcpr_nope', 'no mcp_approval_request'],
+    });
+    expectSdkError(await rejectionOf(send([user, answer(request.id), ...toResponseInputItems(first.output)])), {
+      code: 'items_out_of_order',
+      param: 'input[1]',
+      mentions: [request.id, 'before its mcp_approval_request'],
+    });
+    // Lenient checks let the stray answer through; the real one resumes the program.
+    const lenient = await send([user, ...toResponseInputItems(first.output), answer(request.id), answer('mcpr_nope')], { 'x-ptc-client-checks': 'lenient' });
+    expect(lenient.output.map((item) => item.type)).toEqual(['mcp_call', 'mcp_approval_request']);
+  });
 });
 
 describe('replaying a program that called MCP tools', () => {

@@ -120,4 +120,32 @@ describe('a search the client runs', () => {
       { code: 'tool_output_missing', param: 'input[1]', mentions: ['tool_search_output', 'tool_search_call'] },
     );
   });
+
+  it('checks a tool_search_output like any output: it must answer a search that came before it, once', async () => {
+    const first = await clientSearch.client.responses.create({ model: 'm', store: false, input: 'where is my order?', tools: CLIENT_TOOLS });
+    const call = first.output[0] as OpenAI.Responses.ResponseToolSearchCall;
+    const user: ResponseInputItem = { role: 'user', content: 'where is my order?' };
+    const output = (callId: string): ResponseInputItem => ({ type: 'tool_search_output', call_id: callId, execution: 'client', status: 'completed', tools: [LOOKUP] });
+    const send = (input: ResponseInputItem[], headers: Record<string, string> = {}) =>
+      clientSearch.client.responses.create({ model: 'm', store: false, input, tools: CLIENT_TOOLS }, { headers });
+
+    expectSdkError(await rejectionOf(send([user, ...toResponseInputItems(first.output), output(call.call_id), output('call_nope')])), {
+      code: 'tool_output_unknown_call',
+      param: 'input[3].call_id',
+      mentions: ['call_nope', 'tool_search_call'],
+    });
+    expectSdkError(await rejectionOf(send([user, ...toResponseInputItems(first.output), output(call.call_id), output(call.call_id)])), {
+      code: 'tool_output_duplicate',
+      param: 'input[3]',
+      mentions: [call.call_id],
+    });
+    expectSdkError(await rejectionOf(send([user, output(call.call_id), ...toResponseInputItems(first.output)])), {
+      code: 'items_out_of_order',
+      param: 'input[1]',
+      mentions: [call.call_id, 'before its tool_search_call'],
+    });
+    // Lenient checks let an unanswering output through, and its tools load.
+    const lenient = await send([user, ...toResponseInputItems(first.output), output(call.call_id), output('call_nope')], { 'x-ptc-client-checks': 'lenient' });
+    expect(lenient.output.map((item) => item.type)).toEqual(['program', 'function_call']);
+  });
 });
