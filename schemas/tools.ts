@@ -7,9 +7,20 @@ export type AllowedCaller = z.infer<typeof AllowedCaller>;
 const AllowedCallers = z.array(AllowedCaller).nullish();
 const JsonSchemaObject = z.record(z.string(), z.unknown());
 
+/**
+ * A tool's, a namespace's or an MCP server's name: letters, digits, `_` and `-`, as the hosted
+ * API requires. A dot never appears, so `namespace.name` names one tool only.
+ */
+const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]+$/;
+const ToolName = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(TOOL_NAME_PATTERN, { error: `string does not match pattern. Expected a string that matches the pattern '${TOOL_NAME_PATTERN.source}'` });
+
 export const FunctionTool = z.looseObject({
   type: z.literal('function'),
-  name: z.string().min(1).max(128),
+  name: ToolName,
   description: z.string().nullish(),
   parameters: JsonSchemaObject.nullish(),
   strict: z.boolean().nullish(),
@@ -21,7 +32,7 @@ export type FunctionTool = z.infer<typeof FunctionTool>;
 
 export const CustomTool = z.looseObject({
   type: z.literal('custom'),
-  name: z.string().min(1).max(128),
+  name: ToolName,
   description: z.string().optional(),
   /** A grammar is accepted and echoed, not enforced on the input (docs/DEVIATIONS.md). */
   format: z
@@ -46,7 +57,7 @@ export type NamespaceFunction = z.infer<typeof NamespaceFunction>;
 /** Tools grouped under a name: a program reaches them as `tools.<namespace>.<name>`. */
 export const NamespaceTool = z.looseObject({
   type: z.literal('namespace'),
-  name: z.string().min(1).max(128),
+  name: ToolName,
   description: z.string(),
   tools: z.array(z.discriminatedUnion('type', [NamespaceFunction, CustomTool])),
 });
@@ -86,7 +97,7 @@ const McpToolFilter = z.looseObject({ tool_names: z.array(z.string()).optional()
  */
 export const McpTool = z.looseObject({
   type: z.literal('mcp'),
-  server_label: z.string().min(1).max(128),
+  server_label: ToolName,
   server_url: z.string().optional(),
   connector_id: z.string().optional(),
   server_description: z.string().optional(),

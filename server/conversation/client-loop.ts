@@ -1,7 +1,6 @@
 import type { ContentPart, ConversationItem, McpApprovalResponseItem, McpCallItem, McpListToolsItem, ProgramItem, ProgramOutputItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import type { ClientChecks } from '../config.ts';
-import type { Tool } from '../../schemas/tools.ts';
 import {
   contentText,
   describeCall,
@@ -15,6 +14,7 @@ import {
   type ToolCallItem,
   type ToolOutputItem,
 } from './call-items.ts';
+import type { LoadedTool } from './tool-set.ts';
 
 /** A program in the conversation, with the calls it made and the outputs the client sent. */
 export interface ProgramThread {
@@ -50,8 +50,8 @@ export interface ConversationState {
   readonly approvals: ReadonlyMap<string, McpApprovalResponseItem>;
   /** The latest tool listing of each MCP server, by server_label. */
   readonly mcpListings: ReadonlyMap<string, McpListToolsItem>;
-  /** Tool definitions tool searches loaded into the conversation, in order. */
-  readonly loadedTools: readonly Tool[];
+  /** Tool definitions tool searches loaded into the conversation, in order, each with where it is. */
+  readonly loadedTools: readonly LoadedTool[];
   readonly directCalls: readonly DirectCall[];
   readonly lastUserText: string;
   readonly userTurns: number;
@@ -104,7 +104,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
   const directCalls: DirectCall[] = [];
   const approvals = new Map<string, McpApprovalResponseItem>();
   const mcpListings = new Map<string, McpListToolsItem>();
-  const loadedTools: Tool[] = [];
+  const loadedTools: LoadedTool[] = [];
   /** Tool searches with a call_id, by it: whether their tool_search_output has come, and where the call is. */
   const searches = new Map<string, { index: number; execution: string | undefined; answered: boolean }>();
   /** The ids of the mcp_approval_request items seen so far. */
@@ -179,7 +179,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
       case 'tool_search_output':
         // A search's output answers its call (one run by the emulator may have no call_id to match).
         if (item.call_id && !readSearchOutput(item.call_id, index)) break;
-        loadedTools.push(...item.tools);
+        loadedTools.push(...item.tools.map((tool, inner) => ({ tool, param: index < inputStart ? 'previous_response_id' : `${locate(index).param}.tools[${inner}]` })));
         break;
       default:
         if (isToolCall(item)) readCall(item, index);

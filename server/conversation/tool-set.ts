@@ -9,6 +9,7 @@ import type {
   FunctionTool,
   McpTool,
   NamespaceFunction,
+  NamespaceTool,
   ShellTool,
   Tool,
   ToolSearchTool,
@@ -162,42 +163,81 @@ function isDeferred(tool: object): boolean {
   return (tool as { defer_loading?: unknown }).defer_loading === true;
 }
 
-/** A tool of the conversation and where it came from: `tools[i]` of the request, or `input` (a search loaded it). */
+/** A tool definition a tool search loaded, and where the conversation has it (`input[4].tools[0]`). */
+export interface LoadedTool {
+  readonly tool: Tool;
+  readonly param: string;
+}
+
+/** A namespace member of the conversation, where it is, and whether the conversation rather than this request brought it. */
+interface PlacedMember {
+  readonly member: NamespaceTool['tools'][number];
+  readonly param: string;
+  readonly loaded: boolean;
+}
+
+/** A tool of the conversation and where it is: `tools[i]` of the request, or in a tool_search_output. */
 interface PlacedTool {
   readonly tool: Tool;
   readonly param: string;
-  /** A namespace's members still deferred: set aside, their siblings keeping their places. */
-  readonly setAside?: ReadonlySet<unknown>;
+  /** A search loaded it: the request does not have it, so the request's own rules (programs enabled) do not bind it. */
+  readonly loaded: boolean;
+  /** A namespace's members as the conversation has them: deferred ones set aside, loaded ones joined. */
+  readonly members?: PlacedMember[];
 }
 
 /**
  * The request's tools as the conversation has them: a tool marked `defer_loading: true` counts
- * only once a tool search loaded it (its definition is in a `tool_search_output`), and a tool a
- * client-executed search returned that the request lacks joins. The rest is set aside for
- * searches.
+ * only once a tool search loaded it (its definition is in a `tool_search_output`), and what a
+ * client-executed search returned that the request lacks joins: a whole tool, or members of a
+ * namespace, merged into the namespace of that name. The rest is set aside for searches.
  */
-function effectiveTools(tools: readonly Tool[], loaded: readonly Tool[]): { tools: PlacedTool[]; deferred: Tool[] } {
-  const loadedSet = new Set(loaded.flatMap(loadedNames));
+function effectiveTools(tools: readonly Tool[], loaded: readonly LoadedTool[]): { tools: PlacedTool[]; deferred: Tool[] } {
+  const loadedSet = new Set(loaded.flatMap(({ tool }) => loadedNames(tool)));
   const present = new Set<string>();
   const effective: PlacedTool[] = [];
+  const namespaces = new Map<string, PlacedTool>();
   const deferred: Tool[] = [];
   for (const [index, tool] of tools.entries()) {
     const param = `tools[${index}]`;
     for (const name of loadedNames(tool)) present.add(name);
     if (tool.type === 'namespace') {
+      present.add(tool.name);
       // Members keep their places: errors name `tools[i].tools[j]` of the request.
-      const deferredMembers = tool.tools.filter((member) => isDeferred(member) && !loadedSet.has(toolId({ name: member.name, namespace: tool.name })));
+      const members: PlacedMember[] = [];
+      const deferredMembers: NamespaceTool['tools'] = [];
+      for (const [inner, member] of tool.tools.entries()) {
+        if (isDeferred(member) && !loadedSet.has(toolId({ name: member.name, namespace: tool.name }))) deferredMembers.push(member);
+        else members.push({ member, param: `${param}.tools[${inner}]`, loaded: false });
+      }
       if (deferredMembers.length > 0) deferred.push({ ...tool, tools: deferredMembers });
-      effective.push({ tool, param, setAside: new Set(deferredMembers) });
+      const placed: PlacedTool = { tool, param, loaded: false, members };
+      namespaces.set(tool.name, placed);
+      effective.push(placed);
     } else if (isDeferred(tool) && !loadedNames(tool).some((name) => loadedSet.has(name))) {
       deferred.push(tool);
     } else {
-      effective.push({ tool, param });
+      effective.push({ tool, param, loaded: false });
     }
   }
-  for (const tool of loaded) {
-    if (!loadedNames(tool).some((name) => present.has(name))) {
-      effective.push({ tool, param: 'input' });
+  for (const { tool, param } of loaded) {
+    if (tool.type === 'namespace') {
+      let target = namespaces.get(tool.name);
+      if (!target) {
+        if (present.has(tool.name)) continue;
+        target = { tool: { ...tool, tools: [] }, param, loaded: true, members: [] };
+        namespaces.set(tool.name, target);
+        effective.push(target);
+        present.add(tool.name);
+      }
+      for (const [inner, member] of tool.tools.entries()) {
+        const id = toolId({ name: member.name, namespace: tool.name });
+        if (present.has(id)) continue;
+        target.members!.push({ member, param: `${param}.tools[${inner}]`, loaded: true });
+        present.add(id);
+      }
+    } else if (!loadedNames(tool).some((name) => present.has(name))) {
+      effective.push({ tool, param, loaded: true });
       for (const name of loadedNames(tool)) present.add(name);
     }
   }
@@ -206,16 +246,16 @@ function effectiveTools(tools: readonly Tool[], loaded: readonly Tool[]): { tool
 
 /**
  * Reads the request's tools: every name unique (at the top level, and inside each namespace),
- * `allowed_callers: ["programmatic"]` only with `{type: "programmatic_tool_calling"}`. Tools
- * marked `defer_loading: true` count once a tool search loaded them (`loaded`, from the
- * conversation's tool_search_output items). MCP servers' tools join once their listing is known
- * (withMcpListings).
+ * `allowed_callers: ["programmatic"]` only with `{type: "programmatic_tool_calling"}`, every
+ * schema a program would use compilable; all checked over every tool of the request, deferred
+ * ones included, before anything runs. Tools marked `defer_loading: true` count once a tool
+ * search loaded them (`loaded`, from the conversation's tool_search_output items). MCP servers'
+ * tools join once their listing is known (withMcpListings).
  */
-export function readToolSet(requestTools: readonly Tool[] = [], loaded: readonly Tool[] = []): ToolSet {
-  // Names are checked over every tool of the request, loaded or not.
-  checkNames(requestTools);
-  const { tools, deferred } = effectiveTools(requestTools, loaded);
+export function readToolSet(requestTools: readonly Tool[] = [], loaded: readonly LoadedTool[] = []): ToolSet {
   const programmaticToolCalling = requestTools.some((tool) => tool.type === 'programmatic_tool_calling');
+  checkRequestTools(requestTools, programmaticToolCalling);
+  const { tools, deferred } = effectiveTools(requestTools, loaded);
   const callable = new Map<string, CallableTool>();
   const places = new Map<string, string>();
   const mcpServers = new Map<string, McpServer>();
@@ -231,53 +271,47 @@ export function readToolSet(requestTools: readonly Tool[] = [], loaded: readonly
     }
     places.set(id, param);
   };
-  const checkCallers = (definition: { allowed_callers?: readonly AllowedCaller[] | null | undefined }, name: string, param: string): readonly AllowedCaller[] => {
+  /**
+   * Who may call a tool. One a search loaded may allow programs when this request does not
+   * enable them: it then stays out of programs, as the request's own tools were checked already.
+   */
+  const callersIn = (definition: { allowed_callers?: readonly AllowedCaller[] | null | undefined }, loadedHere: boolean): readonly AllowedCaller[] => {
     const callers = callersOf(definition);
-    if (callers.includes('programmatic') && !programmaticToolCalling) {
-      throw new ApiError(
-        'programmatic_tool_calling_not_enabled',
-        `${param} ('${name}') allows the programmatic caller, but tools has no {"type": "programmatic_tool_calling"} entry to enable programs.`,
-        `${param}.allowed_callers`,
-      );
-    }
-    return callers;
+    return loadedHere && !programmaticToolCalling ? callers.filter((caller) => caller !== 'programmatic') : callers;
   };
-  const add = (definition: CallableTool['definition'], kind: ToolKind, param: string, namespace?: string): void => {
+  const add = (definition: CallableTool['definition'], kind: ToolKind, param: string, loadedHere: boolean, namespace?: string): void => {
     // The built-in tools are named by their type.
     const named = 'name' in definition && typeof definition.name === 'string';
     const name = named ? String(definition.name) : definition.type;
-    const callers = checkCallers(definition, name, param);
     const id = toolId({ name, namespace });
     claimName(id, param, named ? 'name' : 'type');
-    callable.set(id, { id, name, ...(namespace === undefined ? {} : { namespace }), kind, callers, definition, param });
+    callable.set(id, { id, name, ...(namespace === undefined ? {} : { namespace }), kind, callers: callersIn(definition, loadedHere), definition, param });
   };
 
-  for (const { tool, param, setAside } of tools) {
+  for (const { tool, param, loaded: loadedHere, members } of tools) {
     switch (tool.type) {
       case 'function':
       case 'custom':
       case 'apply_patch':
-        add(tool, tool.type, param);
+        add(tool, tool.type, param, loadedHere);
         break;
       case 'shell': {
         const hosted = tool.environment != null && tool.environment.type !== 'local';
         if (hosted) hostedShellContainer = containerOf(tool.environment);
-        add(tool, hosted ? 'hosted_shell' : 'shell', param);
+        add(tool, hosted ? 'hosted_shell' : 'shell', param, loadedHere);
         break;
       }
       case 'code_interpreter':
         codeInterpreterContainer = containerOf(tool.container);
-        add(tool, 'code_interpreter', param);
+        add(tool, 'code_interpreter', param, loadedHere);
         break;
       case 'namespace':
         claimName(tool.name, param);
-        for (const [inner, member] of tool.tools.entries()) {
-          if (!setAside?.has(member)) add(member, member.type, `${param}.tools[${inner}]`, tool.name);
-        }
+        for (const { member, param: memberParam, loaded: memberLoaded } of members ?? []) add(member, member.type, memberParam, memberLoaded, tool.name);
         break;
       case 'mcp':
         claimName(tool.server_label, param, 'server_label');
-        mcpServers.set(tool.server_label, { label: tool.server_label, definition: tool, callers: checkCallers(tool, tool.server_label, param), param });
+        mcpServers.set(tool.server_label, { label: tool.server_label, definition: tool, callers: callersIn(tool, loadedHere), param });
         break;
       case 'tool_search':
         toolSearch = tool;
@@ -299,8 +333,12 @@ export function readToolSet(requestTools: readonly Tool[] = [], loaded: readonly
   );
 }
 
-/** Two tools of the request with one name, loaded or deferred, are a 400 naming both. */
-function checkNames(tools: readonly Tool[]): void {
+/**
+ * The request's own rules, over every tool it has, deferred ones included: one name each (a 400
+ * naming both places), the programmatic caller only with programs enabled, and every schema a
+ * program would use compilable.
+ */
+function checkRequestTools(tools: readonly Tool[], programmaticToolCalling: boolean): void {
   const places = new Map<string, string>();
   const claim = (name: string, param: string, field: string): void => {
     const earlier = places.get(name);
@@ -309,13 +347,40 @@ function checkNames(tools: readonly Tool[]): void {
     }
     places.set(name, param);
   };
+  /** `id` names a namespace member in schema errors as programs reach it: `crm.add_note`. */
+  const checkCallers = (definition: object, name: string, param: string, id = name): void => {
+    if (!callersOf(definition as { allowed_callers?: AllowedCaller[] }).includes('programmatic')) return;
+    if (!programmaticToolCalling) {
+      throw new ApiError(
+        'programmatic_tool_calling_not_enabled',
+        `${param} ('${name}') allows the programmatic caller, but tools has no {"type": "programmatic_tool_calling"} entry to enable programs.`,
+        `${param}.allowed_callers`,
+      );
+    }
+    if (definition !== null && typeof definition === 'object' && 'type' in definition && definition.type === 'function') {
+      const tool = definition as FunctionTool;
+      if (tool.parameters != null && tool.strict !== false) checkedSchema(tool.parameters, id, `${param}.parameters`);
+      if (tool.output_schema != null) checkedSchema(tool.output_schema, id, `${param}.output_schema`);
+    }
+  };
   for (const [index, tool] of tools.entries()) {
     const param = `tools[${index}]`;
-    if (tool.type === 'mcp') claim(tool.server_label, param, 'server_label');
-    else if ('name' in tool && typeof tool.name === 'string') claim(tool.name, param, 'name');
-    else if (tool.type === 'shell' || tool.type === 'apply_patch' || tool.type === 'code_interpreter') claim(tool.type, param, 'type');
+    if (tool.type === 'mcp') {
+      claim(tool.server_label, param, 'server_label');
+      checkCallers(tool, tool.server_label, param);
+    } else if ('name' in tool && typeof tool.name === 'string') {
+      claim(tool.name, param, 'name');
+      if (tool.type !== 'namespace') checkCallers(tool, tool.name, param);
+    } else if (tool.type === 'shell' || tool.type === 'apply_patch' || tool.type === 'code_interpreter') {
+      claim(tool.type, param, 'type');
+      checkCallers(tool, tool.type, param);
+    }
     if (tool.type === 'namespace') {
-      for (const [inner, member] of tool.tools.entries()) claim(toolId({ name: member.name, namespace: tool.name }), `${param}.tools[${inner}]`, 'name');
+      for (const [inner, member] of tool.tools.entries()) {
+        const id = toolId({ name: member.name, namespace: tool.name });
+        claim(id, `${param}.tools[${inner}]`, 'name');
+        checkCallers(member, member.name, `${param}.tools[${inner}]`, id);
+      }
     }
   }
 }

@@ -160,7 +160,8 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
         }
         const [call, found] = serverSearch(toolSet, decision.query);
         items.push(call, found);
-        const loaded = readToolSet(input.request.tools, [...state.loadedTools, ...(found.tools as Tool[])]);
+        // What it found are deferred tools of this request: they keep their places there.
+        const loaded = readToolSet(input.request.tools, [...state.loadedTools, ...(found.tools as Tool[]).map((tool) => ({ tool, param: 'tools' }))]);
         items.push(...(await modelTurn('after_search', withMcpListings(loaded, allListed), allListed)));
         break;
       }

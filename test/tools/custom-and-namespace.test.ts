@@ -209,6 +209,17 @@ describe('direct calls of custom and namespaced tools', () => {
 });
 
 describe('tool definitions that cannot work', () => {
+  it('rejects a name with characters the API does not allow: a dot would make `namespace.name` ambiguous', async () => {
+    for (const [tools, param] of [
+      [[{ type: 'function', name: 'crm.get' }], 'tools[0].name'],
+      [[{ type: 'custom', name: 'my tool' }], 'tools[0].name'],
+      [[{ type: 'namespace', name: 'crm', description: 'd', tools: [{ type: 'function', name: 'a.b' }] }], 'tools[0].tools[0].name'],
+      [[{ type: 'mcp', server_label: 'docs.v2', server_url: 'http://127.0.0.1:9/mcp' }], 'tools[0].server_label'],
+    ] as [OpenAI.Responses.Tool[], string][]) {
+      await expectApiError(server.client.responses.create({ model: 'm', input: 'hi', tools }), { code: 'invalid_value', param, mentions: ["'^[a-zA-Z0-9_-]+$'"] });
+    }
+  });
+
   it('rejects a namespace member allowing programs without programmatic_tool_calling', async () => {
     await expectApiError(
       server.client.responses.create({

@@ -43,6 +43,7 @@ const SCENARIOS = {
     { match: { user: 'weather' }, search: 'weather forecast', program: USE_WEATHER },
     { match: { user: 'traffic' }, search: 'traffic', program: 'text(await tools.maps.traffic({}))' },
     { match: { user: 'order' }, search: 'order lookup', program: 'text(await tools.lookup_order({ id: 7 }))' },
+    { match: { user: 'crm' }, search: 'crm', program: 'text(JSON.stringify(Object.keys(tools.crm ?? {})))' },
   ],
 };
 
@@ -123,7 +124,7 @@ describe('a search the client runs', () => {
 
   it('checks a tool_search_output like any output: it must answer a search that came before it, once', async () => {
     const first = await clientSearch.client.responses.create({ model: 'm', store: false, input: 'where is my order?', tools: CLIENT_TOOLS });
-    const call = first.output[0] as OpenAI.Responses.ResponseToolSearchCall;
+    const call = first.output[0] as OpenAI.Responses.ResponseToolSearchCall & { call_id: string };
     const user: ResponseInputItem = { role: 'user', content: 'where is my order?' };
     const output = (callId: string): ResponseInputItem => ({ type: 'tool_search_output', call_id: callId, execution: 'client', status: 'completed', tools: [LOOKUP] });
     const send = (input: ResponseInputItem[], headers: Record<string, string> = {}) =>
@@ -147,5 +148,64 @@ describe('a search the client runs', () => {
     // Lenient checks let an unanswering output through, and its tools load.
     const lenient = await send([user, ...toResponseInputItems(first.output), output(call.call_id), output('call_nope')], { 'x-ptc-client-checks': 'lenient' });
     expect(lenient.output.map((item) => item.type)).toEqual(['program', 'function_call']);
+  });
+
+  it('merges namespace members a search returns into the namespace of that name, searches after searches', async () => {
+    const CRM_TOOLS: OpenAI.Responses.Tool[] = [
+      { type: 'tool_search', execution: 'client' },
+      { type: 'namespace', name: 'crm', description: 'CRM', tools: [{ type: 'function', name: 'lookup_order', allowed_callers: ['programmatic'] }] },
+      { type: 'programmatic_tool_calling' },
+    ];
+    const member = (name: string) => ({ type: 'function' as const, name, allowed_callers: ['programmatic' as const] });
+    const searchOf = async (input: ResponseInputItem[]) => {
+      const response = await clientSearch.client.responses.create({ model: 'm', store: false, input, tools: CRM_TOOLS });
+      expect(response.output.map((item) => item.type)).toEqual(['tool_search_call']);
+      return response.output[0] as OpenAI.Responses.ResponseToolSearchCall & { call_id: string };
+    };
+    const loaded = (call: OpenAI.Responses.ResponseToolSearchCall & { call_id: string }, names: string[]): ResponseInputItem[] => [
+      ...toResponseInputItems([call]),
+      { type: 'tool_search_output', call_id: call.call_id, execution: 'client', status: 'completed', tools: [{ type: 'namespace', name: 'crm', description: 'CRM', tools: names.map(member) }] },
+    ];
+    const input: ResponseInputItem[] = [{ role: 'user', content: 'crm' }];
+    input.push(...loaded(await searchOf(input), ['lookup_order', 'refund_order']));
+    const first = await clientSearch.client.responses.create({ model: 'm', store: false, input, tools: CRM_TOOLS });
+    expect(JSON.parse(first.output_text)).toEqual(['lookup_order', 'refund_order']);
+    input.push(...toResponseInputItems(first.output), { role: 'user', content: 'crm again' });
+    input.push(...loaded(await searchOf(input), ['refund_order', 'close_ticket']));
+    const second = await clientSearch.client.responses.create({ model: 'm', store: false, input, tools: CRM_TOOLS });
+    expect(JSON.parse(second.output_text)).toEqual(['lookup_order', 'refund_order', 'close_ticket']);
+  });
+
+  it('keeps what a search loaded out of programs once a request turns programs off, without refusing it', async () => {
+    const first = await server.client.responses.create({ model: 'm', input: 'weather in Lisbon?', tools: TOOLS });
+    const [call] = first.output.filter((item) => item.type === 'function_call');
+    const second = await server.client.responses.create({
+      model: 'm',
+      previous_response_id: first.id,
+      input: [{ type: 'function_call_output', call_id: call!.call_id, output: 'sunny', caller: call!.caller ?? null }],
+      tools: TOOLS,
+    });
+    expect(second.output_text).toBe('sunny / undefined');
+    const chat = await server.client.responses.create({ model: 'm', previous_response_id: second.id, input: 'thanks!' });
+    expect(chat.status).toBe('completed');
+  });
+});
+
+describe('a deferred tool', () => {
+  it('is checked with the request, before any search: programs enabled, schemas compilable', async () => {
+    const deferred = (extra: Partial<OpenAI.Responses.FunctionTool>): OpenAI.Responses.Tool[] => [
+      { type: 'tool_search' },
+      { type: 'function', name: 'later', parameters: null, strict: false, defer_loading: true, allowed_callers: ['programmatic'], ...extra },
+    ];
+    expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', input: 'hi', tools: deferred({}) })), {
+      code: 'programmatic_tool_calling_not_enabled',
+      param: 'tools[1].allowed_callers',
+    });
+    expectSdkError(
+      await rejectionOf(
+        server.client.responses.create({ model: 'm', input: 'hi', tools: [...deferred({ parameters: { type: 'object', properties: { a: { type: 'nope' } } }, strict: true }), { type: 'programmatic_tool_calling' }] }),
+      ),
+      { code: 'invalid_function_parameters', param: 'tools[1].parameters' },
+    );
   });
 });
