@@ -215,8 +215,9 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     throw new ApiError('unknown_url', `Invalid URL (${request.method} ${request.url.split('?')[0]}).`);
   });
 
-  // One MCP client for the server's life: connections to each MCP server are kept and reused.
-  const mcp = new McpClients();
+  // One MCP client for the server's life: connections to each MCP server are kept and reused,
+  // within the pool's bounds.
+  const mcp = new McpClients({ idleTimeoutMs: config.mcpIdleTimeoutMs, maxConnections: config.mcpMaxConnections });
 
   registerResponseRoutes(app, {
     store,

@@ -35,6 +35,14 @@ export const SETTINGS = {
     default: '30000',
     description: 'How long one MCP operation (listing a server\'s tools, or a call) may take, connecting included; a call past it fails with an error the program receives.',
   },
+  PTC_MCP_IDLE_TIMEOUT_MS: {
+    default: '300000',
+    description: 'A connection to an MCP server (one per server URL and headers, reused across requests) that no call or listing has used for this long is closed, ending its session.',
+  },
+  PTC_MCP_MAX_CONNECTIONS: {
+    default: '100',
+    description: 'MCP connections kept at most; beyond, the least recently used idle ones are closed (one in use never is).',
+  },
   PTC_SHUTDOWN_TIMEOUT_MS: { default: '10000', description: 'On SIGTERM, how long running requests may take to finish before the process exits anyway.' },
   PTC_PAUSED_TTL_MS: { default: '600000', description: 'How long a paused program\'s isolate is kept alive without being resumed; after that it resumes by replay.' },
   PTC_MAX_PAUSED_PROGRAMS: {
@@ -78,6 +86,8 @@ export interface ServerConfig {
   readonly programExpiryMs: number;
   readonly shutdownTimeoutMs: number;
   readonly mcpTimeoutMs: number;
+  readonly mcpIdleTimeoutMs: number;
+  readonly mcpMaxConnections: number;
   readonly pausedTtlMs: number;
   readonly maxPausedPrograms: number;
   readonly maxPausedHeapBytes: number;
@@ -143,6 +153,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     programExpiryMs: integer(env, 'PTC_PROGRAM_EXPIRY_MS', SETTINGS.PTC_PROGRAM_EXPIRY_MS.default, 1),
     shutdownTimeoutMs: integer(env, 'PTC_SHUTDOWN_TIMEOUT_MS', SETTINGS.PTC_SHUTDOWN_TIMEOUT_MS.default, 0),
     mcpTimeoutMs: integer(env, 'PTC_MCP_TIMEOUT_MS', SETTINGS.PTC_MCP_TIMEOUT_MS.default, 1),
+    mcpIdleTimeoutMs: integer(env, 'PTC_MCP_IDLE_TIMEOUT_MS', SETTINGS.PTC_MCP_IDLE_TIMEOUT_MS.default, 1),
+    mcpMaxConnections: integer(env, 'PTC_MCP_MAX_CONNECTIONS', SETTINGS.PTC_MCP_MAX_CONNECTIONS.default, 1),
     pausedTtlMs: integer(env, 'PTC_PAUSED_TTL_MS', SETTINGS.PTC_PAUSED_TTL_MS.default, 1),
     maxPausedPrograms: integer(env, 'PTC_MAX_PAUSED_PROGRAMS', SETTINGS.PTC_MAX_PAUSED_PROGRAMS.default, 0),
     maxPausedHeapBytes: integer(env, 'PTC_MAX_PAUSED_HEAP_MB', SETTINGS.PTC_MAX_PAUSED_HEAP_MB.default, 1) * 1024 * 1024,

@@ -1,6 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
-import { type McpCallResult, McpClients, type McpServerConfig } from '../server/mcp/mcp-client.ts';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { type McpCallResult, McpClients, type McpPoolOptions, type McpServerConfig } from '../server/mcp/mcp-client.ts';
 import {
+  type ExtraTool,
   type McpTestServer,
   type McpTestServerOptions,
   type PlainTestServer,
@@ -36,8 +38,11 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-function newClients(): McpClients {
-  const clients = new McpClients();
+/** Bounds no test reaches unless it sets its own. */
+const ROOMY_POOL: McpPoolOptions = { idleTimeoutMs: 600_000, maxConnections: 1_000 };
+
+function newClients(pool: Partial<McpPoolOptions> = {}): McpClients {
+  const clients = new McpClients({ ...ROOMY_POOL, ...pool });
   cleanups.push(() => clients.close());
   return clients;
 }
@@ -56,6 +61,34 @@ const EVENTUALLY = { timeout: 5_000, interval: 10 };
 function configFor(server: { readonly url: string }, extra: Partial<McpServerConfig> = {}): McpServerConfig {
   return { serverLabel: 'local', serverUrl: server.url, ...extra };
 }
+
+/**
+ * Tools whose results the SDK's Client.callTool would check against what its own listTools saw
+ * (so only on a connection that listed them): a result violating the output schema, a result
+ * missing the structured content the schema promises, a tool declaring it needs task-based
+ * execution. The emulator checks none of it.
+ */
+const UNCHECKED_TOOLS: readonly (ExtraTool & { readonly expected: McpCallResult })[] = [
+  {
+    tool: {
+      name: 'typed',
+      inputSchema: { type: 'object' },
+      outputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] },
+    },
+    answer: (): CallToolResult => ({ content: [{ type: 'text', text: 'n is a string' }], structuredContent: { n: 'not a number' } }),
+    expected: { output: '{"n":"not a number"}' },
+  },
+  {
+    tool: { name: 'unstructured', inputSchema: { type: 'object' }, outputSchema: { type: 'object', properties: { n: { type: 'number' } } } },
+    answer: (): CallToolResult => ({ content: [{ type: 'text', text: 'no structured content' }] }),
+    expected: { output: 'no structured content' },
+  },
+  {
+    tool: { name: 'tasky', inputSchema: { type: 'object' }, execution: { taskSupport: 'required' } },
+    answer: (): CallToolResult => ({ content: [{ type: 'text', text: 'done without a task' }] }),
+    expected: { output: 'done without a task' },
+  },
+];
 
 const SERVER_KINDS = [
   { transport: 'Streamable HTTP', start: startStreamableMcpServer },
@@ -225,9 +258,34 @@ describe.each(SERVER_KINDS)('a server speaking $transport', ({ start }) => {
     expect(second.initializations).toBe(1);
   });
 
+  test('a connection unused for the idle timeout is closed, ending its session, and the next call opens another', async () => {
+    const server = await startServer();
+    const clients = newClients({ idleTimeoutMs: 20 });
+    const config = configFor(server);
+    expect(await clients.callTool(config, 'echo', { n: 1 }, TIMEOUT)).toEqual({ output: '{"n":1}' });
+
+    await vi.waitFor(() => expect(server.openSessions).toBe(0), EVENTUALLY);
+    expect(await clients.callTool(config, 'echo', { n: 2 }, TIMEOUT)).toEqual({ output: '{"n":2}' });
+    expect(server.initializations).toBe(2);
+  });
+
+  test('a result is passed on as the server sent it, whether or not this connection listed the tools', async () => {
+    const server = await startServer({ extraTools: UNCHECKED_TOOLS });
+    const listedFirst = newClients();
+    expect((await listedFirst.listTools(configFor(server), TIMEOUT)).map((tool) => tool.name)).toEqual([
+      ...TOOLS.map((tool) => tool.name),
+      ...UNCHECKED_TOOLS.map((extra) => extra.tool.name),
+    ]);
+    const neverListed = newClients();
+    for (const { tool, expected } of UNCHECKED_TOOLS) {
+      expect(await listedFirst.callTool(configFor(server), tool.name, {}, TIMEOUT)).toEqual(expected);
+      expect(await neverListed.callTool(configFor(server), tool.name, {}, TIMEOUT)).toEqual(expected);
+    }
+  });
+
   test('close() ends the sessions, and later operations fail naming the server', async () => {
     const server = await startServer();
-    const clients = new McpClients();
+    const clients = new McpClients(ROOMY_POOL);
     const config = configFor(server);
     await clients.callTool(config, 'echo', {}, TIMEOUT);
     expect(server.openSessions).toBe(1);
@@ -270,6 +328,101 @@ describe('choosing the transport', () => {
     await newClients().listTools(configFor(server), TIMEOUT);
     expect(server.requests[0]).toEqual({ method: 'POST', path: '/mcp' });
     expect(server.initializations).toBe(1);
+  });
+});
+
+describe('the connection pool', () => {
+  /** A promise the test resolves itself. */
+  function gate(): { readonly promise: Promise<void>; readonly open: () => void } {
+    let open = (): void => {};
+    const promise = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    return { promise, open };
+  }
+
+  test('a connection whose call is still running outlives the idle timeout that closes an unused one', async () => {
+    const held = gate();
+    const busy = await tracked(startStreamableMcpServer({ holdCalls: held.promise }));
+    const quiet = await tracked(startStreamableMcpServer());
+    const clients = newClients({ idleTimeoutMs: 20 });
+
+    // Listing (not held) leaves the busy connection idle, its idle timeout running; the call
+    // that takes it up at once must stop that timeout.
+    await clients.listTools(configFor(busy), TIMEOUT);
+    const running = clients.callTool(configFor(busy), 'echo', { held: true }, TIMEOUT);
+    await vi.waitFor(() => expect(busy.calls).toHaveLength(1), EVENTUALLY);
+    expect(await clients.callTool(configFor(quiet), 'echo', {}, TIMEOUT)).toEqual({ output: '{}' });
+    // The quiet connection idled out after the busy one's call had started.
+    await vi.waitFor(() => expect(quiet.openSessions).toBe(0), EVENTUALLY);
+    expect(busy.openSessions).toBe(1);
+
+    held.open();
+    expect(await running).toEqual({ output: '{"held":true}' });
+    // Idle from now on, it goes the same way.
+    await vi.waitFor(() => expect(busy.openSessions).toBe(0), EVENTUALLY);
+    expect(busy.initializations).toBe(1);
+  });
+
+  test('beyond the maximum, the least recently used connection is closed, ending its session; its credentials reconnect later', async () => {
+    const server = await tracked(startStreamableMcpServer());
+    const clients = newClients({ maxConnections: 3 });
+    const as = (token: string): McpServerConfig => configFor(server, { authorization: token });
+    const whoami = async (token: string): Promise<void> => {
+      expect(await clients.callTool(as(token), 'whoami', {}, TIMEOUT)).toEqual({ output: `Bearer ${token}` });
+    };
+
+    for (const token of ['t0', 't1', 't2']) await whoami(token);
+    await whoami('t0'); // t0 is now the most recently used, t1 the least
+    await whoami('t3');
+    await vi.waitFor(() => expect(server.openSessions).toBe(3), EVENTUALLY);
+    expect(server.initializations).toBe(4);
+
+    // t0, t2 and t3 kept their connections; t1 connects anew (closing t0, now the least recent).
+    await whoami('t0');
+    await whoami('t2');
+    await whoami('t3');
+    expect(server.initializations).toBe(4);
+    await whoami('t1');
+    expect(server.initializations).toBe(5);
+    await vi.waitFor(() => expect(server.openSessions).toBe(3), EVENTUALLY);
+
+    for (let i = 0; i < 20; i++) await whoami(`many-${i}`);
+    await vi.waitFor(() => expect(server.openSessions).toBe(3), EVENTUALLY);
+    expect(server.initializations).toBe(25);
+  });
+
+  test('a connection in use is never closed to make room: the pool exceeds its maximum until the call ends', async () => {
+    const held = gate();
+    const busy = await tracked(startStreamableMcpServer({ holdCalls: held.promise }));
+    const other = await tracked(startStreamableMcpServer());
+    const clients = newClients({ maxConnections: 1 });
+
+    const running = clients.callTool(configFor(busy), 'echo', { held: true }, TIMEOUT);
+    await vi.waitFor(() => expect(busy.calls).toHaveLength(1), EVENTUALLY);
+    // Two connections for a maximum of one: the idle one goes, though it is the newer.
+    expect(await clients.callTool(configFor(other), 'echo', {}, TIMEOUT)).toEqual({ output: '{}' });
+    await vi.waitFor(() => expect(other.openSessions).toBe(0), EVENTUALLY);
+    expect(busy.openSessions).toBe(1);
+
+    held.open();
+    expect(await running).toEqual({ output: '{"held":true}' });
+    expect(busy.openSessions).toBe(1);
+    // Another connection now makes room by closing the busy one, idle at last.
+    expect(await clients.callTool(configFor(other), 'echo', { again: true }, TIMEOUT)).toEqual({ output: '{"again":true}' });
+    await vi.waitFor(() => expect(busy.openSessions).toBe(0), EVENTUALLY);
+    expect(other.openSessions).toBe(1);
+    expect(busy.initializations).toBe(1);
+    expect(other.initializations).toBe(2);
+  });
+
+  test('close() also waits for connections the pool is still closing', async () => {
+    const server = await tracked(startStreamableMcpServer());
+    const clients = new McpClients({ ...ROOMY_POOL, maxConnections: 1 });
+    await clients.callTool(configFor(server, { authorization: 'a' }), 'echo', {}, TIMEOUT);
+    await clients.callTool(configFor(server, { authorization: 'b' }), 'echo', {}, TIMEOUT);
+    await clients.close();
+    expect(server.openSessions).toBe(0);
   });
 });
 

@@ -1,4 +1,5 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CallToolResultSchema, ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { breaksConnection, DeadlineExceeded, describeFailure, httpStatusOf, type McpTransportKind } from './mcp-failure.ts';
 import { toolOutcome } from './mcp-output.ts';
 import { type McpConnection, newHttpScope, openMcpConnection, raceSignal, runInHttpScope } from './mcp-transport.ts';
@@ -6,6 +7,15 @@ import { type McpConnection, newHttpScope, openMcpConnection, raceSignal, runInH
 /**
  * The emulator as a real MCP client: server-owned `mcp` tools are listed and called by us over
  * the network, on connections kept per server and reused across responses.
+ *
+ * Requests go out as plain `tools/list` and `tools/call` (`client.request`), not through the
+ * SDK's `Client.listTools`/`Client.callTool`: those remember, per connection, each listed tool's
+ * output schema and task support, and then check later calls against them (refusing a result
+ * whose `structuredContent` violates the schema, or a tool marked task-required). Which
+ * connection makes a call (one that listed the tools, or one that did not because the listing
+ * came from the conversation) must not change its outcome, and the server's result is its data:
+ * it is passed on as sent. It also spares compiling a validator for every output schema at each
+ * listing.
  */
 
 export interface McpServerConfig {
@@ -30,19 +40,53 @@ export interface McpOperationOptions {
   readonly timeoutMs: number;
 }
 
-/** How long close() lets a Streamable HTTP server take to acknowledge the end of a session. */
+/** Bounds of the connection pool: `PTC_MCP_IDLE_TIMEOUT_MS`, `PTC_MCP_MAX_CONNECTIONS` (server/config.ts). */
+export interface McpPoolOptions {
+  /** A connection no operation has used for this long is closed, ending its session. */
+  readonly idleTimeoutMs: number;
+  /** Connections kept at most; beyond, the least recently used idle ones are closed. */
+  readonly maxConnections: number;
+}
+
+/** How long closing a connection lets a Streamable HTTP server take to acknowledge the end of a session. */
 const END_SESSION_TIMEOUT_MS = 2_000;
 
+/**
+ * Server URLs whose working transport is remembered. A constant rather than a setting: an entry
+ * is one URL and one word, and only spares a refused POST when reconnecting to a legacy SSE
+ * server, so the bound only needs to keep the map from growing without end.
+ */
+const MAX_REMEMBERED_TRANSPORTS = 1_000;
+
 interface ConnectionEntry {
+  readonly key: string;
   readonly promise: Promise<McpConnection>;
+  /** Operations using (or waiting for) the connection: while above zero it is never retired. */
+  users: number;
+  /** Armed while nobody uses the connection: retires it after the idle timeout. */
+  idleTimer: NodeJS.Timeout | undefined;
 }
 
 export class McpClients {
-  /** Connections by server URL and headers: pending while connecting, then established. */
+  readonly #pool: McpPoolOptions;
+  /**
+   * Connections by server URL and headers, pending while connecting, then established; in order
+   * of last use (each use moves its entry to the end), so the first idle one is the least
+   * recently used.
+   */
   readonly #connections = new Map<string, ConnectionEntry>();
-  /** The transport that last worked for each key, tried first when reconnecting. */
+  /**
+   * The transport that last worked for each server URL, tried first when reconnecting. Keyed by
+   * URL alone (a server speaks the same transport to everyone), so no credentials stay here.
+   */
   readonly #transportKinds = new Map<string, McpTransportKind>();
+  /** Retired connections still ending their sessions: close() waits for them. */
+  readonly #closing = new Set<Promise<void>>();
   #closed = false;
+
+  constructor(pool: McpPoolOptions) {
+    this.#pool = pool;
+  }
 
   /**
    * Every tool of the server, following pagination. Rejects with an Error naming the server and
@@ -55,7 +99,11 @@ export class McpClients {
         const cursorsSeen = new Set<string>();
         let cursor: string | undefined;
         do {
-          const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: options.timeoutMs });
+          const page = await client.request(
+            { method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
+            ListToolsResultSchema,
+            { signal, timeout: options.timeoutMs },
+          );
           for (const tool of page.tools) {
             tools.push({
               name: tool.name,
@@ -85,7 +133,7 @@ export class McpClients {
   async callTool(config: McpServerConfig, name: string, args: Record<string, unknown>, options: McpOperationOptions): Promise<McpCallResult> {
     try {
       const result = await this.#operate(config, options.timeoutMs, (client, signal) =>
-        client.callTool({ name, arguments: args }, undefined, { signal, timeout: options.timeoutMs }),
+        client.request({ method: 'tools/call', params: { name, arguments: args } }, CallToolResultSchema, { signal, timeout: options.timeoutMs }),
       );
       const outcome = toolOutcome(result);
       if (outcome.kind === 'output') return { output: outcome.text };
@@ -98,14 +146,9 @@ export class McpClients {
   /** Closes every connection, ending Streamable HTTP sessions; later operations fail. */
   async close(): Promise<void> {
     this.#closed = true;
-    const entries = [...this.#connections.values()];
-    this.#connections.clear();
-    await Promise.all(
-      entries.map(async (entry) => {
-        const connection = await entry.promise.catch(() => undefined);
-        await connection?.close({ endSession: true, signal: AbortSignal.timeout(END_SESSION_TIMEOUT_MS) });
-      }),
-    );
+    for (const entry of [...this.#connections.values()]) this.#retire(entry);
+    this.#transportKinds.clear();
+    await Promise.all(this.#closing);
   }
 
   /**
@@ -126,22 +169,26 @@ export class McpClients {
     try {
       for (let attempt = 1; ; attempt++) {
         if (this.#closed) throw new Error('the MCP client is closed');
-        const entry = this.#connectionFor(key, url, headers, timeoutMs);
-        const connection = await raceSignal(entry.promise, controller.signal).catch((error: unknown) => {
-          throw controller.signal.aborted ? new DeadlineExceeded(timeoutMs, 'connecting') : error;
-        });
-        const scope = newHttpScope(controller.signal);
+        const entry = this.#acquire(key, url, headers, timeoutMs);
         try {
-          return await raceSignal(
-            runInHttpScope(scope, () => operation(connection.client, controller.signal)),
-            controller.signal,
-          );
-        } catch (error) {
-          // After the deadline, whatever the SDK reports is a consequence of our abort.
-          if (controller.signal.aborted) throw controller.signal.reason;
-          if (breaksConnection(error)) this.#drop(key, entry, connection);
-          if (attempt === 1 && httpStatusOf(error, scope.failedStatus) === 404) continue;
-          throw error;
+          const connection = await raceSignal(entry.promise, controller.signal).catch((error: unknown) => {
+            throw controller.signal.aborted ? new DeadlineExceeded(timeoutMs, 'connecting') : error;
+          });
+          const scope = newHttpScope(controller.signal);
+          try {
+            return await raceSignal(
+              runInHttpScope(scope, () => operation(connection.client, controller.signal)),
+              controller.signal,
+            );
+          } catch (error) {
+            // After the deadline, whatever the SDK reports is a consequence of our abort.
+            if (controller.signal.aborted) throw controller.signal.reason;
+            if (breaksConnection(error)) this.#drop(entry, connection);
+            if (attempt === 1 && httpStatusOf(error, scope.failedStatus) === 404) continue;
+            throw error;
+          }
+        } finally {
+          this.#release(entry);
         }
       }
     } finally {
@@ -149,43 +196,104 @@ export class McpClients {
     }
   }
 
-  /** The established or pending connection for `key`, starting one if there is none. */
-  #connectionFor(key: string, url: URL, headers: Record<string, string>, timeoutMs: number): ConnectionEntry {
+  /**
+   * The established or pending connection for `key`, starting one if there is none, marked in
+   * use (until #release) and most recently used.
+   */
+  #acquire(key: string, url: URL, headers: Record<string, string>, timeoutMs: number): ConnectionEntry {
     const existing = this.#connections.get(key);
-    if (existing) return existing;
+    if (existing) {
+      this.#connections.delete(key);
+      this.#connections.set(key, existing);
+      clearTimeout(existing.idleTimer);
+      existing.idleTimer = undefined;
+      existing.users += 1;
+      return existing;
+    }
     // The connect is shared by every operation that arrives meanwhile, and is bounded by the
     // deadline of the one that started it.
     const promise = openMcpConnection({
       url,
       headers,
-      preferred: this.#transportKinds.get(key) ?? 'streamable-http',
+      preferred: this.#transportKinds.get(url.href) ?? 'streamable-http',
       timeoutMs,
       onBroken: () => {
         promise.then(
-          (connection) => this.#drop(key, entry, connection),
+          (connection) => this.#drop(entry, connection),
           () => {},
         );
       },
     });
-    const entry: ConnectionEntry = { promise };
+    const entry: ConnectionEntry = { key, promise, users: 1, idleTimer: undefined };
     this.#connections.set(key, entry);
     promise.then(
-      (connection) => {
-        this.#transportKinds.set(key, connection.kind);
-        // close() ran while this was connecting: nothing will use or close it otherwise.
-        if (this.#closed) void connection.close({ endSession: true, signal: AbortSignal.timeout(END_SESSION_TIMEOUT_MS) });
-      },
+      // Retiring the entry (idle, least recently used, close()) while it connects closes it once connected.
+      (connection) => this.#rememberTransport(url.href, connection.kind),
       () => {
-        if (this.#connections.get(key) === entry) this.#connections.delete(key);
+        this.#forget(entry);
       },
     );
+    this.#trim();
     return entry;
   }
 
+  /** One operation is done with the connection: when nobody else uses it, it starts idling. */
+  #release(entry: ConnectionEntry): void {
+    entry.users -= 1;
+    if (entry.users > 0 || this.#connections.get(entry.key) !== entry) return;
+    this.#trim();
+    if (this.#connections.get(entry.key) !== entry) return;
+    entry.idleTimer = setTimeout(() => {
+      if (entry.users === 0) this.#retire(entry);
+    }, this.#pool.idleTimeoutMs);
+    // An idle connection is no reason to keep the process alive.
+    entry.idleTimer.unref();
+  }
+
+  /**
+   * Retires the least recently used idle connections while there are more than the maximum.
+   * Connections in use are skipped: the pool may exceed its maximum until they are released.
+   */
+  #trim(): void {
+    let excess = this.#connections.size - this.#pool.maxConnections;
+    for (const entry of this.#connections.values()) {
+      if (excess <= 0) return;
+      if (entry.users > 0) continue;
+      this.#retire(entry);
+      excess -= 1;
+    }
+  }
+
+  /** Removes a connection from the pool and closes it (once connected), ending its session. */
+  #retire(entry: ConnectionEntry): void {
+    this.#forget(entry);
+    const closing = entry.promise.then(
+      (connection) => connection.close({ endSession: true, signal: AbortSignal.timeout(END_SESSION_TIMEOUT_MS) }),
+      () => {},
+    );
+    this.#closing.add(closing);
+    void closing.finally(() => this.#closing.delete(closing));
+  }
+
   /** Forgets a broken connection so the next operation reconnects, and closes it. */
-  #drop(key: string, entry: ConnectionEntry, connection: McpConnection): void {
-    if (this.#connections.get(key) === entry) this.#connections.delete(key);
+  #drop(entry: ConnectionEntry, connection: McpConnection): void {
+    this.#forget(entry);
     void connection.close({ endSession: false, signal: AbortSignal.abort() });
+  }
+
+  /** Takes the entry out of the pool, unless another connection has replaced it there. */
+  #forget(entry: ConnectionEntry): void {
+    clearTimeout(entry.idleTimer);
+    entry.idleTimer = undefined;
+    if (this.#connections.get(entry.key) === entry) this.#connections.delete(entry.key);
+  }
+
+  #rememberTransport(href: string, kind: McpTransportKind): void {
+    this.#transportKinds.delete(href);
+    this.#transportKinds.set(href, kind);
+    if (this.#transportKinds.size > MAX_REMEMBERED_TRANSPORTS) {
+      this.#transportKinds.delete(this.#transportKinds.keys().next().value as string);
+    }
   }
 }
 

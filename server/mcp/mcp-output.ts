@@ -6,7 +6,7 @@ import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/sdk/typ
  * described rather than dropped silently.
  */
 
-/** What Client.callTool resolves: a current result, or the pre-2025 `toolResult` shape. */
+/** A `tools/call` result: a current one, or the pre-2025 `toolResult` shape. */
 export type ToolResultLike = CallToolResult | { readonly toolResult: unknown };
 
 export type ToolOutcome = { readonly kind: 'output'; readonly text: string } | { readonly kind: 'error'; readonly text: string };

@@ -44,6 +44,16 @@ export interface McpTestServerOptions {
   readonly pageSize?: number;
   /** Listen on this port (to restart a server where a client knew it); ephemeral when absent. */
   readonly port?: number;
+  /** Tools listed after TOOLS, each answered by its `answer`. */
+  readonly extraTools?: readonly ExtraTool[];
+  /** Every tool call, once recorded, waits for this before it is answered. */
+  readonly holdCalls?: Promise<unknown>;
+}
+
+/** A tool a test adds to a server of its own (TOOLS, which other tests enumerate, stays as is). */
+export interface ExtraTool {
+  readonly tool: Tool;
+  readonly answer: (args: Readonly<Record<string, unknown>>) => CallToolResult;
 }
 
 export interface McpTestServer {
@@ -124,20 +134,25 @@ function newMcpSession(state: ServerState): Server {
   server.oninitialized = () => {
     state.initializations += 1;
   };
+  const extraTools = state.options.extraTools ?? [];
+  const tools = [...TOOLS, ...extraTools.map((extraTool) => extraTool.tool)];
   server.setRequestHandler(ListToolsRequestSchema, (request) => {
     state.listRequests += 1;
-    const pageSize = state.options.pageSize ?? TOOLS.length;
+    const pageSize = state.options.pageSize ?? tools.length;
     const start = request.params?.cursor === undefined ? 0 : Number(request.params.cursor);
-    if (!Number.isInteger(start) || start < 0 || start > TOOLS.length) {
+    if (!Number.isInteger(start) || start < 0 || start > tools.length) {
       throw new McpError(ErrorCode.InvalidParams, `bad cursor ${request.params?.cursor}`);
     }
     const end = start + pageSize;
-    return { tools: TOOLS.slice(start, end), ...(end < TOOLS.length ? { nextCursor: String(end) } : {}) };
+    return { tools: tools.slice(start, end), ...(end < tools.length ? { nextCursor: String(end) } : {}) };
   });
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const args = request.params.arguments ?? {};
     const headers = normalizeHeaders(extra.requestInfo?.headers ?? {});
     state.calls.push({ tool: request.params.name, arguments: args, headers });
+    await state.options.holdCalls;
+    const extraTool = extraTools.find((candidate) => candidate.tool.name === request.params.name);
+    if (extraTool) return extraTool.answer(args);
     switch (request.params.name) {
       case 'echo':
         return { content: [{ type: 'text', text: JSON.stringify(args) }] };
