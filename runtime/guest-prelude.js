@@ -57,7 +57,8 @@
   let outcome = null; // { status: 'completed', result } | { status: 'failed', code, message }
   let fatal = null; // a limit hit: ends the program whatever the program catches
   // Replay: the calls an earlier run of this program made, with the outputs they got, in seq
-  // order. Batches of recorded calls are answered from here without leaving the isolate.
+  // order. Batches of recorded calls are answered from here without leaving the isolate. From
+  // the first answer over the size limit on, the host sends calls `withheld`, without answers.
   let recorded = [];
 
   function size(map) {
@@ -544,9 +545,8 @@
       let first = -1;
       reflectApply(mapForEach, unreported, [(call, seq) => { if (first < 0) first = seq; }]);
       if (first >= 0 && first < recorded.length) {
-        // Settling a promise only queues its reactions: the program runs on once this returns,
-        // so answering calls one by one here is the same as answering the batch at once.
         let mismatch = '';
+        let withheld = false;
         reflectApply(mapForEach, unreported, [
           (call, seq) => {
             if (mismatch !== '') return;
@@ -561,10 +561,17 @@
               mismatch = `call ${seq}, tools.${call.tool}(${truncate(call.args, 200)}), where the recorded run made tools.${expected.tool}(${truncate(expected.args, 200)})`;
               return;
             }
-            deliverOne(seq, expected.output, expected.error);
+            // Own property only: a program that sets Object.prototype.withheld must not stop its replay.
+            if (hasOwn(expected, 'withheld')) withheld = true;
           },
         ]);
         if (mismatch !== '') return diverge(`The replay diverged at ${mismatch}. Did an earlier tool output change since the program first received it?`);
+        // The host withheld an answer of this batch (over its size limit): none of the batch is
+        // delivered, as a live run would have ended before delivering it; the host ends the program.
+        if (withheld) return '{"state":"withheld"}';
+        // Settling a promise only queues its reactions: the program runs on once this returns,
+        // so answering calls one by one here is the same as answering the batch at once.
+        reflectApply(mapForEach, unreported, [(call, seq) => deliverOne(seq, recorded[seq].output, recorded[seq].error)]);
         reflectApply(mapClear, unreported, []);
         return '{"state":"replaying"}';
       }

@@ -15,6 +15,8 @@ export const PollResult = z.union([
   }),
   z.strictObject({ state: z.literal('settled'), status: z.literal('completed'), result: z.string() }),
   z.strictObject({ state: z.literal('settled'), status: z.literal('failed'), code: ProgramErrorCodeSchema, message: z.string() }),
+  // A replay stopped, undelivered, on a batch holding an answer the host withheld (too large).
+  z.strictObject({ state: z.literal('withheld') }),
 ]);
 export type PollResult = z.infer<typeof PollResult>;
 

@@ -22,6 +22,17 @@ function hashOutputs(hash: Hash, answers: readonly { readonly output: string; re
   return hash.update(answers.map(answerDigestPart).join(''), 'utf8');
 }
 
+/**
+ * The index of the first answer, in the order given, larger than a program may receive
+ * (`maxToolOutputBytes`), or -1. What counts is what the program would read: a call's output,
+ * or, for a call answered with an error, that error's message (its `e.message`).
+ * A warm resume checks the batch it delivers, a replay its whole record: one check, so both end
+ * a program at the same call, with the same failure.
+ */
+function firstOversizedAnswer(answers: readonly { readonly output: string; readonly error?: string | undefined }[], maxBytes: number): number {
+  return answers.findIndex((answer) => Buffer.byteLength(answer.error ?? answer.output, 'utf8') > maxBytes);
+}
+
 export interface ProgramSpec {
   readonly code: string;
   readonly tools: readonly ProgramTool[];
@@ -105,6 +116,11 @@ export class IsolateProgram {
   #steps = 0;
   #cpuTimeMs = 0;
   #finished = false;
+  /**
+   * During a replay whose record holds an answer too large to deliver: the failure the program
+   * ends with once it reaches that answer's batch, as a warm resume delivering that batch would.
+   */
+  #withheld: ProgramFailure | undefined;
 
   constructor(spec: ProgramSpec) {
     this.#spec = spec;
@@ -135,10 +151,20 @@ export class IsolateProgram {
     hashOutputs(this.#received, recorded);
     // Recorded calls are made and answered inside the isolate; new calls are numbered after them.
     this.#calls = recorded.length;
+    // A live run would have ended at the first answer over the size limit, when its batch was
+    // delivered. The record is cut there: from it on, calls are handed in by tool and arguments
+    // only (for the replay to check that the program makes them), so the oversized text never
+    // enters the isolate, and the program stops on that batch undelivered (see #step).
+    const oversized = firstOversizedAnswer(recorded, limits.maxToolOutputBytes);
+    if (oversized >= 0) this.#withheld = this.#toolOutputTooLarge(recorded[oversized]!.tool, recorded[oversized]!);
     return this.#step(async (started) => {
       await this.#boot(started);
       if (recorded.length > 0) {
-        const record = recorded.map((call) => ({ tool: call.tool, args: call.argumentsJson, output: call.output, ...(call.error === undefined ? {} : { error: call.error }) }));
+        const record = recorded.map((call, seq) =>
+          oversized >= 0 && seq >= oversized
+            ? { tool: call.tool, args: call.argumentsJson, withheld: true }
+            : { tool: call.tool, args: call.argumentsJson, output: call.output, ...(call.error === undefined ? {} : { error: call.error }) },
+        );
         await this.#call('record', JSON.stringify(record), started);
       }
       await this.#call('start', code, started);
@@ -166,15 +192,13 @@ export class IsolateProgram {
     if (answered.size !== outputs.length || answered.size !== pending.size || [...pending].some((seq) => !answered.has(seq))) {
       throw new TypeError(`resume needs exactly one output per pending call (seq ${[...pending].join(', ')})`);
     }
-    const tooLarge = outputs.find((output) => Buffer.byteLength(output.output, 'utf8') > this.#spec.limits.maxToolOutputBytes);
-    if (tooLarge) {
-      const call = this.#pending.find((pendingCall) => pendingCall.seq === tooLarge.seq);
-      return this.#fail({
-        code: 'tool_output_too_large',
-        message: `The output of tools.${call?.tool ?? '?'} exceeds ${this.#spec.limits.maxToolOutputBytes} bytes`,
-      });
-    }
+    // In seq order, as a replay meets them: with two oversized answers both name the same one.
     const sorted = [...outputs].sort((left, right) => left.seq - right.seq);
+    const oversized = sorted[firstOversizedAnswer(sorted, this.#spec.limits.maxToolOutputBytes)];
+    if (oversized) {
+      const call = this.#pending.find((pendingCall) => pendingCall.seq === oversized.seq);
+      return this.#fail(this.#toolOutputTooLarge(call?.tool ?? '?', oversized));
+    }
     hashOutputs(this.#received, sorted);
     const payload = JSON.stringify(sorted);
     this.#pending = [];
@@ -287,8 +311,14 @@ export class IsolateProgram {
     if (performance.now() - started > this.#spec.limits.stepWallTimeMs) {
       return this.#fail(this.#limitFailure('wall_time_exceeded'));
     }
+    if (poll.state === 'settled' && poll.status === 'failed') return this.#fail({ code: poll.code, message: poll.message });
+    // A replay that reached the batch holding a withheld answer ends as the live run did when
+    // that batch was delivered. The host decides this, not the isolate's report: whatever else a
+    // replay with a withheld answer comes back with, the program did not get past that answer.
+    if (this.#withheld || poll.state === 'withheld') {
+      return this.#fail(this.#withheld ?? { code: 'runtime_error', message: 'The program reported a withheld answer the emulator did not withhold' });
+    }
     if (poll.state === 'settled') {
-      if (poll.status === 'failed') return this.#fail({ code: poll.code, message: poll.message });
       if (Buffer.byteLength(poll.result, 'utf8') > this.#spec.limits.maxOutputBytes) {
         return this.#fail(this.#limitFailure('output_limit_exceeded'));
       }
@@ -324,6 +354,12 @@ export class IsolateProgram {
     if (inFlight > limits.maxCallsInFlight) return this.#fail(this.#limitFailure('calls_in_flight_exceeded'));
     this.#pending = requests;
     return { type: 'paused', calls: requests, stats: this.#stats() };
+  }
+
+  /** The failure of an answer over `maxToolOutputBytes`, for both a warm resume and a replay. */
+  #toolOutputTooLarge(tool: string, answer: { readonly error?: string | undefined }): ProgramFailure {
+    const what = answer.error === undefined ? 'output' : 'error message';
+    return { code: 'tool_output_too_large', message: `The ${what} of tools.${tool} exceeds ${this.#spec.limits.maxToolOutputBytes} bytes` };
   }
 
   #limitFailure(code: ProgramErrorCode): ProgramFailure {

@@ -58,7 +58,7 @@ export const LIMIT_DEFINITIONS = {
     env: 'PTC_MAX_TOOL_OUTPUT_BYTES',
     default: 4 * 1024 * 1024,
     code: 'tool_output_too_large',
-    description: 'One tool output delivered into the program, UTF-8 bytes.',
+    description: 'One tool output delivered into the program, or the error message of a call answered with an error, UTF-8 bytes.',
   },
   maxOutputBytes: {
     env: 'PTC_MAX_OUTPUT_BYTES',

@@ -217,7 +217,7 @@ export const PROGRAM_ERRORS = {
     description:
       'A call reached the host with arguments that break the tool\'s strict `parameters`, although the isolate checks them first: the program tampered with the built-ins the in-isolate check uses.',
   },
-  tool_output_too_large: { description: 'A tool output delivered to the program exceeds `PTC_MAX_TOOL_OUTPUT_BYTES`.' },
+  tool_output_too_large: { description: 'A tool output delivered to the program, or the error message of a call answered with an error, exceeds `PTC_MAX_TOOL_OUTPUT_BYTES`; a warm resume and a replay end at the same call.' },
   output_limit_exceeded: { description: 'The text and images emitted exceed `PTC_MAX_OUTPUT_BYTES`.' },
   program_stalled: { description: 'The program awaits a promise that nothing can settle: no tool call is pending.' },
   replay_diverged: {

@@ -31,6 +31,7 @@ const FAILURES: readonly FailureCase[] = [
   { code: 'arguments_too_large', why: 'arguments over the size limit', program: 'await tools.echo({s: "x".repeat(200)})', limits: { maxArgumentBytes: 100 }, tools: { echo } },
   { code: 'arguments_too_large', why: 'arguments under the limit in characters but over it in UTF-8 bytes', program: 'await tools.echo({s: "é".repeat(80)})', limits: { maxArgumentBytes: 100 }, tools: { echo } },
   { code: 'tool_output_too_large', why: 'a tool output over the size limit', program: 'await tools.big({})', limits: { maxToolOutputBytes: 100 }, tools: { big: { run: () => 'y'.repeat(101) } } },
+  { code: 'tool_output_too_large', why: "a call's error message over the size limit, even caught", program: 'try { await tools.big({}) } catch { text("caught") }', limits: { maxToolOutputBytes: 100 }, tools: { big: { run: () => { throw new Error('y'.repeat(101)); } } } },
   { code: 'output_limit_exceeded', why: 'text() over the output limit', program: 'for (;;) text("0123456789")', limits: { maxOutputBytes: 1000 } },
   { code: 'output_limit_exceeded', why: 'output under the limit in characters but over it in UTF-8 bytes', program: 'text("é".repeat(600))', limits: { maxOutputBytes: 1000 } },
   { code: 'output_limit_exceeded', why: 'a caught output-limit error', program: 'try { text("z".repeat(2000)) } catch {} text("ok")', limits: { maxOutputBytes: 1000 } },

@@ -174,3 +174,71 @@ describe('replay_diverged: a replay that does not retrace the recorded run ends 
     expect(await replay.start(recorded)).toMatchObject({ type: 'incomplete', error: { code: 'replay_diverged', message } });
   });
 });
+
+describe('tool_output_too_large: a warm resume and a replay end at the same answer', () => {
+  // Call 0 alone, then calls 1 (beta) and 2 (gamma) in one batch; gamma's error is caught, so a
+  // program that got past an oversized answer would complete.
+  const code = 'const a = await tools.alpha({}); const [b, c] = await Promise.all([tools.beta({}), tools.gamma({}).catch((e) => "E:" + e.message)]); text(a + "|" + b.length + "|" + c.length)';
+  const limited = (seed = 11): ProgramSpec => ({ ...spec(code, seed), limits: { ...spec(code, seed).limits, maxToolOutputBytes: 100 } });
+  const first: RecordedCall = { tool: 'alpha', argumentsJson: '{}', output: 'ok' };
+  const beta = (output: string): RecordedCall => ({ tool: 'beta', argumentsJson: '{}', output });
+  const gamma = (error: string): RecordedCall => ({ tool: 'gamma', argumentsJson: '{}', output: '', error });
+
+  it.each([
+    ['an output over the limit', beta('x'.repeat(101)), gamma('no'), 'The output of tools.beta exceeds 100 bytes'],
+    ['an error message over the limit', beta('fine'), gamma('e'.repeat(101)), 'The error message of tools.gamma exceeds 100 bytes'],
+    ['an error message over the limit in UTF-8 bytes, not in characters', beta('fine'), gamma('é'.repeat(60)), 'The error message of tools.gamma exceeds 100 bytes'],
+    ['both over the limit: the first in seq order is named', beta('x'.repeat(101)), gamma('e'.repeat(101)), 'The output of tools.beta exceeds 100 bytes'],
+    ['both exactly at the limit', beta('x'.repeat(100)), gamma('e'.repeat(100)), undefined],
+  ])('%s', async (_, betaAnswer, gammaAnswer, message) => {
+    const history = [first, betaAnswer, gammaAnswer];
+    const runtime = new ProgramRuntime({ pausedTtlMs: 60_000, maxPausedPrograms: 10, maxPausedHeapBytes: 1e9 });
+    try {
+      await runtime.start('live', limited());
+      const batch = await runtime.resume('live', limited(), [first]);
+      expect(batch.event.type === 'paused' && batch.event.calls.map((call) => call.tool)).toEqual(['beta', 'gamma']);
+      const warm = await runtime.resume('live', limited(), history);
+      const replayed = await runtime.resume('cold', limited(), history);
+      expect([warm.path, replayed.path]).toEqual(['warm', 'replay']);
+      expect(observable(replayed.event)).toEqual(observable(warm.event));
+      if (message === undefined) expect(warm.event).toMatchObject({ type: 'completed', result: `ok|100|${'E:'.length + 100}` });
+      else expect(warm.event).toMatchObject({ type: 'incomplete', error: { code: 'tool_output_too_large', message } });
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it('checks a warm batch in seq order, whatever order its outputs are handed in', async () => {
+    const live = new IsolateProgram(limited());
+    await live.start();
+    await live.resume([{ seq: 0, output: 'ok' }]);
+    const ended = await live.resume([{ seq: 2, output: '', error: 'e'.repeat(101) }, { seq: 1, output: 'x'.repeat(101) }]);
+    const replayed = await new IsolateProgram(limited()).start([first, beta('x'.repeat(101)), gamma('e'.repeat(101))]);
+    expect(ended).toMatchObject({ type: 'incomplete', error: { code: 'tool_output_too_large', message: 'The output of tools.beta exceeds 100 bytes' } });
+    expect(observable(replayed)).toEqual(observable(ended));
+  });
+
+  it('ends a replay at the batch of the oversized answer, not before: an earlier divergence is reported as such', async () => {
+    const replay = new IsolateProgram(limited());
+    const event = await replay.start([{ ...first, argumentsJson: '{"n":1}' }, beta('x'.repeat(101)), gamma('no')]);
+    expect(event).toMatchObject({ type: 'incomplete', error: { code: 'replay_diverged' } });
+  });
+
+  it('is not fooled by a program that sets Object.prototype.withheld', async () => {
+    const polluting = 'Object.prototype.withheld = true; ' + code;
+    const runtime = new ProgramRuntime({ pausedTtlMs: 60_000, maxPausedPrograms: 10, maxPausedHeapBytes: 1e9 });
+    const pollutingSpec: ProgramSpec = { ...limited(), code: polluting };
+    const history = [first, beta('fine'), gamma('no')];
+    try {
+      await runtime.start('live', pollutingSpec);
+      await runtime.resume('live', pollutingSpec, [first]);
+      const warm = await runtime.resume('live', pollutingSpec, history);
+      const replayed = await runtime.resume('cold', pollutingSpec, history);
+      expect([warm.path, replayed.path]).toEqual(['warm', 'replay']);
+      expect(warm.event).toMatchObject({ type: 'completed', result: 'ok|4|4' });
+      expect(observable(replayed.event)).toEqual(observable(warm.event));
+    } finally {
+      await runtime.close();
+    }
+  });
+});
