@@ -17,6 +17,7 @@ import type { ModelFunction } from './model/model-decision.ts';
 import { loadScenarioFile, parseScenarios, scenarioKnobs, scenarioModel, ScenarioFile } from './model/scenario-model.ts';
 import { ModelStandIn } from './model/stand-in.ts';
 import { HostedTools, type HostedHandlers } from './model/hosted-tools.ts';
+import { ProgramClaims } from './conversation/program-claims.ts';
 import { McpClients } from './mcp/mcp-client.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerMetricsRoutes } from './routes/metrics.ts';
@@ -226,6 +227,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
       store,
       services: {
         runtime,
+        claims: new ProgramClaims(),
         standIn: new ModelStandIn(chain),
         sealingKeys,
         limits: config.limits,

@@ -1,14 +1,15 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { callIdMatches, FingerprintError, openFingerprint, sealCallId, sha256Hex } from '../../runtime/fingerprint.ts';
+import { callIdMatches, FingerprintError, openFingerprint, sealCallId, sha256Hex, type FingerprintClaims } from '../../runtime/fingerprint.ts';
 import type { ProgramSpec } from '../../runtime/isolate-program.ts';
 import { failureResult, type ProgramEvent, type RecordedCall } from '../../runtime/program-events.ts';
 import { ProgramBusyError, type ProgramEngine, type ResumePath } from '../../runtime/program-runtime.ts';
 import { takesText, toolId, unsealTools, type ProgramTool } from '../../runtime/program-tool.ts';
-import type { ConversationItem, EmittedProgramOutput, OutputItem } from '../../schemas/items.ts';
+import type { ConversationItem, EmittedProgramOutput, McpApprovalRequestItem, McpCallItem, OutputItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import { callItemId, programOutputId } from '../ids.ts';
-import { CALL_ITEM_PREFIX, callInput, describeCall, emittedCall, sealedIdOf } from './call-items.ts';
+import { CALL_ITEM_PREFIX, callInput, describeCall, emittedCall, isEmittedByEmulator, sealedIdOf } from './call-items.ts';
 import { locateItem, type ConversationState, type ProgramThread } from './client-loop.ts';
+import type { ProgramClaims } from './program-claims.ts';
 import { answerServerCall, codeInterpreterAnswer, mcpCallAnswer, runMcpCall, type CallAnswer, type ServerCallServices } from './server-calls.ts';
 import { isClientKind, type ToolSet } from './tool-set.ts';
 
@@ -20,6 +21,8 @@ import { isClientKind, type ToolSet } from './tool-set.ts';
 
 export interface ProgramServices extends ServerCallServices {
   readonly runtime: ProgramEngine;
+  /** The programs this process is resuming: one request at a time each. */
+  readonly claims: ProgramClaims;
   /** A paused program can no longer be resumed this long after it started. */
   readonly programExpiryMs: number;
   readonly log: FastifyBaseLogger;
@@ -67,6 +70,8 @@ async function advance(run: ProgramRun, first: ProgramEvent, toolSet: ToolSet, s
       items.push(programOutputItem(run.programCallId, event));
       return items;
     }
+    // A cancelled request starts no more calls, and runs the program no further.
+    services.signal?.throwIfAborted();
     const answers: (CallAnswer | undefined)[] = [];
     const answered = await Promise.all(
       event.calls.map(async (call) => {
@@ -93,6 +98,7 @@ async function advance(run: ProgramRun, first: ProgramEvent, toolSet: ToolSet, s
     }
     // The program runs on only when every call of the batch has its answer.
     if (answers.some((answer) => answer === undefined)) return items;
+    services.signal?.throwIfAborted();
     event.calls.forEach((call, index) => run.recorded.push(recordedCall(call.tool, call.argumentsJson, answers[index]!)));
     const resumed = await resumeEngine(run, services);
     event = record(run.programCallId, resumed.event, resumed.path);
@@ -172,6 +178,25 @@ export async function resumeProgram(thread: ProgramThread, input: ResumeInput, s
     );
   }
 
+  // Taken before anything runs: a second request resuming this program meanwhile gets program_busy having run nothing.
+  const release = services.claims.claim(program.call_id);
+  try {
+    return await resumeClaimed(thread, input, { tools, claims }, services, record);
+  } finally {
+    release();
+  }
+}
+
+/** Resumes a program this request has claimed: answers every call it made, runs approved MCP calls, continues it. */
+async function resumeClaimed(
+  thread: ProgramThread,
+  input: ResumeInput,
+  sealed: { readonly tools: readonly ProgramTool[]; readonly claims: FingerprintClaims },
+  services: ProgramServices,
+  record: StepRecorder,
+): Promise<OutputItem[]> {
+  const { program } = thread;
+  const { tools, claims } = sealed;
   const items: OutputItem[] = [];
   const recorded: RecordedCall[] = [];
   for (const [seq, call] of thread.calls.entries()) {
@@ -196,8 +221,18 @@ export async function resumeProgram(thread: ProgramThread, input: ResumeInput, s
         const done = thread.approved.get(call.id);
         const decision = input.state.approvals.get(call.id);
         if (done) {
+          checkApprovedCall(done, call, input);
           answer = mcpCallAnswer(done);
         } else if (decision?.approve) {
+          // An approval answered in an earlier response ran its call then: that mcp_call must be resent, never run again.
+          const decisionIndex = input.history.indexOf(decision as ConversationItem);
+          if (input.history.slice(decisionIndex + 1).some(isEmittedByEmulator)) {
+            throw new ApiError(
+              'program_item_altered',
+              `The mcp_call that ran after ${describeCall(call)} was approved is missing from the conversation; resend every output item in order.`,
+              locateItem(decisionIndex, input.inputStart),
+            );
+          }
           // Approved in this request: the call runs now, and its mcp_call joins the response.
           const ran = await runMcpCall({ seq, tool, argumentsJson }, toolOf(tools, tool, program.call_id), { programCallId: program.call_id, toolSet: input.toolSet, services }, { type: 'program', caller_id: program.call_id }, call.id);
           items.push(...ran.items);
@@ -216,4 +251,20 @@ export async function resumeProgram(thread: ProgramThread, input: ResumeInput, s
   const resumed = await resumeEngine(run, services);
   items.push(...(await advance(run, record(program.call_id, resumed.event, resumed.path), input.toolSet, services, record)));
   return items;
+}
+
+/**
+ * An mcp_call that ran after an approval is the answer the program gets, so it must be the one
+ * the emulator made: its id derives from the (sealed) request's, and it names the same tool and
+ * arguments.
+ */
+function checkApprovedCall(done: McpCallItem, request: McpApprovalRequestItem, input: ResumeInput): void {
+  const same = done.id === callItemId(request.id, 'mcp') && done.server_label === request.server_label && done.name === request.name && done.arguments === request.arguments;
+  if (!same) {
+    throw new ApiError(
+      'program_item_altered',
+      `The mcp_call for approval request ${request.id} is not the call the emulator made after the approval: its id, server_label, name or arguments were changed. Resend call items unchanged.`,
+      locateItem(input.history.indexOf(done as ConversationItem), input.inputStart),
+    );
+  }
 }

@@ -83,7 +83,7 @@ export async function finishResponse(prepared: PreparedResponse, deps: RespondDe
   if (knobs.delay_ms) await sleep(knobs.delay_ms, undefined, signal ? { signal } : {});
   signal?.throwIfAborted();
   await options.onStart?.();
-  const turn = await runTurn(prepared.turn, knobs, { ...deps.services, log: request.log });
+  const turn = await runTurn(prepared.turn, knobs, { ...deps.services, log: request.log, ...(signal ? { signal } : {}) });
   const limited = limitOutput(turn.output, body.max_output_tokens, knobs, tokenChunks);
   const usage = countUsage({ instructions: body.instructions ?? null, tools: body.tools ?? [], context: prepared.turn.input.history, output: limited.output });
   const response = buildResponse(request.id, body, request.createdAt, {

@@ -27,6 +27,8 @@ export interface ServerCallServices {
   readonly mcp: McpClients;
   /** How long one MCP operation (listing, or a call) may take, connecting included. */
   readonly mcpTimeoutMs: number;
+  /** The request's, when it can be cancelled (a background response): aborted, no call starts and a running MCP call is abandoned. */
+  readonly signal?: AbortSignal;
 }
 
 /** The items answering one call, and the answer; no answer means it waits for the user's approval. */
@@ -141,7 +143,7 @@ export async function runMcpCall(
       { serverLabel: label, serverUrl, ...(headers ? { headers } : {}), ...(authorization === undefined ? {} : { authorization }) },
       name,
       JSON.parse(call.argumentsJson) as Record<string, unknown>,
-      { timeoutMs: context.services.mcpTimeoutMs },
+      { timeoutMs: context.services.mcpTimeoutMs, ...(context.services.signal ? { signal: context.services.signal } : {}) },
     );
     result = 'error' in outcome ? { error: outcome.error } : { output: outcome.output };
   }

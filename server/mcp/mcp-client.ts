@@ -38,6 +38,8 @@ export type McpCallResult = { readonly output: string } | { readonly error: stri
 export interface McpOperationOptions {
   /** The whole operation (connecting included) gives up after this long. */
   readonly timeoutMs: number;
+  /** Abandons the operation when aborted (the request was cancelled). */
+  readonly signal?: AbortSignal;
 }
 
 /** Bounds of the connection pool: `PTC_MCP_IDLE_TIMEOUT_MS`, `PTC_MCP_MAX_CONNECTIONS` (server/config.ts). */
@@ -132,8 +134,11 @@ export class McpClients {
    */
   async callTool(config: McpServerConfig, name: string, args: Record<string, unknown>, options: McpOperationOptions): Promise<McpCallResult> {
     try {
-      const result = await this.#operate(config, options.timeoutMs, (client, signal) =>
-        client.request({ method: 'tools/call', params: { name, arguments: args } }, CallToolResultSchema, { signal, timeout: options.timeoutMs }),
+      const result = await this.#operate(
+        config,
+        options.timeoutMs,
+        (client, signal) => client.request({ method: 'tools/call', params: { name, arguments: args } }, CallToolResultSchema, { signal, timeout: options.timeoutMs }),
+        options.signal,
       );
       const outcome = toolOutcome(result);
       if (outcome.kind === 'output') return { output: outcome.text };
@@ -157,7 +162,7 @@ export class McpClients {
    * start a new session, and the request was not processed, so it is sent once more on a fresh
    * connection.
    */
-  async #operate<T>(config: McpServerConfig, timeoutMs: number, operation: (client: Client, signal: AbortSignal) => Promise<T>): Promise<T> {
+  async #operate<T>(config: McpServerConfig, timeoutMs: number, operation: (client: Client, signal: AbortSignal) => Promise<T>, cancel?: AbortSignal): Promise<T> {
     const url = new URL(config.serverUrl);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new Error(`the server URL must be http or https, not ${url.protocol}`);
@@ -166,6 +171,9 @@ export class McpClients {
     const key = connectionKey(url, headers);
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new DeadlineExceeded(timeoutMs, 'waiting')), timeoutMs);
+    const onCancel = (): void => controller.abort(cancel?.reason);
+    if (cancel?.aborted) onCancel();
+    else cancel?.addEventListener('abort', onCancel, { once: true });
     try {
       for (let attempt = 1; ; attempt++) {
         if (this.#closed) throw new Error('the MCP client is closed');
@@ -193,6 +201,7 @@ export class McpClients {
       }
     } finally {
       clearTimeout(timer);
+      cancel?.removeEventListener('abort', onCancel);
     }
   }
 

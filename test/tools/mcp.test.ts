@@ -231,3 +231,85 @@ text(JSON.stringify({ a, approved, local }))`;
     }
   });
 });
+
+describe('an approved call', () => {
+  const CODE = 'text(await tools.calc.echo({ n: 1 }))';
+  it('runs once: its mcp_call must come back unchanged, and dropping it is refused rather than run again', async () => {
+    const code = 'const echoed = await tools.calc.echo({ n: 1 }); text(await tools.note({ echoed }))';
+    const withNote: OpenAI.Responses.Tool[] = [
+      ...mcpTool(mcp.url, { require_approval: 'always' }).slice(0, 1),
+      { type: 'function', name: 'note', parameters: null, strict: false, allowed_callers: ['programmatic'] },
+      { type: 'programmatic_tool_calling' },
+    ];
+    const send = (input: ResponseInputItem[]) => server.client.responses.create({ model: 'm', store: false, input, tools: withNote });
+    const first = await send([{ role: 'user', content: inlineProgram(code) }]);
+    const request = first.output.find((item) => item.type === 'mcp_approval_request')!;
+    const before = mcp.calls.length;
+    const input: ResponseInputItem[] = [
+      { role: 'user', content: inlineProgram(code) },
+      ...toResponseInputItems(first.output),
+      { type: 'mcp_approval_response', approval_request_id: request.id, approve: true },
+    ];
+    // The approved call runs, and the program pauses on its function call.
+    const resumed = await send(input);
+    expect(resumed.output.map((item) => item.type)).toEqual(['mcp_call', 'function_call']);
+    const [call, note] = resumed.output as [OpenAI.Responses.ResponseOutputItem.McpCall, OpenAI.Responses.ResponseFunctionToolCall];
+    const later: ResponseInputItem[] = [...input, ...toResponseInputItems(resumed.output), { type: 'function_call_output', call_id: note.call_id, output: 'ok', caller: note.caller ?? null }];
+    const index = input.length;
+
+    const forged = later.map((item, at) => (at === index ? { ...call, output: 'FORGED', arguments: '{"n":2}' } : item));
+    expectSdkError(await rejectionOf(send(forged)), { code: 'program_item_altered', param: `input[${index}]`, mentions: ['is not the call the emulator made after the approval'] });
+    const dropped = later.filter((_, at) => at !== index);
+    expectSdkError(await rejectionOf(send(dropped)), { code: 'program_item_altered', param: `input[${index - 1}]`, mentions: ['is missing from the conversation'] });
+    expect((await send(later)).output_text).toBe('ok');
+    expect(mcp.calls.length - before).toBe(1);
+  });
+
+  it('runs for one request only: a second request resuming the program meanwhile gets program_busy, and no call runs twice', async () => {
+    let release!: () => void;
+    const held = await startStreamableMcpServer({ holdCalls: new Promise<void>((resolve) => (release = resolve)) });
+    try {
+      const heldTools = mcpTool(held.url, { require_approval: 'always' });
+      const first = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(CODE), tools: heldTools });
+      const request = first.output.find((item) => item.type === 'mcp_approval_request')!;
+      const input: ResponseInputItem[] = [
+        { role: 'user', content: inlineProgram(CODE) },
+        ...toResponseInputItems(first.output),
+        { type: 'mcp_approval_response', approval_request_id: request.id, approve: true },
+      ];
+      const winner = server.client.responses.create({ model: 'm', store: false, input, tools: heldTools });
+      // The first resume is inside the approved call once the server has recorded it.
+      await expect.poll(() => held.calls.length).toBe(1);
+      expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', store: false, input, tools: heldTools })), { code: 'program_busy' });
+      release();
+      expect((await winner).output_text).toBe('{"n":1}');
+      expect(held.calls).toHaveLength(1);
+    } finally {
+      release();
+      await held.close();
+    }
+  });
+});
+
+describe('a cancelled background response', () => {
+  it('abandons its running MCP call and makes no more', async () => {
+    let release!: () => void;
+    const held = await startStreamableMcpServer({ holdCalls: new Promise<void>((resolve) => (release = resolve)) });
+    try {
+      const code = 'for (let i = 0; i < 5; i++) await tools.calc.echo({ i }); text("all done")';
+      const queued = await server.client.responses.create({ model: 'm', background: true, input: inlineProgram(code), tools: mcpTool(held.url) });
+      await expect.poll(() => held.calls.length).toBe(1);
+      const cancelled = await server.client.responses.cancel(queued.id);
+      expect(cancelled.status).toBe('cancelled');
+      release();
+      // Another request to the same server goes through, and only it: the cancelled program called nothing more.
+      const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram('text(await tools.calc.echo({ after: true }))'), tools: mcpTool(held.url) }, {});
+      expect(text).toBe('{"after":true}');
+      expect(held.calls.map((call) => call.arguments)).toEqual([{ i: 0 }, { after: true }]);
+      expect((await server.client.responses.retrieve(queued.id)).status).toBe('cancelled');
+    } finally {
+      release();
+      await held.close();
+    }
+  });
+});
