@@ -13,14 +13,18 @@ function readOnly(tool: ListedTool): boolean {
   return typeof annotations === 'object' && annotations !== null && (annotations as { readOnlyHint?: unknown }).readOnlyHint === true;
 }
 
-/** A filter picks a tool by name, or by its read-only hint; an empty filter picks none. */
-function picks(filter: Filter | null | undefined, tool: ListedTool): boolean {
-  if (!filter) return false;
-  if (filter.tool_names?.includes(tool.name)) return true;
-  return filter.read_only === true && readOnly(tool);
+/**
+ * A filter picks the tools that meet every condition it states: named in `tool_names`, and
+ * read-only or not as `read_only` says (the server's `readOnlyHint`). A filter that states
+ * nothing picks every tool.
+ */
+function picks(filter: Filter, tool: ListedTool): boolean {
+  if (filter.tool_names != null && !filter.tool_names.includes(tool.name)) return false;
+  if (filter.read_only != null && filter.read_only !== readOnly(tool)) return false;
+  return true;
 }
 
-/** `allowed_tools`: absent lets every listed tool through. */
+/** `allowed_tools`: absent lets every listed tool through; a list of names, or a filter. */
 export function mcpToolAllowed(server: McpTool, tool: ListedTool): boolean {
   const allowed = server.allowed_tools;
   if (allowed == null) return true;
@@ -29,14 +33,17 @@ export function mcpToolAllowed(server: McpTool, tool: ListedTool): boolean {
 }
 
 /**
- * `require_approval`: `always` (the default, as the hosted API), `never`, or filters. With
- * filters, a tool `never` picks runs without approval and every other tool waits for it.
+ * `require_approval`: `always` (the default, as the hosted API), `never`, or filters. A tool
+ * `never` picks runs without approval; one `always` picks waits for it (`always` wins when both
+ * pick it). A tool neither picks waits too, unless the filters have only `always`: then they
+ * name the tools that need approval, and the rest run.
  */
 export function mcpApprovalRequired(server: McpTool, tool: ListedTool): boolean {
   const policy = server.require_approval;
   if (policy == null || policy === 'always') return true;
   if (policy === 'never') return false;
   const { always, never } = policy as { always?: Filter | null; never?: Filter | null };
-  if (picks(always, tool)) return true;
-  return !picks(never, tool);
+  if (always && picks(always, tool)) return true;
+  if (never && picks(never, tool)) return false;
+  return !(always && !never);
 }

@@ -191,14 +191,16 @@ export async function resumeProgram(thread: ProgramThread, input: ResumeInput, s
 async function resumeClaimed(
   thread: ProgramThread,
   input: ResumeInput,
-  sealed: { readonly tools: readonly ProgramTool[]; readonly claims: FingerprintClaims },
+  opened: { readonly tools: readonly ProgramTool[]; readonly claims: FingerprintClaims },
   services: ProgramServices,
   record: StepRecorder,
 ): Promise<OutputItem[]> {
   const { program } = thread;
-  const { tools, claims } = sealed;
+  const { tools, claims } = opened;
   const items: OutputItem[] = [];
   const recorded: RecordedCall[] = [];
+  /** Calls approved in this request: they run once every item has been checked, all at once. */
+  const approvedNow: { seq: number; tool: string; argumentsJson: string; requestId: string }[] = [];
   for (const [seq, call] of thread.calls.entries()) {
     const { tool, input: argumentsJson, text } = callInput(call);
     const sealed = sealedIdOf(call);
@@ -233,10 +235,8 @@ async function resumeClaimed(
               locateItem(decisionIndex, input.inputStart),
             );
           }
-          // Approved in this request: the call runs now, and its mcp_call joins the response.
-          const ran = await runMcpCall({ seq, tool, argumentsJson }, toolOf(tools, tool, program.call_id), { programCallId: program.call_id, toolSet: input.toolSet, services }, { type: 'program', caller_id: program.call_id }, call.id);
-          items.push(...ran.items);
-          answer = ran.answer!;
+          approvedNow.push({ seq, tool, argumentsJson, requestId: call.id });
+          continue;
         } else {
           answer = { error: `The user denied the call of tools.${tool}${decision?.reason ? `: ${decision.reason}` : ''}` };
         }
@@ -245,8 +245,19 @@ async function resumeClaimed(
       default:
         answer = { output: thread.outputs.get(call.call_id) ?? '' };
     }
-    recorded.push(recordedCall(tool, argumentsJson, answer));
+    recorded[seq] = recordedCall(tool, argumentsJson, answer);
   }
+  // Approved in this request: the calls run now, and their mcp_call items join the response in order.
+  const caller = { type: 'program', caller_id: program.call_id } as const;
+  const ran = await Promise.all(
+    approvedNow.map(({ seq, tool, argumentsJson, requestId }) =>
+      runMcpCall({ seq, tool, argumentsJson }, toolOf(tools, tool, program.call_id), { programCallId: program.call_id, toolSet: input.toolSet, services }, caller, requestId),
+    ),
+  );
+  approvedNow.forEach(({ seq, tool, argumentsJson }, index) => {
+    items.push(...ran[index]!.items);
+    recorded[seq] = recordedCall(tool, argumentsJson, ran[index]!.answer!);
+  });
   const run: ProgramRun = { programCallId: program.call_id, spec: { code: program.code, tools, seed: claims.seed, clock: claims.clock, limits: claims.limits }, recorded };
   const resumed = await resumeEngine(run, services);
   items.push(...(await advance(run, record(program.call_id, resumed.event, resumed.path), input.toolSet, services, record)));

@@ -79,6 +79,15 @@ describe('an MCP server used by a program', () => {
     const probe = 'text(JSON.stringify(Object.keys(tools.calc)))';
     const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram(probe), tools: mcpTool(mcp.url, { allowed_tools: ['add', 'echo'] }) }, {});
     expect(JSON.parse(text)).toEqual(['echo', 'add']);
+    // A filter picks the tools that meet all it states; one that states nothing picks all.
+    for (const [allowed_tools, expected] of [
+      [{ read_only: true }, ['echo']],
+      [{ tool_names: ['echo', 'add'], read_only: false }, ['add']],
+      [{}, ['echo', 'add', 'fail', 'explode', 'slow', 'whoami', 'mixed']],
+    ] as [OpenAI.Responses.Tool.Mcp.McpToolFilter, string[]][]) {
+      const filtered = await agentLoop(server.client, { model: 'm', input: inlineProgram(probe), tools: mcpTool(mcp.url, { allowed_tools }) }, {});
+      expect(JSON.parse(filtered.text), JSON.stringify(allowed_tools)).toEqual(expected);
+    }
   });
 
   it('hands the program an Error for a tool error, a JSON-RPC error and a call that outlives PTC_MCP_TIMEOUT_MS', async () => {
@@ -173,6 +182,19 @@ text(JSON.stringify({ echoed, added }))`;
     expect(JSON.parse(text)).toEqual({ echoed: '{"n":1}', added: '{"sum":2}' });
   });
 
+  it('asks only for the tools an always-only filter names; with never too, for every tool never picks not', async () => {
+    for (const [require_approval, expected] of [
+      [{ always: { tool_names: ['add'] } }, ['add']],
+      [{ always: { tool_names: ['add'] }, never: { tool_names: ['add', 'echo'] } }, ['add']],
+      [{ never: { tool_names: ['add'] } }, ['echo']],
+    ] as [OpenAI.Responses.Tool.Mcp.McpToolApprovalFilter, string[]][]) {
+      const requests: string[] = [];
+      const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram(ECHO_THEN_ADD), tools: mcpTool(mcp.url, { require_approval }) }, { approve: (request) => (requests.push(request.name), true) });
+      expect(requests, JSON.stringify(require_approval)).toEqual(expected);
+      expect(JSON.parse(text)).toEqual({ echoed: '{"n":1}', added: '{"sum":2}' });
+    }
+  });
+
   it('rejects a resume that leaves an approval request unanswered', async () => {
     const tools = mcpTool(mcp.url, { require_approval: 'always' });
     const first = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(ECHO_THEN_ADD), tools });
@@ -263,6 +285,37 @@ describe('an approved call', () => {
     expectSdkError(await rejectionOf(send(dropped)), { code: 'program_item_altered', param: `input[${index - 1}]`, mentions: ['is missing from the conversation'] });
     expect((await send(later)).output_text).toBe('ok');
     expect(mcp.calls.length - before).toBe(1);
+  });
+
+  it('runs with the other calls approved in the same request, at once', async () => {
+    let release!: () => void;
+    const held = await startStreamableMcpServer({ holdCalls: new Promise<void>((resolve) => (release = resolve)) });
+    try {
+      const heldTools = mcpTool(held.url, { require_approval: 'always' });
+      const code = 'const [a, b] = await Promise.all([tools.calc.echo({ a: 1 }), tools.calc.echo({ b: 2 })]); text(a + b)';
+      const first = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(code), tools: heldTools });
+      const requests = first.output.filter((item) => item.type === 'mcp_approval_request');
+      expect(requests).toHaveLength(2);
+      const resumed = server.client.responses.create({
+        model: 'm',
+        store: false,
+        input: [
+          { role: 'user', content: inlineProgram(code) },
+          ...toResponseInputItems(first.output),
+          ...requests.map((request): ResponseInputItem => ({ type: 'mcp_approval_response', approval_request_id: request.id, approve: true })),
+        ],
+        tools: heldTools,
+      });
+      // Both calls reach the server while neither has been answered.
+      await expect.poll(() => held.calls.length).toBe(2);
+      release();
+      const done = await resumed;
+      expect(done.output_text).toBe('{"a":1}{"b":2}');
+      expect(done.output.filter((item) => item.type === 'mcp_call').map((item) => item.approval_request_id)).toEqual(requests.map((request) => request.id));
+    } finally {
+      release();
+      await held.close();
+    }
   });
 
   it('runs for one request only: a second request resuming the program meanwhile gets program_busy, and no call runs twice', async () => {
