@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv2019 } from 'ajv/dist/2019.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import standalone from 'ajv/dist/standalone/index.js';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 
@@ -56,9 +58,27 @@ export function describeViolation(error: ErrorObject, root: string): string {
   return `${where} ${error.message ?? 'does not match the schema'}`;
 }
 
+/**
+ * The ajv class for the dialect a schema's `$schema` names: draft-07 when it names none (what
+ * most tool schemas are written in), 2019-09, or 2020-12 (what zod's `toJSONSchema` and many
+ * generators emit). Other dialects are refused by name.
+ */
+function ajvClassFor(schema: Readonly<Record<string, unknown>>): typeof Ajv | typeof Ajv2019 | typeof Ajv2020 {
+  const dialect = schema['$schema'];
+  if (dialect === undefined) return Ajv;
+  if (typeof dialect === 'string') {
+    const uri = dialect.replace(/#$/, '').replace(/^http:/, 'https:');
+    if (uri === 'https://json-schema.org/draft-07/schema') return Ajv;
+    if (uri === 'https://json-schema.org/draft/2019-09/schema') return Ajv2019;
+    if (uri === 'https://json-schema.org/draft/2020-12/schema') return Ajv2020;
+  }
+  throw new ToolSchemaError(`$schema ${JSON.stringify(dialect)} is not a dialect the emulator checks (draft-07, 2019-09 or 2020-12)`);
+}
+
 function compile(schema: Readonly<Record<string, unknown>>): { validate: ValidateFunction; source: string } {
   // A fresh instance per schema: ids (`$id`) of one request's schemas never clash with another's.
-  const ajv = new Ajv({ strict: false, allErrors: false, validateFormats: false, code: { source: true, esm: false, lines: false } });
+  const AjvClass = ajvClassFor(schema);
+  const ajv = new AjvClass({ strict: false, allErrors: false, validateFormats: false, code: { source: true, esm: false, lines: false } });
   const validate = ajv.compile(schema);
   if ((validate as { $async?: boolean }).$async === true) throw new ToolSchemaError('asynchronous schemas ($async) are not supported');
   // The CommonJS module's exports are the function itself (its `default` is the same function).

@@ -3,6 +3,7 @@ import type OpenAI from 'openai';
 import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { agentLoop } from '../support/agent-loop.ts';
 import { expectSdkError, rejectionOf, type ExpectedApiError } from '../support/api-errors.ts';
 import { functionCallsOf, inlineProgram, programOutputOf } from '../support/programs.ts';
@@ -132,6 +133,32 @@ describe('output_schema', () => {
       await live.close();
       await cold.close();
     }
+  });
+});
+
+describe('schema dialects', () => {
+  it('checks schemas in the 2020-12 dialect as zod\'s toJSONSchema writes them, and 2019-09 ones', async () => {
+    const parameters = z.toJSONSchema(z.object({ city: z.string().min(2), tags: z.tuple([z.string()]).optional() }).strict());
+    expect(parameters.$schema).toBe('https://json-schema.org/draft/2020-12/schema');
+    const output_schema = { $schema: 'https://json-schema.org/draft/2019-09/schema', type: 'object', properties: { temp: { type: 'number' } }, unevaluatedProperties: false };
+    const tools: OpenAI.Responses.Tool[] = [{ ...WEATHER, parameters, output_schema }, { type: 'programmatic_tool_calling' }];
+    const code = `${tryEach(['{ city: "P" }', '{ city: "Paris", tags: ["a", "b"] }', '{ city: "Paris" }', '{ city: "Oslo" }'])}`;
+    const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram(code), tools }, {
+      functions: { get_weather: ({ city }) => (city === 'Paris' ? { temp: 21 } : { temp: -3, wind: 9 }) },
+    });
+    expect(text.split('\n')).toEqual([
+      'TypeError: tools.get_weather: arguments.city must NOT have fewer than 2 characters',
+      'TypeError: tools.get_weather: arguments.tags must NOT have more than 1 items',
+      '{"temp":21}',
+      'TypeError: tools.get_weather returned output that does not match its output_schema: output must NOT have unevaluated properties',
+    ]);
+  });
+
+  it('refuses a dialect it does not check, naming it', async () => {
+    await expectApiError(
+      server.client.responses.create({ model: 'm', input: 'hi', tools: [{ ...WEATHER, parameters: { $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' } }, { type: 'programmatic_tool_calling' }] }),
+      { code: 'invalid_function_parameters', param: 'tools[0].parameters', mentions: ['draft-04', 'draft-07, 2019-09 or 2020-12'] },
+    );
   });
 });
 
