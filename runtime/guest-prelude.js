@@ -227,6 +227,7 @@
   // ---- tools ------------------------------------------------------------------------------
   function describeType(value) {
     if (value === null) return 'null';
+    if (value === undefined) return 'undefined';
     if (isArray(value)) return 'an array';
     return typeof value === 'object' ? 'an object' : 'a ' + typeof value;
   }

@@ -123,6 +123,15 @@ describe('scenario files', () => {
     const response = await server.client.responses.create({ model: 'any', input: 'weather in Paris', tools: programsOnly });
     expect(response.output_text).toContain('only programs may call it');
   });
+
+  it('refuses, with a message, a rule whose arguments break the tool\'s strict parameters, as no model would send them', async () => {
+    const strict = (parameters: Record<string, unknown>): OpenAI.Responses.Tool[] => [{ ...weatherTool, parameters, strict: true }, { type: 'programmatic_tool_calling' }];
+    const refused = await server.client.responses.create({ model: 'any', input: 'weather in Paris', tools: strict({ type: 'object', properties: { city: { type: 'integer' } } }) });
+    expect(refused.output.map((item) => item.type)).toEqual(['message']);
+    expect(refused.output_text).toContain("the stand-in's arguments for get_weather do not match its strict parameters: arguments.city must be integer");
+    const kept = await server.client.responses.create({ model: 'any', input: 'weather in Paris', tools: strict({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }) });
+    expect(kept.output.map((item) => item.type)).toEqual(['reasoning', 'function_call']);
+  });
 });
 
 describe('YAML scenario files and their errors', () => {

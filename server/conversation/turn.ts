@@ -4,7 +4,7 @@ import type { ProgramLimits } from '../../runtime/limits.ts';
 import type { ProgramEvent } from '../../runtime/program-events.ts';
 import type { ResumePath } from '../../runtime/program-runtime.ts';
 import { sealTool, toolId } from '../../runtime/program-tool.ts';
-import { compileToolSchema } from '../../runtime/tool-schemas.ts';
+import { compileToolSchema, ToolSchemaError } from '../../runtime/tool-schemas.ts';
 import type { ConversationItem, EmittedProgramOutput, McpListToolsItem, OutputItem } from '../../schemas/items.ts';
 import type { Knobs } from '../../schemas/knobs.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';
@@ -275,6 +275,18 @@ function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet
     const builtIn = tool.kind === 'shell' ? SHELL_PROGRAM_TOOL : tool.kind === 'apply_patch' ? APPLY_PATCH_PROGRAM_TOOL : undefined;
     const violation = builtIn?.parameters && compileToolSchema(builtIn.parameters).check(call.arguments ?? {}, 'arguments');
     if (violation) return `ptc-emulator: the stand-in's call of ${id} is not one the client can run: ${violation}.`;
+    // A model keeps to a function's strict parameters: a scenario's arguments must too.
+    const { definition } = tool;
+    if (definition.type === 'function' && definition.parameters != null && definition.strict !== false) {
+      let strictViolation: string | undefined;
+      try {
+        strictViolation = compileToolSchema(definition.parameters).check(call.arguments ?? {}, 'arguments');
+      } catch (error) {
+        if (!(error instanceof ToolSchemaError)) throw error;
+        return `ptc-emulator: the stand-in cannot call ${id}: its parameters are not a schema ajv can compile (${error.message}).`;
+      }
+      if (strictViolation) return `ptc-emulator: the stand-in's arguments for ${id} do not match its strict parameters: ${strictViolation}.`;
+    }
   }
   return undefined;
 }
