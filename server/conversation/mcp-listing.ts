@@ -25,7 +25,7 @@ async function listServer(server: McpServer, services: ServerCallServices): Prom
   try {
     const tools = await services.mcp.listTools(
       { serverLabel: server.label, serverUrl, ...(headers ? { headers } : {}), ...(authorization === undefined ? {} : { authorization }) },
-      { timeoutMs: services.mcpTimeoutMs },
+      { timeoutMs: services.mcpTimeoutMs, ...(services.signal ? { signal: services.signal } : {}) },
     );
     return {
       ...item,

@@ -96,33 +96,38 @@ export class McpClients {
    */
   async listTools(config: McpServerConfig, options: McpOperationOptions): Promise<McpToolInfo[]> {
     try {
-      return await this.#operate(config, options.timeoutMs, async (client, signal) => {
-        const tools: McpToolInfo[] = [];
-        const cursorsSeen = new Set<string>();
-        let cursor: string | undefined;
-        do {
-          const page = await client.request(
-            { method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
-            ListToolsResultSchema,
-            { signal, timeout: options.timeoutMs },
-          );
-          for (const tool of page.tools) {
-            tools.push({
-              name: tool.name,
-              ...(tool.description === undefined ? {} : { description: tool.description }),
-              inputSchema: tool.inputSchema,
-              ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
-            });
-          }
-          cursor = page.nextCursor;
-          // A server handing back a cursor it already gave would otherwise loop until the deadline.
-          if (cursor !== undefined) {
-            if (cursorsSeen.has(cursor)) throw new Error(`the server repeated the pagination cursor ${JSON.stringify(cursor)}`);
-            cursorsSeen.add(cursor);
-          }
-        } while (cursor !== undefined);
-        return tools;
-      });
+      return await this.#operate(
+        config,
+        options.timeoutMs,
+        async (client, signal) => {
+          const tools: McpToolInfo[] = [];
+          const cursorsSeen = new Set<string>();
+          let cursor: string | undefined;
+          do {
+            const page = await client.request(
+              { method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
+              ListToolsResultSchema,
+              { signal, timeout: options.timeoutMs },
+            );
+            for (const tool of page.tools) {
+              tools.push({
+                name: tool.name,
+                ...(tool.description === undefined ? {} : { description: tool.description }),
+                inputSchema: tool.inputSchema,
+                ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
+              });
+            }
+            cursor = page.nextCursor;
+            // A server handing back a cursor it already gave would otherwise loop until the deadline.
+            if (cursor !== undefined) {
+              if (cursorsSeen.has(cursor)) throw new Error(`the server repeated the pagination cursor ${JSON.stringify(cursor)}`);
+              cursorsSeen.add(cursor);
+            }
+          } while (cursor !== undefined);
+          return tools;
+        },
+        options.signal,
+      );
     } catch (error) {
       throw new Error(`MCP server '${config.serverLabel}': listing tools failed: ${describeFailure(error)}`, { cause: error });
     }
