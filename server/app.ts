@@ -218,7 +218,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
 
   // One MCP client for the server's life: connections to each MCP server are kept and reused,
   // within the pool's bounds.
-  const mcp = new McpClients({ idleTimeoutMs: config.mcpIdleTimeoutMs, maxConnections: config.mcpMaxConnections });
+  const mcp = new McpClients({ idleTimeoutMs: config.mcpIdleTimeoutMs, maxConnections: config.mcpMaxConnections, allowedUrls: config.mcpAllowedUrls });
 
   registerResponseRoutes(app, {
     store,

@@ -43,6 +43,11 @@ export const SETTINGS = {
     default: '100',
     description: 'MCP connections kept at most; beyond, the least recently used idle ones are closed (one in use never is).',
   },
+  PTC_MCP_ALLOWED_URLS: {
+    default: '',
+    description:
+      'Comma-separated prefixes an MCP `server_url` must start with (e.g. `http://127.0.0.1:,https://mcp.example.com/`; end a host with `:` or `/`); empty allows any. A server it does not allow is listed with an `error` and never contacted.',
+  },
   PTC_SHUTDOWN_TIMEOUT_MS: { default: '10000', description: 'On SIGTERM, how long running requests may take to finish before the process exits anyway.' },
   PTC_PAUSED_TTL_MS: { default: '600000', description: 'How long a paused program\'s isolate is kept alive without being resumed; after that it resumes by replay.' },
   PTC_MAX_PAUSED_PROGRAMS: {
@@ -88,6 +93,8 @@ export interface ServerConfig {
   readonly mcpTimeoutMs: number;
   readonly mcpIdleTimeoutMs: number;
   readonly mcpMaxConnections: number;
+  /** Prefixes MCP server URLs must start with; empty: any URL. */
+  readonly mcpAllowedUrls: readonly string[];
   readonly pausedTtlMs: number;
   readonly maxPausedPrograms: number;
   readonly maxPausedHeapBytes: number;
@@ -155,6 +162,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     mcpTimeoutMs: integer(env, 'PTC_MCP_TIMEOUT_MS', SETTINGS.PTC_MCP_TIMEOUT_MS.default, 1),
     mcpIdleTimeoutMs: integer(env, 'PTC_MCP_IDLE_TIMEOUT_MS', SETTINGS.PTC_MCP_IDLE_TIMEOUT_MS.default, 1),
     mcpMaxConnections: integer(env, 'PTC_MCP_MAX_CONNECTIONS', SETTINGS.PTC_MCP_MAX_CONNECTIONS.default, 1),
+    mcpAllowedUrls: setting(env, 'PTC_MCP_ALLOWED_URLS').split(',').map((prefix) => prefix.trim()).filter(Boolean),
     pausedTtlMs: integer(env, 'PTC_PAUSED_TTL_MS', SETTINGS.PTC_PAUSED_TTL_MS.default, 1),
     maxPausedPrograms: integer(env, 'PTC_MAX_PAUSED_PROGRAMS', SETTINGS.PTC_MAX_PAUSED_PROGRAMS.default, 0),
     maxPausedHeapBytes: integer(env, 'PTC_MAX_PAUSED_HEAP_MB', SETTINGS.PTC_MAX_PAUSED_HEAP_MB.default, 1) * 1024 * 1024,

@@ -426,6 +426,23 @@ describe('the connection pool', () => {
   });
 });
 
+describe('PTC_MCP_ALLOWED_URLS', () => {
+  test('contacts only servers whose URL starts with an allowed prefix, user info not counting', async () => {
+    const server = await tracked(startStreamableMcpServer());
+    const { origin, port } = new URL(server.url);
+    const allowedHere = newClients({ allowedUrls: [`${origin}/`] });
+    expect((await allowedHere.listTools(configFor(server), TIMEOUT)).length).toBeGreaterThan(0);
+
+    const elsewhere = newClients({ allowedUrls: ['https://mcp.example.com/'] });
+    await expect(elsewhere.listTools(configFor(server), TIMEOUT)).rejects.toThrow(`${server.url} is not allowed by this emulator's PTC_MCP_ALLOWED_URLS`);
+    expect(await elsewhere.callTool(configFor(server), 'echo', {}, TIMEOUT)).toEqual({ error: expect.stringContaining('PTC_MCP_ALLOWED_URLS') });
+    // This names 127.0.0.1, with user info that reads like the allowed host.
+    const disguised = `http://mcp.example.com:x@127.0.0.1:${port}/mcp`;
+    await expect(newClients({ allowedUrls: ['http://mcp.example.com'] }).listTools(configFor({ url: disguised }), TIMEOUT)).rejects.toThrow('is not allowed');
+    expect(server.initializations).toBe(1);
+  });
+});
+
 describe('servers that do not work', () => {
   test('a server where nothing listens: the call resolves an error and listing rejects, both naming the refusal', async () => {
     const url = await unusedLoopbackUrl();

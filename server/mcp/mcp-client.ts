@@ -48,6 +48,8 @@ export interface McpPoolOptions {
   readonly idleTimeoutMs: number;
   /** Connections kept at most; beyond, the least recently used idle ones are closed. */
   readonly maxConnections: number;
+  /** Prefixes a server URL must start with (`PTC_MCP_ALLOWED_URLS`); empty or absent: any URL. */
+  readonly allowedUrls?: readonly string[];
 }
 
 /** How long closing a connection lets a Streamable HTTP server take to acknowledge the end of a session. */
@@ -171,6 +173,12 @@ export class McpClients {
     const url = new URL(config.serverUrl);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new Error(`the server URL must be http or https, not ${url.protocol}`);
+    }
+    // Checked on the parsed URL without its user info: `http://allowed.example@elsewhere/` is elsewhere.
+    const allowed = this.#pool.allowedUrls ?? [];
+    const target = `${url.origin}${url.pathname}${url.search}`;
+    if (allowed.length > 0 && !allowed.some((prefix) => target.startsWith(prefix))) {
+      throw new Error(`${url.href} is not allowed by this emulator's PTC_MCP_ALLOWED_URLS, so it was not contacted`);
     }
     const headers = requestHeaders(config);
     const key = connectionKey(url, headers);
