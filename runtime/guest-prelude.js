@@ -587,11 +587,31 @@
   // when the microtasks ran, in place of its result. `dispatch` itself never throws and keeps
   // its last reply, so the host can tell such a rejection from a fault and ask for the reply.
   let lastReply = '';
+  /**
+   * The host's check of a call's arguments against its tool's strict parameters, run in a
+   * context of its own where no program ever ran (so every built-in the validator uses is
+   * pristine), inside the isolate (so the program's time limits bound it: a schema `pattern`
+   * that backtracks without end on the program's arguments costs the program, never the host).
+   * '' when they conform, else the violation.
+   */
+  function checkArguments(toolId, argsJson) {
+    for (const tool of config.tools) {
+      if (tool.id !== toolId) continue;
+      if (tool.checkInput === undefined) return '';
+      const violation = violationOf(tool.checkInput, jsonParse(argsJson), 'arguments');
+      return violation === undefined ? '' : violation;
+    }
+    return 'names no tool of this program';
+  }
+
   return function dispatch(op, payload) {
     if (op === 'reply') return lastReply;
     let reply = '';
     try {
-      if (op === 'record') recorded = jsonParse(payload);
+      if (op === 'check') {
+        const call = jsonParse(payload);
+        reply = checkArguments(call.tool, call.args);
+      } else if (op === 'record') recorded = jsonParse(payload);
       else if (op === 'start') start(payload);
       else if (op === 'deliver') deliver(jsonParse(payload));
       else if (op === 'advance') reply = advance();

@@ -13,6 +13,8 @@ import { toolKeys } from './tool-keys.ts';
 
 const PRELUDE_SOURCE = readFileSync(new URL('./guest-prelude.js', import.meta.url), 'utf8');
 const REPLAYING = '{"state":"replaying"}';
+/** What the prelude's dispatch answers when an operation threw. */
+const FAULT = '{"state":"fault"}';
 /** Each call throws at most one unhandled rejection; more in a row than this is a fault, not the program. */
 const UNHANDLED_REJECTIONS_BEFORE_FAULT = 8;
 
@@ -66,9 +68,9 @@ function sandboxTools(tools: readonly ProgramTool[]): SandboxConfig['tools'] {
 }
 
 /**
- * Checks on the host what the isolate already checked: arguments are a JSON object, not absurdly
- * deep, and (for strict tools) match the tool's parameters. The isolate's own check runs on
- * built-ins the program can replace; this one it cannot touch.
+ * Checks on the host what the isolate already checked: arguments are a JSON object, and not
+ * absurdly deep. Strict parameters are checked again by #checkArguments, out of the program's
+ * reach.
  */
 function argumentsProblem(argsJson: string, tool: ProgramTool): ProgramFailure | undefined {
   let parsed: unknown;
@@ -83,8 +85,6 @@ function argumentsProblem(argsJson: string, tool: ProgramTool): ProgramFailure |
   if (jsonDepthExceeds(parsed, MAX_JSON_DEPTH)) {
     return { code: 'arguments_too_large', message: `Arguments of tools.${toolId(tool)} nest deeper than ${MAX_JSON_DEPTH} levels` };
   }
-  const violation = tool.parameters && compileToolSchema(tool.parameters).check(parsed, 'arguments');
-  if (violation) return { code: 'arguments_invalid', message: `tools.${toolId(tool)}: ${violation}` };
   return undefined;
 }
 
@@ -109,6 +109,12 @@ export class IsolateProgram {
   readonly #spec: ProgramSpec;
   #isolate: ivm.Isolate | undefined;
   #dispatch: ivm.Reference<(op: string, payload: string) => string> | undefined;
+  /**
+   * The prelude again, in a second context of the same isolate where no program runs: it checks
+   * the arguments of calls to strict tools with built-ins the program cannot reach, under the
+   * program's time limits. Present when the program has strict tools.
+   */
+  #checker: ivm.Reference<(op: string, payload: string) => string> | undefined;
   #pending: readonly ToolCallRequest[] = [];
   /** A running digest of every output the program has received, in seq order: a warm resume checks none changed. */
   #received: Hash = createHash('sha256');
@@ -223,6 +229,7 @@ export class IsolateProgram {
     const isolate = this.#isolate;
     this.#isolate = undefined;
     this.#dispatch = undefined;
+    this.#checker = undefined;
     if (isolate && !isolate.isDisposed) isolate.dispose();
   }
 
@@ -253,7 +260,34 @@ export class IsolateProgram {
       timeout: this.#timeout(started).ms,
     })) as ivm.Reference<(op: string, payload: string) => string>;
     install.release();
+    if (tools.some((tool) => tool.checkInput !== undefined)) {
+      const checkContext = await isolate.createContext();
+      const installChecker = (await script.run(checkContext, { reference: true, timeout: this.#timeout(started).ms })) as ivm.Reference<(configJson: string) => unknown>;
+      this.#checker = (await installChecker.apply(undefined, [JSON.stringify(config)], {
+        result: { reference: true },
+        timeout: this.#timeout(started).ms,
+      })) as ivm.Reference<(op: string, payload: string) => string>;
+      installChecker.release();
+    }
     script.release();
+  }
+
+  /** The violation of a call's arguments against its tool's strict parameters, checked by #checker. */
+  async #checkArguments(call: { readonly tool: string; readonly args: string }, started: number): Promise<ProgramFailure | undefined> {
+    const checker = this.#checker;
+    const tool = this.#spec.tools.find((candidate) => toolId(candidate) === call.tool);
+    if (!checker || !tool?.parameters) return undefined;
+    const timeout = this.#timeout(started);
+    let reply: string;
+    try {
+      reply = String(await checker.apply(undefined, ['check', JSON.stringify({ tool: call.tool, args: call.args })], { timeout: timeout.ms }));
+    } catch (error) {
+      if (error instanceof Error && /timed out/i.test(error.message)) throw new LimitReached(timeout.code);
+      throw error;
+    }
+    if (reply === '') return undefined;
+    if (reply === FAULT) return { code: 'runtime_error', message: `The arguments of tools.${call.tool} could not be checked` };
+    return { code: 'arguments_invalid', message: `tools.${call.tool}: ${reply}` };
   }
 
   /** The time left in this step: the lower of the step's wall budget and the program's CPU budget. */
@@ -325,10 +359,14 @@ export class IsolateProgram {
       this.#finish();
       return { type: 'completed', result: poll.result, stats: this.#stats() };
     }
-    return this.#paused(poll.calls, poll.inFlight);
+    try {
+      return await this.#paused(poll.calls, poll.inFlight, started);
+    } catch (error) {
+      return this.#fail(this.#classify(error));
+    }
   }
 
-  #paused(calls: readonly { seq: number; tool: string; args: string }[], inFlight: number): ProgramEvent {
+  async #paused(calls: readonly { seq: number; tool: string; args: string }[], inFlight: number, started: number): Promise<ProgramEvent> {
     const { limits, tools } = this.#spec;
     if (calls.length === 0) {
       return this.#fail({
@@ -345,7 +383,7 @@ export class IsolateProgram {
       if (Buffer.byteLength(call.args, 'utf8') > limits.maxArgumentBytes) {
         return this.#fail({ code: 'arguments_too_large', message: `Arguments of tools.${call.tool} exceed ${limits.maxArgumentBytes} bytes` });
       }
-      const problem = takesText(tool) ? undefined : argumentsProblem(call.args, tool);
+      const problem = takesText(tool) ? undefined : (argumentsProblem(call.args, tool) ?? (await this.#checkArguments(call, started)));
       if (problem) return this.#fail(problem);
       requests.push({ seq: call.seq, tool: call.tool, argumentsJson: call.args });
     }

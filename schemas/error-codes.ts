@@ -215,7 +215,7 @@ export const PROGRAM_ERRORS = {
   arguments_too_large: { description: 'One call\'s serialised arguments exceed `PTC_MAX_ARGUMENT_BYTES`.' },
   arguments_invalid: {
     description:
-      'A call reached the host with arguments that break the tool\'s strict `parameters`, although the isolate checks them first: the program tampered with the built-ins the in-isolate check uses.',
+      'A call reached the host with arguments that break the tool\'s strict `parameters` (checked again in a context the program cannot reach), although the program\'s own context checks them first: the program tampered with the built-ins that check uses.',
   },
   tool_output_too_large: { description: 'A tool output delivered to the program, or the error message of a call answered with an error, exceeds `PTC_MAX_TOOL_OUTPUT_BYTES`; a warm resume and a replay end at the same call.' },
   output_limit_exceeded: { description: 'The text and images emitted exceed `PTC_MAX_OUTPUT_BYTES`.' },

@@ -4,6 +4,7 @@ import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { resolveLimits } from '../../runtime/limits.ts';
 import { agentLoop } from '../support/agent-loop.ts';
 import { expectSdkError, rejectionOf, type ExpectedApiError } from '../support/api-errors.ts';
 import { functionCallsOf, inlineProgram, programOutputOf } from '../support/programs.ts';
@@ -85,6 +86,25 @@ describe('strict parameters', () => {
     expect(functionCallsOf(response)).toEqual([]);
     expect(programOutputOf(response)).toMatchObject({ status: 'incomplete' });
     expect(JSON.parse(programOutputOf(response)!.result)).toEqual({ error: { code: 'arguments_invalid', message: 'tools.tag: arguments.tags must be array' } });
+  });
+
+  it('are checked again out of the program\'s reach but within its limits: a pattern that backtracks without end costs only the program', async () => {
+    // The host's check runs in the program's isolate, in a context of its own: the program's step
+    // deadline bounds it, and the server (here running isolates in its own process) keeps serving.
+    const quick = await startServer({ config: { workers: 0, limits: resolveLimits({ stepWallTimeMs: 300 }) } });
+    try {
+      const evil: OpenAI.Responses.Tool[] = [
+        { type: 'function', name: 'f', parameters: { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } }, strict: true, allowed_callers: ['programmatic'] },
+        { type: 'programmatic_tool_calling' },
+      ];
+      const code = "RegExp.prototype.test = function () { return true }; await tools.f({ s: 'a'.repeat(40) + '!' })";
+      const response = await quick.client.responses.create({ model: 'm', input: inlineProgram(code), tools: evil });
+      expect(functionCallsOf(response)).toEqual([]);
+      expect(JSON.parse(programOutputOf(response)!.result)).toMatchObject({ error: { code: 'wall_time_exceeded' } });
+      expect((await quick.client.responses.create({ model: 'm', input: 'still there?' })).status).toBe('completed');
+    } finally {
+      await quick.close();
+    }
   });
 });
 
