@@ -475,7 +475,8 @@
   }
 
   function deliver(outputs) {
-    for (let i = 0; i < outputs.length; i++) deliverOne(outputs[i].seq, outputs[i].output, outputs[i].error);
+    // Own properties only, as on replay: an answer without an error never picks one up from Object.prototype.
+    for (let i = 0; i < outputs.length; i++) deliverOne(outputs[i].seq, outputs[i].output, hasOwn(outputs[i], 'error') ? outputs[i].error : undefined);
   }
 
   /** JSON with keys sorted at every depth: arguments that differ only in key order or spacing are equal. */
@@ -546,9 +547,15 @@
       let first = -1;
       reflectApply(mapForEach, unreported, [(call, seq) => { if (first < 0) first = seq; }]);
       if (first >= 0 && first < recorded.length) {
+        // The batch leaves `unreported` before anything of it runs: delivering can run program
+        // code (a getter, a thenable's `then`, an output_schema validator's globals), and a call
+        // made then belongs to the next batch, as in a live run; Map.forEach would visit it here.
+        const batch = new MapCtor();
+        reflectApply(mapForEach, unreported, [(call, seq) => reflectApply(mapSet, batch, [seq, call])]);
+        reflectApply(mapClear, unreported, []);
         let mismatch = '';
         let withheld = false;
-        reflectApply(mapForEach, unreported, [
+        reflectApply(mapForEach, batch, [
           (call, seq) => {
             if (mismatch !== '') return;
             if (seq >= recorded.length) {
@@ -572,8 +579,12 @@
         if (withheld) return '{"state":"withheld"}';
         // Settling a promise only queues its reactions: the program runs on once this returns,
         // so answering calls one by one here is the same as answering the batch at once.
-        reflectApply(mapForEach, unreported, [(call, seq) => deliverOne(seq, recorded[seq].output, recorded[seq].error)]);
-        reflectApply(mapClear, unreported, []);
+        reflectApply(mapForEach, batch, [
+          (call, seq) => {
+            const entry = recorded[seq];
+            deliverOne(seq, entry.output, hasOwn(entry, 'error') ? entry.error : undefined);
+          },
+        ]);
         return '{"state":"replaying"}';
       }
     }

@@ -345,13 +345,15 @@ export class IsolateProgram {
     if (performance.now() - started > this.#spec.limits.stepWallTimeMs) {
       return this.#fail(this.#limitFailure('wall_time_exceeded'));
     }
-    if (poll.state === 'settled' && poll.status === 'failed') return this.#fail({ code: poll.code, message: poll.message });
+    const diverged = poll.state === 'settled' && poll.status === 'failed' && poll.code === 'replay_diverged';
     // A replay that reached the batch holding a withheld answer ends as the live run did when
     // that batch was delivered. The host decides this, not the isolate's report: whatever else a
-    // replay with a withheld answer comes back with, the program did not get past that answer.
-    if (this.#withheld || poll.state === 'withheld') {
+    // replay with a withheld answer comes back with (but a divergence before it), the program
+    // did not get past that answer.
+    if (poll.state === 'withheld' || (this.#withheld && !diverged)) {
       return this.#fail(this.#withheld ?? { code: 'runtime_error', message: 'The program reported a withheld answer the emulator did not withhold' });
     }
+    if (poll.state === 'settled' && poll.status === 'failed') return this.#fail({ code: poll.code, message: poll.message });
     if (poll.state === 'settled') {
       if (Buffer.byteLength(poll.result, 'utf8') > this.#spec.limits.maxOutputBytes) {
         return this.#fail(this.#limitFailure('output_limit_exceeded'));

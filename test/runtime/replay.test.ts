@@ -242,3 +242,38 @@ describe('tool_output_too_large: a warm resume and a replay end at the same answ
     }
   });
 });
+
+describe('calls a program makes while a replayed batch is delivered', () => {
+  // Delivering an answer can run program code: here a getter of Object.prototype.then, read
+  // when a JSON output (delta) settles the program's promise. A call made then belongs to the
+  // next batch and is checked against the record like any other, as in the live run.
+  const code = `
+const log = [];
+let armed = true, inner;
+Object.defineProperty(Object.prototype, 'then', { configurable: true, get() { if (armed) { armed = false; inner = tools.beta({ v: this.v }); inner.then(() => log.push('beta')); } return undefined; } });
+const d = await tools.delta({});
+log.push('delta');
+for (let i = 0; i < 5; i++) await null;
+log.push('ticks');
+await tools.gamma({});
+text(log.join(',') + ' / ' + (await inner));
+`;
+
+  it('land in the batch they land in live, so a replay pauses and ends where the live run did', async () => {
+    const { events, history } = await liveRun(code);
+    let answered = 0;
+    for (const event of events) {
+      const replayed = await new IsolateProgram(spec(code)).start(history.slice(0, answered));
+      expect(observable(replayed)).toEqual(observable(event));
+      if (event.type === 'paused') answered += event.calls.length;
+    }
+    expect(events.at(-1)).toMatchObject({ type: 'completed' });
+  });
+
+  it('are checked against the record: an altered earlier answer that changes one is a divergence', async () => {
+    const { history } = await liveRun(code);
+    const altered = history.map((call) => (call.tool === 'delta' ? { ...call, output: '{"v":-1}' } : call));
+    const replayed = await new IsolateProgram(spec(code)).start(altered);
+    expect(replayed).toMatchObject({ type: 'incomplete', error: { code: 'replay_diverged', message: expect.stringContaining('tools.beta({"v":-1})') } });
+  });
+});
