@@ -83,6 +83,11 @@ export interface CallIdentity {
   /** A function call's arguments (JSON), or, when `text` is set, a custom tool call's input. */
   readonly argumentsJson: string;
   readonly text?: boolean;
+  /**
+   * The seq of the last call of the batch this call was made in, for the ids that must say
+   * which batch they belong to (an MCP approval request: was its batch answered already?).
+   */
+  readonly batchEnd?: number;
 }
 
 function callMac(key: Buffer, call: CallIdentity): Buffer | undefined {
@@ -98,7 +103,8 @@ function callMac(key: Buffer, call: CallIdentity): Buffer | undefined {
   } catch {
     return undefined;
   }
-  return createHmac('sha256', key).update(canonicalJson([VERSION, 'call', call.programCallId, call.seq, call.tool, args])).digest().subarray(0, 12);
+  const parts = [VERSION, 'call', call.programCallId, call.seq, call.tool, args, ...(call.batchEnd === undefined ? [] : [call.batchEnd])];
+  return createHmac('sha256', key).update(canonicalJson(parts)).digest().subarray(0, 12);
 }
 
 /**

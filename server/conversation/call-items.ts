@@ -43,30 +43,6 @@ export function isServerCall(item: ConversationItem): item is ServerCallItem {
   return Object.hasOwn(SEALED_ID_PREFIX, item.type);
 }
 
-/**
- * Item types only the emulator emits (a response's output, resent by the client). Outputs a
- * client may author too (a shell_call_output, a tool_search_output) are left out.
- */
-const EMULATOR_ITEM_TYPES: ReadonlySet<string> = new Set([
-  'program',
-  'program_output',
-  'reasoning',
-  'function_call',
-  'custom_tool_call',
-  'shell_call',
-  'apply_patch_call',
-  'mcp_call',
-  'mcp_list_tools',
-  'mcp_approval_request',
-  'code_interpreter_call',
-  'tool_search_call',
-]);
-
-/** Whether a response of the emulator made this item: everything after it in a conversation came later than that response. */
-export function isEmittedByEmulator(item: ConversationItem): boolean {
-  return EMULATOR_ITEM_TYPES.has(item.type) || (item.type === 'message' && item.role === 'assistant');
-}
-
 /** The output item type that answers each call item type. */
 const OUTPUT_TYPE = {
   function_call: 'function_call_output',

@@ -145,7 +145,9 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
       }
       case 'mcp_approval_response':
         if (approvals.has(item.approval_request_id)) {
-          throw new ApiError('tool_output_duplicate', `${where}: a second mcp_approval_response for ${item.approval_request_id}; each request takes exactly one.`, param);
+          // Lenient checks keep the first answer, as for any duplicate output.
+          violation(new ApiError('tool_output_duplicate', `${where}: a second mcp_approval_response for ${item.approval_request_id}; each request takes exactly one.`, param), true);
+          break;
         }
         if (!approvalRequests.has(item.approval_request_id)) {
           if (items.slice(index + 1).some((later) => later.type === 'mcp_approval_request' && later.id === item.approval_request_id)) {

@@ -7,7 +7,7 @@ import { takesText, toolId, unsealTools, type ProgramTool } from '../../runtime/
 import type { ConversationItem, EmittedProgramOutput, McpApprovalRequestItem, McpCallItem, OutputItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import { callItemId, programOutputId } from '../ids.ts';
-import { CALL_ITEM_PREFIX, callInput, describeCall, emittedCall, isEmittedByEmulator, sealedIdOf } from './call-items.ts';
+import { CALL_ITEM_PREFIX, callInput, describeCall, emittedCall, sealedIdOf } from './call-items.ts';
 import { locateItem, type ConversationState, type ProgramThread } from './client-loop.ts';
 import type { ProgramClaims } from './program-claims.ts';
 import { answerServerCall, codeInterpreterAnswer, mcpCallAnswer, runMcpCall, type CallAnswer, type ServerCallServices } from './server-calls.ts';
@@ -73,6 +73,7 @@ async function advance(run: ProgramRun, first: ProgramEvent, toolSet: ToolSet, s
     // A cancelled request starts no more calls, and runs the program no further.
     services.signal?.throwIfAborted();
     const answers: (CallAnswer | undefined)[] = [];
+    const batchEnd = event.calls[event.calls.length - 1]!.seq;
     const answered = await Promise.all(
       event.calls.map(async (call) => {
         const tool = toolOf(run.spec.tools, call.tool, run.programCallId);
@@ -89,7 +90,7 @@ async function advance(run: ProgramRun, first: ProgramEvent, toolSet: ToolSet, s
           });
           return { items: [item] as OutputItem[] };
         }
-        return answerServerCall(call, tool, run.programCallId, toolSet, services);
+        return answerServerCall(call, tool, run.programCallId, toolSet, services, batchEnd);
       }),
     );
     for (const result of answered) {
@@ -135,13 +136,44 @@ export interface ResumeInput {
   readonly toolSet: ToolSet;
 }
 
+/** An open program checked and claimed by this request, ready to go on. */
+interface PreparedResume {
+  readonly thread: ProgramThread;
+  readonly tools: readonly ProgramTool[];
+  readonly claims: FingerprintClaims;
+  /** The answer of every call, but those approved in this request (they run first). */
+  readonly recorded: RecordedCall[];
+  readonly approvedNow: readonly { seq: number; tool: string; argumentsJson: string; requestId: string }[];
+  /** Gives the program back (ProgramClaims). */
+  readonly release: () => void;
+}
+
 /**
- * Resumes an open program from its history: the fingerprint gives what the program is (code,
- * seed, clock, limits, tools) and each call's sealed id proves the program made that call at
- * that position. Approved MCP calls run now; the runtime then continues the paused isolate, or
- * replays the program, and the program runs as far as it goes without the client.
+ * Resumes every open program of the conversation. Each is checked and claimed before any of
+ * them runs anything (an approved MCP call included): an altered item of one program, or
+ * another request resuming one of them, fails the request having run nothing. Each program then
+ * gets the answers of its calls (approved MCP calls run now), and the runtime continues the
+ * paused isolate or replays it, as far as it goes without the client. Returns each program's
+ * items, in order.
  */
-export async function resumeProgram(thread: ProgramThread, input: ResumeInput, services: ProgramServices, record: StepRecorder): Promise<OutputItem[]> {
+export async function resumePrograms(threads: readonly ProgramThread[], input: ResumeInput, services: ProgramServices, record: StepRecorder): Promise<OutputItem[][]> {
+  const prepared: (PreparedResume | OutputItem[])[] = [];
+  try {
+    for (const thread of threads) prepared.push(prepareResume(thread, input, services, record));
+    const results: OutputItem[][] = [];
+    for (const program of prepared) results.push(Array.isArray(program) ? program : await runResume(program, input, services, record));
+    return results;
+  } finally {
+    for (const program of prepared) if (!Array.isArray(program)) program.release();
+  }
+}
+
+/**
+ * Checks an open program against its history and claims it: the fingerprint gives what the
+ * program is (code, seed, clock, limits, tools) and each call's sealed id proves the program
+ * made that call at that position. An expired program gets its program_output instead.
+ */
+function prepareResume(thread: ProgramThread, input: ResumeInput, services: ProgramServices, record: StepRecorder): PreparedResume | OutputItem[] {
   const { program } = thread;
   const programParam = locateItem(input.history.indexOf(program as ConversationItem), input.inputStart);
   let claims;
@@ -178,33 +210,18 @@ export async function resumeProgram(thread: ProgramThread, input: ResumeInput, s
     );
   }
 
-  // Taken before anything runs: a second request resuming this program meanwhile gets program_busy having run nothing.
-  const release = services.claims.claim(program.call_id);
-  try {
-    return await resumeClaimed(thread, input, { tools, claims }, services, record);
-  } finally {
-    release();
-  }
-}
-
-/** Resumes a program this request has claimed: answers every call it made, runs approved MCP calls, continues it. */
-async function resumeClaimed(
-  thread: ProgramThread,
-  input: ResumeInput,
-  opened: { readonly tools: readonly ProgramTool[]; readonly claims: FingerprintClaims },
-  services: ProgramServices,
-  record: StepRecorder,
-): Promise<OutputItem[]> {
-  const { program } = thread;
-  const { tools, claims } = opened;
-  const items: OutputItem[] = [];
   const recorded: RecordedCall[] = [];
-  /** Calls approved in this request: they run once every item has been checked, all at once. */
   const approvedNow: { seq: number; tool: string; argumentsJson: string; requestId: string }[] = [];
   for (const [seq, call] of thread.calls.entries()) {
     const { tool, input: argumentsJson, text } = callInput(call);
     const sealed = sealedIdOf(call);
-    if (!callIdMatches(sealed.id, { programCallId: program.call_id, seq, tool, argumentsJson, text }, services.sealingKeys, sealed.prefix)) {
+    const identity = { programCallId: program.call_id, seq, tool, argumentsJson, text };
+    // An approval request's id also seals the last seq of its batch: found by trying each call left.
+    const batchEnd =
+      call.type === 'mcp_approval_request'
+        ? thread.calls.findIndex((_, end) => end >= seq && callIdMatches(sealed.id, { ...identity, batchEnd: end }, services.sealingKeys, sealed.prefix))
+        : undefined;
+    if (batchEnd === -1 || (batchEnd === undefined && !callIdMatches(sealed.id, identity, services.sealingKeys, sealed.prefix))) {
       throw new ApiError(
         'program_item_altered',
         `The ${describeCall(call)} is not call ${seq} of program ${program.call_id} as the program made it: its name, namespace, ${text ? 'input' : 'arguments'} or id were changed, or the program's calls were dropped, reordered or forged. Resend call items unchanged and in order.`,
@@ -226,13 +243,13 @@ async function resumeClaimed(
           checkApprovedCall(done, call, input);
           answer = mcpCallAnswer(done);
         } else if (decision?.approve) {
-          // An approval answered in an earlier response ran its call then: that mcp_call must be resent, never run again.
-          const decisionIndex = input.history.indexOf(decision as ConversationItem);
-          if (input.history.slice(decisionIndex + 1).some(isEmittedByEmulator)) {
+          // The program made calls after this request's batch: it was resumed past it, so the
+          // approved call ran then. Its mcp_call must be resent; the call never runs again.
+          if (batchEnd! < thread.calls.length - 1) {
             throw new ApiError(
               'program_item_altered',
               `The mcp_call that ran after ${describeCall(call)} was approved is missing from the conversation; resend every output item in order.`,
-              locateItem(decisionIndex, input.inputStart),
+              locateItem(input.history.indexOf(decision as ConversationItem), input.inputStart),
             );
           }
           approvedNow.push({ seq, tool, argumentsJson, requestId: call.id });
@@ -247,7 +264,18 @@ async function resumeClaimed(
     }
     recorded[seq] = recordedCall(tool, argumentsJson, answer);
   }
-  // Approved in this request: the calls run now, and their mcp_call items join the response in order.
+  // Taken once everything is checked, before anything runs: a second request resuming this
+  // program meanwhile gets program_busy having run nothing.
+  const release = services.claims.claim(program.call_id);
+  return { thread, tools, claims, recorded, approvedNow, release };
+}
+
+/** Runs the calls approved in this request, then continues the program with every answer. */
+async function runResume(prepared: PreparedResume, input: ResumeInput, services: ProgramServices, record: StepRecorder): Promise<OutputItem[]> {
+  const { thread, tools, claims, recorded, approvedNow } = prepared;
+  const { program } = thread;
+  const items: OutputItem[] = [];
+  // Approved in this request: the calls run now, all at once, and their mcp_call items join the response in order.
   const caller = { type: 'program', caller_id: program.call_id } as const;
   const ran = await Promise.all(
     approvedNow.map(({ seq, tool, argumentsJson, requestId }) =>
@@ -258,6 +286,8 @@ async function resumeClaimed(
     items.push(...ran[index]!.items);
     recorded[seq] = recordedCall(tool, argumentsJson, ran[index]!.answer!);
   });
+  // A cancelled request does not run the program on with what it got.
+  services.signal?.throwIfAborted();
   const run: ProgramRun = { programCallId: program.call_id, spec: { code: program.code, tools, seed: claims.seed, clock: claims.clock, limits: claims.limits }, recorded };
   const resumed = await resumeEngine(run, services);
   items.push(...(await advance(run, record(program.call_id, resumed.event, resumed.path), input.toolSet, services, record)));

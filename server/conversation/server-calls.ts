@@ -164,10 +164,11 @@ export async function runMcpCall(
 }
 
 /** An MCP call its server's require_approval holds: an mcp_approval_request, and no answer yet. */
-function approvalRequest(call: ToolCallRequest, tool: ProgramTool, context: CallContext, caller: Caller): AnsweredCall {
+function approvalRequest(call: ToolCallRequest, tool: ProgramTool, context: CallContext, caller: Caller, batchEnd: number): AnsweredCall {
   const item: EmittedMcpApprovalRequest = {
     type: 'mcp_approval_request',
-    id: sealedId(call, context, 'mcpr'),
+    // The id seals the batch too: a later resume can tell an approval its program acted on already.
+    id: sealCallId(context.services.sealingKeys[0], { programCallId: context.programCallId, seq: call.seq, tool: call.tool, argumentsJson: call.argumentsJson, batchEnd }, 'mcpr'),
     server_label: tool.namespace ?? '',
     name: tool.name,
     arguments: call.argumentsJson,
@@ -183,6 +184,8 @@ export async function answerServerCall(
   programCallId: string,
   toolSet: ToolSet,
   services: ServerCallServices,
+  /** The seq of the last call of `call`'s batch. */
+  batchEnd: number,
 ): Promise<AnsweredCall> {
   const context: CallContext = { programCallId, toolSet, services };
   const caller: Caller = { type: 'program', caller_id: programCallId };
@@ -194,7 +197,7 @@ export async function answerServerCall(
     case 'mcp': {
       const { server, name } = mcpTarget(tool, toolSet);
       if (server && mcpApprovalRequired(server.definition, { name, annotations: toolSet.tools.get(call.tool)?.annotations })) {
-        return approvalRequest(call, tool, context, caller);
+        return approvalRequest(call, tool, context, caller, batchEnd);
       }
       return runMcpCall(call, tool, context, caller, null);
     }

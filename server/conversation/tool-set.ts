@@ -90,6 +90,14 @@ export function callersOf(tool: { allowed_callers?: readonly AllowedCaller[] | n
   return tool.allowed_callers && tool.allowed_callers.length > 0 ? tool.allowed_callers : ['direct'];
 }
 
+/**
+ * The param of a part of a tool: `tools[2].parameters`, `input[4].tools[0].tools[1]`. A tool
+ * of a stored response is named by `previous_response_id` alone: its parts are not the request's.
+ */
+function paramWithin(param: string, path: string): string {
+  return param === 'previous_response_id' ? param : `${param}.${path}`;
+}
+
 /** Compiles a tool's schema now, so that a schema ajv cannot compile is a 400 naming it. */
 function checkedSchema(schema: Readonly<Record<string, unknown>>, toolName: string, param: string): Readonly<Record<string, unknown>> {
   try {
@@ -129,8 +137,8 @@ function programTool(tool: CallableTool): ProgramTool {
         name: tool.name,
         ...(tool.namespace === undefined ? {} : { namespace: tool.namespace }),
         parseOutputAsJson: outputSchema !== undefined,
-        ...(strictParameters ? { parameters: checkedSchema(strictParameters, tool.id, `${tool.param}.parameters`) } : {}),
-        ...(outputSchema ? { outputSchema: checkedSchema(outputSchema, tool.id, `${tool.param}.output_schema`) } : {}),
+        ...(strictParameters ? { parameters: checkedSchema(strictParameters, tool.id, paramWithin(tool.param, 'parameters')) } : {}),
+        ...(outputSchema ? { outputSchema: checkedSchema(outputSchema, tool.id, paramWithin(tool.param, 'output_schema')) } : {}),
       };
     }
   }
@@ -152,10 +160,11 @@ function completed(base: Omit<ToolSet, 'tools' | 'programTools' | 'summaries'>, 
   };
 }
 
-/** The names a tool definition loads: a tool's name, a namespace's `namespace.member`s, an MCP server's label. */
+/** The names a tool definition loads: a tool's name, a namespace's `namespace.member`s, an MCP server's label, a built-in's type. */
 function loadedNames(tool: Tool): string[] {
   if (tool.type === 'namespace') return tool.tools.map((member) => toolId({ name: member.name, namespace: tool.name }));
   if (tool.type === 'mcp') return [tool.server_label];
+  if (tool.type === 'shell' || tool.type === 'apply_patch' || tool.type === 'code_interpreter') return [tool.type];
   return 'name' in tool && typeof tool.name === 'string' ? [tool.name] : [];
 }
 
@@ -233,7 +242,7 @@ function effectiveTools(tools: readonly Tool[], loaded: readonly LoadedTool[]): 
       for (const [inner, member] of tool.tools.entries()) {
         const id = toolId({ name: member.name, namespace: tool.name });
         if (present.has(id)) continue;
-        target.members!.push({ member, param: `${param}.tools[${inner}]`, loaded: true });
+        target.members!.push({ member, param: paramWithin(param, `tools[${inner}]`), loaded: true });
         present.add(id);
       }
     } else if (!loadedNames(tool).some((name) => present.has(name))) {
@@ -267,7 +276,7 @@ export function readToolSet(requestTools: readonly Tool[] = [], loaded: readonly
   const claimName = (id: string, param: string, field: 'name' | 'type' | 'server_label' = 'name'): void => {
     const earlier = places.get(id);
     if (earlier !== undefined) {
-      throw new ApiError('duplicate_tool_name', `${param} and ${earlier} are both named '${id}'; tool names must be unique.`, `${param}.${field}`);
+      throw new ApiError('duplicate_tool_name', `${param} and ${earlier} are both named '${id}'; tool names must be unique.`, paramWithin(param, field));
     }
     places.set(id, param);
   };

@@ -17,7 +17,7 @@ import { CALL_ITEM_PREFIX, callInput, emittedCall } from './call-items.ts';
 import { readConversation, type ConversationState } from './client-loop.ts';
 import { APPLY_PATCH_PROGRAM_TOOL, SHELL_PROGRAM_TOOL } from './local-tools.ts';
 import { listMcpServers } from './mcp-listing.ts';
-import { resumeProgram, startProgram, type ProgramServices, type StepRecorder } from './program-steps.ts';
+import { resumePrograms, startProgram, type ProgramServices, type StepRecorder } from './program-steps.ts';
 import { isClientKind, readToolSet, withMcpListings, type ToolSet } from './tool-set.ts';
 import { clientSearch, serverSearch } from './tool-search.ts';
 
@@ -92,15 +92,13 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
 
   const output: OutputItem[] = [];
   let ended: { code: string; output: EmittedProgramOutput } | undefined;
-  for (const thread of state.programs) {
-    if (thread.closedBy) {
-      services.runtime.dispose(thread.program.call_id);
-      continue;
-    }
-    const items = await resumeProgram(thread, { history: input.history, inputStart: input.inputStart, state, toolSet: turn.toolSet }, services, record);
+  for (const thread of state.programs) if (thread.closedBy) services.runtime.dispose(thread.program.call_id);
+  const open = state.programs.filter((thread) => !thread.closedBy);
+  const resumed = await resumePrograms(open, { history: input.history, inputStart: input.inputStart, state, toolSet: turn.toolSet }, services, record);
+  for (const [index, items] of resumed.entries()) {
     output.push(...items);
     const programOutput = items.find((item): item is EmittedProgramOutput => item.type === 'program_output');
-    if (programOutput) ended = { code: thread.program.code, output: programOutput };
+    if (programOutput) ended = { code: open[index]!.program.code, output: programOutput };
   }
   // The program waits on the client: its calls or an approval.
   if (output.some((item) => waitsOnClient(item))) return result(output);

@@ -223,8 +223,13 @@ text(JSON.stringify({ echoed, added }))`;
       param: 'input[1]',
       mentions: [request.id, 'before its mcp_approval_request'],
     });
-    // Lenient checks let the stray answer through; the real one resumes the program.
-    const lenient = await send([user, ...toResponseInputItems(first.output), answer(request.id), answer('mcpr_nope')], { 'x-ptc-client-checks': 'lenient' });
+    expectSdkError(await rejectionOf(send([user, ...toResponseInputItems(first.output), answer(request.id), answer(request.id)])), {
+      code: 'tool_output_duplicate',
+      param: 'input[5]',
+      mentions: [request.id],
+    });
+    // Lenient checks let the stray answer and the second answer through; the first resumes the program.
+    const lenient = await send([user, ...toResponseInputItems(first.output), answer(request.id), answer('mcpr_nope'), answer(request.id)], { 'x-ptc-client-checks': 'lenient' });
     expect(lenient.output.map((item) => item.type)).toEqual(['mcp_call', 'mcp_approval_request']);
   });
 });
@@ -284,6 +289,55 @@ describe('an approved call', () => {
     const dropped = later.filter((_, at) => at !== index);
     expectSdkError(await rejectionOf(send(dropped)), { code: 'program_item_altered', param: `input[${index - 1}]`, mentions: ['is missing from the conversation'] });
     expect((await send(later)).output_text).toBe('ok');
+    expect(mcp.calls.length - before).toBe(1);
+  });
+
+  it('runs when the client puts each answer right after what it answers, in a batch with a function call', async () => {
+    const code = 'const [a, b] = await Promise.all([tools.calc.echo({ n: 1 }), tools.note({})]); text(a + "|" + b)';
+    const tools: OpenAI.Responses.Tool[] = [
+      ...mcpTool(mcp.url, { require_approval: 'always' }).slice(0, 1),
+      { type: 'function', name: 'note', parameters: null, strict: false, allowed_callers: ['programmatic'] },
+      { type: 'programmatic_tool_calling' },
+    ];
+    const first = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(code), tools });
+    const interleaved: ResponseInputItem[] = [{ role: 'user', content: inlineProgram(code) }];
+    for (const item of toResponseInputItems(first.output)) {
+      interleaved.push(item);
+      if (item.type === 'mcp_approval_request') interleaved.push({ type: 'mcp_approval_response', approval_request_id: item.id, approve: true });
+      if (item.type === 'function_call') interleaved.push({ type: 'function_call_output', call_id: item.call_id, output: 'noted', caller: item.caller ?? null });
+    }
+    const before = mcp.calls.length;
+    const resumed = await server.client.responses.create({ model: 'm', store: false, input: interleaved, tools });
+    expect(resumed.output_text).toBe('{"n":1}|noted');
+    expect(mcp.calls.length - before).toBe(1);
+  });
+
+  it('waits until every open program of the conversation checks out: an altered item of another program fails the request having run nothing', async () => {
+    const tools: OpenAI.Responses.Tool[] = [
+      ...mcpTool(mcp.url, { require_approval: 'always' }).slice(0, 1),
+      { type: 'function', name: 'note', parameters: null, strict: false, allowed_callers: ['programmatic'] },
+      { type: 'programmatic_tool_calling' },
+    ];
+    const [codeA, codeB] = ['text(await tools.calc.echo({ n: 1 }))', 'text(await tools.note({ b: 1 }))'];
+    // Two conversations' items in one: program A waits on an approval, program B on a function call.
+    const a = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(codeA), tools });
+    const b = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(codeB), tools });
+    const request = a.output.find((item) => item.type === 'mcp_approval_request')!;
+    const call = b.output.find((item) => item.type === 'function_call')!;
+    const input: ResponseInputItem[] = [
+      { role: 'user', content: inlineProgram(codeA) },
+      ...toResponseInputItems(a.output),
+      { role: 'user', content: inlineProgram(codeB) },
+      ...toResponseInputItems(b.output).filter((item) => item.type !== 'mcp_list_tools'),
+      { type: 'function_call_output', call_id: call.call_id, output: 'ok', caller: call.caller ?? null },
+      { type: 'mcp_approval_response', approval_request_id: request.id, approve: true },
+    ];
+    const before = mcp.calls.length;
+    const altered = input.map((item) => (item.type === 'function_call' ? { ...item, arguments: '{"b":2}' } : item));
+    expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', store: false, input: altered, tools })), { code: 'program_item_altered' });
+    expect(mcp.calls.length - before).toBe(0);
+    const resumed = await server.client.responses.create({ model: 'm', store: false, input, tools });
+    expect(resumed.output.map((item) => item.type)).toEqual(['mcp_call', 'program_output', 'program_output', 'message']);
     expect(mcp.calls.length - before).toBe(1);
   });
 

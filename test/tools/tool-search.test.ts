@@ -176,6 +176,19 @@ describe('a search the client runs', () => {
     expect(JSON.parse(second.output_text)).toEqual(['lookup_order', 'refund_order', 'close_ticket']);
   });
 
+  it('keeps a built-in tool (named by its type) the request has when a search returns it again', async () => {
+    const tools: OpenAI.Responses.Tool[] = [{ type: 'tool_search', execution: 'client' }, { type: 'apply_patch', allowed_callers: ['programmatic'] }, { type: 'programmatic_tool_calling' }];
+    const input: ResponseInputItem[] = [{ role: 'user', content: 'crm' }];
+    for (let search = 0; search < 2; search++) {
+      const response = await clientSearch.client.responses.create({ model: 'm', store: false, input, tools });
+      const call = response.output.find((item) => item.type === 'tool_search_call') as OpenAI.Responses.ResponseToolSearchCall & { call_id: string };
+      input.push(...toResponseInputItems(response.output), { type: 'tool_search_output', call_id: call.call_id, execution: 'client', status: 'completed', tools: [{ type: 'apply_patch' }] });
+      const answered = await clientSearch.client.responses.create({ model: 'm', store: false, input, tools });
+      expect(answered.status).toBe('completed');
+      input.push(...toResponseInputItems(answered.output), { role: 'user', content: 'crm again' });
+    }
+  });
+
   it('keeps what a search loaded out of programs once a request turns programs off, without refusing it', async () => {
     const first = await server.client.responses.create({ model: 'm', input: 'weather in Lisbon?', tools: TOOLS });
     const [call] = first.output.filter((item) => item.type === 'function_call');
