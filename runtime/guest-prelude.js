@@ -56,10 +56,16 @@
   let settled = false;
   let outcome = null; // { status: 'completed', result } | { status: 'failed', code, message }
   let fatal = null; // a limit hit: ends the program whatever the program catches
-  // Replay: the calls an earlier run of this program made, with the outputs they got, in seq
-  // order. Batches of recorded calls are answered from here without leaving the isolate. From
-  // the first answer over the size limit on, the host sends calls `withheld`, without answers.
+  // Replay: the calls an earlier run of this program made, in seq order ({tool, args}), and the
+  // answers they got, handed in part by part (seq -> {output, error?}). Batches of recorded calls
+  // are answered from here without leaving the isolate; an answer is dropped once delivered.
+  // From the first answer over the size limit on, calls are `withheld`: they have no answer.
   let recorded = [];
+  const answers = { __proto__: null };
+
+  function loadAnswers(part) {
+    for (let i = 0; i < part.length; i++) answers[part[i].seq] = part[i];
+  }
 
   function size(map) {
     return reflectApply(mapSizeGetter, map, []);
@@ -547,15 +553,11 @@
       let first = -1;
       reflectApply(mapForEach, unreported, [(call, seq) => { if (first < 0) first = seq; }]);
       if (first >= 0 && first < recorded.length) {
-        // The batch leaves `unreported` before anything of it runs: delivering can run program
-        // code (a getter, a thenable's `then`, an output_schema validator's globals), and a call
-        // made then belongs to the next batch, as in a live run; Map.forEach would visit it here.
-        const batch = new MapCtor();
-        reflectApply(mapForEach, unreported, [(call, seq) => reflectApply(mapSet, batch, [seq, call])]);
-        reflectApply(mapClear, unreported, []);
+        // The batch is checked against the record first, without running anything of the program.
         let mismatch = '';
         let withheld = false;
-        reflectApply(mapForEach, batch, [
+        let missing = -1;
+        reflectApply(mapForEach, unreported, [
           (call, seq) => {
             if (mismatch !== '') return;
             if (seq >= recorded.length) {
@@ -571,17 +573,28 @@
             }
             // Own property only: a program that sets Object.prototype.withheld must not stop its replay.
             if (hasOwn(expected, 'withheld')) withheld = true;
+            else if (answers[seq] === undefined && missing < 0) missing = seq;
           },
         ]);
         if (mismatch !== '') return diverge(`The replay diverged at ${mismatch}. Did an earlier tool output change since the program first received it?`);
         // The host withheld an answer of this batch (over its size limit): none of the batch is
         // delivered, as a live run would have ended before delivering it; the host ends the program.
         if (withheld) return '{"state":"withheld"}';
+        // The record's next answers are not in yet: the host hands them in, then asks again.
+        if (missing >= 0) return '{"state":"needs_answers","from":' + missing + '}';
+        // The batch leaves `unreported` before anything of it runs: delivering can run program
+        // code (a getter, a thenable's `then`, an output_schema validator's globals), and a call
+        // made then belongs to the next batch, as in a live run; Map.forEach would visit it here.
+        const batch = new MapCtor();
+        reflectApply(mapForEach, unreported, [(call, seq) => reflectApply(mapSet, batch, [seq, call])]);
+        reflectApply(mapClear, unreported, []);
         // Settling a promise only queues its reactions: the program runs on once this returns,
         // so answering calls one by one here is the same as answering the batch at once.
         reflectApply(mapForEach, batch, [
           (call, seq) => {
-            const entry = recorded[seq];
+            const entry = answers[seq];
+            answers[seq] = undefined;
+            // Own properties only: an answer without an error never picks one up from Object.prototype.
             deliverOne(seq, entry.output, hasOwn(entry, 'error') ? entry.error : undefined);
           },
         ]);
@@ -622,7 +635,11 @@
       if (op === 'check') {
         const call = jsonParse(payload);
         reply = checkArguments(call.tool, call.args);
-      } else if (op === 'record') recorded = jsonParse(payload);
+      } else if (op === 'record') {
+        const record = jsonParse(payload);
+        recorded = record.calls;
+        loadAnswers(record.answers);
+      } else if (op === 'answers') loadAnswers(jsonParse(payload));
       else if (op === 'start') start(payload);
       else if (op === 'deliver') deliver(jsonParse(payload));
       else if (op === 'advance') reply = advance();

@@ -13,6 +13,14 @@ import { toolKeys } from './tool-keys.ts';
 
 const PRELUDE_SOURCE = readFileSync(new URL('./guest-prelude.js', import.meta.url), 'utf8');
 const REPLAYING = '{"state":"replaying"}';
+/**
+ * A replay's recorded answers enter the isolate in parts of at most 1/REPLAY_ANSWER_MEMORY_SHARE
+ * of its memory limit (and at least REPLAY_ANSWER_MIN_BYTES, or one answer).
+ */
+const REPLAY_ANSWER_MEMORY_SHARE = 4;
+const REPLAY_ANSWER_MIN_BYTES = 1024 * 1024;
+/** The prelude's reply when a replay reached answers not handed in yet. */
+const NEEDS_ANSWERS = /^\{"state":"needs_answers","from":(\d+)\}$/;
 /** What the prelude's dispatch answers when an operation threw. */
 const FAULT = '{"state":"fault"}';
 /** Each call throws at most one unhandled rejection; more in a row than this is a fault, not the program. */
@@ -127,6 +135,8 @@ export class IsolateProgram {
    * ends with once it reaches that answer's batch, as a warm resume delivering that batch would.
    */
   #withheld: ProgramFailure | undefined;
+  /** During a replay: the answers it may deliver (up to a withheld one), handed in part by part. */
+  #record: readonly RecordedCall[] = [];
 
   constructor(spec: ProgramSpec) {
     this.#spec = spec;
@@ -163,18 +173,34 @@ export class IsolateProgram {
     // enters the isolate, and the program stops on that batch undelivered (see #step).
     const oversized = firstOversizedAnswer(recorded, limits.maxToolOutputBytes);
     if (oversized >= 0) this.#withheld = this.#toolOutputTooLarge(recorded[oversized]!.tool, recorded[oversized]!);
+    this.#record = oversized >= 0 ? recorded.slice(0, oversized) : recorded;
     return this.#step(async (started) => {
       await this.#boot(started);
       if (recorded.length > 0) {
-        const record = recorded.map((call, seq) =>
-          oversized >= 0 && seq >= oversized
-            ? { tool: call.tool, args: call.argumentsJson, withheld: true }
-            : { tool: call.tool, args: call.argumentsJson, output: call.output, ...(call.error === undefined ? {} : { error: call.error }) },
-        );
-        await this.#call('record', JSON.stringify(record), started);
+        const calls = recorded.map((call, seq) => ({ tool: call.tool, args: call.argumentsJson, ...(oversized >= 0 && seq >= oversized ? { withheld: true } : {}) }));
+        await this.#call('record', JSON.stringify({ calls, answers: this.#answersFrom(0) }), started);
       }
       await this.#call('start', code, started);
     });
+  }
+
+  /**
+   * The recorded answers from `seq` on, as many as fit in a share of the program's memory (one
+   * at least): a replay holds only these in the isolate at a time and asks for the next ones as
+   * it reaches them, so a long history of large outputs the program drops fits as it did live.
+   */
+  #answersFrom(seq: number): { seq: number; output: string; error?: string }[] {
+    const budget = Math.max(REPLAY_ANSWER_MIN_BYTES, (this.#spec.limits.memoryMb * 1024 * 1024) / REPLAY_ANSWER_MEMORY_SHARE);
+    const answers: { seq: number; output: string; error?: string }[] = [];
+    let bytes = 0;
+    for (let at = seq; at < this.#record.length; at++) {
+      const { output, error } = this.#record[at]!;
+      const size = Buffer.byteLength(output, 'utf8') + (error === undefined ? 0 : Buffer.byteLength(error, 'utf8'));
+      if (answers.length > 0 && bytes + size > budget) break;
+      answers.push(error === undefined ? { seq: at, output } : { seq: at, output, error });
+      bytes += size;
+    }
+    return answers;
   }
 
   /**
@@ -299,7 +325,7 @@ export class IsolateProgram {
     return { ms: Math.floor(binding.left), code: binding.code };
   }
 
-  async #call(op: 'record' | 'start' | 'deliver' | 'advance', payload: string, started: number): Promise<unknown> {
+  async #call(op: 'record' | 'answers' | 'start' | 'deliver' | 'advance', payload: string, started: number): Promise<unknown> {
     const dispatch = this.#dispatch;
     if (!dispatch) throw new Error('The program is not running');
     let request = op;
@@ -327,7 +353,17 @@ export class IsolateProgram {
       let state = String(await this.#call('advance', '', started));
       // Each recorded batch answered during a replay is a step of its own, with its own wall-clock
       // budget, as it was in the recorded run; CPU time keeps adding up across all of them.
-      while (state === REPLAYING) {
+      for (;;) {
+        const needs = NEEDS_ANSWERS.exec(state);
+        if (needs) {
+          // The next part of the record, then the same batch again.
+          const part = this.#answersFrom(Number(needs[1]));
+          if (part.length === 0) throw new Error(`The replay asked for recorded answers from call ${needs[1]}, which the record does not have`);
+          await this.#call('answers', JSON.stringify(part), started);
+          state = String(await this.#call('advance', '', started));
+          continue;
+        }
+        if (state !== REPLAYING) break;
         // A replay passes every resume the recorded run had: the same count, the same limit.
         if (this.#steps > this.#spec.limits.maxResumes) throw new LimitReached('resume_limit_exceeded');
         this.#steps += 1;

@@ -277,3 +277,25 @@ text(log.join(',') + ' / ' + (await inner));
     expect(replayed).toMatchObject({ type: 'incomplete', error: { code: 'replay_diverged', message: expect.stringContaining('tools.beta({"v":-1})') } });
   });
 });
+
+describe('a replay of large outputs', () => {
+  it('holds only part of the record in the isolate at a time, so outputs the program drops fit as they did live', async () => {
+    // 24 outputs of 1 MiB: 24 MiB in all, over the 16 MiB heap, but one at a time live.
+    const code = 'let total = 0; for (let i = 0; i < 24; i++) total += (await tools.alpha({ i })).length; text(total)';
+    const small: ProgramSpec = { ...spec(code), limits: { ...spec(code).limits, memoryMb: 16 } };
+    const output = 'x'.repeat(1024 * 1024);
+    const live = new IsolateProgram(small);
+    let event = await live.start();
+    const history: RecordedCall[] = [];
+    while (event.type === 'paused') {
+      for (const call of event.calls) history.push({ tool: call.tool, argumentsJson: call.argumentsJson, output });
+      event = await live.resume(event.calls.map((call) => ({ seq: call.seq, output })));
+    }
+    expect(event).toMatchObject({ type: 'completed', result: String(24 * output.length) });
+    const replayed = await new IsolateProgram(small).start(history);
+    expect(observable(replayed)).toEqual(observable(event));
+    // Paused half way, a replay goes on from there as the live run did.
+    const halfway = await new IsolateProgram(small).start(history.slice(0, 12));
+    expect(halfway).toMatchObject({ type: 'paused', calls: [{ seq: 12, tool: 'alpha' }] });
+  });
+});
