@@ -88,6 +88,12 @@ export interface CallIdentity {
    * which batch they belong to (an MCP approval request: was its batch answered already?).
    */
   readonly batchEnd?: number;
+  /**
+   * A digest of the answer the program got, for the ids of items that carry their own answer
+   * (an mcp_call, a code_interpreter_call, a hosted shell's output): a changed answer no longer
+   * matches its id.
+   */
+  readonly answer?: string;
 }
 
 function callMac(key: Buffer, call: CallIdentity): Buffer | undefined {
@@ -103,7 +109,16 @@ function callMac(key: Buffer, call: CallIdentity): Buffer | undefined {
   } catch {
     return undefined;
   }
-  const parts = [VERSION, 'call', call.programCallId, call.seq, call.tool, args, ...(call.batchEnd === undefined ? [] : [call.batchEnd])];
+  const parts = [
+    VERSION,
+    'call',
+    call.programCallId,
+    call.seq,
+    call.tool,
+    args,
+    ...(call.batchEnd === undefined ? [] : [{ batchEnd: call.batchEnd }]),
+    ...(call.answer === undefined ? [] : [{ answer: call.answer }]),
+  ];
   return createHmac('sha256', key).update(canonicalJson(parts)).digest().subarray(0, 12);
 }
 

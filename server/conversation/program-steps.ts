@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { callIdMatches, FingerprintError, openFingerprint, sealCallId, sha256Hex, type FingerprintClaims } from '../../runtime/fingerprint.ts';
+import { callIdMatches, FingerprintError, openFingerprint, sealCallId, sha256Hex, type CallIdentity, type FingerprintClaims } from '../../runtime/fingerprint.ts';
 import type { ProgramSpec } from '../../runtime/isolate-program.ts';
 import { failureResult, type ProgramEvent, type RecordedCall } from '../../runtime/program-events.ts';
 import { ProgramBusyError, type ProgramEngine, type ResumePath } from '../../runtime/program-runtime.ts';
@@ -10,7 +10,7 @@ import { callItemId, programOutputId } from '../ids.ts';
 import { CALL_ITEM_PREFIX, callInput, describeCall, emittedCall, sealedIdOf } from './call-items.ts';
 import { locateItem, type ConversationState, type ProgramThread } from './client-loop.ts';
 import type { ProgramClaims } from './program-claims.ts';
-import { answerServerCall, codeInterpreterAnswer, mcpCallAnswer, runMcpCall, type CallAnswer, type ServerCallServices } from './server-calls.ts';
+import { answerDigest, answerServerCall, codeInterpreterAnswer, mcpCallAnswer, runMcpCall, type CallAnswer, type ServerCallServices } from './server-calls.ts';
 import { isClientKind, type ToolSet } from './tool-set.ts';
 
 /**
@@ -216,32 +216,33 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
     const { tool, input: argumentsJson, text } = callInput(call);
     const sealed = sealedIdOf(call);
     const identity = { programCallId: program.call_id, seq, tool, argumentsJson, text };
+    // An item the emulator answered itself carries its answer, which its id seals too.
+    const carried = call.type === 'code_interpreter_call' ? codeInterpreterAnswer(call) : call.type === 'mcp_call' ? mcpCallAnswer(call) : undefined;
     // An approval request's id also seals the last seq of its batch: found by trying each call left.
     const batchEnd =
       call.type === 'mcp_approval_request'
         ? thread.calls.findIndex((_, end) => end >= seq && callIdMatches(sealed.id, { ...identity, batchEnd: end }, services.sealingKeys, sealed.prefix))
         : undefined;
-    if (batchEnd === -1 || (batchEnd === undefined && !callIdMatches(sealed.id, identity, services.sealingKeys, sealed.prefix))) {
+    const sealedIdentity = carried === undefined ? identity : { ...identity, answer: answerDigest(carried) };
+    if (batchEnd === -1 || (batchEnd === undefined && !callIdMatches(sealed.id, sealedIdentity, services.sealingKeys, sealed.prefix))) {
       throw new ApiError(
         'program_item_altered',
-        `The ${describeCall(call)} is not call ${seq} of program ${program.call_id} as the program made it: its name, namespace, ${text ? 'input' : 'arguments'} or id were changed, or the program's calls were dropped, reordered or forged. Resend call items unchanged and in order.`,
+        `The ${describeCall(call)} is not call ${seq} of program ${program.call_id} as the program made it: its name, namespace, ${text ? 'input' : 'arguments'}${carried ? ', answer' : ''} or id were changed, or the program's calls were dropped, reordered or forged. Resend call items unchanged and in order.`,
         locateItem(input.history.indexOf(call as ConversationItem), input.inputStart),
       );
     }
     let answer: CallAnswer;
     switch (call.type) {
       case 'code_interpreter_call':
-        answer = codeInterpreterAnswer(call);
-        break;
       case 'mcp_call':
-        answer = mcpCallAnswer(call);
+        answer = carried!;
         break;
       case 'mcp_approval_request': {
         const done = thread.approved.get(call.id);
         const decision = input.state.approvals.get(call.id);
         if (done) {
-          checkApprovedCall(done, call, input);
           answer = mcpCallAnswer(done);
+          checkApprovedCall(done, call, { ...identity, answer: answerDigest(answer) }, input, services);
         } else if (decision?.approve) {
           // The program made calls after this request's batch: it was resumed past it, so the
           // approved call ran then. Its mcp_call must be resent; the call never runs again.
@@ -261,6 +262,7 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
       }
       default:
         answer = { output: thread.outputs.get(call.call_id) ?? '' };
+        if (toolOf(tools, tool, program.call_id).kind === 'hosted_shell') checkHostedShellOutput(call.call_id, thread, { ...identity, answer: answerDigest(answer) }, input, services);
     }
     recorded[seq] = recordedCall(tool, argumentsJson, answer);
   }
@@ -296,16 +298,28 @@ async function runResume(prepared: PreparedResume, input: ResumeInput, services:
 
 /**
  * An mcp_call that ran after an approval is the answer the program gets, so it must be the one
- * the emulator made: its id derives from the (sealed) request's, and it names the same tool and
- * arguments.
+ * the emulator made: its id seals the request's call and the answer it carries, and it names the
+ * same tool and arguments as the request.
  */
-function checkApprovedCall(done: McpCallItem, request: McpApprovalRequestItem, input: ResumeInput): void {
-  const same = done.id === callItemId(request.id, 'mcp') && done.server_label === request.server_label && done.name === request.name && done.arguments === request.arguments;
+function checkApprovedCall(done: McpCallItem & { id: string }, request: McpApprovalRequestItem, sealed: CallIdentity, input: ResumeInput, services: ProgramServices): void {
+  const same = done.server_label === request.server_label && done.name === request.name && done.arguments === request.arguments && callIdMatches(done.id, sealed, services.sealingKeys, 'mcp');
   if (!same) {
     throw new ApiError(
       'program_item_altered',
-      `The mcp_call for approval request ${request.id} is not the call the emulator made after the approval: its id, server_label, name or arguments were changed. Resend call items unchanged.`,
+      `The mcp_call for approval request ${request.id} is not the call the emulator made after the approval: its id, server_label, name, arguments or answer were changed. Resend call items unchanged.`,
       locateItem(input.history.indexOf(done as ConversationItem), input.inputStart),
+    );
+  }
+}
+
+/** A hosted shell's output is the emulator's: its id seals the call and what it carries. */
+function checkHostedShellOutput(callId: string, thread: ProgramThread, sealed: CallIdentity, input: ResumeInput, services: ProgramServices): void {
+  const item = thread.outputItems.get(callId);
+  if (item && !callIdMatches(item.id, sealed, services.sealingKeys, 'sho')) {
+    throw new ApiError(
+      'program_item_altered',
+      `The shell_call_output for ${callId} is not the one the emulator made for the hosted shell: its output or id were changed. Resend it unchanged.`,
+      locateItem(input.history.indexOf(item as ConversationItem), input.inputStart),
     );
   }
 }

@@ -1,4 +1,4 @@
-import { sealCallId, type SealingKeys } from '../../runtime/fingerprint.ts';
+import { canonicalJson, sealCallId, sha256Hex, type SealingKeys } from '../../runtime/fingerprint.ts';
 import type { ToolCallRequest } from '../../runtime/program-events.ts';
 import type { ProgramTool } from '../../runtime/program-tool.ts';
 import type {
@@ -19,6 +19,11 @@ import { EMULATED_CONTAINER_ID, type McpServer, type ToolSet } from './tool-set.
 
 /** What a call that the emulator answers gives the program: an output, or an error its promise rejects with. */
 export type CallAnswer = { readonly output: string; readonly error?: undefined } | { readonly output?: undefined; readonly error: string };
+
+/** What an item's id seals of the answer it carries (CallIdentity.answer). */
+export function answerDigest(answer: CallAnswer): string {
+  return sha256Hex(canonicalJson(answer.error === undefined ? { output: answer.output } : { error: answer.error }));
+}
 
 /** The emulator's side of calls it answers itself. */
 export interface ServerCallServices {
@@ -43,8 +48,10 @@ interface CallContext {
   readonly services: ServerCallServices;
 }
 
-function sealedId(call: ToolCallRequest, context: CallContext, prefix: string): string {
-  return sealCallId(context.services.sealingKeys[0], { programCallId: context.programCallId, seq: call.seq, tool: call.tool, argumentsJson: call.argumentsJson }, prefix);
+/** The sealed id of a call the emulator made, with the answer its item carries when it has one. */
+function sealedId(call: ToolCallRequest, context: CallContext, prefix: string, answer?: CallAnswer): string {
+  const identity = { programCallId: context.programCallId, seq: call.seq, tool: call.tool, argumentsJson: call.argumentsJson };
+  return sealCallId(context.services.sealingKeys[0], answer === undefined ? identity : { ...identity, answer: answerDigest(answer) }, prefix);
 }
 
 function truncated(text: string, limit: number | null): string {
@@ -72,16 +79,17 @@ function hostedShell(call: ToolCallRequest, context: CallContext, caller: Caller
     environment: { type: 'container_reference', container_id: context.toolSet.hostedShellContainer ?? EMULATED_CONTAINER_ID },
     caller,
   };
+  const answer = { output: JSON.stringify(output) };
   const shellOutput: EmittedShellCallOutput = {
     type: 'shell_call_output',
-    id: callItemId(callId, 'sho'),
+    id: sealedId(call, context, 'sho', answer),
     call_id: callId,
     output,
     max_output_length: action.max_output_length,
     status: 'completed',
     caller,
   };
-  return { items: [shellCall, shellOutput], answer: { output: JSON.stringify(output) } };
+  return { items: [shellCall, shellOutput], answer };
 }
 
 /** What a code_interpreter_call gives the program: its outputs, or, for a failed run, an error. */
@@ -97,9 +105,8 @@ export function codeInterpreterAnswer(item: { readonly status: string; readonly 
 function codeInterpreter(call: ToolCallRequest, context: CallContext, caller: Caller): AnsweredCall {
   const { code } = JSON.parse(call.argumentsJson) as { code: string };
   const result = context.services.hosted.codeInterpreter(code);
-  const item: EmittedCodeInterpreterCall = {
+  const run: Omit<EmittedCodeInterpreterCall, 'id'> = {
     type: 'code_interpreter_call',
-    id: sealedId(call, context, 'ci'),
     code,
     container_id: context.toolSet.codeInterpreterContainer ?? EMULATED_CONTAINER_ID,
     outputs: result
@@ -108,7 +115,8 @@ function codeInterpreter(call: ToolCallRequest, context: CallContext, caller: Ca
     status: result ? 'completed' : 'failed',
     caller,
   };
-  return { items: [item], answer: codeInterpreterAnswer(item) };
+  const answer = codeInterpreterAnswer(run);
+  return { items: [{ ...run, id: sealedId(call, context, 'ci', answer) }], answer };
 }
 
 /** What an mcp_call gives the program: its output, or its error. */
@@ -147,10 +155,8 @@ export async function runMcpCall(
     );
     result = 'error' in outcome ? { error: outcome.error } : { output: outcome.output };
   }
-  const item: EmittedMcpCall = {
+  const made: Omit<EmittedMcpCall, 'id'> = {
     type: 'mcp_call',
-    // A call made after approval is tied to its request; only the others need a sealed id.
-    id: approvalRequestId === null ? sealedId(call, context, 'mcp') : callItemId(approvalRequestId, 'mcp'),
     server_label: label,
     name,
     arguments: call.argumentsJson,
@@ -160,7 +166,9 @@ export async function runMcpCall(
     approval_request_id: approvalRequestId,
     caller,
   };
-  return { items: [item], answer: result };
+  // What the program gets is read back from the item, as a replay reads it.
+  const answer = mcpCallAnswer(made);
+  return { items: [{ ...made, id: sealedId(call, context, 'mcp', answer) }], answer };
 }
 
 /** An MCP call its server's require_approval holds: an mcp_approval_request, and no answer yet. */

@@ -1,6 +1,9 @@
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
+import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { agentLoop } from '../support/agent-loop.ts';
+import { expectSdkError, rejectionOf } from '../support/api-errors.ts';
 import { inlineProgram } from '../support/programs.ts';
 import { startServer, type RunningServer } from '../support/server.ts';
 
@@ -134,5 +137,25 @@ text(JSON.stringify({ exit: ls.outcome.exit_code, stderr: ls.stderr, error }))`;
     } finally {
       await cold.close();
     }
+  });
+
+  it('refuse a resume whose items carry other answers than the emulator gave: ids seal what hosted calls returned', async () => {
+    const code = `${PROGRAM.replace('text(', 'const saved = await tools.save_report({ text: lines.stdout }); text(saved + ')}`;
+    const first = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(code), tools: TOOLS });
+    const call = first.output.find((item) => item.type === 'function_call')!;
+    const input: ResponseInputItem[] = [
+      { role: 'user', content: inlineProgram(code) },
+      ...toResponseInputItems(first.output),
+      { type: 'function_call_output', call_id: call.call_id, output: 'saved', caller: call.caller ?? null },
+    ];
+    const send = (items: ResponseInputItem[]) => server.client.responses.create({ model: 'm', store: false, input: items, tools: TOOLS });
+    const index = (type: string) => input.findIndex((item) => item.type === type);
+    const alter = (type: string, change: (item: any) => object) => input.map((item, at) => (at === index(type) ? { ...item, ...change(item) } : item));
+
+    const shellOutput = alter('shell_call_output', (item) => ({ output: [{ ...item.output[0], stdout: '9000 data.csv\n' }, item.output[1]] }));
+    expectSdkError(await rejectionOf(send(shellOutput)), { code: 'program_item_altered', param: `input[${index('shell_call_output')}]`, mentions: ['hosted shell'] });
+    const run = alter('code_interpreter_call', (item) => ({ outputs: [{ type: 'logs', logs: '99\n' }, item.outputs[1]] }));
+    expectSdkError(await rejectionOf(send(run)), { code: 'program_item_altered', param: `input[${index('code_interpreter_call')}]`, mentions: ['answer'] });
+    expect((await send(input)).output_text).toContain('saved');
   });
 });

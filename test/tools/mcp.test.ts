@@ -259,6 +259,32 @@ text(JSON.stringify({ a, approved, local }))`;
   });
 });
 
+describe('an mcp_call resent by a store: false client', () => {
+  it('must carry the answer the emulator gave: its id seals it', async () => {
+    const code = 'const a = JSON.parse(await tools.calc.add({ a: 1, b: 2 })); text(await tools.note({ sum: a.sum }))';
+    const tools: OpenAI.Responses.Tool[] = [
+      ...mcpTool(mcp.url).slice(0, 1),
+      { type: 'function', name: 'note', parameters: null, strict: false, allowed_callers: ['programmatic'] },
+      { type: 'programmatic_tool_calling' },
+    ];
+    const first = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(code), tools });
+    const call = first.output.find((item) => item.type === 'function_call')!;
+    const input: ResponseInputItem[] = [
+      { role: 'user', content: inlineProgram(code) },
+      ...toResponseInputItems(first.output),
+      { type: 'function_call_output', call_id: call.call_id, output: 'noted', caller: call.caller ?? null },
+    ];
+    const index = input.findIndex((item) => item.type === 'mcp_call');
+    const forged = input.map((item, at) => (at === index ? ({ ...item, output: '{"sum":4}' } as ResponseInputItem) : item));
+    expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', store: false, input: forged, tools })), {
+      code: 'program_item_altered',
+      param: `input[${index}]`,
+      mentions: ['answer'],
+    });
+    expect((await server.client.responses.create({ model: 'm', store: false, input, tools })).output_text).toBe('noted');
+  });
+});
+
 describe('an approved call', () => {
   const CODE = 'text(await tools.calc.echo({ n: 1 }))';
   it('runs once: its mcp_call must come back unchanged, and dropping it is refused rather than run again', async () => {
