@@ -294,6 +294,12 @@ export function readToolSet(requestTools: readonly Tool[] = [], loaded: readonly
     const name = named ? String(definition.name) : definition.type;
     const id = toolId({ name, namespace });
     claimName(id, param, named ? 'name' : 'type');
+    // A loaded function programs may call is checked as the request's own are, programs enabled
+    // or not: a schema ajv cannot compile is refused where it came in, not when programs come on.
+    if (loadedHere && definition.type === 'function' && callersOf(definition).includes('programmatic')) {
+      if (definition.parameters != null && definition.strict !== false) checkedSchema(definition.parameters, id, paramWithin(param, 'parameters'));
+      if (definition.output_schema != null) checkedSchema(definition.output_schema, id, paramWithin(param, 'output_schema'));
+    }
     callable.set(id, { id, name, ...(namespace === undefined ? {} : { namespace }), kind, callers: callersIn(definition, loadedHere), definition, param });
   };
 

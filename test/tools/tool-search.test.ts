@@ -176,6 +176,24 @@ describe('a search the client runs', () => {
     expect(JSON.parse(second.output_text)).toEqual(['lookup_order', 'refund_order', 'close_ticket']);
   });
 
+  it('refuses a loaded function whose schema ajv cannot compile where it comes in, programs enabled or not', async () => {
+    const first = await clientSearch.client.responses.create({ model: 'm', store: false, input: 'where is my order?', tools: CLIENT_TOOLS });
+    const call = first.output[0] as OpenAI.Responses.ResponseToolSearchCall & { call_id: string };
+    const bad: OpenAI.Responses.FunctionTool = { type: 'function', name: 'bad', parameters: { type: 'object', properties: { a: { type: 'nope' } } }, strict: true, allowed_callers: ['programmatic'] };
+    const input: ResponseInputItem[] = [
+      { role: 'user', content: 'where is my order?' },
+      ...toResponseInputItems(first.output),
+      { type: 'tool_search_output', call_id: call.call_id, execution: 'client', status: 'completed', tools: [bad] },
+    ];
+    for (const tools of [CLIENT_TOOLS, CLIENT_TOOLS.filter((tool) => tool.type === 'tool_search')]) {
+      expectSdkError(await rejectionOf(clientSearch.client.responses.create({ model: 'm', store: false, input, tools })), {
+        code: 'invalid_function_parameters',
+        param: 'input[2].tools[0].parameters',
+        mentions: ["'bad'"],
+      });
+    }
+  });
+
   it('keeps a built-in tool (named by its type) the request has when a search returns it again', async () => {
     const tools: OpenAI.Responses.Tool[] = [{ type: 'tool_search', execution: 'client' }, { type: 'apply_patch', allowed_callers: ['programmatic'] }, { type: 'programmatic_tool_calling' }];
     const input: ResponseInputItem[] = [{ role: 'user', content: 'crm' }];
