@@ -56,15 +56,17 @@
   let settled = false;
   let outcome = null; // { status: 'completed', result } | { status: 'failed', code, message }
   let fatal = null; // a limit hit: ends the program whatever the program catches
-  // Replay: the calls an earlier run of this program made, in seq order ({tool, args}), and the
-  // answers they got, handed in part by part (seq -> {output, error?}). Batches of recorded calls
-  // are answered from here without leaving the isolate; an answer is dropped once delivered.
-  // From the first answer over the size limit on, calls are `withheld`: they have no answer.
-  let recorded = [];
-  const answers = { __proto__: null };
+  // Replay: the calls an earlier run of this program made, with the answers they got, handed in
+  // part by part (seq -> {tool, args, output, error?}; `recordedCount` in all). Batches of
+  // recorded calls are answered from here without leaving the isolate; an entry is dropped once
+  // delivered. From the first answer over the size limit on, calls are `withheld`: no answer.
+  let recordedCount = 0;
+  const entries = { __proto__: null };
+  // Recorded batches delivered so far: the live run was resumed once for each.
+  let replayedBatches = 0;
 
-  function loadAnswers(part) {
-    for (let i = 0; i < part.length; i++) answers[part[i].seq] = part[i];
+  function loadEntries(part) {
+    for (let i = 0; i < part.length; i++) entries[part[i].seq] = part[i];
   }
 
   function size(map) {
@@ -472,7 +474,15 @@
       );
       return;
     }
-    const violation = call.tool.checkOutput === undefined ? undefined : violationOf(call.tool.checkOutput, value, 'output');
+    let violation;
+    try {
+      violation = call.tool.checkOutput === undefined ? undefined : violationOf(call.tool.checkOutput, value, 'output');
+    } catch (thrown) {
+      // The check runs on built-ins the program may have replaced: what it throws is the
+      // program's own doing, and this call's outcome, on a warm resume and a replay alike.
+      call.reject(thrown);
+      return;
+    }
     if (violation !== undefined) {
       call.reject(new TypeErrorCtor(`tools.${call.tool.id} returned output that does not match its output_schema: ${violation}`));
       return;
@@ -552,7 +562,7 @@
     if (fatal === null && !settled) {
       let first = -1;
       reflectApply(mapForEach, unreported, [(call, seq) => { if (first < 0) first = seq; }]);
-      if (first >= 0 && first < recorded.length) {
+      if (first >= 0 && first < recordedCount) {
         // The batch is checked against the record first, without running anything of the program.
         let mismatch = '';
         let withheld = false;
@@ -560,11 +570,15 @@
         reflectApply(mapForEach, unreported, [
           (call, seq) => {
             if (mismatch !== '') return;
-            if (seq >= recorded.length) {
-              mismatch = `call ${seq} (tools.${call.tool}), made in the same batch as recorded calls: the recorded run made only ${recorded.length} calls by then`;
+            if (seq >= recordedCount) {
+              mismatch = `call ${seq} (tools.${call.tool}), made in the same batch as recorded calls: the recorded run made only ${recordedCount} calls by then`;
               return;
             }
-            const expected = recorded[seq];
+            const expected = entries[seq];
+            if (expected === undefined) {
+              if (missing < 0) missing = seq;
+              return;
+            }
             // A custom tool's text is compared as it is; a function's arguments as canonical JSON.
             const same = textTools[call.tool] === true ? expected.args === call.args : sameArguments(expected.args, call.args);
             if (expected.tool !== call.tool || !same) {
@@ -573,15 +587,17 @@
             }
             // Own property only: a program that sets Object.prototype.withheld must not stop its replay.
             if (hasOwn(expected, 'withheld')) withheld = true;
-            else if (answers[seq] === undefined && missing < 0) missing = seq;
           },
         ]);
+        // The record's next part is not in yet: the host hands it in, then asks again.
+        if (mismatch === '' && missing >= 0) return '{"state":"needs_answers","from":' + missing + '}';
         if (mismatch !== '') return diverge(`The replay diverged at ${mismatch}. Did an earlier tool output change since the program first received it?`);
         // The host withheld an answer of this batch (over its size limit): none of the batch is
         // delivered, as a live run would have ended before delivering it; the host ends the program.
         if (withheld) return '{"state":"withheld"}';
-        // The record's next answers are not in yet: the host hands them in, then asks again.
-        if (missing >= 0) return '{"state":"needs_answers","from":' + missing + '}';
+        // The live run could not be resumed past its limit: the batch is not delivered either.
+        if (replayedBatches + 1 > limits.maxResumes) return '{"state":"resume_limit"}';
+        replayedBatches += 1;
         // The batch leaves `unreported` before anything of it runs: delivering can run program
         // code (a getter, a thenable's `then`, an output_schema validator's globals), and a call
         // made then belongs to the next batch, as in a live run; Map.forEach would visit it here.
@@ -592,8 +608,8 @@
         // so answering calls one by one here is the same as answering the batch at once.
         reflectApply(mapForEach, batch, [
           (call, seq) => {
-            const entry = answers[seq];
-            answers[seq] = undefined;
+            const entry = entries[seq];
+            entries[seq] = undefined;
             // Own properties only: an answer without an error never picks one up from Object.prototype.
             deliverOne(seq, entry.output, hasOwn(entry, 'error') ? entry.error : undefined);
           },
@@ -601,8 +617,8 @@
         return '{"state":"replaying"}';
       }
     }
-    if (nextSeq < recorded.length && fatal === null && (settled || size(unreported) === 0)) {
-      return diverge(`The replay diverged at call ${nextSeq}: the program ${settled ? 'ended' : 'stopped making calls'} after ${nextSeq} calls, but the recorded run made ${recorded.length}`);
+    if (nextSeq < recordedCount && fatal === null && (settled || size(unreported) === 0)) {
+      return diverge(`The replay diverged at call ${nextSeq}: the program ${settled ? 'ended' : 'stopped making calls'} after ${nextSeq} calls, but the recorded run made ${recordedCount}`);
     }
     return poll();
   }
@@ -616,30 +632,33 @@
    * context of its own where no program ever ran (so every built-in the validator uses is
    * pristine), inside the isolate (so the program's time limits bound it: a schema `pattern`
    * that backtracks without end on the program's arguments costs the program, never the host).
-   * '' when they conform, else the violation.
+   * Checks a batch's calls in order: '' when all conform, else `{index, violation}` of the first
+   * that does not, as JSON.
    */
-  function checkArguments(toolId, argsJson) {
-    for (const tool of config.tools) {
-      if (tool.id !== toolId) continue;
-      if (tool.checkInput === undefined) return '';
-      const violation = violationOf(tool.checkInput, jsonParse(argsJson), 'arguments');
-      return violation === undefined ? '' : violation;
+  function checkArguments(calls) {
+    for (let index = 0; index < calls.length; index++) {
+      const call = calls[index];
+      let violation = 'names no strict tool of this program';
+      for (const tool of config.tools) {
+        if (tool.id !== call.tool) continue;
+        violation = tool.checkInput === undefined ? undefined : violationOf(tool.checkInput, jsonParse(call.args), 'arguments');
+        break;
+      }
+      if (violation !== undefined) return jsonStringify({ index, violation });
     }
-    return 'names no tool of this program';
+    return '';
   }
 
   return function dispatch(op, payload) {
     if (op === 'reply') return lastReply;
     let reply = '';
     try {
-      if (op === 'check') {
-        const call = jsonParse(payload);
-        reply = checkArguments(call.tool, call.args);
-      } else if (op === 'record') {
+      if (op === 'check') reply = checkArguments(jsonParse(payload));
+      else if (op === 'record') {
         const record = jsonParse(payload);
-        recorded = record.calls;
-        loadAnswers(record.answers);
-      } else if (op === 'answers') loadAnswers(jsonParse(payload));
+        recordedCount = record.count;
+        loadEntries(record.entries);
+      } else if (op === 'answers') loadEntries(jsonParse(payload));
       else if (op === 'start') start(payload);
       else if (op === 'deliver') deliver(jsonParse(payload));
       else if (op === 'advance') reply = advance();

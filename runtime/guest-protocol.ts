@@ -20,6 +20,9 @@ export const PollResult = z.union([
 ]);
 export type PollResult = z.infer<typeof PollResult>;
 
+/** The checker context's reply when a call of the batch breaks its tool's strict parameters ('' when none does). */
+export const CheckReply = z.strictObject({ index: z.number().int().nonnegative(), violation: z.string() });
+
 /** The configuration `installSandbox` receives. */
 export interface SandboxConfig {
   readonly seed: number;
@@ -48,5 +51,6 @@ export interface SandboxConfig {
     readonly maxCallsInFlight: number;
     readonly maxArgumentBytes: number;
     readonly maxOutputBytes: number;
+    readonly maxResumes: number;
   };
 }

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import ivm from 'isolated-vm';
 import type { ProgramErrorCode } from '../schemas/error-codes.ts';
-import { PollResult, type SandboxConfig } from './guest-protocol.ts';
+import { CheckReply, PollResult, type SandboxConfig } from './guest-protocol.ts';
 import type { ProgramLimits } from './limits.ts';
 import { answerDigestPart, type ProgramEvent, type ProgramFailure, type ProgramStats, type RecordedCall, type ToolCallOutput, type ToolCallRequest } from './program-events.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
@@ -14,13 +14,19 @@ import { toolKeys } from './tool-keys.ts';
 const PRELUDE_SOURCE = readFileSync(new URL('./guest-prelude.js', import.meta.url), 'utf8');
 const REPLAYING = '{"state":"replaying"}';
 /**
- * A replay's recorded answers enter the isolate in parts of at most 1/REPLAY_ANSWER_MEMORY_SHARE
- * of its memory limit (and at least REPLAY_ANSWER_MIN_BYTES, or one answer).
+ * A replay's record enters the isolate in parts of at most 1/REPLAY_PART_MEMORY_SHARE of its
+ * memory limit as JSON (and at least REPLAY_PART_MIN_BYTES, or one call): a part's JSON and the
+ * strings parsed from it are in the heap together, with the program's own data.
  */
-const REPLAY_ANSWER_MEMORY_SHARE = 4;
-const REPLAY_ANSWER_MIN_BYTES = 1024 * 1024;
-/** The prelude's reply when a replay reached answers not handed in yet. */
+const REPLAY_PART_MEMORY_SHARE = 8;
+const REPLAY_PART_MIN_BYTES = 1024 * 1024;
+/** The prelude's reply when a replay reached recorded calls not handed in yet. */
 const NEEDS_ANSWERS = /^\{"state":"needs_answers","from":(\d+)\}$/;
+/** The prelude's reply when delivering the next recorded batch would pass the resume limit. */
+const RESUME_LIMIT = '{"state":"resume_limit"}';
+
+/** A recorded call as a replay hands it to the isolate. */
+type ReplayEntry = { seq: number; tool: string; args: string } & ({ output: string; error?: string } | { withheld: true });
 /** What the prelude's dispatch answers when an operation threw. */
 const FAULT = '{"state":"fault"}';
 /** Each call throws at most one unhandled rejection; more in a row than this is a fault, not the program. */
@@ -123,6 +129,8 @@ export class IsolateProgram {
    * program's time limits. Present when the program has strict tools.
    */
   #checker: ivm.Reference<(op: string, payload: string) => string> | undefined;
+  /** What #startChecker needs, kept from the boot until the first call to a strict tool. */
+  #checkerSetup: { readonly script: ivm.Script; readonly config: string } | undefined;
   #pending: readonly ToolCallRequest[] = [];
   /** A running digest of every output the program has received, in seq order: a warm resume checks none changed. */
   #received: Hash = createHash('sha256');
@@ -135,8 +143,10 @@ export class IsolateProgram {
    * ends with once it reaches that answer's batch, as a warm resume delivering that batch would.
    */
   #withheld: ProgramFailure | undefined;
-  /** During a replay: the answers it may deliver (up to a withheld one), handed in part by part. */
+  /** During a replay: the calls it re-makes, handed in part by part (and dropped once it ends). */
   #record: readonly RecordedCall[] = [];
+  /** During a replay: the seq of the first answer over the size limit, or -1. */
+  #oversized = -1;
 
   constructor(spec: ProgramSpec) {
     this.#spec = spec;
@@ -173,34 +183,39 @@ export class IsolateProgram {
     // enters the isolate, and the program stops on that batch undelivered (see #step).
     const oversized = firstOversizedAnswer(recorded, limits.maxToolOutputBytes);
     if (oversized >= 0) this.#withheld = this.#toolOutputTooLarge(recorded[oversized]!.tool, recorded[oversized]!);
-    this.#record = oversized >= 0 ? recorded.slice(0, oversized) : recorded;
-    return this.#step(async (started) => {
+    this.#record = recorded;
+    this.#oversized = oversized;
+    const event = await this.#step(async (started) => {
       await this.#boot(started);
-      if (recorded.length > 0) {
-        const calls = recorded.map((call, seq) => ({ tool: call.tool, args: call.argumentsJson, ...(oversized >= 0 && seq >= oversized ? { withheld: true } : {}) }));
-        await this.#call('record', JSON.stringify({ calls, answers: this.#answersFrom(0) }), started);
-      }
+      if (recorded.length > 0) await this.#call('record', JSON.stringify({ count: recorded.length, entries: this.#entriesFrom(0) }), started);
       await this.#call('start', code, started);
     });
+    // The record is needed only while replaying: a program kept paused must not hold it.
+    this.#record = [];
+    return event;
   }
 
   /**
-   * The recorded answers from `seq` on, as many as fit in a share of the program's memory (one
-   * at least): a replay holds only these in the isolate at a time and asks for the next ones as
-   * it reaches them, so a long history of large outputs the program drops fits as it did live.
+   * The recorded calls from `seq` on, with their answers (none from a withheld one on), as many
+   * as fit in a share of the program's memory as JSON (one at least): a replay holds only these
+   * in the isolate at a time and asks for the next ones as it reaches them, so a long history of
+   * large arguments and outputs the program let go fits as it did live.
    */
-  #answersFrom(seq: number): { seq: number; output: string; error?: string }[] {
-    const budget = Math.max(REPLAY_ANSWER_MIN_BYTES, (this.#spec.limits.memoryMb * 1024 * 1024) / REPLAY_ANSWER_MEMORY_SHARE);
-    const answers: { seq: number; output: string; error?: string }[] = [];
+  #entriesFrom(seq: number): ReplayEntry[] {
+    const budget = Math.max(REPLAY_PART_MIN_BYTES, (this.#spec.limits.memoryMb * 1024 * 1024) / REPLAY_PART_MEMORY_SHARE);
+    const entries: ReplayEntry[] = [];
     let bytes = 0;
     for (let at = seq; at < this.#record.length; at++) {
-      const { output, error } = this.#record[at]!;
-      const size = Buffer.byteLength(output, 'utf8') + (error === undefined ? 0 : Buffer.byteLength(error, 'utf8'));
-      if (answers.length > 0 && bytes + size > budget) break;
-      answers.push(error === undefined ? { seq: at, output } : { seq: at, output, error });
+      const { tool, argumentsJson: args, output, error } = this.#record[at]!;
+      const entry: ReplayEntry =
+        this.#oversized >= 0 && at >= this.#oversized ? { seq: at, tool, args, withheld: true } : error === undefined ? { seq: at, tool, args, output } : { seq: at, tool, args, output, error };
+      // Sized as it travels: JSON escapes can make a string several times its UTF-8 length.
+      const size = JSON.stringify(entry).length;
+      if (entries.length > 0 && bytes + size > budget) break;
+      entries.push(entry);
       bytes += size;
     }
-    return answers;
+    return entries;
   }
 
   /**
@@ -256,6 +271,7 @@ export class IsolateProgram {
     this.#isolate = undefined;
     this.#dispatch = undefined;
     this.#checker = undefined;
+    this.#checkerSetup = undefined;
     if (isolate && !isolate.isDisposed) isolate.dispose();
   }
 
@@ -279,6 +295,7 @@ export class IsolateProgram {
         maxCallsInFlight: spec.limits.maxCallsInFlight,
         maxArgumentBytes: spec.limits.maxArgumentBytes,
         maxOutputBytes: spec.limits.maxOutputBytes,
+        maxResumes: spec.limits.maxResumes,
       },
     };
     this.#dispatch = (await install.apply(undefined, [JSON.stringify(config)], {
@@ -287,33 +304,53 @@ export class IsolateProgram {
     })) as ivm.Reference<(op: string, payload: string) => string>;
     install.release();
     if (tools.some((tool) => tool.checkInput !== undefined)) {
-      const checkContext = await isolate.createContext();
-      const installChecker = (await script.run(checkContext, { reference: true, timeout: this.#timeout(started).ms })) as ivm.Reference<(configJson: string) => unknown>;
-      this.#checker = (await installChecker.apply(undefined, [JSON.stringify(config)], {
-        result: { reference: true },
-        timeout: this.#timeout(started).ms,
-      })) as ivm.Reference<(op: string, payload: string) => string>;
-      installChecker.release();
+      // The checker needs only the strict tools' argument validators; it starts on the first call to one.
+      const strictTools = tools.filter((tool) => tool.checkInput !== undefined).map(({ checkOutput: _checkOutput, ...tool }) => tool);
+      this.#checkerSetup = { script, config: JSON.stringify({ ...config, tools: strictTools }) };
+    } else {
+      script.release();
     }
-    script.release();
   }
 
-  /** The violation of a call's arguments against its tool's strict parameters, checked by #checker. */
-  async #checkArguments(call: { readonly tool: string; readonly args: string }, started: number): Promise<ProgramFailure | undefined> {
-    const checker = this.#checker;
-    const tool = this.#spec.tools.find((candidate) => toolId(candidate) === call.tool);
-    if (!checker || !tool?.parameters) return undefined;
+  /** Starts #checker: the prelude once more, in a context of its own. */
+  async #startChecker(started: number): Promise<ivm.Reference<(op: string, payload: string) => string>> {
+    const isolate = this.#isolate;
+    const setup = this.#checkerSetup;
+    if (!isolate || !setup) throw new Error('The program is not running');
+    const context = await isolate.createContext();
+    const install = (await setup.script.run(context, { reference: true, timeout: this.#timeout(started).ms })) as ivm.Reference<(configJson: string) => unknown>;
+    const checker = (await install.apply(undefined, [setup.config], { result: { reference: true }, timeout: this.#timeout(started).ms })) as ivm.Reference<
+      (op: string, payload: string) => string
+    >;
+    install.release();
+    setup.script.release();
+    this.#checkerSetup = undefined;
+    this.#checker = checker;
+    return checker;
+  }
+
+  /**
+   * The first of `calls` (in order) whose arguments break its tool's strict parameters, checked
+   * by #checker in one round trip for the whole batch.
+   */
+  async #firstArgumentViolation(calls: readonly { readonly index: number; readonly tool: string; readonly args: string }[], started: number): Promise<{ index: number; failure: ProgramFailure } | undefined> {
+    const strict = calls.filter((call) => this.#spec.tools.find((candidate) => toolId(candidate) === call.tool)?.parameters !== undefined);
+    if (strict.length === 0) return undefined;
+    const checker = this.#checker ?? (await this.#startChecker(started));
     const timeout = this.#timeout(started);
     let reply: string;
     try {
-      reply = String(await checker.apply(undefined, ['check', JSON.stringify({ tool: call.tool, args: call.args })], { timeout: timeout.ms }));
+      reply = String(await checker.apply(undefined, ['check', JSON.stringify(strict.map(({ tool, args }) => ({ tool, args })))], { timeout: timeout.ms }));
     } catch (error) {
       if (error instanceof Error && /timed out/i.test(error.message)) throw new LimitReached(timeout.code);
       throw error;
     }
     if (reply === '') return undefined;
-    if (reply === FAULT) return { code: 'runtime_error', message: `The arguments of tools.${call.tool} could not be checked` };
-    return { code: 'arguments_invalid', message: `tools.${call.tool}: ${reply}` };
+    if (reply === FAULT) return { index: strict[0]!.index, failure: { code: 'runtime_error', message: 'The arguments of the program\'s calls could not be checked' } };
+    const { index, violation } = CheckReply.parse(JSON.parse(reply));
+    const call = strict[index];
+    if (!call) return { index: strict[0]!.index, failure: { code: 'runtime_error', message: 'The arguments of the program\'s calls could not be checked' } };
+    return { index: call.index, failure: { code: 'arguments_invalid', message: `tools.${call.tool}: ${violation}` } };
   }
 
   /** The time left in this step: the lower of the step's wall budget and the program's CPU budget. */
@@ -357,12 +394,13 @@ export class IsolateProgram {
         const needs = NEEDS_ANSWERS.exec(state);
         if (needs) {
           // The next part of the record, then the same batch again.
-          const part = this.#answersFrom(Number(needs[1]));
-          if (part.length === 0) throw new Error(`The replay asked for recorded answers from call ${needs[1]}, which the record does not have`);
+          const part = this.#entriesFrom(Number(needs[1]));
+          if (part.length === 0) throw new Error(`The replay asked for recorded calls from call ${needs[1]}, which the record does not have`);
           await this.#call('answers', JSON.stringify(part), started);
           state = String(await this.#call('advance', '', started));
           continue;
         }
+        if (state === RESUME_LIMIT) throw new LimitReached('resume_limit_exceeded');
         if (state !== REPLAYING) break;
         // A replay passes every resume the recorded run had: the same count, the same limit.
         if (this.#steps > this.#spec.limits.maxResumes) throw new LimitReached('resume_limit_exceeded');
@@ -413,18 +451,27 @@ export class IsolateProgram {
       });
     }
     const requests: ToolCallRequest[] = [];
+    // Each call is checked in order; the first problem ends the program. The strict parameters
+    // of the calls before that one are checked together, in one round trip to #checker.
+    let first: { index: number; failure: ProgramFailure } | undefined;
+    const objects: { index: number; tool: string; args: string }[] = [];
     for (const [index, call] of calls.entries()) {
       const tool = tools.find((candidate) => toolId(candidate) === call.tool);
       if (call.seq !== this.#calls + index || !tool) {
-        return this.#fail({ code: 'runtime_error', message: 'The program reported a call the emulator did not expect' });
+        first = { index, failure: { code: 'runtime_error', message: 'The program reported a call the emulator did not expect' } };
+      } else if (Buffer.byteLength(call.args, 'utf8') > limits.maxArgumentBytes) {
+        first = { index, failure: { code: 'arguments_too_large', message: `Arguments of tools.${call.tool} exceed ${limits.maxArgumentBytes} bytes` } };
+      } else if (!takesText(tool)) {
+        const problem = argumentsProblem(call.args, tool);
+        if (problem) first = { index, failure: problem };
+        else objects.push({ index, tool: call.tool, args: call.args });
       }
-      if (Buffer.byteLength(call.args, 'utf8') > limits.maxArgumentBytes) {
-        return this.#fail({ code: 'arguments_too_large', message: `Arguments of tools.${call.tool} exceed ${limits.maxArgumentBytes} bytes` });
-      }
-      const problem = takesText(tool) ? undefined : (argumentsProblem(call.args, tool) ?? (await this.#checkArguments(call, started)));
-      if (problem) return this.#fail(problem);
+      if (first) break;
       requests.push({ seq: call.seq, tool: call.tool, argumentsJson: call.args });
     }
+    const violation = await this.#firstArgumentViolation(objects, started);
+    if (violation && (!first || violation.index < first.index)) first = violation;
+    if (first) return this.#fail(first.failure);
     this.#calls += calls.length;
     if (this.#calls > limits.maxCalls) return this.#fail(this.#limitFailure('call_limit_exceeded'));
     if (inFlight > limits.maxCallsInFlight) return this.#fail(this.#limitFailure('calls_in_flight_exceeded'));

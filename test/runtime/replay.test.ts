@@ -299,3 +299,42 @@ describe('a replay of large outputs', () => {
     expect(halfway).toMatchObject({ type: 'paused', calls: [{ seq: 12, tool: 'alpha' }] });
   });
 });
+
+describe('a replay ends where the live run ended', () => {
+  /** Runs `code` live with `answer` for every call, then replays the whole history. */
+  async function liveThenReplay(programSpec: ProgramSpec, answerOf: (seq: number) => string): Promise<{ live: ProgramEvent; replayed: ProgramEvent }> {
+    const program = new IsolateProgram(programSpec);
+    let live = await program.start();
+    const history: RecordedCall[] = [];
+    while (live.type === 'paused') {
+      for (const call of live.calls) history.push({ tool: call.tool, argumentsJson: call.argumentsJson, output: answerOf(call.seq) });
+      live = await program.resume(live.calls.map((call) => ({ seq: call.seq, output: answerOf(call.seq) })));
+    }
+    return { live, replayed: await new IsolateProgram(programSpec).start(history) };
+  }
+
+  it('with outputs that grow under JSON escaping, and large arguments the program let go', async () => {
+    const code = 'let n = 0; for (let i = 0; i < 12; i++) n += (await tools.alpha({ i, blob: "m".repeat(900000) })).length; text(n)';
+    const small: ProgramSpec = { ...spec(code), limits: { ...spec(code).limits, memoryMb: 16 } };
+    // A control character is one byte, and six as JSON: 12 × 6 MiB would not fit at once.
+    const { live, replayed } = await liveThenReplay(small, () => '\u0001'.repeat(1024 * 1024));
+    expect(live).toMatchObject({ type: 'completed', result: String(12 * 1024 * 1024) });
+    expect(observable(replayed)).toEqual(observable(live));
+  });
+
+  it('when delivering a batch throws in an output_schema check the program broke', async () => {
+    const tools = [{ name: 'alpha', parseOutputAsJson: false }, { name: 'delta', parseOutputAsJson: true, outputSchema: { type: 'object', properties: { v: { type: 'array' } } } }];
+    const code = 'const b = tools.alpha({}); const d = tools.delta({}); d.catch(() => {}); Array.isArray = () => { throw new Error("boom") }; text("b=" + (await b) + " d=" + (await d.catch((e) => e.message)))';
+    const { live, replayed } = await liveThenReplay({ ...spec(code), tools }, (seq) => (seq === 0 ? 'B' : '{"v":[]}'));
+    expect(live).toMatchObject({ type: 'completed', result: 'b=B d=boom' });
+    expect(observable(replayed)).toEqual(observable(live));
+  });
+
+  it('at the resume limit, before the program runs on past it', async () => {
+    const code = 'await tools.alpha({}); await tools.alpha({}); await tools.alpha({}); for (;;) {}';
+    const limited: ProgramSpec = { ...spec(code), limits: { ...spec(code).limits, maxResumes: 2, stepWallTimeMs: 300 } };
+    const { live, replayed } = await liveThenReplay(limited, () => 'o');
+    expect(live).toMatchObject({ type: 'incomplete', error: { code: 'resume_limit_exceeded' } });
+    expect(observable(replayed)).toEqual(observable(live));
+  });
+});
