@@ -96,9 +96,10 @@ export interface CallIdentity {
   readonly answer?: string;
 }
 
-function callMac(key: Buffer, call: CallIdentity): Buffer | undefined {
+/** The MAC of what identifies the call itself: its program, position, tool and canonical input (undefined: input no program can have made). */
+function identityMac(key: Buffer, call: CallIdentity): Buffer | undefined {
   if (call.text === true) {
-    return createHmac('sha256', key).update(canonicalJson([VERSION, 'text-call', call.programCallId, call.seq, call.tool, call.argumentsJson])).digest().subarray(0, 12);
+    return createHmac('sha256', key).update(canonicalJson([VERSION, 'text-call', call.programCallId, call.seq, call.tool, call.argumentsJson])).digest();
   }
   let args: string;
   try {
@@ -109,17 +110,23 @@ function callMac(key: Buffer, call: CallIdentity): Buffer | undefined {
   } catch {
     return undefined;
   }
-  const parts = [
-    VERSION,
-    'call',
-    call.programCallId,
-    call.seq,
-    call.tool,
-    args,
-    ...(call.batchEnd === undefined ? [] : [{ batchEnd: call.batchEnd }]),
-    ...(call.answer === undefined ? [] : [{ answer: call.answer }]),
-  ];
-  return createHmac('sha256', key).update(canonicalJson(parts)).digest().subarray(0, 12);
+  return createHmac('sha256', key).update(canonicalJson([VERSION, 'call', call.programCallId, call.seq, call.tool, args])).digest();
+}
+
+/**
+ * The sealed part of a call's id: the identity's MAC, bound (by a second, cheap MAC over it) to
+ * the batch end or answer when the id carries them, so checking many of those for one call
+ * canonicalises its arguments once.
+ */
+function sealedMac(key: Buffer, identity: Buffer, extra: Pick<CallIdentity, 'batchEnd' | 'answer'>): Buffer {
+  if (extra.batchEnd === undefined && extra.answer === undefined) return identity.subarray(0, 12);
+  const tail = [...(extra.batchEnd === undefined ? [] : [{ batchEnd: extra.batchEnd }]), ...(extra.answer === undefined ? [] : [{ answer: extra.answer }])];
+  return createHmac('sha256', key).update(canonicalJson([VERSION, 'sealed', identity.toString('hex'), ...tail])).digest().subarray(0, 12);
+}
+
+function callMac(key: Buffer, call: CallIdentity): Buffer | undefined {
+  const identity = identityMac(key, call);
+  return identity && sealedMac(key, identity, call);
 }
 
 /**
@@ -133,6 +140,22 @@ export function sealCallId(key: Buffer, call: CallIdentity, prefix = 'call'): st
   const digest = callMac(key, call);
   if (!digest) throw new TypeError('call arguments must be JSON');
   return `${prefix}_${digest.toString('hex')}`;
+}
+
+/**
+ * The batch end (one of `ends`) with which one of `keys` seals `callId` for this call, if any:
+ * the call's identity is computed once per key, whatever the number of ends tried.
+ */
+export function sealedBatchEnd(callId: string, call: CallIdentity, keys: readonly Buffer[], prefix: string, ends: readonly number[]): number | undefined {
+  if (!callId.startsWith(`${prefix}_`)) return undefined;
+  const given = Buffer.from(callId.slice(prefix.length + 1), 'hex');
+  for (const key of keys) {
+    const identity = identityMac(key, call);
+    if (!identity) return undefined;
+    const end = ends.find((candidate) => sameBytes(given, sealedMac(key, identity, { batchEnd: candidate })));
+    if (end !== undefined) return end;
+  }
+  return undefined;
 }
 
 /** True when `callId` is what one of `keys` seals for this call, with this prefix. */

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { callIdMatches, FingerprintError, openFingerprint, sealCallId, sha256Hex, type CallIdentity, type FingerprintClaims } from '../../runtime/fingerprint.ts';
+import { callIdMatches, FingerprintError, openFingerprint, sealCallId, sealedBatchEnd, sha256Hex, type CallIdentity, type FingerprintClaims } from '../../runtime/fingerprint.ts';
 import type { ProgramSpec } from '../../runtime/isolate-program.ts';
 import { failureResult, type ProgramEvent, type RecordedCall } from '../../runtime/program-events.ts';
 import { ProgramBusyError, type ProgramEngine, type ResumePath } from '../../runtime/program-runtime.ts';
@@ -52,6 +52,12 @@ function toolOf(tools: readonly ProgramTool[], id: string, programCallId: string
   const tool = tools.find((candidate) => toolId(candidate) === id);
   if (!tool) throw new Error(`program ${programCallId} called tools.${id}, which it was not given`);
   return tool;
+}
+
+/** The seqs that can end the batch of call `seq`: up to the last call made, within the in-flight limit. */
+function batchEnds(seq: number, calls: number, maxCallsInFlight: number): number[] {
+  const last = Math.min(calls, seq + maxCallsInFlight) - 1;
+  return Array.from({ length: Math.max(0, last - seq + 1) }, (_, offset) => seq + offset);
 }
 
 function recordedCall(tool: string, argumentsJson: string, answer: CallAnswer): RecordedCall {
@@ -218,11 +224,9 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
     const identity = { programCallId: program.call_id, seq, tool, argumentsJson, text };
     // An item the emulator answered itself carries its answer, which its id seals too.
     const carried = call.type === 'code_interpreter_call' ? codeInterpreterAnswer(call) : call.type === 'mcp_call' ? mcpCallAnswer(call) : undefined;
-    // An approval request's id also seals the last seq of its batch: found by trying each call left.
-    const batchEnd =
-      call.type === 'mcp_approval_request'
-        ? thread.calls.findIndex((_, end) => end >= seq && callIdMatches(sealed.id, { ...identity, batchEnd: end }, services.sealingKeys, sealed.prefix))
-        : undefined;
+    // An approval request's id also seals the last seq of its batch: found by trying each call
+    // left that its batch can hold (no batch is larger than the program's in-flight limit).
+    const batchEnd = call.type === 'mcp_approval_request' ? (sealedBatchEnd(sealed.id, identity, services.sealingKeys, sealed.prefix, batchEnds(seq, thread.calls.length, claims.limits.maxCallsInFlight)) ?? -1) : undefined;
     const sealedIdentity = carried === undefined ? identity : { ...identity, answer: answerDigest(carried) };
     if (batchEnd === -1 || (batchEnd === undefined && !callIdMatches(sealed.id, sealedIdentity, services.sealingKeys, sealed.prefix))) {
       throw new ApiError(
@@ -318,7 +322,7 @@ function checkHostedShellOutput(callId: string, thread: ProgramThread, sealed: C
   if (item && !callIdMatches(item.id, sealed, services.sealingKeys, 'sho')) {
     throw new ApiError(
       'program_item_altered',
-      `The shell_call_output for ${callId} is not the one the emulator made for the hosted shell: its output or id were changed. Resend it unchanged.`,
+      `The shell_call_output for ${callId} is not the one the emulator made for the hosted shell: its output was changed, or it was sent without the id the response gave it (that id seals the output). Resend it unchanged, id included.`,
       locateItem(input.history.indexOf(item as ConversationItem), input.inputStart),
     );
   }
