@@ -77,7 +77,7 @@ describe('a tampered fingerprint is a 400 with its own code', () => {
     ['truncated', (fingerprint: string) => fingerprint.slice(0, -10), 'fingerprint_invalid', 'its seal does not verify'],
     ['with an altered payload', (fingerprint: string) => fingerprint.replace(/\.(.)/, (_, c: string) => `.${c === 'A' ? 'B' : 'A'}`), 'fingerprint_invalid', 'its seal does not verify'],
     ['forged with a made-up seal', (fingerprint: string) => `${fingerprint.split('.').slice(0, 2).join('.')}.${Buffer.alloc(32, 7).toString('base64url')}`, 'fingerprint_invalid', 'its seal does not verify'],
-    ['of an unknown version', (fingerprint: string) => fingerprint.replace(/^ptcfp1/, 'ptcfp9'), 'fingerprint_invalid', 'known version'],
+    ['of an unknown version', (fingerprint: string) => fingerprint.replace(/^ptcfp2/, 'ptcfp9'), 'fingerprint_invalid', 'known version'],
     ['absurdly long', (fingerprint: string) => fingerprint + 'x'.repeat(20_000), 'fingerprint_invalid', 'longer than any fingerprint'],
   ])('%s', async (_, tamper, code, mention) => {
     server ??= await startServer();

@@ -437,7 +437,7 @@ function alter(base: readonly Tree[], alterations: readonly Alteration[], pool: 
           const index = choice.index % Math.max(1, current.length);
           const flipped = current[index] === 'A' ? 'B' : 'A';
           target['fingerprint'] = `${current.slice(0, index)}${flipped}${current.slice(index + 1)}`;
-        } else target['fingerprint'] = current.replace(/^ptcfp1/, 'ptcfp9');
+        } else target['fingerprint'] = current.replace(/^ptcfp2/, 'ptcfp9');
         break;
       }
       case 'code': {
