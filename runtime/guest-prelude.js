@@ -244,7 +244,8 @@
   // The host compiles each schema with ajv into a standalone validator (a CommonJS module body);
   // they are evaluated here, before the program runs, with a `require` that knows only the
   // helper modules the host passes. A program that replaces the built-ins they use can fool
-  // its own checks, never the host's: the host checks arguments again (arguments_invalid).
+  // its own checks, never the host's: the host has arguments checked again by this prelude run
+  // in a second context, where no program runs (checkArguments below; arguments_invalid).
   const schemaModules = config.schemaModules === undefined ? { __proto__: null } : config.schemaModules;
   const loadedModules = { __proto__: null };
 
