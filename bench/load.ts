@@ -12,28 +12,19 @@ import { summarize, type MeasureOptions } from './measure.ts';
 import { SEED_SCENARIO_PATH } from './seed.ts';
 import { formatTable, type Column } from './table.ts';
 import { measureEngineHop, measureHttpHop, type HopSamples } from './worker-hop.ts';
+import { positiveNumberFromEnv } from './settings.ts';
 
 // ---- Settings ----------------------------------------------------------------------------------
 
-function positiveNumber(name: string, fallback: number, integer: boolean): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isSafeInteger(value))) {
-    throw new Error(`${name} must be a positive ${integer ? 'integer' : 'number'}, got "${raw}"`);
-  }
-  return value;
-}
-
-const STEP_SECONDS = positiveNumber('BENCH_LOAD_SECONDS', 10, false);
+const STEP_SECONDS = positiveNumberFromEnv('BENCH_LOAD_SECONDS', 10, false);
 // Long enough, usually, for the server's first major GC under load: its RSS climbs ~100 MiB over its first 15-30k requests,
 // then drops by as much and stays flat; a baseline taken before that drop makes the drift look like shrinkage.
-const WARMUP_SECONDS = positiveNumber('BENCH_LOAD_WARMUP_SECONDS', 60, false);
-const WORKERS = positiveNumber('BENCH_LOAD_WORKERS', 2, true);
-const MAX_CONCURRENT = positiveNumber('BENCH_LOAD_MAX_CONCURRENT_TURNS', 8, true);
-const MAX_QUEUED = positiveNumber('BENCH_LOAD_MAX_QUEUED_TURNS', 8, true);
+const WARMUP_SECONDS = positiveNumberFromEnv('BENCH_LOAD_WARMUP_SECONDS', 60, false);
+const WORKERS = positiveNumberFromEnv('BENCH_LOAD_WORKERS', 2, true);
+const MAX_CONCURRENT = positiveNumberFromEnv('BENCH_LOAD_MAX_CONCURRENT_TURNS', 8, true);
+const MAX_QUEUED = positiveNumberFromEnv('BENCH_LOAD_MAX_QUEUED_TURNS', 8, true);
 const BOUND = MAX_CONCURRENT + MAX_QUEUED;
-const HOP: MeasureOptions = { warmup: positiveNumber('BENCH_HOP_WARMUP', 20, true), iterations: positiveNumber('BENCH_HOP_ITERATIONS', 200, true) };
+const HOP: MeasureOptions = { warmup: positiveNumberFromEnv('BENCH_HOP_WARMUP', 20, true), iterations: positiveNumberFromEnv('BENCH_HOP_ITERATIONS', 200, true) };
 const LOG_LEVEL = process.env['BENCH_LOAD_LOG_LEVEL'] || 'info';
 const SAMPLE_MS = 500;
 

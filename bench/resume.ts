@@ -11,17 +11,10 @@ import { LOOP_PROGRAM, type ResumeSchedule } from './resume-program.ts';
 import { measureRuntimeResume, type PathSamples } from './resume-runtime.ts';
 import { LONG_CHAIN, measureStoreLatency, PAUSED_PROGRAMS_KEPT } from './store-latency.ts';
 import { formatTable, type Column } from './table.ts';
+import { positiveNumberFromEnv } from './settings.ts';
 
 /** BENCH_RESUME_SCALE multiplies every iteration count (e.g. 0.1 for a quick look, 3 for steadier numbers). */
-function scale(): number {
-  const raw = process.env['BENCH_RESUME_SCALE'];
-  if (raw === undefined || raw === '') return 1;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`BENCH_RESUME_SCALE must be a positive number, got "${raw}"`);
-  return value;
-}
-
-const factor = scale();
+const factor = positiveNumberFromEnv('BENCH_RESUME_SCALE', 1);
 const scaled = (count: number): number => Math.max(1, Math.round(count * factor));
 
 // Fewer iterations where each one is long: a resume at N=1000 replays a thousand batches.

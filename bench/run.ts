@@ -6,17 +6,10 @@ import { CASES } from './cases.ts';
 import { describeEnvironment } from './environment.ts';
 import { measure, summarize, type Summary } from './measure.ts';
 import { formatTable, type Column } from './table.ts';
+import { positiveNumberFromEnv } from './settings.ts';
 
-function positiveInteger(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return value;
-}
-
-const iterations = positiveInteger('BENCH_ITERATIONS', 200);
-const warmup = positiveInteger('BENCH_WARMUP', 20);
+const iterations = positiveNumberFromEnv('BENCH_ITERATIONS', 200, true);
+const warmup = positiveNumberFromEnv('BENCH_WARMUP', 20, true);
 
 for (const line of describeEnvironment()) console.log(line);
 console.log(`${warmup} warm-up + ${iterations} measured iterations per case, sequential, times in ms per iteration\n`);

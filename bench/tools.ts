@@ -14,16 +14,10 @@ import { startStreamableMcpServer } from '../test/support/mcp-servers.ts';
 import { describeEnvironment } from './environment.ts';
 import { measure, summarize, type MeasureOptions, type Summary } from './measure.ts';
 import { formatTable } from './table.ts';
+import { positiveNumberFromEnv } from './settings.ts';
 
 /** BENCH_TOOLS_SCALE multiplies every iteration count (e.g. 0.1 for a quick look). */
-function scale(): number {
-  const raw = process.env['BENCH_TOOLS_SCALE'];
-  if (raw === undefined || raw === '') return 1;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`BENCH_TOOLS_SCALE must be a positive number, got "${raw}"`);
-  return value;
-}
-const factor = scale();
+const factor = positiveNumberFromEnv('BENCH_TOOLS_SCALE', 1);
 const options = (warmup: number, iterations: number): MeasureOptions => ({ warmup: Math.max(1, Math.round(warmup * factor)), iterations: Math.max(1, Math.round(iterations * factor)) });
 
 /** Calls per program in the many-calls cases. */
