@@ -60,6 +60,9 @@ export function sealFingerprint(claims: FingerprintClaims, key: Buffer): string 
 export function openFingerprint(fingerprint: string, keys: readonly Buffer[]): FingerprintClaims {
   if (fingerprint.length > MAX_FINGERPRINT_LENGTH) throw new FingerprintError('it is longer than any fingerprint this server seals');
   const parts = fingerprint.split('.');
+  if (parts.length === 3 && /^ptcfp\d{1,3}$/.test(parts[0]!) && parts[0] !== VERSION) {
+    throw new FingerprintError(`it is a fingerprint of ${parts[0]}, not of the known version ${VERSION}: a program paused by another version of the emulator cannot be resumed`);
+  }
   if (parts.length !== 3 || parts[0] !== VERSION) throw new FingerprintError('not a ptc-emulator fingerprint of a known version');
   const [, payload = '', signature = ''] = parts;
   const given = Buffer.from(signature, 'base64url');

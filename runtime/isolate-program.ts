@@ -14,12 +14,13 @@ import { toolKeys } from './tool-keys.ts';
 const PRELUDE_SOURCE = readFileSync(new URL('./guest-prelude.js', import.meta.url), 'utf8');
 const REPLAYING = '{"state":"replaying"}';
 /**
- * A replay's record enters the isolate in parts of at most 1/REPLAY_PART_MEMORY_SHARE of its
- * memory limit as JSON (and at least REPLAY_PART_MIN_BYTES, or one call): a part's JSON and the
- * strings parsed from it are in the heap together, with the program's own data.
+ * A replay's record, and a batch's arguments sent to the checker, enter the isolate in parts of
+ * at most 1/PART_MEMORY_SHARE of its memory limit as JSON (and at least
+ * PART_MIN_BYTES, or one call): a part's JSON and the strings parsed from it are in the
+ * heap together, with the program's own data.
  */
-const REPLAY_PART_MEMORY_SHARE = 8;
-const REPLAY_PART_MIN_BYTES = 1024 * 1024;
+const PART_MEMORY_SHARE = 8;
+const PART_MIN_BYTES = 1024 * 1024;
 /** The prelude's reply when a replay reached recorded calls not handed in yet. */
 const NEEDS_ANSWERS = /^\{"state":"needs_answers","from":(\d+)\}$/;
 /** The prelude's reply when delivering the next recorded batch would pass the resume limit. */
@@ -202,7 +203,7 @@ export class IsolateProgram {
    * large arguments and outputs the program let go fits as it did live.
    */
   #entriesFrom(seq: number): ReplayEntry[] {
-    const budget = Math.max(REPLAY_PART_MIN_BYTES, (this.#spec.limits.memoryMb * 1024 * 1024) / REPLAY_PART_MEMORY_SHARE);
+    const budget = this.#partBytes();
     const entries: ReplayEntry[] = [];
     let bytes = 0;
     for (let at = seq; at < this.#record.length; at++) {
@@ -312,14 +313,30 @@ export class IsolateProgram {
     }
   }
 
+  /** The most JSON one part handed into the isolate may take (see PART_MEMORY_SHARE). */
+  #partBytes(): number {
+    return Math.max(PART_MIN_BYTES, (this.#spec.limits.memoryMb * 1024 * 1024) / PART_MEMORY_SHARE);
+  }
+
+  /** Runs one operation in the isolate within what is left of the step: running out is the step's time limit. */
+  async #within<T>(started: number, operation: (timeoutMs: number) => Promise<T>): Promise<T> {
+    const timeout = this.#timeout(started);
+    try {
+      return await operation(timeout.ms);
+    } catch (error) {
+      if (error instanceof Error && /timed out/i.test(error.message)) throw new LimitReached(timeout.code);
+      throw error;
+    }
+  }
+
   /** Starts #checker: the prelude once more, in a context of its own. */
   async #startChecker(started: number): Promise<ivm.Reference<(op: string, payload: string) => string>> {
     const isolate = this.#isolate;
     const setup = this.#checkerSetup;
     if (!isolate || !setup) throw new Error('The program is not running');
     const context = await isolate.createContext();
-    const install = (await setup.script.run(context, { reference: true, timeout: this.#timeout(started).ms })) as ivm.Reference<(configJson: string) => unknown>;
-    const checker = (await install.apply(undefined, [setup.config], { result: { reference: true }, timeout: this.#timeout(started).ms })) as ivm.Reference<
+    const install = (await this.#within(started, (timeout) => setup.script.run(context, { reference: true, timeout }))) as ivm.Reference<(configJson: string) => unknown>;
+    const checker = (await this.#within(started, (timeout) => install.apply(undefined, [setup.config], { result: { reference: true }, timeout }))) as ivm.Reference<
       (op: string, payload: string) => string
     >;
     install.release();
@@ -331,26 +348,37 @@ export class IsolateProgram {
 
   /**
    * The first of `calls` (in order) whose arguments break its tool's strict parameters, checked
-   * by #checker in one round trip for the whole batch.
+   * by #checker in as few round trips as fit the program's memory (one, for most batches).
    */
   async #firstArgumentViolation(calls: readonly { readonly index: number; readonly tool: string; readonly args: string }[], started: number): Promise<{ index: number; failure: ProgramFailure } | undefined> {
     const strict = calls.filter((call) => this.#spec.tools.find((candidate) => toolId(candidate) === call.tool)?.parameters !== undefined);
     if (strict.length === 0) return undefined;
     const checker = this.#checker ?? (await this.#startChecker(started));
-    const timeout = this.#timeout(started);
-    let reply: string;
-    try {
-      reply = String(await checker.apply(undefined, ['check', JSON.stringify(strict.map(({ tool, args }) => ({ tool, args })))], { timeout: timeout.ms }));
-    } catch (error) {
-      if (error instanceof Error && /timed out/i.test(error.message)) throw new LimitReached(timeout.code);
-      throw error;
+    const unchecked = { code: 'runtime_error' as const, message: "The arguments of the program's calls could not be checked" };
+    // In parts of at most a share of the program's memory as JSON (one call at least): the
+    // arguments are parsed in the program's heap, and live they were checked one call at a time.
+    const budget = this.#partBytes();
+    for (let from = 0; from < strict.length; ) {
+      const part: { tool: string; args: string }[] = [];
+      let bytes = 0;
+      for (let at = from; at < strict.length; at++) {
+        const { tool, args } = strict[at]!;
+        const size = JSON.stringify(args).length + tool.length;
+        if (part.length > 0 && bytes + size > budget) break;
+        part.push({ tool, args });
+        bytes += size;
+      }
+      const reply = String(await this.#within(started, (timeout) => checker.apply(undefined, ['check', JSON.stringify(part)], { timeout })));
+      if (reply === FAULT) return { index: strict[from]!.index, failure: unchecked };
+      if (reply !== '') {
+        const { index, violation } = CheckReply.parse(JSON.parse(reply));
+        const call = strict[from + index];
+        if (!call || index >= part.length) return { index: strict[from]!.index, failure: unchecked };
+        return { index: call.index, failure: { code: 'arguments_invalid', message: `tools.${call.tool}: ${violation}` } };
+      }
+      from += part.length;
     }
-    if (reply === '') return undefined;
-    if (reply === FAULT) return { index: strict[0]!.index, failure: { code: 'runtime_error', message: 'The arguments of the program\'s calls could not be checked' } };
-    const { index, violation } = CheckReply.parse(JSON.parse(reply));
-    const call = strict[index];
-    if (!call) return { index: strict[0]!.index, failure: { code: 'runtime_error', message: 'The arguments of the program\'s calls could not be checked' } };
-    return { index: call.index, failure: { code: 'arguments_invalid', message: `tools.${call.tool}: ${violation}` } };
+    return undefined;
   }
 
   /** The time left in this step: the lower of the step's wall budget and the program's CPU budget. */

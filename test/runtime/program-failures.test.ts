@@ -106,3 +106,28 @@ describe('CPU time', () => {
     expect(run.stats.steps).toBeGreaterThan(1);
   });
 });
+
+describe('strict arguments, checked again out of the program\'s reach', () => {
+  const tools = [
+    { name: 'strict', parseOutputAsJson: false, parameters: { type: 'object', properties: { s: { type: 'string' } }, additionalProperties: false } },
+    { name: 'plain', parseOutputAsJson: false },
+  ];
+  const spec = (code: string, limits: Partial<ProgramLimits> = {}) => ({ code, tools, seed: 1, clock: 0, limits: { ...DEFAULT_LIMITS, ...limits } });
+
+  it('are checked in parts the program\'s memory holds: a batch of large arguments fits as well as it does unchecked', async () => {
+    // 40 calls of ~1 MB each in one batch, with a 64 MiB heap.
+    const batch = (tool: string) => `const ps = []; for (let i = 0; i < 40; i++) ps.push(tools.${tool}({ s: String(i).padEnd(1000000, "a") })); await Promise.all(ps)`;
+    for (const tool of ['plain', 'strict']) {
+      const event = await new IsolateProgram(spec(batch(tool), { memoryMb: 64, stepWallTimeMs: 20_000, cpuTimeMs: 60_000 })).start();
+      expect(event.type, tool).toBe('paused');
+    }
+  });
+
+  it('name the first call of the batch that breaks them, whichever part it is in', async () => {
+    const tagged = (name: string) => ({ name, parseOutputAsJson: false, parameters: { type: 'object', properties: { tags: { type: 'array' } } } });
+    // Each call's arguments fill a part of an 8 MiB heap's budget: the third is checked in a part of its own.
+    const code = 'const real = Array.isArray; Array.isArray = (v) => typeof v === "string" || real(v); const big = "x".repeat(700000); await Promise.all([tools.one({ tags: [big] }), tools.two({ tags: [big] }), tools.three({ tags: "no" })])';
+    const event = await new IsolateProgram({ ...spec(code, { memoryMb: 8 }), tools: [tagged('one'), tagged('two'), tagged('three')] }).start();
+    expect(event).toMatchObject({ type: 'incomplete', error: { code: 'arguments_invalid', message: 'tools.three: arguments.tags must be array' } });
+  });
+});
