@@ -22,10 +22,8 @@ export interface ProgramThread {
   readonly index: number;
   /** Every call it made, in order: calls the client answers and calls the emulator answered. */
   readonly calls: ProgramCallItem[];
-  /** Output text by call_id. */
-  readonly outputs: Map<string, string>;
-  /** The output items, by call_id: a hosted shell's output is the emulator's, and its id seals what it carries. */
-  readonly outputItems: Map<string, ToolOutputItem>;
+  /** The client's output items, by call_id (a hosted shell's output too: its id seals what it carries). */
+  readonly outputs: Map<string, ToolOutputItem>;
   /** The mcp_call that carried out an approved request, by the request's id. */
   readonly approved: Map<string, McpCallItem & { id: string }>;
   closedBy: ProgramOutputItem | undefined;
@@ -127,7 +125,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         if (programs.has(item.call_id)) {
           throw new ApiError('program_item_altered', `${where}: program ${item.call_id} appears twice in the conversation.`, param);
         }
-        programs.set(item.call_id, { program: item, index, calls: [], outputs: new Map(), outputItems: new Map(), approved: new Map(), closedBy: undefined });
+        programs.set(item.call_id, { program: item, index, calls: [], outputs: new Map(), approved: new Map(), closedBy: undefined });
         break;
       }
       case 'program_output': {
@@ -331,12 +329,8 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         true,
       );
     }
-    const text = outputForProgram(item);
-    if (thread) {
-      thread.outputs.set(call.call_id, text);
-      thread.outputItems.set(call.call_id, item);
-    }
-    else if (direct) direct.output = text;
+    if (thread) thread.outputs.set(call.call_id, item);
+    else if (direct) direct.output = outputForProgram(item);
   }
 
   // Every call of a program still running, and every direct call, needs its output; every

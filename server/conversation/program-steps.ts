@@ -7,7 +7,7 @@ import { takesText, toolId, unsealTools, type ProgramTool } from '../../runtime/
 import type { ConversationItem, EmittedProgramOutput, McpApprovalRequestItem, McpCallItem, OutputItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import { callItemId, programOutputId } from '../ids.ts';
-import { CALL_ITEM_PREFIX, callInput, describeCall, emittedCall, sealedIdOf } from './call-items.ts';
+import { CALL_ITEM_PREFIX, callInput, describeCall, emittedCall, outputForProgram, sealedIdOf } from './call-items.ts';
 import { locateItem, type ConversationState, type ProgramThread } from './client-loop.ts';
 import type { ProgramClaims } from './program-claims.ts';
 import { answerDigest, answerServerCall, codeInterpreterAnswer, mcpCallAnswer, runMcpCall, type CallAnswer, type ServerCallServices } from './server-calls.ts';
@@ -264,9 +264,11 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
         }
         break;
       }
-      default:
-        answer = { output: thread.outputs.get(call.call_id) ?? '' };
+      default: {
+        const output = thread.outputs.get(call.call_id);
+        answer = { output: output ? outputForProgram(output) : '' };
         if (toolOf(tools, tool, program.call_id).kind === 'hosted_shell') checkHostedShellOutput(call.call_id, thread, { ...identity, answer: answerDigest(answer) }, input, services);
+      }
     }
     recorded[seq] = recordedCall(tool, argumentsJson, answer);
   }
@@ -318,7 +320,7 @@ function checkApprovedCall(done: McpCallItem & { id: string }, request: McpAppro
 
 /** A hosted shell's output is the emulator's: its id seals the call and what it carries. */
 function checkHostedShellOutput(callId: string, thread: ProgramThread, sealed: CallIdentity, input: ResumeInput, services: ProgramServices): void {
-  const item = thread.outputItems.get(callId);
+  const item = thread.outputs.get(callId);
   if (item && !callIdMatches(item.id, sealed, services.sealingKeys, 'sho')) {
     throw new ApiError(
       'program_item_altered',
