@@ -48,10 +48,17 @@ interface CallContext {
   readonly services: ServerCallServices;
 }
 
-/** The sealed id of a call the emulator made, with the answer its item carries when it has one. */
-function sealedId(call: ToolCallRequest, context: CallContext, prefix: string, answer?: CallAnswer): string {
-  const identity = { programCallId: context.programCallId, seq: call.seq, tool: call.tool, argumentsJson: call.argumentsJson };
-  return sealCallId(context.services.sealingKeys[0], answer === undefined ? identity : { ...identity, answer: answerDigest(answer) }, prefix);
+/** The sealed id of a call the emulator made, with the answer its item carries, or its batch's end, when the id seals one. */
+function sealedId(call: ToolCallRequest, context: CallContext, prefix: string, sealed: { readonly answer?: CallAnswer; readonly batchEnd?: number } = {}): string {
+  const identity = {
+    programCallId: context.programCallId,
+    seq: call.seq,
+    tool: call.tool,
+    argumentsJson: call.argumentsJson,
+    ...(sealed.answer === undefined ? {} : { answer: answerDigest(sealed.answer) }),
+    ...(sealed.batchEnd === undefined ? {} : { batchEnd: sealed.batchEnd }),
+  };
+  return sealCallId(context.services.sealingKeys[0], identity, prefix);
 }
 
 function truncated(text: string, limit: number | null): string {
@@ -82,7 +89,7 @@ function hostedShell(call: ToolCallRequest, context: CallContext, caller: Caller
   const answer = { output: JSON.stringify(output) };
   const shellOutput: EmittedShellCallOutput = {
     type: 'shell_call_output',
-    id: sealedId(call, context, 'sho', answer),
+    id: sealedId(call, context, 'sho', { answer }),
     call_id: callId,
     output,
     max_output_length: action.max_output_length,
@@ -116,7 +123,7 @@ function codeInterpreter(call: ToolCallRequest, context: CallContext, caller: Ca
     caller,
   };
   const answer = codeInterpreterAnswer(run);
-  return { items: [{ ...run, id: sealedId(call, context, 'ci', answer) }], answer };
+  return { items: [{ ...run, id: sealedId(call, context, 'ci', { answer }) }], answer };
 }
 
 /** What an mcp_call gives the program: its output, or its error. */
@@ -168,7 +175,7 @@ export async function runMcpCall(
   };
   // What the program gets is read back from the item, as a replay reads it.
   const answer = mcpCallAnswer(made);
-  return { items: [{ ...made, id: sealedId(call, context, 'mcp', answer) }], answer };
+  return { items: [{ ...made, id: sealedId(call, context, 'mcp', { answer }) }], answer };
 }
 
 /** An MCP call its server's require_approval holds: an mcp_approval_request, and no answer yet. */
@@ -176,7 +183,7 @@ function approvalRequest(call: ToolCallRequest, tool: ProgramTool, context: Call
   const item: EmittedMcpApprovalRequest = {
     type: 'mcp_approval_request',
     // The id seals the batch too: a later resume can tell an approval its program acted on already.
-    id: sealCallId(context.services.sealingKeys[0], { programCallId: context.programCallId, seq: call.seq, tool: call.tool, argumentsJson: call.argumentsJson, batchEnd }, 'mcpr'),
+    id: sealedId(call, context, 'mcpr', { batchEnd }),
     server_label: tool.namespace ?? '',
     name: tool.name,
     arguments: call.argumentsJson,
