@@ -26,6 +26,23 @@ const NEEDS_ANSWERS = /^\{"state":"needs_answers","from":(\d+)\}$/;
 /** The prelude's reply when delivering the next recorded batch would pass the resume limit. */
 const RESUME_LIMIT = '{"state":"resume_limit"}';
 
+/**
+ * The first items that fit in `budget` bytes as JSON (one at least): what one part handed into
+ * the isolate holds. Sized as they travel: JSON escapes can make a string several times its
+ * UTF-8 length.
+ */
+function firstPart<T>(items: Iterable<T>, budget: number): T[] {
+  const part: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = JSON.stringify(item).length;
+    if (part.length > 0 && bytes + size > budget) break;
+    part.push(item);
+    bytes += size;
+  }
+  return part;
+}
+
 /** A recorded call as a replay hands it to the isolate. */
 type ReplayEntry = { seq: number; tool: string; args: string } & ({ output: string; error?: string } | { withheld: true });
 /** What the prelude's dispatch answers when an operation threw. */
@@ -203,20 +220,15 @@ export class IsolateProgram {
    * large arguments and outputs the program let go fits as it did live.
    */
   #entriesFrom(seq: number): ReplayEntry[] {
-    const budget = this.#partBytes();
-    const entries: ReplayEntry[] = [];
-    let bytes = 0;
-    for (let at = seq; at < this.#record.length; at++) {
-      const { tool, argumentsJson: args, output, error } = this.#record[at]!;
-      const entry: ReplayEntry =
-        this.#oversized >= 0 && at >= this.#oversized ? { seq: at, tool, args, withheld: true } : error === undefined ? { seq: at, tool, args, output } : { seq: at, tool, args, output, error };
-      // Sized as it travels: JSON escapes can make a string several times its UTF-8 length.
-      const size = JSON.stringify(entry).length;
-      if (entries.length > 0 && bytes + size > budget) break;
-      entries.push(entry);
-      bytes += size;
+    const record = this.#record;
+    const oversized = this.#oversized;
+    function* entries(): Generator<ReplayEntry> {
+      for (let at = seq; at < record.length; at++) {
+        const { tool, argumentsJson: args, output, error } = record[at]!;
+        yield oversized >= 0 && at >= oversized ? { seq: at, tool, args, withheld: true } : error === undefined ? { seq: at, tool, args, output } : { seq: at, tool, args, output, error };
+      }
     }
-    return entries;
+    return firstPart(entries(), this.#partBytes());
   }
 
   /**
@@ -282,9 +294,7 @@ export class IsolateProgram {
     this.#isolate = isolate;
     const context = await isolate.createContext();
     const script = await isolate.compileScript(PRELUDE_SOURCE, { filename: 'ptc:prelude' });
-    const install = (await script.run(context, { reference: true, timeout: this.#timeout(started).ms })) as ivm.Reference<
-      (configJson: string) => unknown
-    >;
+    const install = (await this.#within(started, (timeout) => script.run(context, { reference: true, timeout }))) as ivm.Reference<(configJson: string) => unknown>;
     const tools = sandboxTools(spec.tools);
     const config: SandboxConfig = {
       seed: spec.seed,
@@ -299,10 +309,9 @@ export class IsolateProgram {
         maxResumes: spec.limits.maxResumes,
       },
     };
-    this.#dispatch = (await install.apply(undefined, [JSON.stringify(config)], {
-      result: { reference: true },
-      timeout: this.#timeout(started).ms,
-    })) as ivm.Reference<(op: string, payload: string) => string>;
+    this.#dispatch = (await this.#within(started, (timeout) => install.apply(undefined, [JSON.stringify(config)], { result: { reference: true }, timeout }))) as ivm.Reference<
+      (op: string, payload: string) => string
+    >;
     install.release();
     if (tools.some((tool) => tool.checkInput !== undefined)) {
       // The checker needs only the strict tools' argument validators; it starts on the first call to one.
@@ -357,17 +366,11 @@ export class IsolateProgram {
     const unchecked = { code: 'runtime_error' as const, message: "The arguments of the program's calls could not be checked" };
     // In parts of at most a share of the program's memory as JSON (one call at least): the
     // arguments are parsed in the program's heap, and live they were checked one call at a time.
-    const budget = this.#partBytes();
     for (let from = 0; from < strict.length; ) {
-      const part: { tool: string; args: string }[] = [];
-      let bytes = 0;
-      for (let at = from; at < strict.length; at++) {
-        const { tool, args } = strict[at]!;
-        const size = JSON.stringify(args).length + tool.length;
-        if (part.length > 0 && bytes + size > budget) break;
-        part.push({ tool, args });
-        bytes += size;
-      }
+      const part = firstPart(
+        strict.slice(from).map(({ tool, args }) => ({ tool, args })),
+        this.#partBytes(),
+      );
       const reply = String(await this.#within(started, (timeout) => checker.apply(undefined, ['check', JSON.stringify(part)], { timeout })));
       if (reply === FAULT) return { index: strict[from]!.index, failure: unchecked };
       if (reply !== '') {
@@ -398,12 +401,10 @@ export class IsolateProgram {
     // call's result, once the microtasks have run: it is ignored, as a browser ignores it, and
     // the reply `dispatch` kept is fetched instead. (`dispatch` itself never throws.)
     for (let rejections = 0; ; rejections++) {
-      const timeout = this.#timeout(started);
       try {
-        return await dispatch.apply(undefined, [request, payload], { timeout: timeout.ms });
+        return await this.#within(started, (timeout) => dispatch.apply(undefined, [request, payload], { timeout }));
       } catch (error) {
-        if (error instanceof Error && /timed out/i.test(error.message)) throw new LimitReached(timeout.code);
-        if (this.#isolate?.isDisposed || rejections >= UNHANDLED_REJECTIONS_BEFORE_FAULT) throw error;
+        if (error instanceof LimitReached || this.#isolate?.isDisposed || rejections >= UNHANDLED_REJECTIONS_BEFORE_FAULT) throw error;
         request = 'reply' as typeof op;
       }
     }
