@@ -99,14 +99,19 @@ function paramWithin(param: string, path: string): string {
 }
 
 /** Compiles a tool's schema now, so that a schema ajv cannot compile is a 400 naming it. */
-function checkedSchema(schema: Readonly<Record<string, unknown>>, toolName: string, param: string): Readonly<Record<string, unknown>> {
+function checkSchema(schema: Readonly<Record<string, unknown>>, toolName: string, param: string): void {
   try {
     compileToolSchema(schema);
   } catch (error) {
     if (!(error instanceof ToolSchemaError)) throw error;
     throw new ApiError('invalid_function_parameters', `Invalid schema for tool '${toolName}' at ${param}: ${error.message}.`, param);
   }
-  return schema;
+}
+
+/** Compiles a function's strict `parameters` and its `output_schema`, the schemas a program would use. */
+function checkSchemasOf(definition: FunctionTool | NamespaceFunction, id: string, param: string): void {
+  if (definition.parameters != null && definition.strict !== false) checkSchema(definition.parameters, id, paramWithin(param, 'parameters'));
+  if (definition.output_schema != null) checkSchema(definition.output_schema, id, paramWithin(param, 'output_schema'));
 }
 
 /**
@@ -137,8 +142,9 @@ function programTool(tool: CallableTool): ProgramTool {
         name: tool.name,
         ...(tool.namespace === undefined ? {} : { namespace: tool.namespace }),
         parseOutputAsJson: outputSchema !== undefined,
-        ...(strictParameters ? { parameters: checkedSchema(strictParameters, tool.id, paramWithin(tool.param, 'parameters')) } : {}),
-        ...(outputSchema ? { outputSchema: checkedSchema(outputSchema, tool.id, paramWithin(tool.param, 'output_schema')) } : {}),
+        // Compilable: checked with the request (checkRequestTools), or as a search loaded it.
+        ...(strictParameters ? { parameters: strictParameters } : {}),
+        ...(outputSchema ? { outputSchema } : {}),
       };
     }
   }
@@ -266,20 +272,11 @@ export function readToolSet(requestTools: readonly Tool[] = [], loaded: readonly
   checkRequestTools(requestTools, programmaticToolCalling);
   const { tools, deferred } = effectiveTools(requestTools, loaded);
   const callable = new Map<string, CallableTool>();
-  const places = new Map<string, string>();
   const mcpServers = new Map<string, McpServer>();
   let hostedShellContainer: string | undefined;
   let codeInterpreterContainer: string | undefined;
   let toolSearch: ToolSearchTool | undefined;
 
-  /** `field` is where the tool's name is: `name`, `server_label`, or `type` for the built-in tools named by it. */
-  const claimName = (id: string, param: string, field: 'name' | 'type' | 'server_label' = 'name'): void => {
-    const earlier = places.get(id);
-    if (earlier !== undefined) {
-      throw new ApiError('duplicate_tool_name', `${param} and ${earlier} are both named '${id}'; tool names must be unique.`, paramWithin(param, field));
-    }
-    places.set(id, param);
-  };
   /**
    * Who may call a tool. One a search loaded may allow programs when this request does not
    * enable them: it then stays out of programs, as the request's own tools were checked already.
@@ -293,13 +290,9 @@ export function readToolSet(requestTools: readonly Tool[] = [], loaded: readonly
     const named = 'name' in definition && typeof definition.name === 'string';
     const name = named ? String(definition.name) : definition.type;
     const id = toolId({ name, namespace });
-    claimName(id, param, named ? 'name' : 'type');
     // A loaded function programs may call is checked as the request's own are, programs enabled
     // or not: a schema ajv cannot compile is refused where it came in, not when programs come on.
-    if (loadedHere && definition.type === 'function' && callersOf(definition).includes('programmatic')) {
-      if (definition.parameters != null && definition.strict !== false) checkedSchema(definition.parameters, id, paramWithin(param, 'parameters'));
-      if (definition.output_schema != null) checkedSchema(definition.output_schema, id, paramWithin(param, 'output_schema'));
-    }
+    if (loadedHere && definition.type === 'function' && callersOf(definition).includes('programmatic')) checkSchemasOf(definition, id, param);
     callable.set(id, { id, name, ...(namespace === undefined ? {} : { namespace }), kind, callers: callersIn(definition, loadedHere), definition, param });
   };
 
@@ -321,18 +314,14 @@ export function readToolSet(requestTools: readonly Tool[] = [], loaded: readonly
         add(tool, 'code_interpreter', param, loadedHere);
         break;
       case 'namespace':
-        claimName(tool.name, param);
         for (const { member, param: memberParam, loaded: memberLoaded } of members ?? []) add(member, member.type, memberParam, memberLoaded, tool.name);
         break;
       case 'mcp':
-        claimName(tool.server_label, param, 'server_label');
         mcpServers.set(tool.server_label, { label: tool.server_label, definition: tool, callers: callersIn(tool, loadedHere), param });
         break;
       case 'tool_search':
         toolSearch = tool;
         break;
-      default:
-        if ('name' in tool && typeof tool.name === 'string') claimName(tool.name, param);
     }
   }
   return completed(
@@ -372,11 +361,7 @@ function checkRequestTools(tools: readonly Tool[], programmaticToolCalling: bool
         `${param}.allowed_callers`,
       );
     }
-    if (definition !== null && typeof definition === 'object' && 'type' in definition && definition.type === 'function') {
-      const tool = definition as FunctionTool;
-      if (tool.parameters != null && tool.strict !== false) checkedSchema(tool.parameters, id, `${param}.parameters`);
-      if (tool.output_schema != null) checkedSchema(tool.output_schema, id, `${param}.output_schema`);
-    }
+    if ('type' in definition && definition.type === 'function') checkSchemasOf(definition as FunctionTool, id, param);
   };
   for (const [index, tool] of tools.entries()) {
     const param = `tools[${index}]`;
