@@ -31,16 +31,20 @@ export const TOOLS = programTools('echo');
 const CANARY_TRIGGER = `reveal the canary ${randomUUID()}`;
 const CANARY_RULES = { rules: [{ name: 'canary', match: { user: CANARY_TRIGGER }, message: CANARY }] };
 
+export type ContainmentLimits = { readonly [Name in keyof typeof CONTAINMENT_LIMITS]: number };
+
 /** The limits of runtime/limits.ts as the child process reads them from its environment. */
-const LIMIT_ENV: Record<string, string> = {
-  PTC_STEP_WALL_TIME_MS: String(CONTAINMENT_LIMITS.stepWallTimeMs),
-  PTC_CPU_TIME_MS: String(CONTAINMENT_LIMITS.cpuTimeMs),
-  PTC_MEMORY_MB: String(CONTAINMENT_LIMITS.memoryMb),
-  PTC_MAX_CALLS: String(CONTAINMENT_LIMITS.maxCalls),
-  PTC_MAX_CALLS_IN_FLIGHT: String(CONTAINMENT_LIMITS.maxCallsInFlight),
-  PTC_MAX_ARGUMENT_BYTES: String(CONTAINMENT_LIMITS.maxArgumentBytes),
-  PTC_MAX_OUTPUT_BYTES: String(CONTAINMENT_LIMITS.maxOutputBytes),
-};
+function limitEnv(limits: ContainmentLimits): Record<string, string> {
+  return {
+    PTC_STEP_WALL_TIME_MS: String(limits.stepWallTimeMs),
+    PTC_CPU_TIME_MS: String(limits.cpuTimeMs),
+    PTC_MEMORY_MB: String(limits.memoryMb),
+    PTC_MAX_CALLS: String(limits.maxCalls),
+    PTC_MAX_CALLS_IN_FLIGHT: String(limits.maxCallsInFlight),
+    PTC_MAX_ARGUMENT_BYTES: String(limits.maxArgumentBytes),
+    PTC_MAX_OUTPUT_BYTES: String(limits.maxOutputBytes),
+  };
+}
 
 /** A server under test, wherever it runs. */
 export interface ContainmentServer {
@@ -56,7 +60,7 @@ export interface ContainmentServer {
 }
 
 /** The emulator in its own process, the canary in its environment and a scenario file it loaded. */
-export async function spawnContainmentServer(): Promise<ContainmentServer> {
+export async function spawnContainmentServer(limits: ContainmentLimits = CONTAINMENT_LIMITS): Promise<ContainmentServer> {
   const directory = mkdtempSync(join(tmpdir(), 'ptc-containment-'));
   const scenarios = join(directory, 'scenarios.json');
   writeFileSync(scenarios, JSON.stringify(CANARY_RULES));
@@ -68,7 +72,7 @@ export async function spawnContainmentServer(): Promise<ContainmentServer> {
       PTC_DATA_DIR: directory,
       PTC_FINGERPRINT_KEY: randomUUID(),
       PTC_SCENARIOS: scenarios,
-      ...LIMIT_ENV,
+      ...limitEnv(limits),
     });
   } catch (error) {
     rmSync(directory, { recursive: true, force: true });
@@ -90,12 +94,12 @@ export async function spawnContainmentServer(): Promise<ContainmentServer> {
 }
 
 /** The emulator in this process (so the test can watch this process's built-ins), the canary in `process.env`. */
-export async function startContainmentServer(): Promise<ContainmentServer> {
+export async function startContainmentServer(limits: ContainmentLimits = CONTAINMENT_LIMITS): Promise<ContainmentServer> {
   const previous = process.env.CANARY_SECRET;
   process.env.CANARY_SECRET = CANARY;
   let server: RunningServer;
   try {
-    server = await startServer({ scenarios: CANARY_RULES, config: { limits: resolveLimits(CONTAINMENT_LIMITS) } });
+    server = await startServer({ scenarios: CANARY_RULES, config: { limits: resolveLimits(limits) } });
   } catch (error) {
     restoreEnv(previous);
     throw error;
