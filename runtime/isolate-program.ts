@@ -2,6 +2,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import ivm from 'isolated-vm';
+import { assertCanMakeIsolates } from './node-flags.ts';
 import type { ProgramErrorCode } from '../schemas/error-codes.ts';
 import { CheckReply, PollResult, type SandboxConfig } from './guest-protocol.ts';
 import type { ProgramLimits } from './limits.ts';
@@ -167,6 +168,7 @@ export class IsolateProgram {
   #oversized = -1;
 
   constructor(spec: ProgramSpec) {
+    assertCanMakeIsolates();
     this.#spec = spec;
   }
 

@@ -1,4 +1,5 @@
 import { IsolateProgram, type ProgramSpec } from './isolate-program.ts';
+import { assertCanMakeIsolates } from './node-flags.ts';
 import type { ProgramEvent, RecordedCall } from './program-events.ts';
 
 export interface ProgramRuntimeOptions {
@@ -67,6 +68,8 @@ export class ProgramRuntime implements ProgramEngine {
   readonly #evictions = { ttl: 0, count: 0, memory: 0 };
 
   constructor(options: ProgramRuntimeOptions) {
+    // Refused here rather than at the first program: a server built without the flag says so at once.
+    assertCanMakeIsolates();
     this.#options = options;
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(1000, Math.min(options.pausedTtlMs, 60_000)));
     this.#sweeper.unref();

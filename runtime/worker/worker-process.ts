@@ -4,11 +4,23 @@ import { fileURLToPath } from 'node:url';
 import type { ProgramRuntimeOptions, ProgramRuntimeStats } from '../program-runtime.ts';
 import { PROTOCOL_VERSION, WorkerMessage, type HostMessage } from './protocol.ts';
 
+/**
+ * Whether this module runs from the TypeScript sources (a clone, under tsx) rather than from
+ * the built JavaScript of the package: a worker starts from the same kind of file.
+ */
+const FROM_SOURCES = import.meta.url.endsWith('.ts');
+
 /** The script a worker runs; tests give a misbehaving one to exercise the supervisor. */
-export const WORKER_ENTRY = fileURLToPath(new URL('./worker-main.ts', import.meta.url));
-// The worker's TypeScript is loaded the way the server's is; resolved here so that the worker
-// finds tsx whatever the current directory.
-const TSX_LOADER = import.meta.resolve('tsx');
+export const WORKER_ENTRY = fileURLToPath(new URL(FROM_SOURCES ? './worker-main.ts' : './worker-main.js', import.meta.url));
+
+/**
+ * Node flags of a worker. A TypeScript entry (the sources, or a test's misbehaving worker) is
+ * loaded through tsx, resolved from here so that the worker finds it whatever the current
+ * directory; the package's built workers need no loader, and tsx is not installed with it.
+ */
+function workerExecArgv(entry: string): string[] {
+  return entry.endsWith('.ts') ? ['--no-node-snapshot', '--import', import.meta.resolve('tsx')] : ['--no-node-snapshot'];
+}
 const PAGE_BYTES = 4096;
 const CLOCK_TICKS_PER_SECOND = 100;
 /**
@@ -97,7 +109,7 @@ export class WorkerProcess {
     this.#limits = limits;
     this.#onDeath = onDeath;
     this.#child = fork(entry, [], {
-      execArgv: ['--no-node-snapshot', '--import', TSX_LOADER],
+      execArgv: workerExecArgv(entry),
       env: { PATH: process.env.PATH ?? '', TZ: process.env.TZ ?? '', PTC_WORKER_OPTIONS: JSON.stringify(runtimeOptions) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       serialization: 'json',
