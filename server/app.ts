@@ -10,7 +10,7 @@ import { RequestJournal, type JournalDetails } from './journal.ts';
 import { registerJournalRoutes } from './routes/journal.ts';
 import { TurnGate } from './turn-gate.ts';
 import { loadSealingKeys } from './sealing-keys.ts';
-import { loadConfig, type ServerConfig } from './config.ts';
+import { dataDirOf, keepsKeyFile, loadConfig, type ServerConfig } from './config.ts';
 import { newId } from './ids.ts';
 import { inlineModel } from './model/inline-model.ts';
 import type { ModelFunction } from './model/model-decision.ts';
@@ -20,10 +20,11 @@ import { HostedTools, type HostedHandlers } from './model/hosted-tools.ts';
 import { ProgramClaims } from './conversation/program-claims.ts';
 import { McpClients } from './mcp/mcp-client.ts';
 import { registerHealthRoutes } from './routes/health.ts';
+import { registerIndexRoutes } from './routes/index.ts';
 import { registerMetricsRoutes } from './routes/metrics.ts';
 import { registerModelRoutes } from './routes/models.ts';
 import { registerResponseRoutes } from './routes/responses.ts';
-import { createResponseStore } from './stores/create-store.ts';
+import { createResponseStore, type StoreKind } from './stores/create-store.ts';
 import type { ResponseStore } from './stores/response-store.ts';
 
 declare module 'fastify' {
@@ -48,7 +49,11 @@ export interface BuildServerOptions {
   readonly scenarios?: z.input<typeof ScenarioFile> | string;
   /** In-process answers for the emulated hosted shell and code_interpreter, asked before the scenario's. */
   readonly hosted?: HostedHandlers;
-  readonly store?: ResponseStore;
+  /**
+   * Where `store: true` responses live: a store kind (as `PTC_STORE`) or a store of your own.
+   * With `memory` and no `dataDir`, the server writes nothing to disk.
+   */
+  readonly store?: StoreKind | ResponseStore;
   /** pino logger options, or false for none. Default: pino at the configured level. */
   readonly logger?: FastifyServerOptions['logger'];
 }
@@ -56,8 +61,8 @@ export interface BuildServerOptions {
 /** The longest path segment (a response id) the router hands to a route. */
 const MAX_PATH_PARAM_LENGTH = 1024;
 
-/** Routes that answer without an API key: liveness probes and metrics scrapes. */
-const PUBLIC_PATHS = new Set(['/health', '/metrics']);
+/** Routes that answer without an API key: the index, liveness probes and metrics scrapes. */
+const PUBLIC_PATHS = new Set(['/', '/v1', '/health', '/metrics']);
 
 /** Maps whatever a route or Fastify threw onto the OpenAI error envelope. */
 function toApiError(error: FastifyError | Error, bodyLimitBytes: number): ApiError | undefined {
@@ -84,8 +89,9 @@ function toApiError(error: FastifyError | Error, bodyLimitBytes: number): ApiErr
 }
 
 export async function buildServer(options: BuildServerOptions = {}): Promise<FastifyInstance> {
-  const config: ServerConfig = { ...loadConfig(), ...options.config };
-  const store = options.store ?? createResponseStore({ kind: config.store, dataDir: config.dataDir, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
+  const config: ServerConfig = { ...loadConfig(), ...options.config, ...(typeof options.store === 'string' ? { store: options.store } : {}) };
+  const store =
+    typeof options.store === 'object' ? options.store : createResponseStore({ kind: config.store, dataDir: dataDirOf(config), redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
   const runtimeOptions = { pausedTtlMs: config.pausedTtlMs, maxPausedPrograms: config.maxPausedPrograms, maxPausedHeapBytes: config.maxPausedHeapBytes };
   let onWorkerDeath: (pid: number | undefined, reason: string, detail: string) => void = () => {};
   const runtime: ProgramEngine =
@@ -101,7 +107,13 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
         })
       : new ProgramRuntime(runtimeOptions);
   if (runtime instanceof WorkerPool) await runtime.ready();
-  const sealingKeys = loadSealingKeys({ secret: config.fingerprintKey, oldSecrets: config.fingerprintOldKeys, dataDir: config.dataDir });
+  const sealingKeys = loadSealingKeys({
+    secret: config.fingerprintKey,
+    oldSecrets: config.fingerprintOldKeys,
+    dataDir: dataDirOf(config),
+    // A store of the embedder's own is taken for durable state, which the key must outlive.
+    persist: typeof options.store === 'object' || keepsKeyFile(config),
+  });
 
   const chain: ModelFunction[] = [];
   if (options.model) chain.push(options.model);
@@ -247,6 +259,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   });
   registerJournalRoutes(app, journal);
   registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));
+  registerIndexRoutes(app);
   registerHealthRoutes(app, runtime);
   registerMetricsRoutes(app, runtime);
 

@@ -61,12 +61,16 @@ export const SETTINGS = {
     default: 'sqlite',
     description: 'Where `store: true` responses live: `sqlite` (a file in `PTC_DATA_DIR`), `redis` (shared by many instances) or `memory` (lost on restart).',
   },
-  PTC_DATA_DIR: { default: './data', description: 'Directory for the embedded state: the SQLite store and the generated fingerprint key.' },
+  PTC_DATA_DIR: {
+    default: './data',
+    description: 'Directory for the embedded state: the SQLite store and the generated fingerprint key. With `PTC_STORE=memory` and this unset, nothing is written.',
+  },
   REDIS_URL: { default: '', description: 'Redis for `PTC_STORE=redis`, e.g. `redis://127.0.0.1:6379/0`.' },
   PTC_REDIS_PREFIX: { default: 'ptc:', description: 'Prefix of every Redis key the emulator writes.' },
   PTC_FINGERPRINT_KEY: {
     default: '',
-    description: 'Secret sealing fingerprints and call ids (any string; the same on every instance that shares conversations). When empty, a key generated in `PTC_DATA_DIR/fingerprint.key` on first start.',
+    description:
+      'Secret sealing fingerprints and call ids (any string; the same on every instance that shares conversations). When empty, a key generated in `PTC_DATA_DIR/fingerprint.key` on first start; with `PTC_STORE=memory` and no `PTC_DATA_DIR`, a key made for this process alone.',
   },
   PTC_FINGERPRINT_OLD_KEYS: { default: '', description: 'Comma-separated earlier secrets still accepted when verifying (key rotation).' },
 } as const;
@@ -101,7 +105,11 @@ export interface ServerConfig {
   readonly bodyLimitBytes: number;
   readonly journalSize: number;
   readonly store: StoreKind;
-  readonly dataDir: string;
+  /**
+   * `PTC_DATA_DIR` as set; unset means ./data (see dataDirOf), except that a server whose store
+   * is memory then writes nothing at all, its sealing key included.
+   */
+  readonly dataDir: string | undefined;
   readonly redisUrl: string | undefined;
   readonly redisPrefix: string;
   readonly fingerprintKey: string | undefined;
@@ -110,6 +118,44 @@ export interface ServerConfig {
 }
 
 export class ConfigError extends Error {}
+
+/** The directory of the embedded state: `PTC_DATA_DIR`, or its default. */
+export function dataDirOf(config: Pick<ServerConfig, 'dataDir'>): string {
+  return config.dataDir ?? SETTINGS.PTC_DATA_DIR.default;
+}
+
+/**
+ * Whether the sealing key lives in a file of the data directory (so programs paused before a
+ * restart resume after it): unless a secret is configured, or the server keeps everything in
+ * memory and was given no data directory.
+ */
+export function keepsKeyFile(config: Pick<ServerConfig, 'dataDir' | 'store' | 'fingerprintKey'>): boolean {
+  return config.fingerprintKey === undefined && (config.store !== 'memory' || config.dataDir !== undefined);
+}
+
+/** pino's levels, the values LOG_LEVEL may take. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** One row per setting, limits included, in the order the README's table and `--help` list them. */
+export interface SettingRow {
+  /** The environment variable. */
+  readonly env: string;
+  readonly default: string;
+  /** Markdown: the README shows it as it is, `--help` without the backticks. */
+  readonly description: string;
+}
+
+/** The command-line flag of a setting: `PTC_MAX_CALLS` is `--max-calls`, `HOST` is `--host`. */
+export function settingFlag(env: string): string {
+  return `--${env.replace(/^PTC_/, '').toLowerCase().replaceAll('_', '-')}`;
+}
+
+export function settingRows(): SettingRow[] {
+  return [
+    ...Object.entries(SETTINGS).map(([env, setting]) => ({ env, default: setting.default, description: setting.description })),
+    ...Object.values(LIMIT_DEFINITIONS).map((limit) => ({ env: limit.env, default: String(limit.default), description: `${limit.description} Code: \`${limit.code}\`.` })),
+  ];
+}
 
 function integer(env: NodeJS.ProcessEnv, name: keyof typeof SETTINGS | string, fallback: string, min: number): number {
   const raw = env[name] || fallback;
@@ -127,6 +173,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
   if (clientChecks !== 'strict' && clientChecks !== 'lenient') {
     throw new ConfigError(`PTC_CLIENT_CHECKS must be "strict" or "lenient", got "${clientChecks}"`);
   }
+  const logLevel = setting(env, 'LOG_LEVEL');
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   const limits: Partial<Record<LimitName, number>> = {};
   for (const [name, definition] of Object.entries(LIMIT_DEFINITIONS) as [LimitName, (typeof LIMIT_DEFINITIONS)[LimitName]][]) {
     if (env[definition.env] !== undefined) limits[name] = integer(env, definition.env, '', 1);
@@ -144,7 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
   return {
     host: setting(env, 'HOST'),
     port: integer(env, 'PORT', SETTINGS.PORT.default, 0),
-    logLevel: setting(env, 'LOG_LEVEL'),
+    logLevel,
     apiKey: setting(env, 'PTC_API_KEY') || undefined,
     scenariosPath: setting(env, 'PTC_SCENARIOS') || undefined,
     clientChecks,
@@ -169,7 +217,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     bodyLimitBytes: integer(env, 'PTC_BODY_LIMIT_BYTES', SETTINGS.PTC_BODY_LIMIT_BYTES.default, 1024),
     journalSize: integer(env, 'PTC_JOURNAL_SIZE', SETTINGS.PTC_JOURNAL_SIZE.default, 0),
     store,
-    dataDir: setting(env, 'PTC_DATA_DIR'),
+    dataDir: env.PTC_DATA_DIR || undefined,
     redisUrl: setting(env, 'REDIS_URL') || undefined,
     redisPrefix: setting(env, 'PTC_REDIS_PREFIX'),
     fingerprintKey: setting(env, 'PTC_FINGERPRINT_KEY') || undefined,

@@ -3,7 +3,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SealingKeys } from '../runtime/fingerprint.ts';
 
-const KEY_FILE = 'fingerprint.key';
+/** The generated key's file name inside the data directory. */
+export const KEY_FILE = 'fingerprint.key';
 
 /** A configured secret of any length becomes a 32-byte HMAC key. */
 function keyFromSecret(secret: string): Buffer {
@@ -13,10 +14,13 @@ function keyFromSecret(secret: string): Buffer {
 /**
  * The key a server seals fingerprints and call ids with, from `PTC_FINGERPRINT_KEY`; without
  * one, from a key file in the data directory, generated on first start and reused after, so an
- * embedded server keeps resuming its programs across restarts. Older secrets stay accepted.
+ * embedded server keeps resuming its programs across restarts. A server whose state is all in
+ * memory (`persist: false`) writes nothing: its key is made for this process alone, and what it
+ * sealed dies with it, as its stored responses do. Older secrets stay accepted.
  */
-export function loadSealingKeys(options: { secret: string | undefined; oldSecrets: readonly string[]; dataDir: string }): SealingKeys {
-  const current = options.secret === undefined ? keyFromFile(options.dataDir) : keyFromSecret(options.secret);
+export function loadSealingKeys(options: { secret: string | undefined; oldSecrets: readonly string[]; dataDir: string; persist: boolean }): SealingKeys {
+  const current =
+    options.secret !== undefined ? keyFromSecret(options.secret) : options.persist ? keyFromFile(options.dataDir) : keyFromSecret(randomBytes(32).toString('hex'));
   return [current, ...options.oldSecrets.map(keyFromSecret)];
 }
 

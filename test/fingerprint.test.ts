@@ -42,15 +42,15 @@ function temporaryDirectory(): string {
 describe('sealing keys', () => {
   it('generates a key file in the data directory on first start, private to its owner, and reuses it', () => {
     const dataDir = join(temporaryDirectory(), 'nested');
-    const [first] = loadSealingKeys({ secret: undefined, oldSecrets: [], dataDir });
-    const [again] = loadSealingKeys({ secret: undefined, oldSecrets: [], dataDir });
+    const [first] = loadSealingKeys({ secret: undefined, oldSecrets: [], dataDir, persist: true });
+    const [again] = loadSealingKeys({ secret: undefined, oldSecrets: [], dataDir, persist: true });
     expect(again.equals(first)).toBe(true);
     expect(readFileSync(join(dataDir, 'fingerprint.key'), 'utf8')).toMatch(/^[0-9a-f]{64}\n$/);
     expect(statSync(join(dataDir, 'fingerprint.key')).mode & 0o777).toBe(0o600);
   });
 
   it('uses a configured secret instead of the file, and accepts old secrets after rotation', () => {
-    const [current, ...old] = loadSealingKeys({ secret: 'new secret', oldSecrets: ['old secret'], dataDir: temporaryDirectory() });
+    const [current, ...old] = loadSealingKeys({ secret: 'new secret', oldSecrets: ['old secret'], dataDir: temporaryDirectory(), persist: true });
     const claims = { programCallId: 'call_x', codeSha256: 'h', seed: 1, clock: 2, limits: DEFAULT_LIMITS, tools: [] };
     const sealedWithOld = sealFingerprint(claims, old[0]!);
     expect(openFingerprint(sealedWithOld, [current, ...old])).toEqual(claims);

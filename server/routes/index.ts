@@ -1,0 +1,19 @@
+import type { FastifyInstance } from 'fastify';
+import { DOCS_URL, PACKAGE } from '../package-info.ts';
+
+/**
+ * `GET /` and `GET /v1`: a person (or a misconfigured base URL) reaching the server's root is
+ * told what answers here and where the API is, rather than `unknown_url`.
+ */
+export function registerIndexRoutes(app: FastifyInstance): void {
+  const answer = (request: { protocol: string; host: string }) => ({
+    object: 'ptc_emulator',
+    name: PACKAGE.name,
+    version: PACKAGE.version,
+    base_url: `${request.protocol}://${request.host}/v1`,
+    docs: DOCS_URL,
+    endpoints: ['POST /v1/responses', 'GET /v1/responses/{id}', 'GET /v1/models', 'GET /v1/emulator/journal', 'GET /health', 'GET /metrics'],
+  });
+  app.get('/', async (request) => answer(request));
+  app.get('/v1', async (request) => answer(request));
+}
