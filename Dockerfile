@@ -1,23 +1,40 @@
-# ptc-emulator: docker build -t ptc-emulator . && docker run -p 8787:8787 ptc-emulator
-# isolated-vm 5.0.4 compiles with node-gyp against Node 20's headers, hence the build tools.
+# ptc-emulator as an image:
+#   docker build -t ptc-emulator .
+#   docker run -p 8787:8787 -v ptc-data:/data ptc-emulator
+# The image holds the package exactly as npm users get it: the build stage packs it and
+# installs the tarball without dev dependencies; the final stage copies that install only.
+# scripts/check-package.mjs runs these steps without Docker and checks the result.
+
 FROM node:20-bookworm-slim AS build
+# isolated-vm 5.0.4 and better-sqlite3 compile with node-gyp against Node 20's headers.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+# `npm ci` builds dist/ (prepare); `npm pack` makes the tarball users would install.
+RUN npm ci --no-audit --no-fund && npm pack --pack-destination /tmp
 WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund
+RUN npm init -y >/dev/null \
+ && npm install --omit=dev --no-audit --no-fund /tmp/ptc-emulator-*.tgz
 
 FROM node:20-bookworm-slim
-ENV NODE_ENV=production HOST=0.0.0.0 PORT=8787
-WORKDIR /app
-COPY --from=build /app/node_modules ./node_modules
-COPY package.json ./
-COPY schemas ./schemas
-COPY runtime ./runtime
-COPY server ./server
+LABEL org.opencontainers.image.title="ptc-emulator" \
+      org.opencontainers.image.description="Self-hosted emulator of OpenAI's programmatic tool calling behind the Responses API" \
+      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.documentation="https://www.npmjs.com/package/ptc-emulator"
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=8787 PTC_DATA_DIR=/data
+COPY --from=build /app/node_modules /app/node_modules
+# The SQLite store and the generated sealing key live in /data, owned by the user the server
+# runs as; a named volume mounted there starts with this ownership.
+RUN mkdir -p /data && chown node:node /data
+VOLUME /data
 USER node
+WORKDIR /app
 EXPOSE 8787
-HEALTHCHECK --interval=30s --timeout=3s CMD node -e "fetch('http://127.0.0.1:8787/health').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
-# --no-node-snapshot: isolated-vm 5.0.4 on Node 20 needs it in every process that loads it.
-CMD ["node", "--no-node-snapshot", "--import", "tsx", "server/main.ts"]
+HEALTHCHECK --interval=30s --timeout=3s --start-period=15s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.PORT + '/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# The CLI gives its workers the Node flag isolated-vm needs; passing it here saves a re-exec.
+ENTRYPOINT ["node", "--no-node-snapshot", "/app/node_modules/ptc-emulator/dist/cli/main.js"]
+CMD ["serve"]

@@ -1,13 +1,22 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Tests that start the command, the examples and the test helper as users do: each spawns
+ * several Node processes (the CLI, its re-executed child, workers, a test runner), so they run
+ * as a group of their own after the rest rather than load the machine under the timing-bound
+ * containment and supervisor tests.
+ */
+const AS_USERS_RUN_IT = ['test/cli.test.ts', 'test/examples.test.ts', 'test/testing-helper.test.ts'];
+
 // isolated-vm 5.0.4 on Node 20 crashes without --no-node-snapshot, and the flag must reach
 // the process that loads it: tests run in forked children started with it.
+const shared = { pool: 'forks' as const, execArgv: ['--no-node-snapshot'], testTimeout: 30_000, hookTimeout: 30_000 };
+
 export default defineConfig({
   test: {
-    pool: 'forks',
-    execArgv: ['--no-node-snapshot'],
-    include: ['test/**/*.test.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    projects: [
+      { test: { ...shared, name: 'suite', include: ['test/**/*.test.ts'], exclude: [...AS_USERS_RUN_IT], sequence: { groupOrder: 0 } } },
+      { test: { ...shared, name: 'as users run it', include: AS_USERS_RUN_IT, sequence: { groupOrder: 1 } } },
+    ],
   },
 });

@@ -63,14 +63,14 @@ export function getJson(origin: string, path: string, timeoutMs = 5_000): Promis
 }
 
 /**
- * The emulator as a user runs it (`node --no-node-snapshot --import tsx server/main.ts`), in its
+ * The emulator as a user runs it (`node --no-node-snapshot --import tsx cli/main.ts serve`), in its
  * own process, configured only by the environment given (nothing inherited but PATH), on a free
  * loopback port; resolves once GET /health answers 200. Unlike test/support/server-process.ts,
  * it keeps only a tail of the output: a load run writes a log line per request.
  */
 export async function spawnBenchServer(env: Record<string, string>): Promise<BenchServer> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'server/main.ts'], {
+  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'cli/main.ts', 'serve'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],

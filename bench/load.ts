@@ -415,7 +415,7 @@ function printHop(http: HopSamples[], engine: HopSamples[]): void {
 
 for (const line of describeEnvironment()) console.log(line);
 console.log(
-  `Server: node --no-node-snapshot --import tsx server/main.ts as a child process; PTC_STORE=memory, PTC_SCENARIOS=test/fixtures/seed-scenario.yaml, ` +
+  `Server: node --no-node-snapshot --import tsx cli/main.ts serve as a child process; PTC_STORE=memory, PTC_SCENARIOS=test/fixtures/seed-scenario.yaml, ` +
     `PTC_WORKERS=${WORKERS}, PTC_MAX_CONCURRENT_TURNS=${MAX_CONCURRENT}, PTC_MAX_QUEUED_TURNS=${MAX_QUEUED}, LOG_LEVEL=${LOG_LEVEL}`,
 );
 console.log(

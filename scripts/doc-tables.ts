@@ -4,16 +4,14 @@
  * docs/ERRORS.md; test/docs.test.ts fails when a doc's copy differs.
  */
 import { fileURLToPath } from 'node:url';
-import { LIMIT_DEFINITIONS } from '../runtime/limits.ts';
 import { API_ERRORS, PROGRAM_ERRORS } from '../schemas/error-codes.ts';
-import { SETTINGS } from '../server/config.ts';
+import { settingFlag, settingRows } from '../server/config.ts';
 
 export function configurationTable(): string {
-  const rows = [
-    ...Object.entries(SETTINGS).map(([name, setting]) => `| \`${name}\` | ${setting.default === '' ? '(none)' : `\`${setting.default}\``} | ${setting.description} |`),
-    ...Object.values(LIMIT_DEFINITIONS).map((limit) => `| \`${limit.env}\` | \`${limit.default}\` | ${limit.description} Code: \`${limit.code}\`. |`),
-  ];
-  return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
+  const rows = settingRows().map(
+    (row) => `| \`${row.env}\` | \`${settingFlag(row.env)}\` | ${row.default === '' ? '(none)' : `\`${row.default}\``} | ${row.description} |`,
+  );
+  return ['| variable | flag of `serve` | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
 }
 
 export function apiErrorTable(): string {

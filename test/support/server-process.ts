@@ -18,11 +18,11 @@ export interface ServerProcess {
 }
 
 /**
- * The emulator as a user runs it: `node --no-node-snapshot --import tsx server/main.ts` in its
+ * The emulator as a user runs it: `node --no-node-snapshot --import tsx cli/main.ts serve` in its
  * own process, configured by environment, on an ephemeral loopback port.
  */
 export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'server/main.ts'], {
+  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'cli/main.ts', 'serve'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -31,7 +31,7 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
   const listening = new Promise<string>((resolve, reject) => {
     const onData = (chunk: Buffer): void => {
       output += chunk.toString('utf8');
-      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+      const match = /API at (http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(output);
       if (match) resolve(match[1]!);
     };
     child.stdout.on('data', onData);

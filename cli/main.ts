@@ -1,0 +1,67 @@
+#!/usr/bin/env node
+/**
+ * The `ptc-emulator` command: `serve`, `run`, `validate`. Every failure it can name (a wrong
+ * flag, a bad setting, a port in use, a scenario file that does not load) is one line on
+ * stderr and exit code 2, never a stack.
+ */
+import { ConfigError } from '../server/config.ts';
+import { ScenarioError } from '../server/model/scenario-model.ts';
+import { PACKAGE } from '../server/package-info.ts';
+import { MissingNodeFlagError } from '../runtime/node-flags.ts';
+import { UsageError, USAGE_EXIT_CODE } from './usage-error.ts';
+
+const HELP = `ptc-emulator ${PACKAGE.version}: OpenAI's programmatic tool calling, self-hosted.
+
+Usage:
+  ptc-emulator serve [flags]                 serve the Responses API (serve --help lists every setting)
+  ptc-emulator run PROGRAM.js [--tools tools.json] [--outputs answers.json] [--json]
+                                             run one program in the sandbox and print what it did
+  ptc-emulator validate SCENARIOS.yaml       check a scenario file
+  ptc-emulator --version
+
+Docs: README.md in the package, or https://www.npmjs.com/package/ptc-emulator
+`;
+
+async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...args] = argv;
+  switch (command) {
+    case 'serve': {
+      const { serve } = await import('./serve.ts');
+      await serve(args);
+      return -1;
+    }
+    case 'run': {
+      const { run } = await import('./run.ts');
+      return run(args);
+    }
+    case 'validate': {
+      const { validate } = await import('./validate.ts');
+      return validate(args) ? 0 : 1;
+    }
+    case '--version':
+    case '-v':
+      process.stdout.write(`${PACKAGE.version}\n`);
+      return 0;
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(HELP);
+      return 0;
+    default:
+      throw new UsageError(`unknown command "${command}" (commands: serve, run, validate; see ptc-emulator --help)`);
+  }
+}
+
+try {
+  const code = await main(process.argv.slice(2));
+  // serve keeps running; the others end with their code once their output is written.
+  if (code >= 0) process.exitCode = code;
+} catch (error) {
+  if (error instanceof UsageError || error instanceof ConfigError || error instanceof ScenarioError || error instanceof MissingNodeFlagError) {
+    process.stderr.write(`ptc-emulator: ${error.message}\n`);
+    process.exitCode = USAGE_EXIT_CODE;
+  } else {
+    throw error;
+  }
+}

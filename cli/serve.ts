@@ -1,0 +1,112 @@
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { buildServer } from '../server/app.ts';
+import { ConfigError, dataDirOf, keepsKeyFile, loadConfig, type ServerConfig } from '../server/config.ts';
+import { loadScenarioFile, type ScenarioFile } from '../server/model/scenario-model.ts';
+import { PACKAGE } from '../server/package-info.ts';
+import { KEY_FILE } from '../server/sealing-keys.ts';
+import { SQLITE_FILE_NAME } from '../server/stores/create-store.ts';
+import { ensureNodeFlag } from './node-flag.ts';
+import { serveHelp, settingsFromFlags } from './setting-flags.ts';
+import { UsageError } from './usage-error.ts';
+
+/**
+ * The data directory must exist and be writable, and the files already in it usable, before
+ * the store or the key file opens there: otherwise a one-line error, not a stack.
+ */
+function checkDataDir(config: ServerConfig): void {
+  const keyFile = keepsKeyFile(config);
+  if (config.store !== 'sqlite' && !keyFile) return;
+  const dataDir = dataDirOf(config);
+  const check = (path: string, mode: number, exists: boolean): void => {
+    try {
+      if (!exists) mkdirSync(path, { recursive: true });
+      accessSync(path, mode);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (exists && code === 'ENOENT') return;
+      throw new UsageError(`PTC_DATA_DIR ${resolve(dataDir)} cannot be used: ${resolve(path)}: ${code ?? (error as Error).message} (set --data-dir or PTC_DATA_DIR to a directory this user can write)`);
+    }
+  };
+  check(dataDir, constants.R_OK | constants.W_OK, false);
+  if (keyFile) check(join(dataDir, KEY_FILE), constants.R_OK, true);
+  if (config.store === 'sqlite') check(join(dataDir, SQLITE_FILE_NAME), constants.R_OK | constants.W_OK, true);
+}
+
+/** The one line a person reads at start: where the API is, and what this server runs with. */
+function startLine(config: ServerConfig, origin: string, scenarios: ScenarioFile | undefined): string {
+  const store =
+    config.store === 'sqlite' ? `sqlite (${resolve(dataDirOf(config), SQLITE_FILE_NAME)})` : config.store === 'redis' ? `redis (prefix ${config.redisPrefix})` : 'memory (lost on exit)';
+  const workers = config.workers === 0 ? 'isolates in process' : `${config.workers} worker${config.workers === 1 ? '' : 's'}`;
+  const rules = scenarios ? `${scenarios.rules.length} scenario rule${scenarios.rules.length === 1 ? '' : 's'} from ${config.scenariosPath}` : 'no scenario file (inline programs only)';
+  return `ptc-emulator ${PACKAGE.version} · API at ${origin}/v1 · store ${store} · ${workers} · ${rules}`;
+}
+
+/** `ptc-emulator serve`: serve on HOST:PORT until SIGINT or SIGTERM. */
+export async function serve(args: readonly string[]): Promise<void> {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(serveHelp());
+    return;
+  }
+  const { env, fromFlag } = settingsFromFlags(args);
+  // Programs read local time (`getHours()`, `toString()`): every instance must run in one time
+  // zone or a replay on another instance diverges. Isolates created after this see UTC.
+  process.env.TZ = 'UTC';
+  let config: ServerConfig;
+  try {
+    config = loadConfig({ ...process.env, ...env });
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    // A message names the variable; when a flag set it, name the flag the user typed.
+    const variable = /^[A-Z_]+/.exec(error.message)?.[0] ?? '';
+    throw new UsageError(fromFlag.has(variable) ? `${fromFlag.get(variable)} (${error.message})` : error.message);
+  }
+  // Isolates in this process need Node's flag; workers get it from the pool.
+  if (config.workers === 0) await ensureNodeFlag();
+  checkDataDir(config);
+  const scenarios = config.scenariosPath === undefined ? undefined : loadScenarioFile(config.scenariosPath);
+  const app = await buildServer({ config, ...(scenarios ? { scenarios } : {}) });
+
+  // Drain: stop taking connections, let running requests finish (their programs run to their
+  // step's end), stop background jobs and workers, close the store; exit 1 if it takes too long.
+  // A second signal while draining (a terminal's Ctrl-C reaches a re-executed child twice) changes nothing.
+  let draining = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (draining) return;
+      draining = true;
+      app.log.info({ signal }, 'draining');
+      // Written synchronously: pino's asynchronous stream would lose a line that precedes exit().
+      setTimeout(() => {
+        process.stderr.write(`ptc-emulator: requests still running at the shutdown deadline (${config.shutdownTimeoutMs} ms); exiting\n`);
+        process.exit(1);
+      }, config.shutdownTimeoutMs).unref();
+      app.drain();
+      void app.close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          process.stderr.write(`ptc-emulator: shutdown failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+          process.exit(1);
+        },
+      );
+    });
+  }
+  let origin: string;
+  // Fastify logs its own "listening" line; the start line below says more, in words, so that
+  // one line is held back (the level is restored before any request is served).
+  const level = app.log.level;
+  app.log.level = 'warn';
+  try {
+    origin = await app.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    await app.close();
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new UsageError(`port ${config.port} on ${config.host} is already in use (set --port or PORT; 0 picks a free one)`);
+    if (code === 'EACCES') throw new UsageError(`this user may not listen on ${config.host}:${config.port} (ports below 1024 need privileges; set --port or PORT)`);
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new UsageError(`cannot listen on ${config.host}: no such local address (set --host or HOST)`);
+    throw error;
+  } finally {
+    app.log.level = level;
+  }
+  process.stdout.write(`${startLine(config, origin, scenarios)}\n`);
+}

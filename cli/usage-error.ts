@@ -1,0 +1,7 @@
+/** A command line the CLI cannot act on: printed as one line, exit code 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/** Exit code of a usage or configuration error (a wrong flag, a port in use, a bad file). */
+export const USAGE_EXIT_CODE = 2;

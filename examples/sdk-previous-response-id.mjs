@@ -1,0 +1,50 @@
+// The same loop with `store: true` (the default): the emulator keeps the conversation, and each
+// request sends only the new outputs, continuing from `previous_response_id`.
+//   npx ptc-emulator serve            (in another terminal)
+//   node sdk-previous-response-id.mjs → {"sku":"sku_123","reorder":true,"shortfall":28}
+import OpenAI from "openai";
+
+const client = new OpenAI({
+  baseURL: process.env.OPENAI_BASE_URL ?? "http://127.0.0.1:8787/v1",
+  apiKey: process.env.OPENAI_API_KEY ?? "any",
+});
+
+const skuParameters = { type: "object", properties: { sku: { type: "string" } }, required: ["sku"], additionalProperties: false };
+const tools = [
+  { type: "function", name: "get_inventory", parameters: skuParameters, strict: true, allowed_callers: ["programmatic"],
+    output_schema: { type: "object", properties: { available_units: { type: "number" } }, required: ["available_units"] } },
+  { type: "function", name: "get_demand", parameters: skuParameters, strict: true, allowed_callers: ["programmatic"],
+    output_schema: { type: "object", properties: { units: { type: "number" } }, required: ["units"] } },
+  { type: "programmatic_tool_calling" },
+];
+const implementations = {
+  get_inventory: ({ sku }) => ({ sku, available_units: 42 }),
+  get_demand: ({ sku }) => ({ sku, units: 70 }),
+};
+
+const program = `
+const [stock, demand] = await Promise.all([
+  tools.get_inventory({ sku: 'sku_123' }),
+  tools.get_demand({ sku: 'sku_123' }),
+]);
+text({ sku: 'sku_123', reorder: demand.units > stock.available_units, shortfall: Math.max(0, demand.units - stock.available_units) });
+`;
+
+let response = await client.responses.create({ model: "gpt-6-astra", tools, input: `Should we reorder?\n\`\`\`js${program}\`\`\`` });
+for (;;) {
+  // Both calls of Promise.all arrive in one response: one batch.
+  const calls = response.output.filter((item) => item.type === "function_call");
+  if (calls.length === 0) break;
+  response = await client.responses.create({
+    model: "gpt-6-astra",
+    tools,
+    previous_response_id: response.id,
+    input: calls.map((call) => ({
+      type: "function_call_output",
+      call_id: call.call_id,
+      output: JSON.stringify(implementations[call.name](JSON.parse(call.arguments))),
+      caller: call.caller,
+    })),
+  });
+}
+console.log(response.output_text);

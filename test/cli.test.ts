@@ -1,0 +1,193 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { once } from 'node:events';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { settingFlag, settingRows } from '../server/config.ts';
+import { assertBuilt, cleanEnv, runCli, serveCli, track } from './support/cli.ts';
+
+const scratch = mkdtempSync(join(tmpdir(), 'ptc-cli-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe('serve', () => {
+  it('prints one readable start line (base URL with /v1, store and path, workers, scenario rules) and answers GET / and GET /v1', async () => {
+    const dataDir = join(scratch, 'data');
+    const server = await serveCli(['--workers', '1', '--data-dir', dataDir, '--scenarios', 'examples/scenario/inventory.yaml']);
+    try {
+      expect(server.startLine).toMatch(/^ptc-emulator \d+\.\d+\.\d+ · API at http:\/\/127\.0\.0\.1:\d+\/v1 · store sqlite \(.*ptc-emulator\.sqlite\) · 1 worker · 1 scenario rule from examples\/scenario\/inventory\.yaml$/);
+      expect(server.startLine).toContain(join(dataDir, 'ptc-emulator.sqlite'));
+      // Nothing else at start: no raw log line beside it.
+      expect(server.output().trim().split('\n')).toEqual([server.startLine]);
+      for (const path of ['/', '/v1']) {
+        const response = await fetch(`${server.origin}${path}`);
+        expect(response.status).toBe(200);
+        const body = (await response.json()) as Record<string, unknown>;
+        expect(body).toMatchObject({ object: 'ptc_emulator', name: 'ptc-emulator', base_url: `${server.origin}/v1` });
+        expect(body.docs).toMatch(/^https:\/\//);
+      }
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+
+  it('takes every setting as a flag, which wins over the environment', async () => {
+    const server = await serveCli(['--store', 'memory', '--workers', '0', '--models', 'from-flag'], { PTC_MODELS: 'from-env', PTC_STORE: 'sqlite' });
+    try {
+      expect(server.startLine).toContain('store memory (lost on exit) · isolates in process');
+      const models = (await (await fetch(`${server.origin}/v1/models`)).json()) as { data: { id: string }[] };
+      expect(models.data.map((model) => model.id)).toEqual(['from-flag']);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('--help lists the flag of every setting of the configuration table', async () => {
+    const { code, stdout } = await runCli(['serve', '--help']);
+    expect(code).toBe(0);
+    for (const row of settingRows()) {
+      expect(stdout).toContain(`${settingFlag(row.env)} <value>`);
+      expect(stdout).toContain(row.env);
+    }
+  });
+
+  it.each([
+    ['an unknown flag', ['--bogus', '1'], {}, /unknown flag --bogus for serve/],
+    ['a flag without a value', ['--port'], {}, /--port needs a value/],
+    ['a bad LOG_LEVEL', [], { LOG_LEVEL: 'verbose' }, /LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"/],
+    ['a bad value given by flag', ['--max-calls', 'many'], {}, /^ptc-emulator: --max-calls \(PTC_MAX_CALLS must be an integer/],
+    ['an unknown store', ['--store', 'disk'], {}, /PTC_STORE must be one of memory, sqlite, redis, got "disk"/],
+    ['a missing scenario file', ['--scenarios', 'no/such.yaml'], {}, /Scenario file no\/such\.yaml: ENOENT/],
+  ])('%s is one line on stderr and exit code 2', async (_, args, env, message) => {
+    const { code, stdout, stderr } = await runCli(['serve', '--port', '0', '--store', 'memory', ...args], { env: cleanEnv(env) });
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toMatch(message);
+  });
+
+  it('a port in use is one line and exit code 2', async () => {
+    const holder = createServer().listen(0, '127.0.0.1');
+    await once(holder, 'listening');
+    const { port } = holder.address() as { port: number };
+    try {
+      const { code, stderr } = await runCli(['serve', '--store', 'memory', '--workers', '0', '--port', String(port)]);
+      expect(code).toBe(2);
+      expect(stderr.trim()).toBe(`ptc-emulator: port ${port} on 127.0.0.1 is already in use (set --port or PORT; 0 picks a free one)`);
+    } finally {
+      holder.close();
+    }
+  });
+
+  it('a data directory it cannot use is one line and exit code 2', async () => {
+    const file = join(scratch, 'a-file');
+    writeFileSync(file, '');
+    const { code, stderr } = await runCli(['serve', '--port', '0', '--data-dir', file]);
+    expect(code).toBe(2);
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toMatch(new RegExp(`PTC_DATA_DIR ${file} cannot be used: ${file}: (EEXIST|ENOTDIR)`));
+  });
+
+  it('a server started without the Node flag runs itself again with it, and a SIGKILL of the first process stops the second', async () => {
+    const server = await serveCli(['--store', 'memory', '--workers', '0']);
+    // Isolates in process: a program runs only because the CLI supplied --no-node-snapshot.
+    const response = await fetch(`${server.origin}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', input: '```js\ntext(6 * 7)\n```', tools: [{ type: 'programmatic_tool_calling' }] }),
+    });
+    expect(((await response.json()) as { output_text?: string; output: { type: string; result?: string }[] }).output.find((item) => item.type === 'program_output')?.result).toBe('42');
+    const children = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    expect(children).toHaveLength(1);
+    const reexecuted = children[0]!;
+    expect(readFileSync(`/proc/${reexecuted}/cmdline`, 'utf8').split('\0')).toContain('--no-node-snapshot');
+    server.child.kill('SIGKILL');
+    // The re-executed server notices its parent is gone and drains; allow it ample time.
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline && alive(reexecuted)) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(alive(reexecuted)).toBe(false);
+  });
+});
+
+function alive(pid: number): boolean {
+  try {
+    const state = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
+    return state !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+describe('run', () => {
+  const example = (file: string) => `examples/run/${file}`;
+
+  it('runs a program file with its tools and answers, printing its batches and program_output (exit 0)', async () => {
+    const { code, stdout } = await runCli(['run', example('inventory.js'), '--tools', example('tools.json'), '--outputs', example('answers.json')]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^program call_\w+\nbatch 1\n {2}call get_inventory\(\{"sku":"sku_123"\}\)\n {2}call get_demand_forecast\(\{"sku":"sku_123","days":30\}\)\n/);
+    expect(stdout).toContain('program_output completed: {"sku":"sku_123","reorder":true,"shortfall":28}');
+  });
+
+  it('--json prints the output items as the Responses API returns them', async () => {
+    const { code, stdout } = await runCli(['run', example('inventory.js'), '--tools', example('tools.json'), '--outputs', example('answers.json'), '--json']);
+    expect(code).toBe(0);
+    const items = JSON.parse(stdout) as { type: string; caller?: { type: string } }[];
+    expect(items.map((item) => item.type)).toEqual(['program', 'function_call', 'function_call', 'function_call_output', 'function_call_output', 'program_output', 'message']);
+    expect(items[1]!.caller?.type).toBe('program');
+  });
+
+  it('stops with exit code 3 at a call the outputs file cannot answer', async () => {
+    const { code, stdout, stderr } = await runCli(['run', example('inventory.js'), '--tools', example('tools.json')]);
+    expect(code).toBe(3);
+    expect(stdout).toContain('call get_inventory');
+    expect(stderr.trim()).toBe('ptc-emulator: waiting on get_inventory: the outputs file has no answer for it');
+  });
+
+  it('a program that fails ends incomplete with its code (exit 1); strict parameters hold as on the server', async () => {
+    const program = join(scratch, 'bad-arguments.js');
+    writeFileSync(program, "await tools.get_inventory({ sku: 42 });");
+    const { code, stdout } = await runCli(['run', program, '--tools', example('tools.json'), '--outputs', example('answers.json')]);
+    expect(code).toBe(1);
+    expect(stdout).toContain('program_output incomplete: {"error":{"code":"program_threw","message":"TypeError: tools.get_inventory: arguments.sku must be string');
+  });
+
+  it.each([
+    ['no program file', ['run'], /run takes one program file/],
+    ['a program file that is missing', ['run', 'no/such.js'], /cannot read program no\/such\.js: ENOENT/],
+    ['a tools file that is not JSON', ['run', 'examples/run/inventory.js', '--tools', 'examples/run/inventory.js'], /tools file examples\/run\/inventory\.js is not JSON/],
+    ['a tool the emulator refuses', ['run', 'examples/run/inventory.js', '--tools', 'test/fixtures/bad-tools.json'], /the emulator refused the program: .*\(tools\[0\]/],
+  ])('%s is one line and exit code 2', async (_, args, message) => {
+    const { code, stderr } = await runCli(args);
+    expect(code).toBe(2);
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toMatch(message);
+  });
+});
+
+describe('validate', () => {
+  it('says how many rules a valid scenario file holds (exit 0)', async () => {
+    const { code, stdout } = await runCli(['validate', 'examples/scenario/inventory.yaml']);
+    expect(code).toBe(0);
+    expect(stdout.trim()).toBe('examples/scenario/inventory.yaml: 1 rule; valid');
+  });
+
+  it('names the field of an invalid one (exit 1)', async () => {
+    const file = join(scratch, 'bad.yaml');
+    writeFileSync(file, 'rules:\n  - match: { user: hi }\n    program: 42\n');
+    const { code, stderr } = await runCli(['validate', file]);
+    expect(code).toBe(1);
+    expect(stderr.trim()).toMatch(new RegExp(`^ptc-emulator: Scenario file ${file}: rules\\[0\\]\\.program: `));
+  });
+});
+
+it('the library used in a process without the Node flag says what is missing instead of crashing later', async () => {
+  assertBuilt();
+  const script = `import { runProgram } from ${JSON.stringify(new URL('../dist/runtime/index.js', import.meta.url).href)};
+try { await runProgram('text(1)'); console.log('ran'); } catch (error) { console.log(error.name + ': ' + error.message); }`;
+  const child = track(spawn(process.execPath, ['--input-type=module', '-e', script], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'inherit'] }));
+  let stdout = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  await once(child, 'close');
+  expect(stdout.trim()).toMatch(/^MissingNodeFlagError: ptc-emulator runs programs with isolated-vm, which needs Node started with --no-node-snapshot/);
+});

@@ -1,0 +1,75 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { assertBuilt, cleanEnv, ROOT, track } from './support/cli.ts';
+import { startServer, type RunningServer } from './support/server.ts';
+
+/**
+ * Every runnable file of examples/ runs here as a user would run it (`node FILE`, `node --test`,
+ * `vitest run`), so the examples cannot drift from what the emulator does. The CLI's `run`
+ * example runs in test/cli.test.ts.
+ */
+async function node(args: readonly string[], cwd: string, env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = track(spawn(process.execPath, args, { cwd, env: cleanEnv(env), detached: true, stdio: ['ignore', 'pipe', 'pipe'] }));
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const [code] = (await once(child, 'close')) as [number | null];
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
+const examples = `${ROOT}examples`;
+
+describe('SDK loops against a running server', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startServer();
+  });
+  afterAll(() => server.close());
+
+  it.each([
+    ['sdk-store-false.mjs', '{"units":42}'],
+    ['sdk-previous-response-id.mjs', '{"sku":"sku_123","reorder":true,"shortfall":28}'],
+  ])('%s prints what its header says', async (file, expected) => {
+    const header = readFileSync(`${examples}/${file}`, 'utf8');
+    expect(header).toContain(`→ ${expected}`);
+    const { code, stdout, stderr } = await node([file], examples, { OPENAI_BASE_URL: server.baseURL });
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout.trim()).toBe(expected);
+  });
+});
+
+describe('the scenario example', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startServer({ scenarios: `${examples}/scenario/inventory.yaml` });
+  });
+  afterAll(() => server.close());
+
+  it('client.mjs against a server loaded with inventory.yaml prints expected-output.txt', async () => {
+    const { code, stdout } = await node(['client.mjs'], `${examples}/scenario`, { OPENAI_BASE_URL: server.baseURL });
+    expect(code).toBe(0);
+    expect(stdout).toBe(readFileSync(`${examples}/scenario/expected-output.txt`, 'utf8'));
+  });
+});
+
+describe('the test helper examples, run by their runners with no Node flag', () => {
+  beforeAll(assertBuilt);
+
+  it('node --test passes the node:test example', async () => {
+    const { code, stdout } = await node(['--test'], `${examples}/node-test`);
+    expect(stdout).toMatch(/# pass 1\n# fail 0/);
+    expect(code).toBe(0);
+  });
+
+  it('vitest run passes the vitest example', async () => {
+    const { code, stdout, stderr } = await node([`${ROOT}node_modules/vitest/vitest.mjs`, 'run', '--config', 'vitest.config.mjs'], `${examples}/vitest`, { CI: 'true', NO_COLOR: '1' });
+    expect(`${stdout}${stderr}`).toMatch(/Tests\s+1 passed/);
+    expect(code).toBe(0);
+  });
+});

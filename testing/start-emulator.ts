@@ -1,0 +1,99 @@
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { buildServer, type BuildServerOptions } from '../server/app.ts';
+import { loadConfig, type ServerConfig } from '../server/config.ts';
+import type { JournalEntry } from '../server/journal.ts';
+import type { StoreKind } from '../server/stores/create-store.ts';
+import type { ResponseStore } from '../server/stores/response-store.ts';
+
+export interface StartEmulatorOptions {
+  /** Scenario rules, as an object or the path of a YAML or JSON file (docs/STAND-IN.md). */
+  readonly scenarios?: BuildServerOptions['scenarios'];
+  /** An in-process stand-in model, asked first each turn. */
+  readonly model?: BuildServerOptions['model'];
+  /** In-process answers for the emulated hosted shell and code_interpreter. */
+  readonly hosted?: BuildServerOptions['hosted'];
+  /** Where `store: true` responses live. Default `memory`: nothing is written to disk. */
+  readonly store?: StoreKind | ResponseStore;
+  /**
+   * Any server setting (server/config.ts), over these defaults: a key made for this emulator
+   * alone, one worker process running the isolates (so the test runner needs no Node flag),
+   * the environment's PTC_* variables ignored.
+   */
+  readonly config?: Partial<ServerConfig>;
+  /** Address to listen on; default 127.0.0.1. */
+  readonly host?: string;
+  /** Port to listen on; default 0, a free one. */
+  readonly port?: number;
+  /** pino logger options; default none. */
+  readonly logger?: BuildServerOptions['logger'];
+}
+
+export interface RunningEmulator {
+  /** The API's base URL, with `/v1`: what `new OpenAI({ baseURL })` takes. */
+  readonly baseURL: string;
+  /** The server's origin, without `/v1`. */
+  readonly url: string;
+  readonly port: number;
+  /** The Fastify instance, for `inject()` or hooks. */
+  readonly app: FastifyInstance;
+  /** The requests the emulator has answered, newest first, with their program traces and client-loop checks. */
+  journal(limit?: number): Promise<JournalEntry[]>;
+  /** Empties the journal (between tests). */
+  reset(): Promise<void>;
+  /** Stops the server, its workers and its store. */
+  close(): Promise<void>;
+}
+
+/**
+ * An emulator for a test: listening on a free loopback port, responses in memory, its own
+ * sealing key, no log, nothing written to disk. Settings come from `config` and these
+ * defaults only, never from the environment, so a test runs the same everywhere.
+ */
+export async function startEmulator(options: StartEmulatorOptions = {}): Promise<RunningEmulator> {
+  const config: ServerConfig = {
+    ...loadConfig({}),
+    fingerprintKey: randomBytes(32).toString('hex'),
+    workers: 1,
+    ...options.config,
+  };
+  const app = await buildServer({
+    config,
+    store: options.store ?? (options.config?.store as StoreKind | undefined) ?? 'memory',
+    logger: options.logger ?? false,
+    ...(options.model ? { model: options.model } : {}),
+    ...(options.scenarios ? { scenarios: options.scenarios } : {}),
+    ...(options.hosted ? { hosted: options.hosted } : {}),
+  });
+  try {
+    await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 0 });
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
+  const { address, family, port } = app.server.address() as AddressInfo;
+  const url = `http://${family === 'IPv6' ? `[${address}]` : address}:${port}`;
+  let closed: Promise<void> | undefined;
+  return {
+    baseURL: `${url}/v1`,
+    url,
+    port,
+    app,
+    async journal(limit = 100) {
+      const reply = await app.inject({ method: 'GET', url: `/v1/emulator/journal?limit=${limit}`, headers: authorization(config) });
+      return (reply.json() as { data: JournalEntry[] }).data;
+    },
+    async reset() {
+      await app.inject({ method: 'DELETE', url: '/v1/emulator/journal', headers: authorization(config) });
+    },
+    close() {
+      closed ??= app.close().then(() => undefined);
+      return closed;
+    },
+  };
+}
+
+function authorization(config: ServerConfig): Record<string, string> {
+  return config.apiKey === undefined ? {} : { authorization: `Bearer ${config.apiKey}` };
+}
