@@ -115,7 +115,10 @@ export function responseEvents(response: ResponseObject, chunks: Chunker): Unnum
     events.push({ type: 'response.created', response: openingSnapshot(response, 'in_progress') });
   }
   events.push({ type: 'response.in_progress', response: openingSnapshot(response, 'in_progress') });
-  for (const [index, item] of response.output.entries()) events.push(...itemEvents(item, index, chunks));
+  // One push per event: a long text has one delta per token, too many to spread as arguments.
+  for (const [index, item] of response.output.entries()) {
+    for (const event of itemEvents(item, index, chunks)) events.push(event);
+  }
   if (response.status === 'queued' || response.status === 'in_progress') return events;
   if (response.error) events.push({ type: 'error', code: response.error.code, message: response.error.message, param: null });
   events.push({ type: TERMINAL[response.status], response });
