@@ -31,6 +31,8 @@ export interface ProgramThread {
 
 export interface DirectCall {
   readonly call: ToolCallItem;
+  /** Where the call is in the conversation. */
+  readonly index: number;
   output: string | undefined;
 }
 
@@ -92,16 +94,20 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     const where = locateItem(index, inputStart);
     return { where, param: field === undefined ? where : `${where}.${field}` };
   };
-  const comesLater = (index: number, type: string, callId: string): boolean =>
-    items.slice(index + 1).some((later) => later.type === type && 'call_id' in later && later.call_id === callId);
+  const later = laterItems(items);
+  let untold = 0;
   const violation = (error: ApiError, recoverable: boolean): void => {
-    if (mode === 'lenient' && recoverable) tolerated.push(`${error.code}: ${error.message}`);
-    else throw error;
+    if (mode !== 'lenient' || !recoverable) throw error;
+    // Each tolerated mistake is noted up to a bound; past it, only counted (a flood of them is
+    // one request's doing, and the log and the journal keep a few).
+    if (tolerated.length < MAX_TOLERATED_NOTES) tolerated.push(`${error.code}: ${error.message}`);
+    else untold += 1;
   };
 
   const programs = new Map<string, ProgramThread>();
   const calls = new Map<string, { call: ToolCallItem; index: number }>();
   const directCalls: DirectCall[] = [];
+  const directByCall = new Map<ToolCallItem, DirectCall>();
   const approvals = new Map<string, McpApprovalResponseItem>();
   const mcpListings = new Map<string, McpListToolsItem>();
   const loadedTools: LoadedTool[] = [];
@@ -130,7 +136,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
       }
       case 'program_output': {
         const thread = programs.get(item.call_id);
-        if (!thread && comesLater(index, 'program', item.call_id)) {
+        if (!thread && later.program(index, item.call_id)) {
           throw new ApiError('items_out_of_order', `${where}: program_output for ${item.call_id} comes before its program item. Keep items in the order the responses returned them.`, param);
         }
         if (!thread) {
@@ -150,7 +156,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
           break;
         }
         if (!approvalRequests.has(item.approval_request_id)) {
-          if (items.slice(index + 1).some((later) => later.type === 'mcp_approval_request' && later.id === item.approval_request_id)) {
+          if (later.approvalRequest(index, item.approval_request_id)) {
             throw new ApiError(
               'items_out_of_order',
               `${where}: the mcp_approval_response for ${item.approval_request_id} comes before its mcp_approval_request. Keep items in the order the responses returned them.`,
@@ -196,7 +202,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     const { where, param } = locate(index);
     const search = searches.get(callId);
     if (!search) {
-      if (items.slice(index + 1).some((later) => later.type === 'tool_search_call' && later.call_id === callId)) {
+      if (later.toolSearchCall(index, callId)) {
         throw new ApiError('items_out_of_order', `${where}: the tool_search_output for ${callId} comes before its tool_search_call. Keep items in the order the responses returned them.`, param);
       }
       violation(new ApiError('tool_output_unknown_call', `${where}: a tool_search_output for ${callId}, but the conversation has no tool_search_call with that call_id.`, locate(index, 'call_id').param), true);
@@ -228,7 +234,9 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     }
     calls.set(item.call_id, { call: item, index });
     if (item.caller?.type !== 'program') {
-      directCalls.push({ call: item, output: undefined });
+      const direct: DirectCall = { call: item, index, output: undefined };
+      directCalls.push(direct);
+      directByCall.set(item, direct);
       return;
     }
     programThreadOf(item, item.caller.caller_id, index).calls.push(item);
@@ -239,7 +247,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     const { where, param } = locate(index);
     const what = describeCall(item);
     const thread = programs.get(callerId);
-    if (!thread && comesLater(index, 'program', callerId)) {
+    if (!thread && later.program(index, callerId)) {
       throw new ApiError(
         'items_out_of_order',
         `${where}: ${what} comes before the program item ${callerId} that made it. Keep items in the order the responses returned them.`,
@@ -263,11 +271,11 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     const { where, param } = locate(index);
     const found = calls.get(item.call_id);
     if (!found) {
-      const later = items.slice(index + 1).find((candidate) => isToolCall(candidate) && candidate.call_id === item.call_id);
-      if (later) {
+      const laterCall = later.toolCall(index, item.call_id);
+      if (laterCall) {
         throw new ApiError(
           'items_out_of_order',
-          `${where}: the output for ${item.call_id} comes before its ${later.type}. Keep items in the order the responses returned them.`,
+          `${where}: the output for ${item.call_id} comes before its ${laterCall.type}. Keep items in the order the responses returned them.`,
           param,
         );
       }
@@ -290,7 +298,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
       );
     }
     const thread = call.caller?.type === 'program' ? programs.get(call.caller.caller_id) : undefined;
-    const direct = thread ? undefined : directCalls.find((candidate) => candidate.call === call);
+    const direct = thread ? undefined : directByCall.get(call);
     const alreadyAnswered = thread ? thread.outputs.has(call.call_id) : direct?.output !== undefined;
     if (alreadyAnswered) {
       violation(
@@ -366,7 +374,47 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     lastUserText,
     userTurns,
     tail: readTail(items, programs, directCalls),
-    tolerated,
+    tolerated: untold === 0 ? tolerated : [...tolerated, `… and ${untold} more mistakes let through`],
+  };
+}
+
+/** Mistakes a lenient check notes one by one, for the log and the journal; the rest are counted. */
+export const MAX_TOLERATED_NOTES = 20;
+
+/**
+ * Where an item that has not been seen yet turns up later in the conversation: the first item of
+ * each kind by its id, indexed in one pass (built on first use, since only mistakes ask), so that
+ * telling "out of order" from "unknown" costs a lookup rather than a scan per item.
+ */
+function laterItems(items: readonly ConversationItem[]) {
+  let first: { programs: Map<string, number>; toolCalls: Map<string, number>; approvalRequests: Map<string, number>; toolSearchCalls: Map<string, number> } | undefined;
+  const index = () => {
+    if (first) return first;
+    first = { programs: new Map(), toolCalls: new Map(), approvalRequests: new Map(), toolSearchCalls: new Map() };
+    const note = (map: Map<string, number>, key: string, at: number): void => {
+      if (!map.has(key)) map.set(key, at);
+    };
+    for (const [at, item] of items.entries()) {
+      if (item.type === 'program') note(first.programs, item.call_id, at);
+      else if (item.type === 'mcp_approval_request') note(first.approvalRequests, item.id, at);
+      else if (item.type === 'tool_search_call' && item.call_id) note(first.toolSearchCalls, item.call_id, at);
+      else if (isToolCall(item)) note(first.toolCalls, item.call_id, at);
+    }
+    return first;
+  };
+  // An item not seen by `at` whose first occurrence exists comes after `at`.
+  const after = (map: Map<string, number>, at: number, key: string): number | undefined => {
+    const found = map.get(key);
+    return found !== undefined && found > at ? found : undefined;
+  };
+  return {
+    program: (at: number, callId: string) => after(index().programs, at, callId) !== undefined,
+    approvalRequest: (at: number, id: string) => after(index().approvalRequests, at, id) !== undefined,
+    toolSearchCall: (at: number, callId: string) => after(index().toolSearchCalls, at, callId) !== undefined,
+    toolCall: (at: number, callId: string): ToolCallItem | undefined => {
+      const found = after(index().toolCalls, at, callId);
+      return found === undefined ? undefined : (items[found] as ToolCallItem);
+    },
   };
 }
 
@@ -383,7 +431,7 @@ function readTail(
       return { kind: 'after_program', output: item, code: programs.get(item.call_id)?.program.code ?? '' };
     }
     if (isToolOutput(item) && item.caller?.type !== 'program') {
-      const answered = directCalls.filter((direct) => items.indexOf(direct.call as ConversationItem) > lastMessage);
+      const answered = directCalls.filter((direct) => direct.index > lastMessage);
       return { kind: 'after_calls', calls: answered };
     }
     if (item.type === 'tool_search_output') return { kind: 'after_search' };

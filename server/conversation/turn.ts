@@ -17,7 +17,7 @@ import { CALL_ITEM_PREFIX, callInput, emittedCall } from './call-items.ts';
 import { readConversation, type ConversationState } from './client-loop.ts';
 import { APPLY_PATCH_PROGRAM_TOOL, SHELL_PROGRAM_TOOL } from './local-tools.ts';
 import { listMcpServers } from './mcp-listing.ts';
-import { resumePrograms, startProgram, type ProgramServices, type StepRecorder } from './program-steps.ts';
+import { resumePrograms, sealedByUs, startProgram, type ProgramServices, type StepRecorder } from './program-steps.ts';
 import { isClientKind, readToolSet, withMcpListings, type ToolSet } from './tool-set.ts';
 import { clientSearch, serverSearch } from './tool-search.ts';
 
@@ -80,7 +80,8 @@ export function prepareTurn(input: TurnInput): PreparedTurn {
  */
 export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnServices): Promise<TurnResult> {
   const { input, state } = turn;
-  for (const note of state.tolerated) services.log.warn({ clientLoop: note }, 'lenient client-loop check let a mistake through');
+  // One line for all of them: their notes are bounded (MAX_TOLERATED_NOTES), a flood is counted.
+  if (state.tolerated.length > 0) services.log.warn({ clientLoop: state.tolerated }, 'lenient client-loop checks let mistakes through');
   const trace: ProgramTrace[] = [];
   const record: StepRecorder = (programCallId, event, path) => {
     const failure = event.type === 'incomplete' ? event.error : undefined;
@@ -92,7 +93,9 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
 
   const output: OutputItem[] = [];
   let ended: { code: string; output: EmittedProgramOutput } | undefined;
-  for (const thread of state.programs) if (thread.closedBy) services.runtime.dispose(thread.program.call_id);
+  // A program the client closed frees its paused isolate, if the item is one we sealed: a forged
+  // program item with another conversation's call_id leaves that program as it was.
+  for (const thread of state.programs) if (thread.closedBy && sealedByUs(thread.program, services.sealingKeys)) services.runtime.dispose(thread.program.call_id);
   const open = state.programs.filter((thread) => !thread.closedBy);
   const resumed = await resumePrograms(open, { history: input.history, inputStart: input.inputStart, state, toolSet: turn.toolSet }, services, record);
   for (const [index, items] of resumed.entries()) {
