@@ -78,7 +78,7 @@ function ajvClassFor(schema: Readonly<Record<string, unknown>>): typeof Ajv | ty
 function compile(schema: Readonly<Record<string, unknown>>): { validate: ValidateFunction; source: string } {
   // A fresh instance per schema: ids (`$id`) of one request's schemas never clash with another's.
   const AjvClass = ajvClassFor(schema);
-  const ajv = new AjvClass({ strict: false, allErrors: false, validateFormats: false, code: { source: true, esm: false, lines: false } });
+  const ajv = new AjvClass({ strict: false, allErrors: false, validateFormats: false, ownProperties: true, code: { source: true, esm: false, lines: false } });
   const validate = ajv.compile(schema);
   if ((validate as { $async?: boolean }).$async === true) throw new ToolSchemaError('asynchronous schemas ($async) are not supported');
   // The CommonJS module's exports are the function itself (its `default` is the same function).

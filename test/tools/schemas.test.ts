@@ -156,6 +156,31 @@ describe('output_schema', () => {
   });
 });
 
+describe('required properties are the object\'s own', () => {
+  // Names every object inherits from Object.prototype: a schema requiring them is not met by {}.
+  const INHERITED = ['constructor', 'toString', 'valueOf'];
+  const schema = { type: 'object', properties: {}, required: INHERITED };
+  const tools: OpenAI.Responses.Tool[] = [
+    { type: 'function', name: 'f', parameters: schema, strict: true, allowed_callers: ['programmatic'] },
+    { type: 'function', name: 'g', parameters: { type: 'object' }, strict: false, output_schema: schema, allowed_callers: ['programmatic'] },
+    { type: 'programmatic_tool_calling' },
+  ];
+
+  it('for strict parameters and for output_schema', async () => {
+    const code = `const seen = [];
+for (const call of [() => tools.f({}), () => tools.g({}), () => tools.f({ constructor: 1, toString: 2, valueOf: 3 })]) {
+  try { seen.push(JSON.stringify(await call())) } catch (e) { seen.push(e.name + ': ' + e.message) }
+}
+text(seen.join('\\n'))`;
+    const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram(code), tools }, { functions: { f: () => 'ok', g: () => ({}) } });
+    expect(text.split('\n')).toEqual([
+      "TypeError: tools.f: arguments is missing the required property 'constructor'",
+      "TypeError: tools.g returned output that does not match its output_schema: output is missing the required property 'constructor'",
+      '"ok"',
+    ]);
+  });
+});
+
 describe('schema dialects', () => {
   it('checks schemas in the 2020-12 dialect as zod\'s toJSONSchema writes them, and 2019-09 ones', async () => {
     const parameters = z.toJSONSchema(z.object({ city: z.string().min(2), tags: z.tuple([z.string()]).optional() }).strict());
