@@ -1,10 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { callIdMatches, FingerprintError, openFingerprint, sealCallId, sealedBatchEnd, sha256Hex, type CallIdentity, type FingerprintClaims } from '../../runtime/fingerprint.ts';
+import { callIdMatches, FingerprintError, openFingerprint, sealCallId, sealedBatchEnd, sha256Hex, type CallIdentity, type FingerprintClaims, type SealingKeys } from '../../runtime/fingerprint.ts';
 import type { ProgramSpec } from '../../runtime/isolate-program.ts';
 import { failureResult, type ProgramEvent, type RecordedCall } from '../../runtime/program-events.ts';
 import { ProgramBusyError, type ProgramEngine, type ResumePath } from '../../runtime/program-runtime.ts';
 import { takesText, toolId, unsealTools, type ProgramTool } from '../../runtime/program-tool.ts';
-import type { ConversationItem, EmittedProgramOutput, McpApprovalRequestItem, McpCallItem, OutputItem } from '../../schemas/items.ts';
+import type { ConversationItem, EmittedProgramOutput, McpApprovalRequestItem, McpCallItem, OutputItem, ProgramItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import { callItemId, programOutputId } from '../ids.ts';
 import { CALL_ITEM_PREFIX, callInput, describeCall, emittedCall, outputForProgram, sealedIdOf } from './call-items.ts';
@@ -171,6 +171,21 @@ export async function resumePrograms(threads: readonly ProgramThread[], input: R
     return results;
   } finally {
     for (const program of prepared) if (!Array.isArray(program)) program.release();
+  }
+}
+
+/**
+ * Whether a program item is one this server (or one sharing its keys) sealed, unchanged: only
+ * such an item may touch the state kept for its program. A forged item carrying another
+ * conversation's call_id must not.
+ */
+export function sealedByUs(program: ProgramItem, sealingKeys: SealingKeys): boolean {
+  try {
+    const claims = openFingerprint(program.fingerprint, sealingKeys);
+    return claims.programCallId === program.call_id && claims.codeSha256 === sha256Hex(program.code);
+  } catch (error) {
+    if (error instanceof FingerprintError) return false;
+    throw error;
   }
 }
 
