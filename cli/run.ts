@@ -47,14 +47,21 @@ function readJson(path: string, what: string): unknown {
   }
 }
 
+/** A tool callable by programs unless it says who may call it; a namespace's tools alike. */
+function callableByPrograms(tool: unknown): unknown {
+  if (tool === null || typeof tool !== 'object' || Array.isArray(tool)) return tool;
+  const { type } = tool as { type?: unknown };
+  if (type === 'programmatic_tool_calling') return tool;
+  if (type === 'namespace' && Array.isArray((tool as { tools?: unknown }).tools)) {
+    return { ...tool, tools: (tool as { tools: unknown[] }).tools.map(callableByPrograms) };
+  }
+  return 'allowed_callers' in tool ? tool : { ...tool, allowed_callers: ['programmatic'] };
+}
+
 /** The tools file's tools, each callable by programs unless it says who may call it. */
 function programTools(document: unknown, path: string): unknown[] {
   if (!Array.isArray(document)) throw new UsageError(`tools file ${path} must hold a JSON array of tools, as a request's "tools"`);
-  const tools = document.map((tool: unknown) =>
-    tool !== null && typeof tool === 'object' && !('allowed_callers' in tool) && (tool as { type?: unknown }).type !== 'programmatic_tool_calling'
-      ? { ...tool, allowed_callers: ['programmatic'] }
-      : tool,
-  );
+  const tools = document.map(callableByPrograms);
   if (!tools.some((tool) => (tool as { type?: unknown } | null)?.type === 'programmatic_tool_calling')) tools.push({ type: 'programmatic_tool_calling' });
   return tools;
 }
@@ -114,6 +121,10 @@ export async function run(args: readonly string[]): Promise<number> {
       options: { tools: { type: 'string' }, outputs: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
     });
   } catch (error) {
+    const { code } = error as NodeJS.ErrnoException;
+    const option = /'(-[^']*)'/.exec((error as Error).message)?.[1];
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) throw new UsageError(`unknown flag ${option} for run (see ptc-emulator run --help)`);
+    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) throw new UsageError(`${option.split(' ')[0]} needs a value (see ptc-emulator run --help)`);
     throw new UsageError(`${(error as Error).message} (see ptc-emulator run --help)`);
   }
   if (parsed.values.help) {

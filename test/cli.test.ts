@@ -152,7 +152,21 @@ describe('run', () => {
     expect(stdout).toContain('program_output incomplete: {"error":{"code":"program_threw","message":"TypeError: tools.get_inventory: arguments.sku must be string');
   });
 
+  it("makes a namespace's tools callable by programs too, and answers them by their full name", async () => {
+    const program = join(scratch, 'namespace.js');
+    const tools = join(scratch, 'namespace-tools.json');
+    const answers = join(scratch, 'namespace-answers.json');
+    writeFileSync(program, "text(await tools.crm.add_note({ text: 'hi' }))");
+    writeFileSync(tools, JSON.stringify([{ type: 'namespace', name: 'crm', description: 'CRM', tools: [{ type: 'function', name: 'add_note', parameters: { type: 'object' } }] }]));
+    writeFileSync(answers, JSON.stringify({ 'crm.add_note': 'noted' }));
+    const { code, stdout } = await runCli(['run', program, '--tools', tools, '--outputs', answers]);
+    expect(stdout).toContain('program_output completed: noted');
+    expect(code).toBe(0);
+  });
+
   it.each([
+    ['an unknown flag', ['run', 'examples/run/inventory.js', '--tool', 'x'], /^ptc-emulator: unknown flag --tool for run \(see ptc-emulator run --help\)\n$/],
+    ['a flag without its value', ['run', 'examples/run/inventory.js', '--tools'], /^ptc-emulator: --tools needs a value/],
     ['no program file', ['run'], /run takes one program file/],
     ['a program file that is missing', ['run', 'no/such.js'], /cannot read program no\/such\.js: ENOENT/],
     ['a tools file that is not JSON', ['run', 'examples/run/inventory.js', '--tools', 'examples/run/inventory.js'], /tools file examples\/run\/inventory\.js is not JSON/],

@@ -12,7 +12,18 @@ export function registerIndexRoutes(app: FastifyInstance): void {
     version: PACKAGE.version,
     base_url: `${request.protocol}://${request.host}/v1`,
     docs: DOCS_URL,
-    endpoints: ['POST /v1/responses', 'GET /v1/responses/{id}', 'GET /v1/models', 'GET /v1/emulator/journal', 'GET /health', 'GET /metrics'],
+    endpoints: [
+      'POST /v1/responses',
+      'GET /v1/responses/{id}',
+      'DELETE /v1/responses/{id}',
+      'POST /v1/responses/{id}/cancel',
+      'GET /v1/responses/{id}/input_items',
+      'GET /v1/models',
+      'GET /v1/emulator/journal',
+      'DELETE /v1/emulator/journal',
+      'GET /health',
+      'GET /metrics',
+    ],
   });
   app.get('/', async (request) => answer(request));
   app.get('/v1', async (request) => answer(request));
