@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../runtime/json-depth.ts';
 import { parseArgs } from 'node:util';
 import { buildServer } from '../server/app.ts';
 import { loadConfig } from '../server/config.ts';
@@ -33,18 +34,32 @@ interface OutputItem {
   readonly [key: string]: unknown;
 }
 
-function readJson(path: string, what: string): unknown {
-  let text: string;
+/**
+ * A file's text, refused before it is read unless it is a regular file of at most `maxBytes`
+ * (a FIFO would block, /dev/zero never end, a huge file be read only to be refused).
+ */
+function readBounded(path: string, what: string, maxBytes: number): string {
   try {
-    text = readFileSync(path, 'utf8');
+    const stat = statSync(path);
+    if (!stat.isFile()) throw new UsageError(`${what} ${path} is not a regular file`);
+    if (stat.size > maxBytes) throw new UsageError(`${what} ${path} has ${stat.size} bytes, more than the ${maxBytes} it may have`);
+    return readFileSync(path, 'utf8');
   } catch (error) {
+    if (error instanceof UsageError) throw error;
     throw new UsageError(`cannot read ${what} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
+}
+
+function readJson(path: string, what: string, maxBytes: number): unknown {
+  const text = readBounded(path, what, maxBytes);
+  let parsed: unknown;
   try {
-    return JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch (error) {
     throw new UsageError(`${what} ${path} is not JSON: ${(error as Error).message}`);
   }
+  if (jsonDepthExceeds(parsed, MAX_JSON_DEPTH)) throw new UsageError(`${what} ${path} nests deeper than ${MAX_JSON_DEPTH} levels`);
+  return parsed;
 }
 
 /** A tool callable by programs unless it says who may call it; a namespace's tools alike. */
@@ -133,14 +148,15 @@ export async function run(args: readonly string[]): Promise<number> {
   }
   if (parsed.positionals.length !== 1) throw new UsageError('run takes one program file: ptc-emulator run PROGRAM.js [--tools tools.json] [--outputs answers.json]');
   const programPath = parsed.positionals[0]!;
-  let code: string;
-  try {
-    code = readFileSync(programPath, 'utf8');
-  } catch (error) {
-    throw new UsageError(`cannot read program ${programPath}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
-  const tools = parsed.values.tools === undefined ? [{ type: 'programmatic_tool_calling' }] : programTools(readJson(parsed.values.tools, 'tools file'), parsed.values.tools);
-  const answers = new Answers(parsed.values.outputs === undefined ? {} : readJson(parsed.values.outputs, 'outputs file'), parsed.values.outputs ?? '');
+  // Settings (limits above all) from the environment, but never a place on disk or a socket:
+  // this command keeps everything in memory and listens nowhere.
+  const { PTC_DATA_DIR: _dataDir, PTC_STORE: _store, HOST: _host, PORT: _port, ...env } = process.env;
+  const config = loadConfig(env);
+  // A program larger than the code limit is refused all the same; this only spares reading it.
+  const code = readBounded(programPath, 'program', Math.max(config.limits.maxCodeBytes * 4, 1024 * 1024));
+  const tools =
+    parsed.values.tools === undefined ? [{ type: 'programmatic_tool_calling' }] : programTools(readJson(parsed.values.tools, 'tools file', config.bodyLimitBytes), parsed.values.tools);
+  const answers = new Answers(parsed.values.outputs === undefined ? {} : readJson(parsed.values.outputs, 'outputs file', config.bodyLimitBytes), parsed.values.outputs ?? '');
 
   // The whole emulator without a socket: the program meets exactly the checks and items a
   // client of the server would. Its isolate runs in a worker process, as on the server, so a
@@ -148,7 +164,7 @@ export async function run(args: readonly string[]): Promise<number> {
   // down. Nothing is written to disk.
   const model: ModelFunction = (context) =>
     context.phase === 'after_program' && context.program ? { type: 'message', text: context.program.result } : { type: 'program', code };
-  const app = await buildServer({ model, store: 'memory', logger: false, config: { ...loadConfig({ ...process.env, PTC_STORE: 'memory' }), workers: 1, journalSize: 0 } });
+  const app = await buildServer({ model, store: 'memory', logger: false, env, config: { workers: 1, journalSize: 0 } });
   const items: OutputItem[] = [];
   try {
     let body: Record<string, unknown> = { model: 'ptc-emulator', input: 'Run the program.', tools };

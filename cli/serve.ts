@@ -65,7 +65,18 @@ export async function serve(args: readonly string[]): Promise<void> {
   if (config.workers === 0) await ensureNodeFlag();
   checkDataDir(config);
   const scenarios = config.scenariosPath === undefined ? undefined : loadScenarioFile(config.scenariosPath);
-  const app = await buildServer({ config, ...(scenarios ? { scenarios } : {}) });
+  let app;
+  try {
+    app = await buildServer({ config, ...(scenarios ? { scenarios } : {}) });
+  } catch (error) {
+    // What is in the data directory (a SQLite file that is not one, a directory where the key
+    // file goes) is the operator's to mend: one line, as for any setting.
+    const { code, name, message } = error as NodeJS.ErrnoException;
+    if (name === 'SqliteError' || (code !== undefined && /^E[A-Z]+$/.test(code))) {
+      throw new UsageError(`PTC_DATA_DIR ${resolve(dataDirOf(config))} cannot be used: ${message.split('\n')[0]}`);
+    }
+    throw error;
+  }
 
   // Drain: stop taking connections, let running requests finish (their programs run to their
   // step's end), stop background jobs and workers, close the store; exit 1 if it takes too long.

@@ -10,7 +10,8 @@ import { RequestJournal, type JournalDetails } from './journal.ts';
 import { registerJournalRoutes } from './routes/journal.ts';
 import { TurnGate } from './turn-gate.ts';
 import { loadSealingKeys } from './sealing-keys.ts';
-import { dataDirOf, keepsKeyFile, loadConfig, type ServerConfig } from './config.ts';
+import { ConfigError, dataDirOf, keepsKeyFile, loadConfig, type ServerConfig } from './config.ts';
+import { resolveLimits, type ProgramLimits } from '../runtime/limits.ts';
 import { newId } from './ids.ts';
 import { inlineModel } from './model/inline-model.ts';
 import type { ModelFunction } from './model/model-decision.ts';
@@ -41,8 +42,10 @@ declare module 'fastify' {
 }
 
 export interface BuildServerOptions {
-  /** Settings; anything absent comes from the environment (server/config.ts). */
-  readonly config?: Partial<ServerConfig>;
+  /** Settings; anything absent comes from `env` (server/config.ts). `limits` may name only some. */
+  readonly config?: Partial<Omit<ServerConfig, 'limits'>> & { readonly limits?: Partial<ProgramLimits> };
+  /** The environment settings are read from; default `process.env`. `{}`: defaults only. */
+  readonly env?: NodeJS.ProcessEnv;
   /** An in-process stand-in model, asked first each turn (tests embedding the server). */
   readonly model?: ModelFunction;
   /** Scenario rules, as an object or a file path; overrides `PTC_SCENARIOS`. Validated either way. */
@@ -89,7 +92,15 @@ function toApiError(error: FastifyError | Error, bodyLimitBytes: number): ApiErr
 }
 
 export async function buildServer(options: BuildServerOptions = {}): Promise<FastifyInstance> {
-  const config: ServerConfig = { ...loadConfig(), ...options.config, ...(typeof options.store === 'string' ? { store: options.store } : {}) };
+  const loaded = loadConfig(options.env ?? process.env);
+  let limits: ProgramLimits;
+  try {
+    // Limits given in code are checked as those from the environment are, over them.
+    limits = resolveLimits({ ...loaded.limits, ...options.config?.limits });
+  } catch (error) {
+    throw new ConfigError(`config.limits: ${(error as Error).message}`);
+  }
+  const config: ServerConfig = { ...loaded, ...options.config, limits, ...(typeof options.store === 'string' ? { store: options.store } : {}) };
   const store =
     typeof options.store === 'object' ? options.store : createResponseStore({ kind: config.store, dataDir: dataDirOf(config), redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
   const runtimeOptions = { pausedTtlMs: config.pausedTtlMs, maxPausedPrograms: config.maxPausedPrograms, maxPausedHeapBytes: config.maxPausedHeapBytes };

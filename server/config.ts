@@ -157,16 +157,35 @@ export function settingRows(): SettingRow[] {
   ];
 }
 
-function integer(env: NodeJS.ProcessEnv, name: keyof typeof SETTINGS | string, fallback: string, min: number): number {
+/** The largest delay Node's timers take (2^31 - 1 ms); a larger one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * A whole number in decimal digits within [min, max]. Settings ending in `_MS` are delays, so at
+ * most MAX_TIMER_MS; an empty value means the default (as an unset one does).
+ */
+function integer(env: NodeJS.ProcessEnv, name: keyof typeof SETTINGS | string, fallback: string, min: number, max = name.endsWith('_MS') ? MAX_TIMER_MS : Number.MAX_SAFE_INTEGER): number {
   const raw = env[name] || fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < min) throw new ConfigError(`${name} must be an integer ≥ ${min}, got "${raw}"`);
+  const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
   return value;
 }
 
 function setting(env: NodeJS.ProcessEnv, name: keyof typeof SETTINGS): string {
   return env[name] ?? SETTINGS[name].default;
 }
+
+/** A setting that may not be set to nothing (an empty HOST would listen on every interface). */
+function nonEmpty(env: NodeJS.ProcessEnv, name: keyof typeof SETTINGS): string {
+  const value = setting(env, name);
+  if (value.trim() === '') throw new ConfigError(`${name} must not be empty (its default is "${SETTINGS[name].default}")`);
+  return value;
+}
+
+/** Worker processes one server may start: a typo of an extra digit should not fork thousands. */
+const MAX_WORKERS = 256;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
   const clientChecks = setting(env, 'PTC_CLIENT_CHECKS');
@@ -190,14 +209,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
   if (store === 'redis' && !setting(env, 'REDIS_URL')) throw new ConfigError('PTC_STORE=redis needs REDIS_URL');
   const models = setting(env, 'PTC_MODELS').split(',').map((model) => model.trim()).filter(Boolean);
   return {
-    host: setting(env, 'HOST'),
-    port: integer(env, 'PORT', SETTINGS.PORT.default, 0),
+    host: nonEmpty(env, 'HOST'),
+    port: integer(env, 'PORT', SETTINGS.PORT.default, 0, 65_535),
     logLevel,
     apiKey: setting(env, 'PTC_API_KEY') || undefined,
     scenariosPath: setting(env, 'PTC_SCENARIOS') || undefined,
     clientChecks,
     models: models.length > 0 ? models : [SETTINGS.PTC_MODELS.default],
-    workers: integer(env, 'PTC_WORKERS', String(availableParallelism()), 0),
+    workers: integer(env, 'PTC_WORKERS', String(availableParallelism()), 0, MAX_WORKERS),
     workerMaxRssBytes: integer(env, 'PTC_WORKER_MAX_RSS_MB', SETTINGS.PTC_WORKER_MAX_RSS_MB.default, 64) * 1024 * 1024,
     workerHeartbeatMs: integer(env, 'PTC_WORKER_HEARTBEAT_MS', SETTINGS.PTC_WORKER_HEARTBEAT_MS.default, 10),
     workerHeartbeatTimeoutMs: integer(env, 'PTC_WORKER_HEARTBEAT_TIMEOUT_MS', SETTINGS.PTC_WORKER_HEARTBEAT_TIMEOUT_MS.default, 100),

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SealingKeys } from '../runtime/fingerprint.ts';
+import { ConfigError } from './config.ts';
 
 /** The generated key's file name inside the data directory. */
 export const KEY_FILE = 'fingerprint.key';
@@ -24,10 +25,17 @@ export function loadSealingKeys(options: { secret: string | undefined; oldSecret
   return [current, ...options.oldSecrets.map(keyFromSecret)];
 }
 
+/** The secret a key file holds; an empty one would seal with a key anyone can compute. */
+function secretIn(path: string): string {
+  const secret = readFileSync(path, 'utf8').trim();
+  if (secret === '') throw new ConfigError(`the key file ${path} is empty: delete it to have a new key generated, or set PTC_FINGERPRINT_KEY`);
+  return secret;
+}
+
 function keyFromFile(dataDir: string): Buffer {
   const path = join(dataDir, KEY_FILE);
   try {
-    return keyFromSecret(readFileSync(path, 'utf8').trim());
+    return keyFromSecret(secretIn(path));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
@@ -39,6 +47,6 @@ function keyFromFile(dataDir: string): Buffer {
     return keyFromSecret(secret);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    return keyFromSecret(readFileSync(path, 'utf8').trim());
+    return keyFromSecret(secretIn(path));
   }
 }

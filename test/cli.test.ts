@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
@@ -56,8 +56,12 @@ describe('serve', () => {
     ['an unknown flag', ['--bogus', '1'], {}, /unknown flag --bogus for serve/],
     ['a flag without a value', ['--port'], {}, /--port needs a value/],
     ['a bad LOG_LEVEL', [], { LOG_LEVEL: 'verbose' }, /LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"/],
-    ['a bad value given by flag', ['--max-calls', 'many'], {}, /^ptc-emulator: --max-calls \(PTC_MAX_CALLS must be an integer/],
+    ['a bad value given by flag', ['--max-calls', 'many'], {}, /^ptc-emulator: --max-calls \(PTC_MAX_CALLS must be a whole number/],
     ['an unknown store', ['--store', 'disk'], {}, /PTC_STORE must be one of memory, sqlite, redis, got "disk"/],
+    ['a port past 65535', ['--port', '99999'], {}, /PORT must be a whole number from 0 to 65535, got "99999"/],
+    ['a port in hexadecimal', ['--port', '0x1F90'], {}, /PORT must be a whole number from 0 to 65535, got "0x1F90"/],
+    ['a delay Node timers cannot hold', ['--shutdown-timeout-ms', '3000000000'], {}, /PTC_SHUTDOWN_TIMEOUT_MS must be a whole number from 0 to 2147483647/],
+    ['an empty host', ['--host='], {}, /HOST must not be empty/],
     ['a missing scenario file', ['--scenarios', 'no/such.yaml'], {}, /Scenario file no\/such\.yaml: ENOENT/],
   ])('%s is one line on stderr and exit code 2', async (_, args, env, message) => {
     const { code, stdout, stderr } = await runCli(['serve', '--port', '0', '--store', 'memory', ...args], { env: cleanEnv(env) });
@@ -87,6 +91,21 @@ describe('serve', () => {
     expect(code).toBe(2);
     expect(stderr.trim().split('\n')).toHaveLength(1);
     expect(stderr).toMatch(new RegExp(`PTC_DATA_DIR ${file} cannot be used: ${file}: (EEXIST|ENOTDIR)`));
+  });
+
+  it.each([
+    ['a directory where its key file goes', 'fingerprint.key', /PTC_DATA_DIR .* cannot be used: EISDIR/],
+    ['a SQLite file that is not one', 'ptc-emulator.sqlite', /PTC_DATA_DIR .* cannot be used: file is not a database/],
+    ['an empty key file', 'empty-key', /the key file .*fingerprint\.key is empty: delete it/],
+  ])('a data directory holding %s is one line and exit code 2', async (_, what, message) => {
+    const dataDir = mkdtempSync(join(scratch, 'data-'));
+    if (what === 'fingerprint.key') mkdirSync(join(dataDir, what));
+    else if (what === 'empty-key') writeFileSync(join(dataDir, 'fingerprint.key'), '\n');
+    else writeFileSync(join(dataDir, what), 'not a database, just some text long enough to fill a header');
+    const { code, stderr } = await runCli(['serve', '--port', '0', '--workers', '0', '--data-dir', dataDir]);
+    expect(code).toBe(2);
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toMatch(message);
   });
 
   it('a server started without the Node flag runs itself again with it, and a SIGKILL of the first process stops the second', async () => {
@@ -169,6 +188,8 @@ describe('run', () => {
     ['a flag without its value', ['run', 'examples/run/inventory.js', '--tools'], /^ptc-emulator: --tools needs a value/],
     ['no program file', ['run'], /run takes one program file/],
     ['a program file that is missing', ['run', 'no/such.js'], /cannot read program no\/such\.js: ENOENT/],
+    ['a program that is not a regular file (a FIFO would block)', ['run', 'examples'], /program examples is not a regular file/],
+    ['an outputs file nested past the depth limit', ['run', 'examples/run/inventory.js', '--outputs', 'test/fixtures/deep.json'], /outputs file test\/fixtures\/deep\.json nests deeper than/],
     ['a tools file that is not JSON', ['run', 'examples/run/inventory.js', '--tools', 'examples/run/inventory.js'], /tools file examples\/run\/inventory\.js is not JSON/],
     ['a tool the emulator refuses', ['run', 'examples/run/inventory.js', '--tools', 'test/fixtures/bad-tools.json'], /the emulator refused the program: .*\(tools\[0\]/],
   ])('%s is one line and exit code 2', async (_, args, message) => {

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildServer, type BuildServerOptions } from '../server/app.ts';
-import { loadConfig, type ServerConfig } from '../server/config.ts';
 import type { JournalEntry } from '../server/journal.ts';
 import type { StoreKind } from '../server/stores/create-store.ts';
 import type { ResponseStore } from '../server/stores/response-store.ts';
@@ -21,7 +20,7 @@ export interface StartEmulatorOptions {
    * alone, one worker process running the isolates (so the test runner needs no Node flag),
    * the environment's PTC_* variables ignored.
    */
-  readonly config?: Partial<ServerConfig>;
+  readonly config?: BuildServerOptions['config'];
   /** Address to listen on; default 127.0.0.1. */
   readonly host?: string;
   /** Port to listen on; default 0, a free one. */
@@ -52,14 +51,11 @@ export interface RunningEmulator {
  * defaults only, never from the environment, so a test runs the same everywhere.
  */
 export async function startEmulator(options: StartEmulatorOptions = {}): Promise<RunningEmulator> {
-  const config: ServerConfig = {
-    ...loadConfig({}),
-    fingerprintKey: randomBytes(32).toString('hex'),
-    workers: 1,
-    ...options.config,
-  };
+  const config = { fingerprintKey: randomBytes(32).toString('hex'), workers: 1, ...options.config };
   const app = await buildServer({
     config,
+    // The environment's settings never reach a test's emulator.
+    env: {},
     store: options.store ?? (options.config?.store as StoreKind | undefined) ?? 'memory',
     logger: options.logger ?? false,
     ...(options.model ? { model: options.model } : {}),
@@ -94,6 +90,6 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
   };
 }
 
-function authorization(config: ServerConfig): Record<string, string> {
+function authorization(config: { readonly apiKey?: string | undefined }): Record<string, string> {
   return config.apiKey === undefined ? {} : { authorization: `Bearer ${config.apiKey}` };
 }
