@@ -14,7 +14,8 @@ and items.
 
   --tools FILE     The Responses API "tools" array the program may call (JSON). A tool without
                    allowed_callers is made callable by programs; function and custom tools,
-                   namespaces of them and MCP servers work here.
+                   namespaces of them and MCP servers work here (a shell or apply_patch call
+                   stops the run: exit code 3).
   --outputs FILE   Answers to the program's calls (JSON): an object from a tool's name
                    ("get_inventory", or "crm.get_customer" in a namespace) to a list of outputs
                    used in call order, the last one repeating. A string output is sent as it
@@ -119,6 +120,8 @@ function describe(item: OutputItem): string {
       return `  call ${callName(item)}(${JSON.stringify(item.input)})`;
     case 'program_output':
       return `program_output ${String(item.status)}: ${String(item.result)}`;
+    case 'mcp_list_tools':
+      return `mcp_list_tools ${String(item.server_label)}${item.error ? `: ${String(item.error)}` : ''}`;
     case 'mcp_call':
       return `  mcp ${String(item.server_label)}.${String(item.name)}(${String(item.arguments)}) → ${String(item.output ?? item.error)}`;
     default:
@@ -178,7 +181,16 @@ export async function run(args: readonly string[]): Promise<number> {
       const output = response.output ?? [];
       items.push(...output);
       const calls = output.filter((item) => item.type in ANSWERED_TYPES);
-      if (calls.length === 0) break;
+      if (calls.length === 0) {
+        // A shell_call or apply_patch_call waits on a client that runs commands or edits files:
+        // this command answers function and custom tools only.
+        const waiting = output.find((item) => item.type === 'shell_call' || item.type === 'apply_patch_call');
+        if (waiting && !output.some((item) => item.type === 'program_output')) {
+          report(items, parsed.values.json === true, `waiting on a ${waiting.type}, which run does not answer (it answers function and custom tools)`);
+          return PAUSED_EXIT_CODE;
+        }
+        break;
+      }
       const answered: Record<string, unknown>[] = [];
       for (const call of calls) {
         const answer = answers.next(callName(call));

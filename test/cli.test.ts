@@ -183,6 +183,16 @@ describe('run', () => {
     expect(code).toBe(0);
   });
 
+  it('stops with exit code 3, saying why, at a shell call it does not answer', async () => {
+    const program = join(scratch, 'shell.js');
+    const tools = join(scratch, 'shell-tools.json');
+    writeFileSync(program, "text(await tools.shell({ commands: ['id'] }))");
+    writeFileSync(tools, JSON.stringify([{ type: 'shell' }]));
+    const { code, stderr } = await runCli(['run', program, '--tools', tools]);
+    expect(stderr.trim()).toBe('ptc-emulator: waiting on a shell_call, which run does not answer (it answers function and custom tools)');
+    expect(code).toBe(3);
+  });
+
   it.each([
     ['an unknown flag', ['run', 'examples/run/inventory.js', '--tool', 'x'], /^ptc-emulator: unknown flag --tool for run \(see ptc-emulator run --help\)\n$/],
     ['a flag without its value', ['run', 'examples/run/inventory.js', '--tools'], /^ptc-emulator: --tools needs a value/],
