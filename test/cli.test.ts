@@ -110,22 +110,31 @@ describe('serve', () => {
 
   it('a server started without the Node flag runs itself again with it, and a SIGKILL of the first process stops the second', async () => {
     const server = await serveCli(['--store', 'memory', '--workers', '0']);
-    // Isolates in process: a program runs only because the CLI supplied --no-node-snapshot.
-    const response = await fetch(`${server.origin}/v1/responses`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'm', input: '```js\ntext(6 * 7)\n```', tools: [{ type: 'programmatic_tool_calling' }] }),
-    });
-    expect(((await response.json()) as { output_text?: string; output: { type: string; result?: string }[] }).output.find((item) => item.type === 'program_output')?.result).toBe('42');
-    const children = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
-    expect(children).toHaveLength(1);
-    const reexecuted = children[0]!;
-    expect(readFileSync(`/proc/${reexecuted}/cmdline`, 'utf8').split('\0')).toContain('--no-node-snapshot');
-    server.child.kill('SIGKILL');
-    // The re-executed server notices its parent is gone and drains; allow it ample time.
-    const deadline = Date.now() + 20_000;
-    while (Date.now() < deadline && alive(reexecuted)) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(alive(reexecuted)).toBe(false);
+    try {
+      // Isolates in process: a program runs only because the CLI supplied --no-node-snapshot.
+      const response = await fetch(`${server.origin}/v1/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', input: '```js\ntext(6 * 7)\n```', tools: [{ type: 'programmatic_tool_calling' }] }),
+      });
+      expect(((await response.json()) as { output_text?: string; output: { type: string; result?: string }[] }).output.find((item) => item.type === 'program_output')?.result).toBe('42');
+      const children = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+      expect(children).toHaveLength(1);
+      const reexecuted = children[0]!;
+      expect(readFileSync(`/proc/${reexecuted}/cmdline`, 'utf8').split('\0')).toContain('--no-node-snapshot');
+      server.child.kill('SIGKILL');
+      // The re-executed server notices its parent is gone and drains; allow it ample time.
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline && alive(reexecuted)) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(alive(reexecuted)).toBe(false);
+    } finally {
+      // Whatever failed above, neither process outlives the test.
+      try {
+        process.kill(-server.child.pid!, 'SIGKILL');
+      } catch {
+        // Both gone, as they should be.
+      }
+    }
   });
 });
 

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -27,16 +28,21 @@ export interface CliResult {
 
 /** Every process these tests start, killed when the file's tests end however they end. */
 const started = new Set<ChildProcess>();
-process.on('exit', () => {
+
+/** Kills what is left of every process started here, each with its own process group (spawned detached: the CLI, a re-executed child, its workers). */
+function reapAll(): void {
   for (const child of started) {
     try {
-      // Its own process group (spawned detached): the CLI, a re-executed child, its workers.
       process.kill(-child.pid!, 'SIGKILL');
     } catch {
       child.kill('SIGKILL');
     }
   }
-});
+}
+// After the file's tests, however they ended (a failed assertion skips a test's own clean-up),
+// and on exit; a fork the runner ends with a signal runs no exit handler, so afterAll is the one that counts.
+afterAll(reapAll);
+process.on('exit', reapAll);
 
 export function track(child: ChildProcess): ChildProcess {
   started.add(child);
