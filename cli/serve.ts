@@ -52,9 +52,12 @@ export async function serve(args: readonly string[]): Promise<void> {
   // Programs read local time (`getHours()`, `toString()`): every instance must run in one time
   // zone or a replay on another instance diverges. Isolates created after this see UTC.
   process.env.TZ = 'UTC';
+  // Flags over the environment, read once: buildServer reads the same, so a flag that mends a
+  // bad environment value is not undone there.
+  const settings = { ...process.env, ...env };
   let config: ServerConfig;
   try {
-    config = loadConfig({ ...process.env, ...env });
+    config = loadConfig(settings);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     // A message names the variable; when a flag set it, name the flag the user typed.
@@ -67,7 +70,7 @@ export async function serve(args: readonly string[]): Promise<void> {
   const scenarios = config.scenariosPath === undefined ? undefined : loadScenarioFile(config.scenariosPath);
   let app;
   try {
-    app = await buildServer({ config, ...(scenarios ? { scenarios } : {}) });
+    app = await buildServer({ config, env: settings, ...(scenarios ? { scenarios } : {}) });
   } catch (error) {
     // What is in the data directory (a SQLite file that is not one, a directory where the key
     // file goes) is the operator's to mend: one line, as for any setting.

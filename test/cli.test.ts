@@ -33,7 +33,8 @@ describe('serve', () => {
   });
 
   it('takes every setting as a flag, which wins over the environment', async () => {
-    const server = await serveCli(['--store', 'memory', '--workers', '0', '--models', 'from-flag'], { PTC_MODELS: 'from-env', PTC_STORE: 'sqlite' });
+    // PTC_MAX_CALLS from the environment is not a number: the flag mends it.
+    const server = await serveCli(['--store', 'memory', '--workers', '0', '--models', 'from-flag', '--max-calls', '5'], { PTC_MODELS: 'from-env', PTC_STORE: 'sqlite', PTC_MAX_CALLS: 'many' });
     try {
       expect(server.startLine).toContain('store memory (lost on exit) · isolates in process');
       const models = (await (await fetch(`${server.origin}/v1/models`)).json()) as { data: { id: string }[] };
