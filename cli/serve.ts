@@ -123,4 +123,10 @@ export async function serve(args: readonly string[]): Promise<void> {
     app.log.level = level;
   }
   process.stdout.write(`${startLine(config, origin, scenarios)}\n`);
+  // Serving goes on (the store may come back: Redis is reconnected to), but not in silence.
+  const health = await app.inject({ method: 'GET', url: '/health' });
+  if (health.statusCode !== 200) {
+    const problem = (health.json() as { store?: { error?: string } }).store?.error ?? health.body;
+    process.stderr.write(`ptc-emulator: warning: the response store is unavailable (${problem}); requests that need it are answered 503 until it is back\n`);
+  }
 }

@@ -9,7 +9,8 @@ import type { ProgramLimits } from './limits.ts';
 import { answerDigestPart, type ProgramEvent, type ProgramFailure, type ProgramStats, type RecordedCall, type ToolCallOutput, type ToolCallRequest } from './program-events.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 import { takesText, toolId, type ProgramTool } from './program-tool.ts';
-import { compileToolSchema, GUEST_SCHEMA_MODULES } from './tool-schemas.ts';
+import { compileToolSchema } from './schema-compiler.ts';
+import { GUEST_SCHEMA_MODULES } from './tool-schemas.ts';
 import { toolKeys } from './tool-keys.ts';
 
 const PRELUDE_SOURCE = readFileSync(new URL('./guest-prelude.js', import.meta.url), 'utf8');
@@ -82,22 +83,22 @@ export interface ProgramSpec {
  * The tools as the prelude installs them: each under its own key and, when its name is not an
  * identifier, an alias (see toolKeys); a namespace's tools inside the namespace's object.
  */
-function sandboxTools(tools: readonly ProgramTool[]): SandboxConfig['tools'] {
+async function sandboxTools(tools: readonly ProgramTool[]): Promise<SandboxConfig['tools']> {
   const topLevel = toolKeys([...new Set(tools.map((tool) => tool.namespace ?? tool.name))]);
   const inside = new Map<string, Map<string, string[]>>();
   for (const namespace of new Set(tools.flatMap((tool) => (tool.namespace === undefined ? [] : [tool.namespace])))) {
     inside.set(namespace, toolKeys(tools.filter((tool) => tool.namespace === namespace).map((tool) => tool.name)));
   }
-  return tools.map((tool) => ({
+  return Promise.all(tools.map(async (tool) => ({
     id: toolId(tool),
     keys: tool.namespace === undefined ? (topLevel.get(tool.name) ?? [tool.name]) : (inside.get(tool.namespace)?.get(tool.name) ?? [tool.name]),
     ...(tool.namespace === undefined ? {} : { namespaceKeys: topLevel.get(tool.namespace) ?? [tool.namespace] }),
     text: takesText(tool),
     ...(tool.nullDefaults ? { nullDefaults: tool.nullDefaults } : {}),
     parseJson: tool.parseOutputAsJson,
-    ...(tool.parameters ? { checkInput: compileToolSchema(tool.parameters).source } : {}),
-    ...(tool.outputSchema ? { checkOutput: compileToolSchema(tool.outputSchema).source } : {}),
-  }));
+    ...(tool.parameters ? { checkInput: (await compileToolSchema(tool.parameters)).source } : {}),
+    ...(tool.outputSchema ? { checkOutput: (await compileToolSchema(tool.outputSchema)).source } : {}),
+  })));
 }
 
 /**
@@ -156,6 +157,8 @@ export class IsolateProgram {
   #calls = 0;
   #steps = 0;
   #cpuTimeMs = 0;
+  /** The isolate's running time (isolated-vm `wallTime`) as last read: what a step's wall clock counts. */
+  #wallTimeMs = 0;
   #finished = false;
   /**
    * During a replay whose record holds an answer too large to deliver: the failure the program
@@ -292,12 +295,14 @@ export class IsolateProgram {
 
   async #boot(started: number): Promise<void> {
     const spec = this.#spec;
+    // Validators first, compiled in the schema thread (cached there by content), so that no
+    // isolate waits on them.
+    const tools = await sandboxTools(spec.tools);
     const isolate = new ivm.Isolate({ memoryLimit: spec.limits.memoryMb });
     this.#isolate = isolate;
     const context = await isolate.createContext();
     const script = await isolate.compileScript(PRELUDE_SOURCE, { filename: 'ptc:prelude' });
     const install = (await this.#within(started, (timeout) => script.run(context, { reference: true, timeout }))) as ivm.Reference<(configJson: string) => unknown>;
-    const tools = sandboxTools(spec.tools);
     const config: SandboxConfig = {
       seed: spec.seed,
       clock: spec.clock,
@@ -388,7 +393,7 @@ export class IsolateProgram {
 
   /** The time left in this step: the lower of the step's wall budget and the program's CPU budget. */
   #timeout(started: number): { ms: number; code: ProgramErrorCode } {
-    const wallLeft = this.#spec.limits.stepWallTimeMs - (performance.now() - started);
+    const wallLeft = this.#spec.limits.stepWallTimeMs - (this.#readWallTime() - started);
     const cpuLeft = this.#spec.limits.cpuTimeMs - this.#readCpuTime();
     const binding = cpuLeft < wallLeft ? { left: cpuLeft, code: 'cpu_time_exceeded' as const } : { left: wallLeft, code: 'wall_time_exceeded' as const };
     if (binding.left < 1) throw new LimitReached(binding.code);
@@ -414,7 +419,9 @@ export class IsolateProgram {
 
   async #step(run: (started: number) => Promise<void>): Promise<ProgramEvent> {
     this.#steps += 1;
-    let started = performance.now();
+    // A step's clock is the isolate's own running time: waiting for the worker's loop, for the
+    // schema thread or for the host between calls into the isolate does not count against it.
+    let started = this.#readWallTime();
     let poll: PollResult;
     try {
       await run(started);
@@ -436,7 +443,7 @@ export class IsolateProgram {
         // A replay passes every resume the recorded run had: the same count, the same limit.
         if (this.#steps > this.#spec.limits.maxResumes) throw new LimitReached('resume_limit_exceeded');
         this.#steps += 1;
-        started = performance.now();
+        started = this.#readWallTime();
         state = String(await this.#call('advance', '', started));
       }
       poll = PollResult.parse(JSON.parse(state));
@@ -447,7 +454,7 @@ export class IsolateProgram {
     if (this.#readCpuTime() > this.#spec.limits.cpuTimeMs) {
       return this.#fail({ code: 'cpu_time_exceeded', message: `The program used more than ${this.#spec.limits.cpuTimeMs} ms of CPU` });
     }
-    if (performance.now() - started > this.#spec.limits.stepWallTimeMs) {
+    if (this.#readWallTime() - started > this.#spec.limits.stepWallTimeMs) {
       return this.#fail(this.#limitFailure('wall_time_exceeded'));
     }
     const diverged = poll.state === 'settled' && poll.status === 'failed' && poll.code === 'replay_diverged';
@@ -535,6 +542,12 @@ export class IsolateProgram {
     const message = error instanceof Error ? error.message : String(error);
     if (this.#isolate?.isDisposed || /memory limit/i.test(message)) return this.#limitFailure('memory_limit_exceeded');
     return { code: 'runtime_error', message: 'The emulator failed to run the program', cause: error };
+  }
+
+  #readWallTime(): number {
+    const isolate = this.#isolate;
+    if (isolate && !isolate.isDisposed) this.#wallTimeMs = Number(isolate.wallTime) / 1e6;
+    return this.#wallTimeMs;
   }
 
   #readCpuTime(): number {

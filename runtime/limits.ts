@@ -10,13 +10,14 @@ export const LIMIT_DEFINITIONS = {
     env: 'PTC_CPU_TIME_MS',
     default: 5_000,
     code: 'cpu_time_exceeded',
-    description: 'CPU time a program may use across all its steps (time waiting on the client not counted).',
+    description: 'CPU time a program\'s code may use across all its steps (isolated-vm `cpuTime`; time waiting on the client not counted).',
   },
   stepWallTimeMs: {
     env: 'PTC_STEP_WALL_TIME_MS',
     default: 2_000,
     code: 'wall_time_exceeded',
-    description: 'Wall-clock ceiling of one execution step: from start or resume until the program settles or pauses.',
+    description:
+      'Wall-clock ceiling of one execution step, from start or resume until the program settles or pauses, counting the time its code runs (isolated-vm `wallTime`), not time waiting for a worker.',
   },
   memoryMb: {
     env: 'PTC_MEMORY_MB',

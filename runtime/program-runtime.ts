@@ -27,7 +27,7 @@ export interface ProgramRuntimeStats {
   paused: number;
   pausedHeapBytes: number;
   /** With worker processes: how many run, and how many died, by cause. */
-  workers?: { alive: number; deaths: Record<'exit' | 'heartbeat' | 'rss' | 'cpu' | 'deadline', number> };
+  workers?: { alive: number; deaths: Record<'exit' | 'heartbeat' | 'rss' | 'cpu' | 'deadline', number>; retried: number };
 }
 
 /**

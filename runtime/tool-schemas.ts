@@ -4,22 +4,21 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import standalone from 'ajv/dist/standalone/index.js';
-import { canonicalJson, sha256Hex } from './canonical-json.ts';
 
 /**
  * JSON Schemas of tools (strict `parameters`, `output_schema`) compiled with ajv. Each schema
- * gives a host validator and the same validator as standalone JavaScript, which the prelude
+ * gives a validator and the same validator as standalone JavaScript, which the prelude
  * evaluates inside the isolate so that a program's arguments are checked before its call leaves.
+ * Compiling costs time that grows faster than the schema (ajv's enum and patternProperties
+ * code is quadratic), so it runs only in the schema thread (schema-thread.ts), never on a
+ * loop that serves requests or programs: schema-compiler.ts is the way in.
  */
 
 /** A schema ajv could not compile: the message says why. */
 export class ToolSchemaError extends Error {}
 
-export interface CompiledSchema {
-  /** sha256 of the schema's canonical JSON: what a fingerprint seals. */
-  readonly sha256: string;
-  /** The first violation of `value`, described with `root` as the name of the whole value; undefined when it conforms. */
-  readonly check: (value: unknown, root: string) => string | undefined;
+export interface Validator {
+  readonly validate: ValidateFunction;
   /** The validator as a CommonJS module body for the isolate (see GUEST_SCHEMA_MODULES). */
   readonly source: string;
 }
@@ -35,8 +34,6 @@ export const GUEST_SCHEMA_MODULES: Readonly<Record<string, string>> = Object.fro
 );
 
 const REQUIRE_CALL = /require\("([^"]*)"\)/g;
-const MAX_CACHED = 512;
-const cache = new Map<string, CompiledSchema>();
 
 /** `root.a[0].b` for the JSON pointer `/a/0/b`. */
 export function pathOf(root: string, pointer: string): string {
@@ -75,10 +72,30 @@ function ajvClassFor(schema: Readonly<Record<string, unknown>>): typeof Ajv | ty
   throw new ToolSchemaError(`$schema ${JSON.stringify(dialect)} is not a dialect the emulator checks (draft-07, 2019-09 or 2020-12)`);
 }
 
-function compile(schema: Readonly<Record<string, unknown>>): { validate: ValidateFunction; source: string } {
+/** Compiles a schema. Throws ToolSchemaError when ajv cannot. Slow for big schemas: see above. */
+export function compileValidator(schema: Readonly<Record<string, unknown>>): Validator {
+  try {
+    return compile(schema);
+  } catch (error) {
+    if (error instanceof ToolSchemaError) throw error;
+    throw new ToolSchemaError((error as Error).message);
+  }
+}
+
+function compile(schema: Readonly<Record<string, unknown>>): Validator {
   // A fresh instance per schema: ids (`$id`) of one request's schemas never clash with another's.
+  // `optimize: false`: ajv's optimising pass is quadratic in an object's properties (1,000
+  // properties: 370 ms with it, 60 ms without), and the code it saves is under a fifth.
+  // `logger: false`: ajv prints a schema's whole generated code when it fails to compile.
   const AjvClass = ajvClassFor(schema);
-  const ajv = new AjvClass({ strict: false, allErrors: false, validateFormats: false, ownProperties: true, code: { source: true, esm: false, lines: false } });
+  const ajv = new AjvClass({
+    strict: false,
+    allErrors: false,
+    validateFormats: false,
+    ownProperties: true,
+    logger: false,
+    code: { source: true, esm: false, lines: false, optimize: false },
+  });
   const validate = ajv.compile(schema);
   if ((validate as { $async?: boolean }).$async === true) throw new ToolSchemaError('asynchronous schemas ($async) are not supported');
   // The CommonJS module's exports are the function itself (its `default` is the same function).
@@ -89,25 +106,3 @@ function compile(schema: Readonly<Record<string, unknown>>): { validate: Validat
   return { validate, source };
 }
 
-/** Compiles a tool schema (cached by content). Throws ToolSchemaError when ajv cannot. */
-export function compileToolSchema(schema: Readonly<Record<string, unknown>>): CompiledSchema {
-  const sha256 = sha256Hex(canonicalJson(schema));
-  const cached = cache.get(sha256);
-  if (cached) return cached;
-  let compiled;
-  try {
-    compiled = compile(schema);
-  } catch (error) {
-    if (error instanceof ToolSchemaError) throw error;
-    throw new ToolSchemaError((error as Error).message);
-  }
-  const { validate, source } = compiled;
-  const entry: CompiledSchema = {
-    sha256,
-    source,
-    check: (value, root) => (validate(value) ? undefined : describeViolation(validate.errors![0]!, root)),
-  };
-  if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
-  cache.set(sha256, entry);
-  return entry;
-}

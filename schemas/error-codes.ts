@@ -79,6 +79,16 @@ export const API_ERRORS = {
     type: 'invalid_request_error',
     description: 'A tool\'s `parameters` or `output_schema` is not a JSON Schema the validator (ajv) can compile.',
   },
+  schema_too_large: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'The schemas of a request\'s tools that programs check with (strict `parameters`, `output_schema`) come to more than `PTC_MAX_SCHEMA_BYTES`; `param` names the one that crossed it.',
+  },
+  schema_too_complex: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'Ajv did not compile a request\'s schemas within `PTC_SCHEMA_COMPILE_TIMEOUT_MS` (a huge `enum` or `patternProperties`, say); `param` names the first one left.',
+  },
   tool_definitions_changed: {
     status: 400,
     type: 'invalid_request_error',
@@ -190,6 +200,11 @@ export const API_ERRORS = {
     type: 'server_error',
     description: 'The server is draining after SIGTERM: it finishes running requests and takes no new ones.',
   },
+  store_unavailable: {
+    status: 503,
+    type: 'server_error',
+    description: 'The response store cannot be reached (`PTC_STORE=redis` with Redis down or not answering); `GET /health` says so too. Retry later: nothing was stored.',
+  },
   server_error: {
     status: 500,
     type: 'server_error',
@@ -207,8 +222,11 @@ export const PROGRAM_ERRORS = {
   program_threw: { description: 'The program threw (or rejected) and did not catch it.' },
   syntax_error: { description: 'The code does not parse as an async function body (`import` declarations included).' },
   code_too_large: { description: 'The code exceeds `PTC_MAX_CODE_BYTES`.' },
-  cpu_time_exceeded: { description: 'The program used more CPU than `PTC_CPU_TIME_MS` across all its steps.' },
-  wall_time_exceeded: { description: 'One execution step ran longer than `PTC_STEP_WALL_TIME_MS` (waiting on the client excluded).' },
+  cpu_time_exceeded: { description: 'The program\'s code ran for more than `PTC_CPU_TIME_MS` of CPU time across all its steps (see "What each clock measures").' },
+  wall_time_exceeded: {
+    description:
+      'One execution step\'s code ran for longer than `PTC_STEP_WALL_TIME_MS` (its own running time: waiting for a worker or for the client not counted), or the step passed its hard deadline and its worker was stopped.',
+  },
   memory_limit_exceeded: { description: 'The isolate\'s heap passed `PTC_MEMORY_MB`.' },
   call_limit_exceeded: { description: 'The program made more tool calls than `PTC_MAX_CALLS`.' },
   calls_in_flight_exceeded: { description: 'More than `PTC_MAX_CALLS_IN_FLIGHT` calls were pending at once.' },
@@ -226,7 +244,8 @@ export const PROGRAM_ERRORS = {
   resume_limit_exceeded: { description: 'The program paused and was resumed more than `PTC_MAX_RESUMES` times.' },
   program_expired: { description: 'The program started more than `PTC_PROGRAM_EXPIRY_MS` ago: it can no longer be resumed.' },
   runtime_crashed: {
-    description: 'The worker process running the program died during its step (a crash, its memory ceiling, or no answer to heartbeats); the server replaced it.',
+    description:
+      'The worker process running the program died during its step (a crash, its memory ceiling, or no answer to heartbeats), and died again when the step was run once more by itself on a worker of its own: the program kills workers. A step that another program\'s crash took down is run again and goes on.',
   },
   runtime_error: { description: 'The emulator failed to run the program (an internal fault, not the program\'s).' },
 } as const satisfies Record<string, ProgramErrorDefinition>;

@@ -1,8 +1,10 @@
 /**
  * The markdown tables the docs carry, generated from the single declarations of settings,
- * limits and error codes. `npm run docs:tables` prints them to paste into README.md and
- * docs/ERRORS.md; test/docs.test.ts fails when a doc's copy differs.
+ * limits and error codes. `npm run docs:tables` prints them; `npm run docs:tables -- --write`
+ * puts each in place of its copy in README.md and docs/ERRORS.md. test/docs.test.ts fails when
+ * a doc's copy differs.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { API_ERRORS, PROGRAM_ERRORS } from '../schemas/error-codes.ts';
 import { settingFlag, settingRows } from '../server/config.ts';
@@ -24,6 +26,24 @@ export function programErrorTable(): string {
   return ['| code | when |', '|---|---|', ...rows].join('\n');
 }
 
+/** Replaces the table in `path` that starts with the same header line as `table`. */
+function writeInto(path: string, table: string): void {
+  const url = new URL(`../${path}`, import.meta.url);
+  const lines = readFileSync(url, 'utf8').split('\n');
+  const start = lines.indexOf(table.split('\n')[0]!);
+  if (start < 0) throw new Error(`${path} has no table headed ${table.split('\n')[0]}`);
+  let end = start;
+  while (end < lines.length && lines[end]!.startsWith('|')) end++;
+  lines.splice(start, end - start, ...table.split('\n'));
+  writeFileSync(url, lines.join('\n'));
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  process.stdout.write(`${configurationTable()}\n\n${apiErrorTable()}\n\n${programErrorTable()}\n`);
+  if (process.argv.includes('--write')) {
+    writeInto('README.md', configurationTable());
+    writeInto('docs/ERRORS.md', apiErrorTable());
+    writeInto('docs/ERRORS.md', programErrorTable());
+  } else {
+    process.stdout.write(`${configurationTable()}\n\n${apiErrorTable()}\n\n${programErrorTable()}\n`);
+  }
 }

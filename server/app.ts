@@ -26,7 +26,7 @@ import { registerMetricsRoutes } from './routes/metrics.ts';
 import { registerModelRoutes } from './routes/models.ts';
 import { registerResponseRoutes } from './routes/responses.ts';
 import { createResponseStore, type StoreKind } from './stores/create-store.ts';
-import type { ResponseStore } from './stores/response-store.ts';
+import { StoreUnavailableError, type ResponseStore } from './stores/response-store.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -64,12 +64,13 @@ export interface BuildServerOptions {
 /** The longest path segment (a response id) the router hands to a route. */
 const MAX_PATH_PARAM_LENGTH = 1024;
 
-/** Routes that answer without an API key: the index, liveness probes and metrics scrapes. */
+/** Routes that answer without an API key: the index, health probes and metrics scrapes. */
 const PUBLIC_PATHS = new Set(['/', '/v1', '/health', '/metrics']);
 
 /** Maps whatever a route or Fastify threw onto the OpenAI error envelope. */
 function toApiError(error: FastifyError | Error, bodyLimitBytes: number): ApiError | undefined {
   if (error instanceof ApiError) return error;
+  if (error instanceof StoreUnavailableError) return new ApiError('store_unavailable', `The response store is unavailable: ${error.message}. Retry later.`, null, { 'retry-after': '1' });
   const code = 'code' in error ? error.code : undefined;
   const statusCode = 'statusCode' in error ? error.statusCode : undefined;
   switch (code) {
@@ -254,6 +255,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
         standIn: new ModelStandIn(chain),
         sealingKeys,
         limits: config.limits,
+        schemaBounds: { maxBytes: config.maxSchemaBytes, compileTimeoutMs: config.schemaCompileTimeoutMs },
         programExpiryMs: config.programExpiryMs,
         hosted: new HostedTools(options.hosted, scenarios?.hosted),
         mcp,
@@ -271,7 +273,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   registerJournalRoutes(app, journal);
   registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));
   registerIndexRoutes(app);
-  registerHealthRoutes(app, runtime);
+  registerHealthRoutes(app, runtime, store);
   registerMetricsRoutes(app, runtime);
 
   app.addHook('onClose', async () => {

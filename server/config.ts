@@ -57,6 +57,15 @@ export const SETTINGS = {
   PTC_MAX_PAUSED_HEAP_MB: { default: '512', description: 'Heap of all paused isolates together, in MiB; beyond, the least recently used are dropped.' },
   PTC_JOURNAL_SIZE: { default: '200', description: 'Requests kept by the journal (`GET /v1/emulator/journal`); `0` turns it off.' },
   PTC_BODY_LIMIT_BYTES: { default: '33554432', description: 'Largest request body accepted (413 beyond).' },
+  PTC_MAX_SCHEMA_BYTES: {
+    default: '1048576',
+    description: 'JSON Schemas one request\'s tools give programs to check with (strict `parameters`, `output_schema`), all together, UTF-8 bytes of their JSON. Code: `schema_too_large`.',
+  },
+  PTC_SCHEMA_COMPILE_TIMEOUT_MS: {
+    default: '2000',
+    description:
+      'How long compiling one request\'s schemas may take (ajv, in a thread beside the server\'s loop; a schema compiled before is not compiled again). Ajv\'s cost grows faster than a schema: 60,000 enum values take seconds. Code: `schema_too_complex`.',
+  },
   PTC_STORE: {
     default: 'sqlite',
     description: 'Where `store: true` responses live: `sqlite` (a file in `PTC_DATA_DIR`), `redis` (shared by many instances) or `memory` (lost on restart).',
@@ -103,6 +112,8 @@ export interface ServerConfig {
   readonly maxPausedPrograms: number;
   readonly maxPausedHeapBytes: number;
   readonly bodyLimitBytes: number;
+  readonly maxSchemaBytes: number;
+  readonly schemaCompileTimeoutMs: number;
   readonly journalSize: number;
   readonly store: StoreKind;
   /**
@@ -234,6 +245,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     maxPausedPrograms: integer(env, 'PTC_MAX_PAUSED_PROGRAMS', SETTINGS.PTC_MAX_PAUSED_PROGRAMS.default, 0),
     maxPausedHeapBytes: integer(env, 'PTC_MAX_PAUSED_HEAP_MB', SETTINGS.PTC_MAX_PAUSED_HEAP_MB.default, 1) * 1024 * 1024,
     bodyLimitBytes: integer(env, 'PTC_BODY_LIMIT_BYTES', SETTINGS.PTC_BODY_LIMIT_BYTES.default, 1024),
+    maxSchemaBytes: integer(env, 'PTC_MAX_SCHEMA_BYTES', SETTINGS.PTC_MAX_SCHEMA_BYTES.default, 1),
+    schemaCompileTimeoutMs: integer(env, 'PTC_SCHEMA_COMPILE_TIMEOUT_MS', SETTINGS.PTC_SCHEMA_COMPILE_TIMEOUT_MS.default, 1),
     journalSize: integer(env, 'PTC_JOURNAL_SIZE', SETTINGS.PTC_JOURNAL_SIZE.default, 0),
     store,
     dataDir: env.PTC_DATA_DIR || undefined,

@@ -11,6 +11,8 @@ import { metric, startServer, type RunningServer } from './support/server.ts';
 const MISBEHAVING = fileURLToPath(new URL('./fixtures/misbehaving-worker.ts', import.meta.url));
 const RUNTIME: ProgramRuntimeOptions = { pausedTtlMs: 60_000, maxPausedPrograms: 100, maxPausedHeapBytes: 2 ** 30 };
 const SUPERVISION = { heartbeatMs: 50, heartbeatTimeoutMs: 600, maxRssBytes: 400 * 2 ** 20, maxIdleCpuShare: 0.5 };
+/** A step of a few seconds of CPU, far within the limits these servers set. */
+const HONEST_LONG_STEP = 'let x = 0; for (let i = 0; i < 2e9; i++) x = (x + i) | 0; text(x !== 0.5 ? "done" : "?")';
 
 describe('the supervisor kills and replaces a worker', () => {
   // Each case loosens the checks it is not about, so that on a loaded machine the one it
@@ -82,19 +84,20 @@ describe('programs in worker processes, through the API', () => {
     await vi.waitFor(async () => expect(await metric(server, 'ptc_program_resumes_total{path="warm"}')).toBeGreaterThanOrEqual(3), { timeout: 5_000 });
   });
 
-  it('survive a worker killed in the middle of a step: that program ends runtime_crashed, the next one runs, paused ones resume by replay', async () => {
+  it('survive both workers killed in the middle of a step: that step runs again by itself and completes, the next one runs, paused ones resume by replay', async () => {
     const tools = programTools('get');
     // A program paused in some worker, to be resumed after the workers die.
     const user: ResponseInputItem = { role: 'user', content: inlineProgram('text(await tools.get({}) + "!")') };
     const paused = await server.client.responses.create({ model: 'm', store: false, input: [user], tools });
     const [call] = functionCallsOf(paused);
 
-    const long = server.client.responses.create({ model: 'm', input: inlineProgram('const end = Date.now() + 1; let x = 0; for (;;) x++'), tools });
+    // Seconds of honest work: it did nothing wrong, so it is run again and finishes.
+    const long = server.client.responses.create({ model: 'm', input: inlineProgram(HONEST_LONG_STEP), tools });
     const pids = await workerPids();
     await new Promise((resolve) => setTimeout(resolve, 300));
     for (const pid of pids) process.kill(pid, 'SIGKILL');
-    const crashed = await long;
-    expect(JSON.parse(programOutputOf(crashed)!.result)).toMatchObject({ error: { code: 'runtime_crashed' } });
+    expect(programOutputOf(await long)).toMatchObject({ status: 'completed', result: 'done' });
+    expect(await metric(server, 'ptc_worker_step_retries_total')).toBeGreaterThanOrEqual(1);
 
     await vi.waitFor(async () => expect((await workerPids()).filter((pid) => !pids.includes(pid))).toHaveLength(2), { timeout: 10_000 });
     const next = await server.client.responses.create({ model: 'm', input: inlineProgram('text("alive")'), tools });
@@ -111,16 +114,21 @@ describe('programs in worker processes, through the API', () => {
 });
 
 describe('a worker over its memory ceiling, through the API', () => {
-  it('is killed mid-step: the program ends runtime_crashed and the server keeps serving', async () => {
+  it('is killed mid-step, and again when the step runs by itself: only that program ends runtime_crashed; a step beside it completes; the server keeps serving', async () => {
     const server = await startServer({
-      config: { workers: 1, workerHeartbeatMs: 50, workerMaxRssBytes: 300 * 2 ** 20, limits: { ...DEFAULT_LIMITS, memoryMb: 1024, stepWallTimeMs: 20_000, cpuTimeMs: 20_000 } },
+      config: { workers: 1, workerHeartbeatMs: 50, workerMaxRssBytes: 300 * 2 ** 20, limits: { ...DEFAULT_LIMITS, memoryMb: 1024, stepWallTimeMs: 30_000, cpuTimeMs: 30_000 } },
     });
     try {
       const tools = programTools();
+      const honest = server.client.responses.create({ model: 'm', input: inlineProgram(HONEST_LONG_STEP), tools });
+      await new Promise((resolve) => setTimeout(resolve, 200));
       // Well within its isolate's heap limit, but far over the worker's resident ceiling.
       const hog = inlineProgram('const keep = []; for (let i = 0; i < 64; i++) keep.push(new Float64Array(1e6).fill(i)); for (;;) keep.length');
       const response = await server.client.responses.create({ model: 'm', input: hog, tools });
-      expect(JSON.parse(programOutputOf(response)!.result)).toMatchObject({ error: { code: 'runtime_crashed', message: expect.stringContaining('resident memory') } });
+      expect(JSON.parse(programOutputOf(response)!.result)).toMatchObject({ error: { code: 'runtime_crashed', message: expect.stringMatching(/resident memory.*died again.*resident memory/) } });
+      expect(programOutputOf(await honest)).toMatchObject({ status: 'completed', result: 'done' });
+      // The hog was run again by itself, and so was the step it took down with it.
+      expect(await metric(server, 'ptc_worker_step_retries_total')).toBe(2);
       const next = await server.client.responses.create({ model: 'm', input: inlineProgram('text("fine")'), tools });
       expect(programOutputOf(next)?.result).toBe('fine');
     } finally {

@@ -31,6 +31,11 @@ function hardDeadline(message: StepRequest): number {
   return 2 * Math.max(stepWallTimeMs, cpuTimeMs) + 2_000 + 5 * batches;
 }
 
+/** A step that could not go on: the worker running it died, and why. */
+function crashed(code: 'runtime_crashed' | 'wall_time_exceeded', message: string): { event: ProgramEvent; path: ResumePath } {
+  return { event: { type: 'incomplete', error: { code, message }, stats: { cpuTimeMs: 0, steps: 0, calls: 0 } }, path: 'replay' };
+}
+
 /** A fast crash loop must not spin: replacements wait this long after a death, at most. */
 const RESPAWN_DELAY_MS = 100;
 
@@ -38,8 +43,8 @@ const RESPAWN_DELAY_MS = 100;
  * Programs run in a pool of supervised worker processes; this server process keeps HTTP and
  * conversation state only. A paused program's isolate stays in the worker that ran it, and its
  * resume goes there while that worker lives (where it is warm, or replays); otherwise any
- * worker replays it. A worker that dies fails only the steps it was running (`runtime_crashed`)
- * and is replaced; the programs it held paused resume elsewhere by replay.
+ * worker replays it. A worker that dies is replaced; the programs it held paused resume
+ * elsewhere by replay, and the steps it was running are run again by themselves (see #run).
  */
 export class WorkerPool implements ProgramEngine {
   readonly #options: WorkerPoolOptions;
@@ -49,6 +54,12 @@ export class WorkerPool implements ProgramEngine {
   readonly #deaths: Record<WorkerDeath, number> = { exit: 0, heartbeat: 0, rss: 0, cpu: 0, deadline: 0 };
   #closing = false;
   #turn = 0;
+  /** Steps run again by themselves after their worker died under them (see #run). */
+  #retried = 0;
+  /** The worker such steps run on, one at a time, while any waits (see #alone). */
+  #spare: WorkerProcess | undefined;
+  #spareTurn: Promise<unknown> = Promise.resolve();
+  #spareQueue = 0;
 
   constructor(options: WorkerPoolOptions) {
     this.#options = options;
@@ -80,7 +91,7 @@ export class WorkerPool implements ProgramEngine {
       evictions: { ttl: 0, count: 0, memory: 0 },
       paused: 0,
       pausedHeapBytes: 0,
-      workers: { alive: this.#workers.filter((worker) => worker.alive).length, deaths: { ...this.#deaths } },
+      workers: { alive: this.#workers.filter((worker) => worker.alive).length, deaths: { ...this.#deaths }, retried: this.#retried },
     };
     for (const worker of this.#workers) {
       const stats = worker.stats;
@@ -116,14 +127,32 @@ export class WorkerPool implements ProgramEngine {
   async close(): Promise<void> {
     this.#closing = true;
     clearInterval(this.#sweeper);
-    await Promise.all(this.#workers.map((worker) => worker.stop()));
+    await Promise.all([...this.#workers, ...(this.#spare ? [this.#spare] : [])].map((worker) => worker.stop()));
   }
 
-  async #run(
+  /**
+   * Runs a step. A step whose worker died under it, killed for something it did not do itself
+   * (another step's crash, memory or silence), is run once more, by itself, on a worker of its
+   * own (see #alone): programs are deterministic, so it replays to where it was and goes on.
+   * Only a step that kills that worker too ends `runtime_crashed`.
+   */
+  async #run(programId: string, worker: WorkerProcess, message: StepRequest): Promise<{ event: ProgramEvent; path: ResumePath }> {
+    const first = await this.#attempt(programId, worker, message, true);
+    if (!('death' in first)) return first;
+    if (first.overran) return crashed('wall_time_exceeded', `One execution step ran past its hard deadline of ${first.deadlineMs} ms; the worker running it was stopped`);
+    this.#retried += 1;
+    const second = await this.#alone((spare) => this.#attempt(programId, spare, message, false));
+    if (!('death' in second)) return second;
+    if (second.overran) return crashed('wall_time_exceeded', `One execution step ran past its hard deadline of ${second.deadlineMs} ms; the worker running it was stopped`);
+    return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}; run again by itself, it died again: ${second.death.message}`);
+  }
+
+  async #attempt(
     programId: string,
     worker: WorkerProcess,
     message: StepRequest,
-  ): Promise<{ event: ProgramEvent; path: ResumePath }> {
+    place: boolean,
+  ): Promise<{ event: ProgramEvent; path: ResumePath } | { death: WorkerDeathError; overran: boolean; deadlineMs: number }> {
     // Some builtins loop in native code that isolated-vm's timeout cannot interrupt, and the
     // worker still answers heartbeats meanwhile: a step past its hard deadline kills the worker.
     const deadlineMs = hardDeadline(message);
@@ -138,19 +167,40 @@ export class WorkerPool implements ProgramEngine {
     } catch (error) {
       if (!(error instanceof WorkerDeathError)) throw error;
       this.#placement.delete(programId);
-      const failure = overran
-        ? { code: 'wall_time_exceeded' as const, message: `One execution step ran past its hard deadline of ${deadlineMs} ms; the worker running it was stopped` }
-        : { code: 'runtime_crashed' as const, message: `The worker process running the program died: ${error.message}` };
-      return { event: { type: 'incomplete', error: failure, stats: { cpuTimeMs: 0, steps: 0, calls: 0 } }, path: 'replay' };
+      return { death: error, overran, deadlineMs };
     } finally {
       clearTimeout(deadline);
     }
     if (reply.kind === 'busy') throw new ProgramBusyError(programId);
     if (reply.kind === 'failed') throw new Error(`The worker could not run program ${programId}: ${reply.message}`);
     const { event } = reply;
-    if (event.type === 'paused') this.#placement.set(programId, { worker, lastUsed: Date.now() });
+    if (event.type === 'paused' && place) this.#placement.set(programId, { worker, lastUsed: Date.now() });
     else this.#placement.delete(programId);
     return { event, path: reply.path ?? 'replay' };
+  }
+
+  /**
+   * Runs `step` on the spare worker, one step at a time, so that a step that dies there died of
+   * itself. The spare is started for the first step queued and stopped after the last: what it
+   * holds paused resumes elsewhere by replay.
+   */
+  async #alone<T>(step: (spare: WorkerProcess) => Promise<T>): Promise<T> {
+    this.#spareQueue += 1;
+    const turn = this.#spareTurn.then(async () => {
+      // A worker takes requests while it starts (they wait in its channel), as the others do.
+      if (!this.#spare?.alive) this.#spare = this.#spawn(true);
+      return step(this.#spare);
+    });
+    this.#spareTurn = turn.catch(() => {});
+    try {
+      return await turn;
+    } finally {
+      this.#spareQueue -= 1;
+      if (this.#spareQueue === 0 && this.#spare) {
+        void this.#spare.stop();
+        this.#spare = undefined;
+      }
+    }
   }
 
   #leastLoaded(): WorkerProcess {
@@ -162,14 +212,16 @@ export class WorkerPool implements ProgramEngine {
     return rotated.reduce((best, worker) => (worker.load < best.load ? worker : best));
   }
 
-  #spawn(): WorkerProcess {
-    return new WorkerProcess(this.#options.runtime, this.#options, (dead, reason, detail) => this.#replace(dead, reason, detail), this.#options.entry);
+  #spawn(spare = false): WorkerProcess {
+    return new WorkerProcess(this.#options.runtime, this.#options, (dead, reason, detail) => this.#replace(dead, reason, detail, spare), this.#options.entry);
   }
 
-  #replace(dead: WorkerProcess, reason: WorkerDeath, detail: string): void {
+  #replace(dead: WorkerProcess, reason: WorkerDeath, detail: string, spare: boolean): void {
     if (this.#closing) return;
     this.#deaths[reason] += 1;
     this.#options.onWorkerDeath?.(dead.pid, reason, detail);
+    // The spare is started again only for the next step that needs it.
+    if (spare) return;
     for (const [programId, placed] of this.#placement) {
       if (placed.worker === dead) this.#placement.delete(programId);
     }

@@ -92,6 +92,8 @@ export class WorkerProcess {
   #alive = true;
   #ready: Promise<void>;
   #lastPong = Date.now();
+  /** When the supervisor last checked: a long gap since is the supervisor's own stall. */
+  #lastCheck = Date.now();
   #isReady = false;
   /** When the worker last became idle (ready, no step waiting), and its CPU then. */
   #idleSince: { at: number; cpuSeconds: number } | undefined;
@@ -219,6 +221,11 @@ export class WorkerProcess {
   #check(): void {
     if (!this.#alive) return;
     const now = Date.now();
+    // A check that comes late means this process's loop was blocked: the worker's pongs are
+    // waiting unread in the channel, and the time they waited is not the worker's silence.
+    const stalled = now - this.#lastCheck - this.#limits.heartbeatMs;
+    this.#lastCheck = now;
+    if (stalled > this.#limits.heartbeatMs) this.#lastPong = Math.min(now, this.#lastPong + stalled);
     if (now - this.#lastPong > this.#limits.heartbeatTimeoutMs) {
       this.kill('heartbeat', `the worker answered no heartbeat for ${now - this.#lastPong} ms`);
       return;

@@ -62,13 +62,16 @@ export interface PreparedResponse {
 export async function prepareResponse(request: ResponseRequest, deps: RespondDeps): Promise<PreparedResponse> {
   const { body, newInput } = request;
   const stored = await storedHistory(deps.store, body.previous_response_id);
-  const turn = prepareTurn({
-    request: body,
-    history: [...stored, ...newInput],
-    inputStart: stored.length,
-    clientChecks: request.clientChecks,
-    headers: request.headers,
-  });
+  const turn = await prepareTurn(
+    {
+      request: body,
+      history: [...stored, ...newInput],
+      inputStart: stored.length,
+      clientChecks: request.clientChecks,
+      headers: request.headers,
+    },
+    deps.services,
+  );
   const knobs = mergeKnobs(deps.scenarioKnobs(turn.context), request.headerKnobs);
   const injected = simulatedError(knobs, request.retryCount);
   if (injected) throw injected;

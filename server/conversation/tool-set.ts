@@ -1,5 +1,5 @@
 import { toolId, type ProgramTool } from '../../runtime/program-tool.ts';
-import { compileToolSchema, ToolSchemaError } from '../../runtime/tool-schemas.ts';
+import { compileToolSchemas, SchemaDeadlineError } from '../../runtime/schema-compiler.ts';
 import type { McpListToolsItem } from '../../schemas/items.ts';
 import type {
   AllowedCaller,
@@ -81,6 +81,8 @@ export interface ToolSet {
   readonly toolSearch?: ToolSearchTool;
   /** Tools marked `defer_loading: true` that no tool search has loaded yet: what a search looks through. */
   readonly deferred: readonly Tool[];
+  /** The schemas programs would check with, in request order, for checkToolSchemas. */
+  readonly schemas: readonly SchemaUse[];
 }
 
 /** The container id items carry when the request lets the emulator pick one (`container_auto`). */
@@ -98,20 +100,58 @@ function paramWithin(param: string, path: string): string {
   return param === 'previous_response_id' ? param : `${param}.${path}`;
 }
 
-/** Compiles a tool's schema now, so that a schema ajv cannot compile is a 400 naming it. */
-function checkSchema(schema: Readonly<Record<string, unknown>>, toolName: string, param: string): void {
-  try {
-    compileToolSchema(schema);
-  } catch (error) {
-    if (!(error instanceof ToolSchemaError)) throw error;
-    throw new ApiError('invalid_function_parameters', `Invalid schema for tool '${toolName}' at ${param}: ${error.message}.`, param);
-  }
+/** A schema a program would check with, and where the request has it: see checkToolSchemas. */
+export interface SchemaUse {
+  readonly schema: Readonly<Record<string, unknown>>;
+  readonly toolName: string;
+  readonly param: string;
 }
 
-/** Compiles a function's strict `parameters` and its `output_schema`, the schemas a program would use. */
-function checkSchemasOf(definition: FunctionTool | NamespaceFunction, id: string, param: string): void {
-  if (definition.parameters != null && definition.strict !== false) checkSchema(definition.parameters, id, paramWithin(param, 'parameters'));
-  if (definition.output_schema != null) checkSchema(definition.output_schema, id, paramWithin(param, 'output_schema'));
+/** A function's strict `parameters` and its `output_schema`, the schemas a program would use. */
+function schemasOf(definition: FunctionTool | NamespaceFunction, id: string, param: string): SchemaUse[] {
+  return [
+    ...(definition.parameters != null && definition.strict !== false ? [{ schema: definition.parameters, toolName: id, param: paramWithin(param, 'parameters') }] : []),
+    ...(definition.output_schema != null ? [{ schema: definition.output_schema, toolName: id, param: paramWithin(param, 'output_schema') }] : []),
+  ];
+}
+
+export interface SchemaBounds {
+  /** PTC_MAX_SCHEMA_BYTES: the JSON of all of them together. */
+  readonly maxBytes: number;
+  /** PTC_SCHEMA_COMPILE_TIMEOUT_MS: compiling the ones not compiled before. */
+  readonly compileTimeoutMs: number;
+}
+
+/**
+ * Compiles every schema a program of this request would check with, so that one ajv cannot
+ * compile is a 400 naming it. Their size is bounded first; the compiling runs in the schema
+ * thread (ajv's cost grows faster than a schema), within a deadline.
+ */
+export async function checkToolSchemas(toolSet: ToolSet, bounds: SchemaBounds): Promise<void> {
+  let bytes = 0;
+  for (const use of toolSet.schemas) {
+    bytes += Buffer.byteLength(JSON.stringify(use.schema), 'utf8');
+    if (bytes > bounds.maxBytes) {
+      throw new ApiError(
+        'schema_too_large',
+        `The schemas of this request's tools come to more than ${bounds.maxBytes} bytes (PTC_MAX_SCHEMA_BYTES) by the one of tool '${use.toolName}' at ${use.param}.`,
+        use.param,
+      );
+    }
+  }
+  const results = await compileToolSchemas(toolSet.schemas.map((use) => use.schema), bounds.compileTimeoutMs);
+  const failed = results.findIndex((result) => !('source' in result));
+  if (failed < 0) return;
+  const { toolName, param } = toolSet.schemas[failed]!;
+  const error = results[failed] as Error;
+  if (error instanceof SchemaDeadlineError) {
+    throw new ApiError(
+      'schema_too_complex',
+      `ajv could not compile the schemas of this request's tools within ${error.deadlineMs} ms (PTC_SCHEMA_COMPILE_TIMEOUT_MS), from the one of tool '${toolName}' at ${param} on.`,
+      param,
+    );
+  }
+  throw new ApiError('invalid_function_parameters', `Invalid schema for tool '${toolName}' at ${param}: ${error.message}.`, param);
 }
 
 /**
@@ -142,7 +182,7 @@ function programTool(tool: CallableTool): ProgramTool {
         name: tool.name,
         ...(tool.namespace === undefined ? {} : { namespace: tool.namespace }),
         parseOutputAsJson: outputSchema !== undefined,
-        // Compilable: checked with the request (checkRequestTools), or as a search loaded it.
+        // Compilable: checked with the request (checkToolSchemas), or as a search loaded it.
         ...(strictParameters ? { parameters: strictParameters } : {}),
         ...(outputSchema ? { outputSchema } : {}),
       };
@@ -261,15 +301,15 @@ function effectiveTools(tools: readonly Tool[], loaded: readonly LoadedTool[]): 
 
 /**
  * Reads the request's tools: every name unique (at the top level, and inside each namespace),
- * `allowed_callers: ["programmatic"]` only with `{type: "programmatic_tool_calling"}`, every
- * schema a program would use compilable; all checked over every tool of the request, deferred
- * ones included, before anything runs. Tools marked `defer_loading: true` count once a tool
+ * `allowed_callers: ["programmatic"]` only with `{type: "programmatic_tool_calling"}`; all
+ * checked over every tool of the request, deferred ones included, before anything runs. The
+ * schemas a program would use are collected in `schemas`, for checkToolSchemas to compile. Tools marked `defer_loading: true` count once a tool
  * search loaded them (`loaded`, from the conversation's tool_search_output items). MCP servers'
  * tools join once their listing is known (withMcpListings).
  */
 export function readToolSet(requestTools: readonly Tool[] = [], loaded: readonly LoadedTool[] = []): ToolSet {
   const programmaticToolCalling = requestTools.some((tool) => tool.type === 'programmatic_tool_calling');
-  checkRequestTools(requestTools, programmaticToolCalling);
+  const schemas = checkRequestTools(requestTools, programmaticToolCalling);
   const { tools, deferred } = effectiveTools(requestTools, loaded);
   const callable = new Map<string, CallableTool>();
   const mcpServers = new Map<string, McpServer>();
@@ -292,7 +332,7 @@ export function readToolSet(requestTools: readonly Tool[] = [], loaded: readonly
     const id = toolId({ name, namespace });
     // A loaded function programs may call is checked as the request's own are, programs enabled
     // or not: a schema ajv cannot compile is refused where it came in, not when programs come on.
-    if (loadedHere && definition.type === 'function' && callersOf(definition).includes('programmatic')) checkSchemasOf(definition, id, param);
+    if (loadedHere && definition.type === 'function' && callersOf(definition).includes('programmatic')) schemas.push(...schemasOf(definition, id, param));
     callable.set(id, { id, name, ...(namespace === undefined ? {} : { namespace }), kind, callers: callersIn(definition, loadedHere), definition, param });
   };
 
@@ -332,6 +372,7 @@ export function readToolSet(requestTools: readonly Tool[] = [], loaded: readonly
       ...(codeInterpreterContainer === undefined ? {} : { codeInterpreterContainer }),
       ...(toolSearch === undefined ? {} : { toolSearch }),
       deferred,
+      schemas,
     },
     callable,
   );
@@ -339,10 +380,11 @@ export function readToolSet(requestTools: readonly Tool[] = [], loaded: readonly
 
 /**
  * The request's own rules, over every tool it has, deferred ones included: one name each (a 400
- * naming both places), the programmatic caller only with programs enabled, and every schema a
- * program would use compilable.
+ * naming both places) and the programmatic caller only with programs enabled. Returns the
+ * schemas a program would use.
  */
-function checkRequestTools(tools: readonly Tool[], programmaticToolCalling: boolean): void {
+function checkRequestTools(tools: readonly Tool[], programmaticToolCalling: boolean): SchemaUse[] {
+  const schemas: SchemaUse[] = [];
   const places = new Map<string, string>();
   const claim = (name: string, param: string, field: string): void => {
     const earlier = places.get(name);
@@ -361,7 +403,7 @@ function checkRequestTools(tools: readonly Tool[], programmaticToolCalling: bool
         `${param}.allowed_callers`,
       );
     }
-    if ('type' in definition && definition.type === 'function') checkSchemasOf(definition as FunctionTool, id, param);
+    if ('type' in definition && definition.type === 'function') schemas.push(...schemasOf(definition as FunctionTool, id, param));
   };
   for (const [index, tool] of tools.entries()) {
     const param = `tools[${index}]`;
@@ -383,6 +425,7 @@ function checkRequestTools(tools: readonly Tool[], programmaticToolCalling: bool
       }
     }
   }
+  return schemas;
 }
 
 /** The tool set with each MCP server's listed tools (those its `allowed_tools` lets through) added. */

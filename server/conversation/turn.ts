@@ -4,7 +4,8 @@ import type { ProgramLimits } from '../../runtime/limits.ts';
 import type { ProgramEvent } from '../../runtime/program-events.ts';
 import type { ResumePath } from '../../runtime/program-runtime.ts';
 import { sealTool, toolId } from '../../runtime/program-tool.ts';
-import { compileToolSchema, ToolSchemaError } from '../../runtime/tool-schemas.ts';
+import { checkAgainstSchema } from '../../runtime/schema-compiler.ts';
+import { ToolSchemaError } from '../../runtime/tool-schemas.ts';
 import type { ConversationItem, EmittedProgramOutput, McpListToolsItem, OutputItem } from '../../schemas/items.ts';
 import type { Knobs } from '../../schemas/knobs.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';
@@ -18,7 +19,7 @@ import { readConversation, type ConversationState } from './client-loop.ts';
 import { APPLY_PATCH_PROGRAM_TOOL, SHELL_PROGRAM_TOOL } from './local-tools.ts';
 import { listMcpServers } from './mcp-listing.ts';
 import { resumePrograms, sealedByUs, startProgram, type ProgramServices, type StepRecorder } from './program-steps.ts';
-import { isClientKind, readToolSet, withMcpListings, type ToolSet } from './tool-set.ts';
+import { checkToolSchemas, isClientKind, readToolSet, withMcpListings, type SchemaBounds, type ToolSet } from './tool-set.ts';
 import { clientSearch, serverSearch } from './tool-search.ts';
 
 const NOTHING_TO_ANSWER =
@@ -29,6 +30,7 @@ export interface TurnServices extends ProgramServices {
   /** The key that seals new fingerprints and call ids first, then older keys still accepted. */
   readonly sealingKeys: SealingKeys;
   readonly limits: ProgramLimits;
+  readonly schemaBounds: SchemaBounds;
 }
 
 export interface TurnInput {
@@ -67,10 +69,11 @@ export interface PreparedTurn {
 }
 
 /** Reads and checks the request's tools and conversation; every client-loop mistake is thrown here. */
-export function prepareTurn(input: TurnInput): PreparedTurn {
+export async function prepareTurn(input: TurnInput, services: Pick<TurnServices, 'schemaBounds'>): Promise<PreparedTurn> {
   const state = readConversation(input.history, input.clientChecks, input.inputStart);
   // MCP servers listed earlier in the conversation bring their tools.
   const toolSet = withMcpListings(readToolSet(input.request.tools, state.loadedTools), state.mcpListings);
+  await checkToolSchemas(toolSet, services.schemaBounds);
   return { input, toolSet, state, context: modelContext(input, state, toolSet) };
 }
 
@@ -144,7 +147,7 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
     const toolSet = listings.length === 0 ? known : withMcpListings(known, allListed);
 
     const decision = await services.standIn.decide({ ...context, phase, tools: toolSet.summaries });
-    const refusal = whyNot(decision, input.request, toolSet, phase);
+    const refusal = await whyNot(decision, input.request, toolSet, phase, services.schemaBounds);
     if (refusal) return [...items, messageItem(refusal)];
     items.push(...reasoningItems(decision));
     switch (decision.type) {
@@ -163,6 +166,7 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
         items.push(call, found);
         // What it found are deferred tools of this request: they keep their places there.
         const loaded = readToolSet(input.request.tools, [...state.loadedTools, ...(found.tools as Tool[]).map((tool) => ({ tool, param: 'tools' }))]);
+        await checkToolSchemas(loaded, services.schemaBounds);
         items.push(...(await modelTurn('after_search', withMcpListings(loaded, allListed), allListed)));
         break;
       }
@@ -242,7 +246,7 @@ function directCall(call: DirectCallDecision, toolSet: ToolSet): OutputItem {
 }
 
 /** Why the stand-in's decision cannot be carried out for this request, if it cannot. */
-function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet: ToolSet, phase: 'user_turn' | 'after_search'): string | undefined {
+async function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet: ToolSet, phase: 'user_turn' | 'after_search', bounds: SchemaBounds): Promise<string | undefined> {
   if (decision.type === 'message') return undefined;
   if (decision.type === 'tool_search') {
     if (!toolSet.toolSearch) return 'ptc-emulator: the stand-in wanted to search for tools, but the request\'s tools have no {"type": "tool_search"} entry.';
@@ -274,14 +278,14 @@ function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet
       return `ptc-emulator: the stand-in gave input to the ${tool.kind} tool '${id}', which takes an object of arguments: give it arguments instead.`;
     }
     const builtIn = tool.kind === 'shell' ? SHELL_PROGRAM_TOOL : tool.kind === 'apply_patch' ? APPLY_PATCH_PROGRAM_TOOL : undefined;
-    const violation = builtIn?.parameters && compileToolSchema(builtIn.parameters).check(call.arguments ?? {}, 'arguments');
+    const violation = builtIn?.parameters && (await checkAgainstSchema(builtIn.parameters, call.arguments ?? {}, 'arguments', bounds.compileTimeoutMs));
     if (violation) return `ptc-emulator: the stand-in's call of ${id} is not one the client can run: ${violation}.`;
     // A model keeps to a function's strict parameters: a scenario's arguments must too.
     const { definition } = tool;
     if (definition.type === 'function' && definition.parameters != null && definition.strict !== false) {
       let strictViolation: string | undefined;
       try {
-        strictViolation = compileToolSchema(definition.parameters).check(call.arguments ?? {}, 'arguments');
+        strictViolation = await checkAgainstSchema(definition.parameters, call.arguments ?? {}, 'arguments', bounds.compileTimeoutMs);
       } catch (error) {
         if (!(error instanceof ToolSchemaError)) throw error;
         return `ptc-emulator: the stand-in cannot call ${id}: its parameters are not a schema ajv can compile (${error.message}).`;

@@ -57,6 +57,12 @@ export function registerMetricsRoutes(app: FastifyInstance, runtime: ProgramEngi
               help: 'Worker processes that died and were replaced, by cause: exit (crashed), heartbeat, rss, cpu, deadline (killed by the supervisor).',
               samples: (Object.entries(stats.workers.deaths) as [string, number][]).map(([reason, count]) => [`{reason="${reason}"}`, count] as const),
             },
+            {
+              name: 'ptc_worker_step_retries_total',
+              type: 'counter' as const,
+              help: 'Steps run again by themselves on a spare worker after the worker running them died of something else.',
+              samples: [['', stats.workers.retried] as const],
+            },
           ]
         : []),
       { name: 'ptc_paused_programs_heap_bytes', type: 'gauge', help: 'Heap of the paused isolates held.', samples: [['', stats.pausedHeapBytes]] },

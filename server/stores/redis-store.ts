@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import type { ResponseStore, StoredResponse } from './response-store.ts';
+import { StoreUnavailableError, type ResponseStore, type StoredResponse } from './response-store.ts';
 
 export interface RedisResponseStoreOptions {
   /** Put before every key, so several emulators (or test files) can share one Redis. */
@@ -58,7 +58,7 @@ export class RedisResponseStore implements ResponseStore {
   }
 
   async get(id: string): Promise<StoredResponse | undefined> {
-    const json = await this.#run('get', id, () => this.#client.get(this.#key(id)));
+    const json = await this.#run(`get of response ${id}`, () => this.#client.get(this.#key(id)));
     return json === null ? undefined : (JSON.parse(json) as StoredResponse);
   }
 
@@ -66,13 +66,17 @@ export class RedisResponseStore implements ResponseStore {
     const id = stored.response.id;
     const json = JSON.stringify(stored);
     const ttlSeconds = this.#ttlSeconds;
-    await this.#run('put', id, () =>
+    await this.#run(`put of response ${id}`, () =>
       ttlSeconds === undefined ? this.#client.set(this.#key(id), json) : this.#client.set(this.#key(id), json, 'EX', ttlSeconds),
     );
   }
 
   async delete(id: string): Promise<boolean> {
-    return (await this.#run('delete', id, () => this.#client.del(this.#key(id)))) > 0;
+    return (await this.#run(`delete of response ${id}`, () => this.#client.del(this.#key(id)))) > 0;
+  }
+
+  async check(): Promise<void> {
+    await this.#run('ping', () => this.#client.ping());
   }
 
   async close(): Promise<void> {
@@ -89,8 +93,11 @@ export class RedisResponseStore implements ResponseStore {
     return `${this.#prefix}response:${id}`;
   }
 
-  /** Runs one command, turning its failure into an Error that names the operation and the cause. */
-  async #run<T>(operation: string, id: string, command: () => Promise<T>): Promise<T> {
+  /**
+   * Runs one command, turning its failure into a StoreUnavailableError that names the operation
+   * and the cause: every failure of a command is Redis out of reach, or not answering in time.
+   */
+  async #run<T>(operation: string, command: () => Promise<T>): Promise<T> {
     try {
       // ioredis would queue the command until the next connection attempt, which backs off to
       // seconds apart while Redis stays down.
@@ -99,7 +106,7 @@ export class RedisResponseStore implements ResponseStore {
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       const connection = this.#lastConnectionError ? ` (connection: ${this.#lastConnectionError.message})` : '';
-      throw new Error(`Redis ${operation} of response ${id} failed: ${message}${connection}`, { cause: error });
+      throw new StoreUnavailableError(`Redis ${operation} failed: ${message}${connection}`, { cause: error });
     }
   }
 }

@@ -8,6 +8,9 @@ export interface StoredResponse {
   readonly inputItems: readonly ConversationItem[];
 }
 
+/** The store cannot be reached (Redis down, say): the request may succeed later. */
+export class StoreUnavailableError extends Error {}
+
 /**
  * Where `store: true` responses live. Asynchronous so durable stores fit behind it; every
  * implementation must return what was put, unchanged, until it is deleted.
@@ -17,5 +20,10 @@ export interface ResponseStore {
   put(stored: StoredResponse): Promise<void>;
   /** True when something was deleted. */
   delete(id: string): Promise<boolean>;
+  /**
+   * Resolves when the store can serve now; rejects with StoreUnavailableError saying why when it
+   * cannot (what `GET /health` reports). Absent: a store that is always there.
+   */
+  check?(): Promise<void>;
   close(): Promise<void>;
 }
