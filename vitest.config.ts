@@ -14,6 +14,8 @@ const shared = { pool: 'forks' as const, execArgv: ['--no-node-snapshot'], testT
 
 export default defineConfig({
   test: {
+    // After the run, no process a test started may be left (test/support/no-process-left.ts).
+    globalSetup: ['test/support/no-process-left.ts'],
     projects: [
       { test: { ...shared, name: 'suite', include: ['test/**/*.test.ts'], exclude: [...AS_USERS_RUN_IT], sequence: { groupOrder: 0 } } },
       { test: { ...shared, name: 'as users run it', include: AS_USERS_RUN_IT, sequence: { groupOrder: 1 } } },

@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { canonicalJson, sha256Hex } from './canonical-json.ts';
+import { sha256Hex } from './canonical-json.ts';
 import { ToolSchemaError } from './tool-schemas.ts';
 
 /**
@@ -7,7 +7,8 @@ import { ToolSchemaError } from './tool-schemas.ts';
  * thread of their own (schema-thread.ts), so a schema that takes ajv seconds costs the loop
  * that serves requests, heartbeats and programs nothing. A job that runs past its deadline
  * stops the thread (a compile cannot be interrupted otherwise) and fails with
- * SchemaDeadlineError; the jobs queued behind it go on in a fresh thread.
+ * SchemaDeadlineError; the jobs queued behind it go on in a fresh thread. Jobs run one at a
+ * time, and a job's deadline runs from when the thread starts it, not while it waits.
  */
 
 type Schema = Readonly<Record<string, unknown>>;
@@ -22,8 +23,6 @@ export type SchemaJobReply =
   | { readonly id: number; readonly error: string };
 
 export interface CompiledSchema {
-  /** sha256 of the schema's canonical JSON: what a fingerprint seals. */
-  readonly sha256: string;
   /** The validator as a CommonJS module body for the isolate (see GUEST_SCHEMA_MODULES). */
   readonly source: string;
 }
@@ -58,61 +57,65 @@ interface Pending {
 
 class SchemaThread {
   #worker: Worker | undefined;
-  #pending = new Map<number, Pending>();
+  /** Jobs in order; the first is the one the thread is running. One at a time, so that a job's deadline counts its own time only. */
+  #queue: Pending[] = [];
   #nextId = 1;
 
   run(task: SchemaTask, deadlineMs: number): Promise<SchemaJobReply> {
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
-      const pending: Pending = { job: { ...task, id }, deadlineMs, resolve, reject };
-      this.#pending.set(id, pending);
-      this.#post(pending);
+      this.#queue.push({ job: { ...task, id }, deadlineMs, resolve, reject });
+      if (this.#queue.length === 1) this.#postHead();
     });
   }
 
-  #post(pending: Pending): void {
+  #postHead(): void {
+    const head = this.#queue[0];
+    if (!head) return;
     const worker = this.#worker ?? this.#start();
-    // The deadline runs from when the job is handed over, so a job does not pay for the one
-    // before it being stopped.
-    clearTimeout(pending.timer);
-    pending.timer = setTimeout(() => this.#expire(pending), pending.deadlineMs);
-    pending.timer.unref();
-    worker.postMessage(pending.job);
+    // Not unref'd: while a job runs, its timer keeps the process alive for the reply.
+    head.timer = setTimeout(() => this.#expire(head), head.deadlineMs);
+    worker.postMessage(head.job);
   }
 
   #start(): Worker {
     const worker = startThread();
-    // The thread never keeps a process alive: a job waited on does, through its timer's promise.
-    worker.unref();
     worker.on('message', (reply: SchemaJobReply) => {
-      const pending = this.#pending.get(reply.id);
-      if (!pending) return;
-      this.#pending.delete(reply.id);
-      clearTimeout(pending.timer);
-      pending.resolve(reply);
+      const head = this.#queue[0];
+      if (this.#worker !== worker || head?.job.id !== reply.id) return;
+      this.#queue.shift();
+      clearTimeout(head.timer);
+      head.resolve(reply);
+      this.#postHead();
     });
     const lost = (error: Error): void => {
       if (this.#worker !== worker) return;
       this.#worker = undefined;
-      for (const pending of this.#pending.values()) {
-        clearTimeout(pending.timer);
-        pending.reject(error);
+      const head = this.#queue.shift();
+      if (head) {
+        clearTimeout(head.timer);
+        head.reject(error);
       }
-      this.#pending.clear();
+      this.#postHead();
     };
     worker.on('error', lost);
     worker.on('exit', (code) => lost(new Error(`The schema thread exited (code ${code})`)));
+    // An idle thread never keeps a process alive (a running job's timer does). After the
+    // listeners: adding a 'message' listener refs the thread's port again.
+    worker.unref();
     this.#worker = worker;
     return worker;
   }
 
+  /** The running job took too long: it fails, the thread is stopped, the next job goes to a fresh one. */
   #expire(expired: Pending): void {
-    this.#pending.delete(expired.job.id);
+    if (this.#queue[0] !== expired) return;
+    this.#queue.shift();
     expired.reject(new SchemaDeadlineError(expired.deadlineMs));
     const worker = this.#worker;
     this.#worker = undefined;
     void worker?.terminate();
-    for (const pending of this.#pending.values()) this.#post(pending);
+    this.#postHead();
   }
 }
 
@@ -123,35 +126,37 @@ const compiled = new Map<string, CompiledSchema>();
 /**
  * Compiles tool schemas, each result in the order given: the compiled schema, or the
  * ToolSchemaError that says why ajv could not (SchemaDeadlineError for every schema not done
- * when the deadline passed). Compiled schemas are cached by content.
+ * when the deadline passed). Compiled schemas are cached by the hash of their JSON.
  */
 export async function compileToolSchemas(schemas: readonly Schema[], deadlineMs = DEFAULT_SCHEMA_DEADLINE_MS): Promise<(CompiledSchema | ToolSchemaError)[]> {
-  const hashes = schemas.map((schema) => sha256Hex(canonicalJson(schema)));
+  // Keyed by the hash of the schema's JSON as given (not canonical: sorting the keys of a huge
+  // schema costs the loop more than compiling a reordered copy twice in the thread).
+  const keys = schemas.map((schema) => sha256Hex(JSON.stringify(schema)));
   const results = new Map<string, CompiledSchema | ToolSchemaError>();
   const missing = new Map<string, Schema>();
-  hashes.forEach((sha256, index) => {
-    const known = compiled.get(sha256);
-    if (known) results.set(sha256, known);
-    else missing.set(sha256, schemas[index]!);
+  keys.forEach((key, index) => {
+    const known = compiled.get(key);
+    if (known) results.set(key, known);
+    else missing.set(key, schemas[index]!);
   });
   if (missing.size > 0) {
     try {
       const reply = await thread.run({ op: 'compile', schemas: [...missing.values()] }, deadlineMs);
       if (!('results' in reply)) throw new Error('The schema thread answered a compile with something else');
-      [...missing.keys()].forEach((sha256, index) => {
+      [...missing.keys()].forEach((key, index) => {
         const result = reply.results[index]!;
-        if ('error' in result) return results.set(sha256, new ToolSchemaError(result.error));
-        const entry = { sha256, source: result.source };
+        if ('error' in result) return results.set(key, new ToolSchemaError(result.error));
+        const entry = { source: result.source };
         if (compiled.size >= MAX_CACHED) compiled.delete(compiled.keys().next().value!);
-        compiled.set(sha256, entry);
-        return results.set(sha256, entry);
+        compiled.set(key, entry);
+        return results.set(key, entry);
       });
     } catch (error) {
       if (!(error instanceof SchemaDeadlineError)) throw error;
-      for (const sha256 of missing.keys()) results.set(sha256, error);
+      for (const key of missing.keys()) results.set(key, error);
     }
   }
-  return hashes.map((sha256) => results.get(sha256)!);
+  return keys.map((key) => results.get(key)!);
 }
 
 /** Compiles one tool schema; throws the ToolSchemaError that says why ajv could not. */

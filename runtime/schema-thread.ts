@@ -1,3 +1,5 @@
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 import { compileValidator, describeViolation, ToolSchemaError, type Validator } from './tool-schemas.ts';
@@ -8,6 +10,16 @@ import type { SchemaJob, SchemaJobReply } from './schema-compiler.ts';
  * off the loop of the process that asked (see schema-compiler.ts, which starts it and stops it
  * when a job runs past its deadline).
  */
+
+// A lower CPU priority for this thread alone (Linux names a thread's id in /proc/thread-self):
+// a request's huge schema then yields the cores to the server's loop and the programs. Not the
+// lowest: on a machine kept busy by others, an honest schema must still compile well within
+// its deadline (at nice 19 the thread gets ~1% of a core beside two busy processes).
+try {
+  setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), 5);
+} catch {
+  // Not Linux, or not allowed: compile at the process's priority.
+}
 
 const MAX_CACHED = 256;
 const cache = new Map<string, Validator>();

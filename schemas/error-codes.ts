@@ -79,6 +79,11 @@ export const API_ERRORS = {
     type: 'invalid_request_error',
     description: 'A tool\'s `parameters` or `output_schema` is not a JSON Schema the validator (ajv) can compile.',
   },
+  too_many_input_items: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: '`input` carries more items than `PTC_MAX_INPUT_ITEMS`; a long conversation continues with `previous_response_id`.',
+  },
   schema_too_large: {
     status: 400,
     type: 'invalid_request_error',

@@ -13,7 +13,12 @@ export class ApiError extends Error {
 
   /** `status` overrides the declared one: only the simulated errors of the knobs use it. */
   constructor(code: ApiErrorCode, message: string, param: string | null = null, headers: Record<string, string> = {}, status?: number) {
+    // No stack: an ApiError is an answer to the client, never logged as a fault, and capturing
+    // one costs more than the rest of it (a lenient request noting 20,000 mistakes made 20,000).
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = stackTraceLimit;
     this.name = 'ApiError';
     this.code = code;
     this.status = status ?? API_ERRORS[code].status;

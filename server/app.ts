@@ -247,6 +247,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   registerResponseRoutes(app, {
     store,
     clientChecks: config.clientChecks,
+    maxInputItems: config.maxInputItems,
     respond: {
       store,
       services: {

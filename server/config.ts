@@ -57,6 +57,11 @@ export const SETTINGS = {
   PTC_MAX_PAUSED_HEAP_MB: { default: '512', description: 'Heap of all paused isolates together, in MiB; beyond, the least recently used are dropped.' },
   PTC_JOURNAL_SIZE: { default: '200', description: 'Requests kept by the journal (`GET /v1/emulator/journal`); `0` turns it off.' },
   PTC_BODY_LIMIT_BYTES: { default: '33554432', description: 'Largest request body accepted (413 beyond).' },
+  PTC_MAX_INPUT_ITEMS: {
+    default: '5000',
+    description:
+      'Items one request\'s `input` may carry (each costs the server\'s loop: checks, history, usage; 20,000 took ~160 ms). Longer conversations continue with `previous_response_id`. Code: `too_many_input_items`.',
+  },
   PTC_MAX_SCHEMA_BYTES: {
     default: '1048576',
     description: 'JSON Schemas one request\'s tools give programs to check with (strict `parameters`, `output_schema`), all together, UTF-8 bytes of their JSON. Code: `schema_too_large`.',
@@ -112,6 +117,7 @@ export interface ServerConfig {
   readonly maxPausedPrograms: number;
   readonly maxPausedHeapBytes: number;
   readonly bodyLimitBytes: number;
+  readonly maxInputItems: number;
   readonly maxSchemaBytes: number;
   readonly schemaCompileTimeoutMs: number;
   readonly journalSize: number;
@@ -245,6 +251,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     maxPausedPrograms: integer(env, 'PTC_MAX_PAUSED_PROGRAMS', SETTINGS.PTC_MAX_PAUSED_PROGRAMS.default, 0),
     maxPausedHeapBytes: integer(env, 'PTC_MAX_PAUSED_HEAP_MB', SETTINGS.PTC_MAX_PAUSED_HEAP_MB.default, 1) * 1024 * 1024,
     bodyLimitBytes: integer(env, 'PTC_BODY_LIMIT_BYTES', SETTINGS.PTC_BODY_LIMIT_BYTES.default, 1024),
+    maxInputItems: integer(env, 'PTC_MAX_INPUT_ITEMS', SETTINGS.PTC_MAX_INPUT_ITEMS.default, 1),
     maxSchemaBytes: integer(env, 'PTC_MAX_SCHEMA_BYTES', SETTINGS.PTC_MAX_SCHEMA_BYTES.default, 1),
     schemaCompileTimeoutMs: integer(env, 'PTC_SCHEMA_COMPILE_TIMEOUT_MS', SETTINGS.PTC_SCHEMA_COMPILE_TIMEOUT_MS.default, 1),
     journalSize: integer(env, 'PTC_JOURNAL_SIZE', SETTINGS.PTC_JOURNAL_SIZE.default, 0),

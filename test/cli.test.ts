@@ -72,6 +72,20 @@ describe('serve', () => {
     expect(stderr).toMatch(message);
   });
 
+  it('with a Redis store it cannot reach, it serves and warns in one line that the store is unavailable', async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address() as { port: number };
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const server = await serveCli(['--store', 'redis', '--workers', '0'], { REDIS_URL: `redis://127.0.0.1:${port}` });
+    try {
+      await expect.poll(() => server.output(), { timeout: 15_000 }).toMatch(/ptc-emulator: warning: the response store is unavailable \(Redis ping failed: .*\); requests that need it are answered 503 until it is back/);
+      expect((await fetch(`${server.origin}/health`)).status).toBe(503);
+    } finally {
+      await server.stop();
+    }
+  });
+
   it('a port in use is one line and exit code 2', async () => {
     const holder = createServer().listen(0, '127.0.0.1');
     await once(holder, 'listening');

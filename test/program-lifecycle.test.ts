@@ -7,7 +7,8 @@ import { metric, startServer, type RunningServer } from './support/server.ts';
 describe('a failing program over HTTP', () => {
   let server: RunningServer;
   beforeAll(async () => {
-    server = await startServer({ config: { limits: { ...(await import('../runtime/limits.ts')).DEFAULT_LIMITS, cpuTimeMs: 300, stepWallTimeMs: 300, memoryMb: 16 } } });
+    // The CPU budget far above the step's: a loop's two clocks run at the same pace, so the step's must win by a margin.
+    server = await startServer({ config: { limits: { ...(await import('../runtime/limits.ts')).DEFAULT_LIMITS, cpuTimeMs: 5_000, stepWallTimeMs: 300, memoryMb: 16 } } });
   });
   afterAll(() => server.close());
 

@@ -11,8 +11,18 @@ import { metric, startServer, type RunningServer } from './support/server.ts';
 const MISBEHAVING = fileURLToPath(new URL('./fixtures/misbehaving-worker.ts', import.meta.url));
 const RUNTIME: ProgramRuntimeOptions = { pausedTtlMs: 60_000, maxPausedPrograms: 100, maxPausedHeapBytes: 2 ** 30 };
 const SUPERVISION = { heartbeatMs: 50, heartbeatTimeoutMs: 600, maxRssBytes: 400 * 2 ** 20, maxIdleCpuShare: 0.5 };
-/** A step of a few seconds of CPU, far within the limits these servers set. */
-const HONEST_LONG_STEP = 'let x = 0; for (let i = 0; i < 2e9; i++) x = (x + i) | 0; text(x !== 0.5 ? "done" : "?")';
+/**
+ * Resolves once the server's workers have started `count` programs (their heartbeats report it):
+ * a step sent before is then running, not on its way.
+ */
+async function runningInWorker(server: RunningServer, count: number): Promise<void> {
+  await vi.waitFor(async () => expect(await metric(server, 'ptc_programs_started_total')).toBeGreaterThanOrEqual(count), { timeout: 10_000, interval: 20 });
+}
+
+/** A step of seconds of CPU (3 to 10 here, as the JIT goes), far within the limits these servers set. */
+const HONEST_LONG_STEP = 'let x = 0; for (let i = 0; i < 4e9; i++) x = (x + i) | 0; text(x !== 0.5 ? "done" : "?")';
+/** Tests running HONEST_LONG_STEP twice (once more after its worker died) on a loaded machine. */
+const TWO_LONG_STEPS_MS = 120_000;
 
 describe('the supervisor kills and replaces a worker', () => {
   // Each case loosens the checks it is not about, so that on a loaded machine the one it
@@ -60,7 +70,7 @@ describe('the supervisor kills and replaces a worker', () => {
 describe('programs in worker processes, through the API', () => {
   let server: RunningServer;
   beforeAll(async () => {
-    server = await startServer({ config: { workers: 2, workerHeartbeatMs: 100, limits: { ...DEFAULT_LIMITS, stepWallTimeMs: 10_000, cpuTimeMs: 20_000 } } });
+    server = await startServer({ config: { workers: 2, workerHeartbeatMs: 100, limits: { ...DEFAULT_LIMITS, stepWallTimeMs: 60_000, cpuTimeMs: 60_000 } } });
   });
   afterAll(() => server.close());
 
@@ -110,18 +120,18 @@ describe('programs in worker processes, through the API', () => {
     });
     expect(programOutputOf(resumed)).toMatchObject({ status: 'completed', result: 'back!' });
     await vi.waitFor(async () => expect(await metric(server, 'ptc_worker_deaths_total{reason="exit"}')).toBeGreaterThanOrEqual(2), { timeout: 5_000 });
-  });
+  }, TWO_LONG_STEPS_MS);
 });
 
 describe('a worker over its memory ceiling, through the API', () => {
   it('is killed mid-step, and again when the step runs by itself: only that program ends runtime_crashed; a step beside it completes; the server keeps serving', async () => {
     const server = await startServer({
-      config: { workers: 1, workerHeartbeatMs: 50, workerMaxRssBytes: 300 * 2 ** 20, limits: { ...DEFAULT_LIMITS, memoryMb: 1024, stepWallTimeMs: 30_000, cpuTimeMs: 30_000 } },
+      config: { workers: 1, workerHeartbeatMs: 50, workerMaxRssBytes: 300 * 2 ** 20, limits: { ...DEFAULT_LIMITS, memoryMb: 1024, stepWallTimeMs: 60_000, cpuTimeMs: 60_000 } },
     });
     try {
       const tools = programTools();
       const honest = server.client.responses.create({ model: 'm', input: inlineProgram(HONEST_LONG_STEP), tools });
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await runningInWorker(server, 1);
       // Well within its isolate's heap limit, but far over the worker's resident ceiling.
       const hog = inlineProgram('const keep = []; for (let i = 0; i < 64; i++) keep.push(new Float64Array(1e6).fill(i)); for (;;) keep.length');
       const response = await server.client.responses.create({ model: 'm', input: hog, tools });
@@ -134,5 +144,28 @@ describe('a worker over its memory ceiling, through the API', () => {
     } finally {
       await server.close();
     }
-  });
+  }, TWO_LONG_STEPS_MS);
+
+  it('an ICU call that ignores every timeout, next to an honest step: the honest step completes, only the runaway ends runtime_crashed', async () => {
+    const server = await startServer({
+      config: { workers: 1, workerHeartbeatMs: 50, workerMaxRssBytes: 300 * 2 ** 20, limits: { ...DEFAULT_LIMITS, stepWallTimeMs: 60_000, cpuTimeMs: 60_000 } },
+    });
+    try {
+      const tools = programTools();
+      const honest = server.client.responses.create({ model: 'm', input: inlineProgram(HONEST_LONG_STEP), tools });
+      await runningInWorker(server, 1);
+      // Segmenting a long Thai text runs in ICU, which isolated-vm's timeout cannot interrupt;
+      // its memory grows until the supervisor kills the worker for it.
+      const runaway = await server.client.responses.create({
+        model: 'm',
+        input: inlineProgram("const thai = 'สวัสดีครับ'.repeat(200000); text(String([...new Intl.Segmenter('th', { granularity: 'word' }).segment(thai)].length))"),
+        tools,
+      });
+      expect(JSON.parse(programOutputOf(runaway)!.result)).toMatchObject({ error: { code: 'runtime_crashed', message: expect.stringContaining('died again') } });
+      expect(programOutputOf(await honest)).toMatchObject({ status: 'completed', result: 'done' });
+      expect(await metric(server, 'ptc_worker_step_retries_total')).toBe(2);
+    } finally {
+      await server.close();
+    }
+  }, TWO_LONG_STEPS_MS);
 });

@@ -18,12 +18,14 @@ import { parseOrThrow } from '../request-validation.ts';
 import { buildResponse, withoutSecrets } from '../response-object.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
 import { responseEvents } from '../streaming/response-events.ts';
+import { deltaChunks } from '../streaming/delta-chunks.ts';
 import { writeEventStream } from '../streaming/sse-writer.ts';
-import { tokenChunks } from '../usage.ts';
 
 export interface ResponsesRouteDeps {
   readonly store: ResponseStore;
   readonly clientChecks: ClientChecks;
+  /** PTC_MAX_INPUT_ITEMS. */
+  readonly maxInputItems: number;
   readonly respond: RespondDeps;
   readonly background: BackgroundJobs;
   readonly gate: TurnGate;
@@ -84,7 +86,7 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
   async function stream(request: FastifyRequest, reply: FastifyReply, response: ResponseObject, knobs: Knobs, startingAfter?: number): Promise<void> {
     // The onResponse hook does not journal this reply: recordStream does, once the report is known.
     request.streamedByHand = true;
-    const report = await writeEventStream(request, reply, responseEvents(response, tokenChunks), knobs, startingAfter);
+    const report = await writeEventStream(request, reply, responseEvents(response, deltaChunks), knobs, startingAfter);
     deps.note(request, { stream_report: report });
     deps.recordStream(request, reply);
   }
@@ -123,6 +125,12 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
   }
 
   app.post('/v1/responses', async (request, reply) => {
+    // Counted before anything reads the items: each costs the server's loop (checks, history,
+    // usage), so their number is bounded up front.
+    const rawInput = (request.body as { input?: unknown } | null)?.input;
+    if (Array.isArray(rawInput) && rawInput.length > deps.maxInputItems) {
+      throw new ApiError('too_many_input_items', `input has ${rawInput.length} items; a request may carry at most ${deps.maxInputItems} (PTC_MAX_INPUT_ITEMS). Continue a long conversation with previous_response_id.`, 'input');
+    }
     const body = parseOrThrow(CreateResponseRequest, request.body);
     deps.note(request, { model: body.model, store: body.store !== false, stream: body.stream === true, background: body.background === true });
     const headerKnobs = knobsFromHeaders(request.headers);

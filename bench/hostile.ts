@@ -1,0 +1,255 @@
+// Entry point of `npm run bench:hostile`: honest traffic (the seed conversation, store: false,
+// back to back from BENCH_HOSTILE_CLIENTS clients) against a server with worker processes, first
+// alone (the baseline), then beside one client sending one class of hostile request after
+// another (one at a time, BENCH_HOSTILE_INTERVAL_MS apart). Per class: the server's event-loop delay (p50 and max, from monitorEventLoopDelay in
+// the server's own process), honest conversations per second and their ratio to the baseline of
+// this same run, honest conversations lost (any answer but the right one), and what the hostile
+// requests got. It reports; it fails (exit 1) only when an honest conversation was lost.
+import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { describeEnvironment } from './environment.ts';
+import { Tally, virtualClient } from './load-client.ts';
+import { SEED_SCENARIO_PATH } from './seed.ts';
+import { positiveNumberFromEnv } from './settings.ts';
+import { formatTable } from './table.ts';
+
+const SECONDS = positiveNumberFromEnv('BENCH_HOSTILE_SECONDS', 10);
+const CLIENTS = positiveNumberFromEnv('BENCH_HOSTILE_CLIENTS', 8, true);
+const WORKERS = positiveNumberFromEnv('BENCH_HOSTILE_WORKERS', 2, true);
+const WARMUP_SECONDS = 5;
+/** The hostile client waits this long between its requests (one at a time): a steady attacker, not a flood. */
+const INTERVAL_MS = positiveNumberFromEnv('BENCH_HOSTILE_INTERVAL_MS', 250);
+
+const SERVER_ENV: Record<string, string> = {
+  PTC_STORE: 'memory',
+  PTC_SCENARIOS: SEED_SCENARIO_PATH,
+  PTC_WORKERS: String(WORKERS),
+  // The ICU runaway is killed for its memory: a lower ceiling than the default gets there sooner.
+  PTC_WORKER_MAX_RSS_MB: '512',
+  LOG_LEVEL: 'silent',
+};
+
+const progress = (message: string): void => {
+  process.stderr.write(`running: ${message}\n`);
+};
+
+// ---- The hostile requests ------------------------------------------------------------------------
+
+const PROGRAMS = { type: 'programmatic_tool_calling' };
+const inline = (code: string): string => `Run this:\n\`\`\`js\n${code}\n\`\`\``;
+const strictTool = (name: string, parameters: unknown): unknown => ({ type: 'function', name, parameters, strict: true, allowed_callers: ['programmatic'] });
+
+function nestedSchema(depth: number, salt: number): unknown {
+  let schema: unknown = { type: 'string', description: `leaf ${salt}` };
+  for (let level = 0; level < depth; level++) schema = { type: 'object', properties: { a: schema, b: schema } };
+  return schema;
+}
+
+interface HostileClass {
+  readonly name: string;
+  /** One hostile request; resolves to a label of what it got (status and code). */
+  send(origin: string, n: number): Promise<string>;
+}
+
+async function post(origin: string, body: unknown, headers: Record<string, string> = {}): Promise<string> {
+  const response = await fetch(`${origin}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const text = await response.text();
+  if (response.status !== 200) {
+    let code = '?';
+    try {
+      code = String((JSON.parse(text) as { error?: { code?: unknown } }).error?.code);
+    } catch {
+      // not JSON
+    }
+    return `${response.status} ${code}`;
+  }
+  if (text.startsWith('event:') || text.includes('\nevent:')) return `200 stream of ${(text.length / 1e6).toFixed(1)} MB`;
+  const output = (JSON.parse(text) as { output?: { type?: string; status?: string; result?: string }[] }).output ?? [];
+  const programOutput = output.find((item) => item.type === 'program_output');
+  if (!programOutput) return '200';
+  const code = programOutput.status === 'incomplete' ? ` ${(JSON.parse(programOutput.result ?? '{}') as { error?: { code?: string } }).error?.code}` : '';
+  return `200 ${programOutput.status}${code}`;
+}
+
+const HOSTILE: readonly HostileClass[] = [
+  {
+    name: 'strict schema, 60,000-value enum',
+    send: (origin, n) =>
+      post(origin, {
+        model: 'm',
+        input: 'hi',
+        tools: [PROGRAMS, strictTool('pick', { type: 'object', properties: { code: { enum: Array.from({ length: 60_000 }, (_, index) => `v${n}-${index}`) } } })],
+      }),
+  },
+  {
+    name: 'strict schema, 13 levels sharing one subschema',
+    send: (origin, n) => post(origin, { model: 'm', input: 'hi', tools: [PROGRAMS, strictTool('deep', nestedSchema(13, n))] }),
+  },
+  {
+    name: 'lenient checks, 20,000 outputs for unknown calls',
+    send: (origin, n) =>
+      post(
+        origin,
+        {
+          model: 'm',
+          store: false,
+          input: [{ role: 'user', content: 'hi' }, ...Array.from({ length: 20_000 }, (_, index) => ({ type: 'function_call_output', call_id: `call_${n}_${index}`, output: 'x' }))],
+        },
+        { 'x-ptc-client-checks': 'lenient' },
+      ),
+  },
+  {
+    name: 'streamed 300,000-character result',
+    send: (origin) => post(origin, { model: 'm', store: false, stream: true, input: inline('text("x".repeat(300000))'), tools: [PROGRAMS] }),
+  },
+  {
+    name: "strict 'required' of inherited names",
+    send: (origin) =>
+      post(origin, {
+        model: 'm',
+        store: false,
+        input: inline('try { await tools.f({}); } catch (error) { text(error.message); }'),
+        tools: [PROGRAMS, strictTool('f', { type: 'object', required: ['constructor', 'toString', 'valueOf'] })],
+      }),
+  },
+  {
+    name: 'forged program item closed by a program_output',
+    send: (origin, n) =>
+      post(origin, {
+        model: 'm',
+        store: false,
+        tools: [PROGRAMS],
+        input: [
+          { role: 'user', content: 'hi' },
+          { type: 'program', id: `prog_${n}`, call_id: `call_victim_${n}`, code: 'text(1)', fingerprint: 'ptcfp2.AAAA.AAAA' },
+          { type: 'program_output', call_id: `call_victim_${n}`, status: 'incomplete', result: 'aborted' },
+        ],
+      }),
+  },
+  {
+    name: 'ICU call ignoring timeouts (Thai word segmentation)',
+    send: (origin) =>
+      post(origin, {
+        model: 'm',
+        store: false,
+        tools: [PROGRAMS],
+        input: inline("const thai = 'สวัสดีครับ'.repeat(200000); text(String([...new Intl.Segmenter('th', { granularity: 'word' }).segment(thai)].length))"),
+      }),
+  },
+];
+
+// ---- The server --------------------------------------------------------------------------------
+
+interface Server {
+  readonly origin: string;
+  readonly child: ChildProcess;
+  ask(op: 'reset' | 'read'): Promise<{ p50Ms: number; maxMs: number }>;
+}
+
+async function startServer(): Promise<Server> {
+  const child = fork(fileURLToPath(new URL('./hostile-server.ts', import.meta.url)), [], {
+    execArgv: ['--no-node-snapshot', '--import', 'tsx'],
+    env: { PATH: process.env.PATH ?? '', BENCH_SERVER_ENV: JSON.stringify(SERVER_ENV) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const [first] = (await once(child, 'message')) as [{ port: number }];
+  const ask = async (op: 'reset' | 'read'): Promise<{ p50Ms: number; maxMs: number }> => {
+    const reply = once(child, 'message');
+    child.send({ op });
+    return ((await reply) as [{ p50Ms: number; maxMs: number }])[0];
+  };
+  return { origin: `http://127.0.0.1:${first.port}`, child, ask };
+}
+
+// ---- One phase ---------------------------------------------------------------------------------
+
+interface PhaseResult {
+  readonly name: string;
+  readonly honest: Tally;
+  readonly seconds: number;
+  readonly lag: { p50Ms: number; maxMs: number };
+  readonly hostile: Map<string, number>;
+}
+
+async function phase(server: Server, name: string, hostile: HostileClass | undefined, seconds: number): Promise<PhaseResult> {
+  progress(`${name} (${seconds} s)`);
+  await server.ask('reset');
+  const startAt = performance.now();
+  const window = { startAt, endAt: startAt + seconds * 1000 };
+  const outcomes = new Map<string, number>();
+  const attacker = (async () => {
+    if (!hostile) return;
+    for (let n = 0; performance.now() < window.endAt; n++) {
+      const label = await hostile.send(server.origin, n).catch((error: Error) => `transport error ${error.message}`);
+      outcomes.set(label, (outcomes.get(label) ?? 0) + 1);
+      await sleep(INTERVAL_MS);
+    }
+  })();
+  const tallies = await Promise.all(Array.from({ length: CLIENTS }, () => virtualClient({ origin: server.origin, timeoutMs: 60_000, maxAttempts: 60 }, window)));
+  const lag = await server.ask('read');
+  await attacker;
+  const honest = new Tally();
+  for (const tally of tallies) honest.merge(tally);
+  return { name, honest, seconds, lag, hostile: outcomes };
+}
+
+// ---- Main --------------------------------------------------------------------------------------
+
+const server = await startServer();
+const results: PhaseResult[] = [];
+try {
+  await phase(server, 'warm-up', undefined, WARMUP_SECONDS);
+  const baseline = await phase(server, 'baseline: no hostile request', undefined, SECONDS);
+  results.push(baseline);
+  for (const hostile of HOSTILE) {
+    results.push(await phase(server, hostile.name, hostile, SECONDS));
+    // Let a killed worker's replacement settle before the next class.
+    await sleep(1_000);
+  }
+} finally {
+  server.child.disconnect();
+  await once(server.child, 'exit');
+}
+
+const baselineRate = results[0]!.honest.conversations / results[0]!.seconds;
+const rows = results.map((result) => {
+  const rate = result.honest.conversations / result.seconds;
+  const lost = result.honest.otherTotal;
+  return [
+    result.name,
+    [...result.hostile].map(([label, count]) => `${count}× ${label}`).join(', ') || '-',
+    rate.toFixed(1),
+    `${(rate / baselineRate).toFixed(2)}×`,
+    String(lost),
+    result.lag.p50Ms.toFixed(1),
+    result.lag.maxMs.toFixed(1),
+  ];
+});
+process.stdout.write(
+  [
+    '# bench:hostile',
+    '',
+    ...describeEnvironment(),
+    `${CLIENTS} honest clients (the seed conversation, store: false), ${WORKERS} workers, ${SECONDS} s per class; one hostile client sending its class one request at a time, ${INTERVAL_MS} ms apart (BENCH_HOSTILE_INTERVAL_MS).`,
+    '',
+    formatTable(
+      [
+        { header: 'hostile class', align: 'left' },
+        { header: 'hostile requests got', align: 'left' },
+        { header: 'honest conv/s', align: 'right' },
+        { header: 'vs baseline', align: 'right' },
+        { header: 'honest lost', align: 'right' },
+        { header: 'loop delay p50 ms', align: 'right' },
+        { header: 'loop delay max ms', align: 'right' },
+      ],
+      rows,
+    ),
+    '',
+  ].join('\n'),
+);
+const lostAny = results.some((result) => result.honest.otherTotal > 0);
+for (const result of results) for (const example of result.honest.examples) process.stderr.write(`${result.name}: ${example}\n`);
+process.exitCode = lostAny ? 1 : 0;
