@@ -1,10 +1,12 @@
 // Entry point of `npm run bench:hostile`: honest traffic (the seed conversation, store: false,
-// back to back from BENCH_HOSTILE_CLIENTS clients) against a server with worker processes, first
-// alone (the baseline), then beside one client sending one class of hostile request after
-// another (one at a time, BENCH_HOSTILE_INTERVAL_MS apart). Per class: the server's event-loop delay (p50 and max, from monitorEventLoopDelay in
-// the server's own process), honest conversations per second and their ratio to the baseline of
-// this same run, honest conversations lost (any answer but the right one), and what the hostile
-// requests got. It reports; it fails (exit 1) only when an honest conversation was lost.
+// back to back from BENCH_HOSTILE_CLIENTS clients) against a server with worker processes, beside
+// one client sending one class of hostile request after another (one at a time,
+// BENCH_HOSTILE_INTERVAL_MS apart), each class right after a baseline phase of its own with no
+// hostile request (honest throughput drifts over a run). Per class: the server's event-loop
+// delay (p50 and max, from monitorEventLoopDelay in the server's own process), honest
+// conversations per second and their ratio to that baseline, honest conversations lost (any
+// answer but the right one), and what the hostile requests got. It reports; it fails (exit 1)
+// only when an honest conversation was lost.
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
@@ -199,13 +201,13 @@ async function phase(server: Server, name: string, hostile: HostileClass | undef
 // ---- Main --------------------------------------------------------------------------------------
 
 const server = await startServer();
-const results: PhaseResult[] = [];
+/** Each class beside the baseline measured just before it: honest throughput drifts over a run. */
+const results: { baseline: PhaseResult; hostile: PhaseResult }[] = [];
 try {
   await phase(server, 'warm-up', undefined, WARMUP_SECONDS);
-  const baseline = await phase(server, 'baseline: no hostile request', undefined, SECONDS);
-  results.push(baseline);
   for (const hostile of HOSTILE) {
-    results.push(await phase(server, hostile.name, hostile, SECONDS));
+    const baseline = await phase(server, `baseline before: ${hostile.name}`, undefined, SECONDS);
+    results.push({ baseline, hostile: await phase(server, hostile.name, hostile, SECONDS) });
     // Let a killed worker's replacement settle before the next class.
     await sleep(1_000);
   }
@@ -214,20 +216,18 @@ try {
   await once(server.child, 'exit');
 }
 
-const baselineRate = results[0]!.honest.conversations / results[0]!.seconds;
-const rows = results.map((result) => {
-  const rate = result.honest.conversations / result.seconds;
-  const lost = result.honest.otherTotal;
-  return [
-    result.name,
-    [...result.hostile].map(([label, count]) => `${count}× ${label}`).join(', ') || '-',
-    rate.toFixed(1),
-    `${(rate / baselineRate).toFixed(2)}×`,
-    String(lost),
-    result.lag.p50Ms.toFixed(1),
-    result.lag.maxMs.toFixed(1),
-  ];
-});
+const rate = (result: PhaseResult): number => result.honest.conversations / result.seconds;
+const rows = results.map(({ baseline, hostile }) => [
+  hostile.name,
+  [...hostile.hostile].map(([label, count]) => `${count}× ${label}`).join(', ') || '-',
+  rate(baseline).toFixed(1),
+  rate(hostile).toFixed(1),
+  `${(rate(hostile) / rate(baseline)).toFixed(2)}×`,
+  String(hostile.honest.otherTotal),
+  `${baseline.lag.p50Ms.toFixed(1)} / ${baseline.lag.maxMs.toFixed(1)}`,
+  hostile.lag.p50Ms.toFixed(1),
+  hostile.lag.maxMs.toFixed(1),
+]);
 process.stdout.write(
   [
     '# bench:hostile',
@@ -239,17 +239,20 @@ process.stdout.write(
       [
         { header: 'hostile class', align: 'left' },
         { header: 'hostile requests got', align: 'left' },
-        { header: 'honest conv/s', align: 'right' },
-        { header: 'vs baseline', align: 'right' },
+        { header: 'baseline conv/s', align: 'right' },
+        { header: 'beside it conv/s', align: 'right' },
+        { header: 'ratio', align: 'right' },
         { header: 'honest lost', align: 'right' },
-        { header: 'loop delay p50 ms', align: 'right' },
-        { header: 'loop delay max ms', align: 'right' },
+        { header: 'baseline delay p50 / max ms', align: 'right' },
+        { header: 'delay p50 ms', align: 'right' },
+        { header: 'delay max ms', align: 'right' },
       ],
       rows,
     ),
     '',
   ].join('\n'),
 );
-const lostAny = results.some((result) => result.honest.otherTotal > 0);
-for (const result of results) for (const example of result.honest.examples) process.stderr.write(`${result.name}: ${example}\n`);
+const phases = results.flatMap(({ baseline, hostile }) => [baseline, hostile]);
+const lostAny = phases.some((result) => result.honest.otherTotal > 0);
+for (const result of phases) for (const example of result.honest.examples) process.stderr.write(`${result.name}: ${example}\n`);
 process.exitCode = lostAny ? 1 : 0;

@@ -22,6 +22,11 @@ export type SchemaJobReply =
   | { readonly id: number; readonly violation: string | null }
   | { readonly id: number; readonly error: string };
 
+/** What the thread sends once it has loaded, before any reply. */
+export interface SchemaThreadReady {
+  readonly ready: true;
+}
+
 export interface CompiledSchema {
   /** The validator as a CommonJS module body for the isolate (see GUEST_SCHEMA_MODULES). */
   readonly source: string;
@@ -57,6 +62,8 @@ interface Pending {
 
 class SchemaThread {
   #worker: Worker | undefined;
+  /** Whether #worker has loaded: a job is handed over (and its deadline starts) only then. */
+  #ready = false;
   /** Jobs in order; the first is the one the thread is running. One at a time, so that a job's deadline counts its own time only. */
   #queue: Pending[] = [];
   #nextId = 1;
@@ -73,19 +80,29 @@ class SchemaThread {
     const head = this.#queue[0];
     if (!head) return;
     const worker = this.#worker ?? this.#start();
-    // Not unref'd: while a job runs, its timer keeps the process alive for the reply.
+    // While jobs wait, the thread keeps the process alive for their replies; idle, it does not.
+    worker.ref();
+    if (!this.#ready) return;
     head.timer = setTimeout(() => this.#expire(head), head.deadlineMs);
     worker.postMessage(head.job);
   }
 
   #start(): Worker {
     const worker = startThread();
-    worker.on('message', (reply: SchemaJobReply) => {
+    this.#ready = false;
+    worker.on('message', (reply: SchemaJobReply | SchemaThreadReady) => {
+      if (this.#worker !== worker) return;
+      if ('ready' in reply) {
+        this.#ready = true;
+        this.#postHead();
+        return;
+      }
       const head = this.#queue[0];
-      if (this.#worker !== worker || head?.job.id !== reply.id) return;
+      if (head?.job.id !== reply.id) return;
       this.#queue.shift();
       clearTimeout(head.timer);
       head.resolve(reply);
+      if (this.#queue.length === 0) worker.unref();
       this.#postHead();
     });
     const lost = (error: Error): void => {
@@ -100,9 +117,6 @@ class SchemaThread {
     };
     worker.on('error', lost);
     worker.on('exit', (code) => lost(new Error(`The schema thread exited (code ${code})`)));
-    // An idle thread never keeps a process alive (a running job's timer does). After the
-    // listeners: adding a 'message' listener refs the thread's port again.
-    worker.unref();
     this.#worker = worker;
     return worker;
   }

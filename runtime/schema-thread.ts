@@ -3,7 +3,7 @@ import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 import { compileValidator, describeViolation, ToolSchemaError, type Validator } from './tool-schemas.ts';
-import type { SchemaJob, SchemaJobReply } from './schema-compiler.ts';
+import type { SchemaJob, SchemaJobReply, SchemaThreadReady } from './schema-compiler.ts';
 
 /**
  * The schema thread: compiles tool schemas and checks values against them, one job at a time,
@@ -63,3 +63,5 @@ function run(job: SchemaJob): SchemaJobReply {
 }
 
 parentPort!.on('message', (job: SchemaJob) => parentPort!.postMessage(run(job)));
+// Loaded: jobs may come (their deadlines do not pay for this thread's start).
+parentPort!.postMessage({ ready: true } satisfies SchemaThreadReady);
