@@ -16,7 +16,7 @@ const SUPERVISION = { heartbeatMs: 50, heartbeatTimeoutMs: 600, maxRssBytes: 400
  * a step sent before is then running, not on its way.
  */
 async function runningInWorker(server: RunningServer, count: number): Promise<void> {
-  await vi.waitFor(async () => expect(await metric(server, 'ptc_programs_started_total')).toBeGreaterThanOrEqual(count), { timeout: 10_000, interval: 20 });
+  await vi.waitFor(async () => expect(await metric(server, 'ptc_programs_started_total')).toBeGreaterThanOrEqual(count), { timeout: 60_000, interval: 20 });
 }
 
 /** A step of seconds of CPU (3 to 10 here, as the JIT goes), far within the limits these servers set. */
@@ -24,7 +24,10 @@ const HONEST_LONG_STEP = 'let x = 0; for (let i = 0; i < 4e9; i++) x = (x + i) |
 /** Tests running HONEST_LONG_STEP twice (once more after its worker died) on a loaded machine. */
 const TWO_LONG_STEPS_MS = 120_000;
 
-describe('the supervisor kills and replaces a worker', () => {
+/** Supervisor tests start one or two worker processes each: on a loaded machine, seconds apiece. */
+const SUPERVISOR_TEST_MS = 120_000;
+
+describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TEST_MS }, () => {
   // Each case loosens the checks it is not about, so that on a loaded machine the one it
   // is about fires first by a wide margin: a burning worker may answer pings late, and a
   // bloating one burns CPU faulting its pages in.
@@ -45,9 +48,9 @@ describe('the supervisor kills and replaces a worker', () => {
     try {
       await pool.ready();
       const [first] = pool.pids;
-      await vi.waitFor(() => expect(deaths[0]).toBe(reason), { timeout: 15_000, interval: 50 });
+      await vi.waitFor(() => expect(deaths[0]).toBe(reason), { timeout: 60_000, interval: 50 });
       // It was replaced by a new process.
-      await vi.waitFor(() => expect(pool.pids.some((pid) => pid !== first)).toBe(true), { timeout: 5_000, interval: 50 });
+      await vi.waitFor(() => expect(pool.pids.some((pid) => pid !== first)).toBe(true), { timeout: 30_000, interval: 50 });
       expect(pool.stats().workers?.deaths[reason]).toBeGreaterThan(0);
     } finally {
       await pool.close();
@@ -91,7 +94,7 @@ describe('programs in worker processes, through the API', () => {
       }
       input.push(...calls.map((call) => ({ type: 'function_call_output' as const, call_id: call.call_id, output: '1', caller: call.caller ?? null })));
     }
-    await vi.waitFor(async () => expect(await metric(server, 'ptc_program_resumes_total{path="warm"}')).toBeGreaterThanOrEqual(3), { timeout: 5_000 });
+    await vi.waitFor(async () => expect(await metric(server, 'ptc_program_resumes_total{path="warm"}')).toBeGreaterThanOrEqual(3), { timeout: 30_000 });
   });
 
   it('survive both workers killed in the middle of a step: that step runs again by itself and completes, the next one runs, paused ones resume by replay', async () => {
@@ -109,7 +112,7 @@ describe('programs in worker processes, through the API', () => {
     expect(programOutputOf(await long)).toMatchObject({ status: 'completed', result: 'done' });
     expect(await metric(server, 'ptc_worker_step_retries_total')).toBeGreaterThanOrEqual(1);
 
-    await vi.waitFor(async () => expect((await workerPids()).filter((pid) => !pids.includes(pid))).toHaveLength(2), { timeout: 10_000 });
+    await vi.waitFor(async () => expect((await workerPids()).filter((pid) => !pids.includes(pid))).toHaveLength(2), { timeout: 60_000 });
     const next = await server.client.responses.create({ model: 'm', input: inlineProgram('text("alive")'), tools });
     expect(programOutputOf(next)).toMatchObject({ status: 'completed', result: 'alive' });
     const resumed = await server.client.responses.create({
@@ -119,7 +122,7 @@ describe('programs in worker processes, through the API', () => {
       tools,
     });
     expect(programOutputOf(resumed)).toMatchObject({ status: 'completed', result: 'back!' });
-    await vi.waitFor(async () => expect(await metric(server, 'ptc_worker_deaths_total{reason="exit"}')).toBeGreaterThanOrEqual(2), { timeout: 5_000 });
+    await vi.waitFor(async () => expect(await metric(server, 'ptc_worker_deaths_total{reason="exit"}')).toBeGreaterThanOrEqual(2), { timeout: 30_000 });
   }, TWO_LONG_STEPS_MS);
 });
 

@@ -221,11 +221,13 @@ export class WorkerProcess {
   #check(): void {
     if (!this.#alive) return;
     const now = Date.now();
-    // A check that comes late means this process's loop was blocked: the worker's pongs are
-    // waiting unread in the channel, and the time they waited is not the worker's silence.
+    // A check that comes far too late means this process's loop was blocked: the worker's pongs
+    // are waiting unread in the channel, and the time they waited is not the worker's silence.
+    // Only a stall of half the timeout or more is forgiven: a busy machine's ordinary lateness
+    // must not slow the detection of a worker that is really silent.
     const stalled = now - this.#lastCheck - this.#limits.heartbeatMs;
     this.#lastCheck = now;
-    if (stalled > this.#limits.heartbeatMs) this.#lastPong = Math.min(now, this.#lastPong + stalled);
+    if (stalled >= this.#limits.heartbeatTimeoutMs / 2) this.#lastPong = Math.min(now, this.#lastPong + stalled);
     if (now - this.#lastPong > this.#limits.heartbeatTimeoutMs) {
       this.kill('heartbeat', `the worker answered no heartbeat for ${now - this.#lastPong} ms`);
       return;
