@@ -1,31 +1,34 @@
 import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS } from '../runtime/limits.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
 import { metric, startServer, type RunningServer } from './support/server.ts';
 
 describe('a failing program over HTTP', () => {
-  let server: RunningServer;
-  beforeAll(async () => {
-    // The CPU budget far above the step's: a loop's two clocks run at the same pace, so the step's must win by a margin.
-    server = await startServer({ config: { limits: { ...(await import('../runtime/limits.ts')).DEFAULT_LIMITS, cpuTimeMs: 5_000, stepWallTimeMs: 300, memoryMb: 16 } } });
-  });
-  afterAll(() => server.close());
-
+  // Each case's limits keep the other clocks far out of reach, so that on a loaded machine the
+  // one it is about fires first by a wide margin (a loop's two clocks run at the same pace, and
+  // reaching the heap limit can take isolated-vm most of a second).
+  const limitsFor = (cpuTimeMs: number, stepWallTimeMs: number) => ({ ...DEFAULT_LIMITS, cpuTimeMs, stepWallTimeMs, memoryMb: 16 });
   it.each([
-    ['throws', 'throw new Error("boom")', 'program_threw', 'Error: boom (line 1, column 7)'],
-    ['loops forever', 'while (true) {}', 'wall_time_exceeded', 'One execution step ran longer than 300 ms'],
-    ['allocates without end', 'const a = []; while (true) a.push(new Array(1e5).fill(1.5))', 'memory_limit_exceeded', "The program's heap exceeded 16 MiB"],
-  ])('that %s yields program_output incomplete with its code, and the server keeps serving', async (_, code, errorCode, message) => {
-    const response = await server.client.responses.create({ model: 'any', input: inlineProgram(code), tools: programTools() });
-    expect(response.status).toBe('completed');
-    const output = programOutputOf(response);
-    expect(output?.status).toBe('incomplete');
-    expect(JSON.parse(output?.result ?? '')).toEqual({ error: { code: errorCode, message } });
-    // The final message follows, and the same server runs the next program normally.
-    expect(response.output.at(-1)?.type).toBe('message');
-    const next = await server.client.responses.create({ model: 'any', input: inlineProgram('text("still here")'), tools: programTools() });
-    expect(programOutputOf(next)).toMatchObject({ status: 'completed', result: 'still here' });
+    ['throws', 'throw new Error("boom")', limitsFor(5_000, 2_000), 'program_threw', 'Error: boom (line 1, column 7)'],
+    ['loops forever', 'while (true) {}', limitsFor(5_000, 300), 'wall_time_exceeded', 'One execution step ran longer than 300 ms'],
+    ['allocates without end', 'const a = []; while (true) a.push(new Array(1e5).fill(1.5))', limitsFor(40_000, 20_000), 'memory_limit_exceeded', "The program's heap exceeded 16 MiB"],
+  ])('that %s yields program_output incomplete with its code, and the server keeps serving', async (_, code, limits, errorCode, message) => {
+    const server = await startServer({ config: { limits } });
+    try {
+      const response = await server.client.responses.create({ model: 'any', input: inlineProgram(code), tools: programTools() });
+      expect(response.status).toBe('completed');
+      const output = programOutputOf(response);
+      expect(output?.status).toBe('incomplete');
+      expect(JSON.parse(output?.result ?? '')).toEqual({ error: { code: errorCode, message } });
+      // The final message follows, and the same server runs the next program normally.
+      expect(response.output.at(-1)?.type).toBe('message');
+      const next = await server.client.responses.create({ model: 'any', input: inlineProgram('text("still here")'), tools: programTools() });
+      expect(programOutputOf(next)).toMatchObject({ status: 'completed', result: 'still here' });
+    } finally {
+      await server.close();
+    }
   });
 });
 

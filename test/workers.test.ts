@@ -32,7 +32,7 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
   // is about fires first by a wide margin: a burning worker may answer pings late, and a
   // bloating one burns CPU faulting its pages in.
   it.each([
-    ['that answers no heartbeat', 'silent', 'heartbeat', {}],
+    ['that answers no heartbeat', 'silent', 'heartbeat', { maxIdleCpuShare: 64 }],
     ['that burns CPU with no step running', 'burn', 'cpu', { heartbeatTimeoutMs: 15_000, maxIdleCpuShare: 0.15 }],
     ['whose resident memory passes its ceiling', 'bloat', 'rss', { heartbeatTimeoutMs: 15_000, maxIdleCpuShare: 64 }],
   ] as const)('%s', async (_, misbehave, reason, loosened) => {

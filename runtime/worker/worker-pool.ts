@@ -140,6 +140,8 @@ export class WorkerPool implements ProgramEngine {
     const first = await this.#attempt(programId, worker, message, true);
     if (!('death' in first)) return first;
     if (first.overran) return crashed('wall_time_exceeded', `One execution step ran past its hard deadline of ${first.deadlineMs} ms; the worker running it was stopped`);
+    // A pool closing stops its workers under their steps: nothing is run again then.
+    if (this.#closing) return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}`);
     this.#retried += 1;
     const second = await this.#alone((spare) => this.#attempt(programId, spare, message, false));
     if (!('death' in second)) return second;

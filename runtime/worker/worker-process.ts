@@ -175,7 +175,14 @@ export class WorkerProcess {
     this.#idleSince = undefined;
     return new Promise<Reply>((resolve, reject) => {
       this.#waiting.set(id, { resolve, reject });
-      this.#send({ ...message, v: PROTOCOL_VERSION, id } as HostMessage);
+      // Only once the worker listens: a message that reaches a starting worker before its
+      // handler is dropped, and the step would wait forever (a replacement, or a spare started
+      // for a step, gets its first request at once). A worker that dies first rejects it.
+      const send = (): void => {
+        if (this.#alive && this.#waiting.has(id)) this.#send({ ...message, v: PROTOCOL_VERSION, id } as HostMessage);
+      };
+      if (this.#isReady) send();
+      else void this.#ready.then(send);
     });
   }
 
