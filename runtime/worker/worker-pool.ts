@@ -36,6 +36,11 @@ function crashed(code: 'runtime_crashed' | 'wall_time_exceeded', message: string
   return { event: { type: 'incomplete', error: { code, message }, stats: { cpuTimeMs: 0, steps: 0, calls: 0 } }, path: 'replay' };
 }
 
+/** The step that ran past its own hard deadline: its worker was stopped for it. */
+function pastHardDeadline(deadlineMs: number): { event: ProgramEvent; path: ResumePath } {
+  return crashed('wall_time_exceeded', `One execution step ran past its hard deadline of ${deadlineMs} ms; the worker running it was stopped`);
+}
+
 /** A fast crash loop must not spin: replacements wait this long after a death, at most. */
 const RESPAWN_DELAY_MS = 100;
 
@@ -139,13 +144,13 @@ export class WorkerPool implements ProgramEngine {
   async #run(programId: string, worker: WorkerProcess, message: StepRequest): Promise<{ event: ProgramEvent; path: ResumePath }> {
     const first = await this.#attempt(programId, worker, message, true);
     if (!('death' in first)) return first;
-    if (first.overran) return crashed('wall_time_exceeded', `One execution step ran past its hard deadline of ${first.deadlineMs} ms; the worker running it was stopped`);
+    if (first.overran) return pastHardDeadline(first.deadlineMs);
     // A pool closing stops its workers under their steps: nothing is run again then.
     if (this.#closing) return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}`);
     this.#retried += 1;
     const second = await this.#alone((spare) => this.#attempt(programId, spare, message, false));
     if (!('death' in second)) return second;
-    if (second.overran) return crashed('wall_time_exceeded', `One execution step ran past its hard deadline of ${second.deadlineMs} ms; the worker running it was stopped`);
+    if (second.overran) return pastHardDeadline(second.deadlineMs);
     return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}; run again by itself, it died again: ${second.death.message}`);
   }
 
