@@ -12,7 +12,7 @@ import {
   type Conversation,
   type ConversationOptions,
 } from './support/containment.ts';
-import { CONTAINMENT_LIMITS, endsOnHeapLimit, HOSTILE_PROGRAMS, MEMORY_BOUND_LIMITS, NORMAL_PROGRAM, NORMAL_PROGRAM_RESULT, type HostileProgram } from './support/hostile-programs.ts';
+import { CONTAINMENT_LIMITS, endsOnMemory, HOSTILE_PROGRAMS, MEMORY_BOUND_LIMITS, NORMAL_PROGRAM, NORMAL_PROGRAM_RESULT, type HostileProgram } from './support/hostile-programs.ts';
 
 /**
  * Containment: hostile programs of our own (test/support/hostile-programs.ts), run through the
@@ -24,7 +24,7 @@ import { CONTAINMENT_LIMITS, endsOnHeapLimit, HOSTILE_PROGRAMS, MEMORY_BOUND_LIM
 
 const CONTAINED = HOSTILE_PROGRAMS.filter((program) => program.harm === undefined);
 /** Which server of a describe block a program runs on: memory bombs get time limits out of their reach. */
-const limitsOf = (program: HostileProgram) => (endsOnHeapLimit(program) ? MEMORY_BOUND_LIMITS : CONTAINMENT_LIMITS);
+const limitsOf = (program: HostileProgram) => (endsOnMemory(program) ? MEMORY_BOUND_LIMITS : CONTAINMENT_LIMITS);
 const BEYOND_THE_ISOLATE = HOSTILE_PROGRAMS.filter((program) => program.harm !== undefined);
 
 /** The program's outcome, in the shape of `HostileProgram['outcome']`. */

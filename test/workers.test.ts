@@ -57,6 +57,21 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
     }
   });
 
+  it('but not one that takes seconds to start, longer than its heartbeat timeout', async () => {
+    const deaths: string[] = [];
+    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'slow' } as ProgramRuntimeOptions, entry: MISBEHAVING, onWorkerDeath: (_pid, cause) => deaths.push(cause) });
+    try {
+      const [first] = pool.pids;
+      await pool.ready();
+      // Many heartbeat timeouts after it became ready, it is still the same process.
+      await new Promise((resolve) => setTimeout(resolve, 5 * SUPERVISION.heartbeatTimeoutMs));
+      expect(deaths).toEqual([]);
+      expect(pool.pids).toEqual([first]);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('ends the step of a worker that dies under it with runtime_crashed', async () => {
     const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'die' } as ProgramRuntimeOptions, entry: MISBEHAVING });
     try {

@@ -28,6 +28,12 @@ const CLOCK_TICKS_PER_SECOND = 100;
  * core for a moment, a runaway isolate takes it for good.
  */
 const IDLE_CPU_WINDOW_MS = 1_000;
+/**
+ * How long a worker has to load (Node, isolated-vm, the runtime) and say it is ready. Its
+ * heartbeat is judged only from then: beside two CPU burners a worker loaded through tsx took
+ * seconds to start, past a short heartbeat timeout, and every replacement was killed starting.
+ */
+const START_TIMEOUT_MS = 30_000;
 /** How long a worker whose channel broke has to exit by itself before it is killed. */
 const BROKEN_CHANNEL_GRACE_MS = 250;
 
@@ -91,6 +97,7 @@ export class WorkerProcess {
   #nextId = 0;
   #alive = true;
   #ready: Promise<void>;
+  readonly #spawnedAt = Date.now();
   #lastPong = Date.now();
   /** When the supervisor last checked: a long gap since is the supervisor's own stall. */
   #lastCheck = Date.now();
@@ -235,6 +242,11 @@ export class WorkerProcess {
     const stalled = now - this.#lastCheck - this.#limits.heartbeatMs;
     this.#lastCheck = now;
     if (stalled >= this.#limits.heartbeatTimeoutMs / 2) this.#lastPong = Math.min(now, this.#lastPong + stalled);
+    if (!this.#isReady) {
+      const allowed = Math.max(START_TIMEOUT_MS, this.#limits.heartbeatTimeoutMs);
+      if (now - this.#spawnedAt > allowed) this.kill('heartbeat', `the worker was not ready ${allowed} ms after it was started`);
+      return;
+    }
     if (now - this.#lastPong > this.#limits.heartbeatTimeoutMs) {
       this.kill('heartbeat', `the worker answered no heartbeat for ${now - this.#lastPong} ms`);
       return;
