@@ -1,6 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { sha256Hex } from './canonical-json.ts';
-import { ToolSchemaError } from './tool-schemas.ts';
+import { SchemaTooComplexError, ToolSchemaError } from './tool-schemas.ts';
 
 /**
  * The way into tool schemas for the server and the runtime: compiling and checking happen in a
@@ -8,7 +9,10 @@ import { ToolSchemaError } from './tool-schemas.ts';
  * that serves requests, heartbeats and programs nothing. A job that runs past its deadline
  * stops the thread (a compile cannot be interrupted otherwise) and fails with
  * SchemaDeadlineError; the jobs queued behind it go on in a fresh thread. Jobs run one at a
- * time, and a job's deadline runs from when the thread starts it, not while it waits.
+ * time, and a job's deadline counts the thread's CPU time from when it starts the job (on
+ * Linux; elsewhere wall time): the thread runs at a low priority, and on a busy machine an
+ * honest schema may wait for a core without being failed for it. WALL_TIME_FACTOR times the
+ * deadline in wall time ends a job however starved the thread is.
  */
 
 type Schema = Readonly<Record<string, unknown>>;
@@ -18,13 +22,14 @@ type SchemaTask = { readonly op: 'compile'; readonly schemas: readonly Schema[] 
 export type SchemaJob = SchemaTask & { readonly id: number };
 
 export type SchemaJobReply =
-  | { readonly id: number; readonly results: readonly ({ readonly source: string } | { readonly error: string })[] }
+  | { readonly id: number; readonly results: readonly ({ readonly source: string } | { readonly error: string; readonly tooComplex?: true })[] }
   | { readonly id: number; readonly violation: string | null }
   | { readonly id: number; readonly error: string };
 
-/** What the thread sends once it has loaded, before any reply. */
+/** What the thread sends once it has loaded, before any reply: its Linux thread id, if known. */
 export interface SchemaThreadReady {
   readonly ready: true;
+  readonly threadId: number | undefined;
 }
 
 export interface CompiledSchema {
@@ -33,14 +38,30 @@ export interface CompiledSchema {
 }
 
 /** ajv took longer than the job's deadline over a schema. */
-export class SchemaDeadlineError extends ToolSchemaError {
+export class SchemaDeadlineError extends SchemaTooComplexError {
   constructor(readonly deadlineMs: number) {
-    super(`ajv did not compile it within ${deadlineMs} ms`);
+    super(`ajv did not compile it within ${deadlineMs} ms of CPU time`);
   }
 }
 
 /** How long a job may take when its caller names no deadline: far beyond any honest schema. */
 export const DEFAULT_SCHEMA_DEADLINE_MS = 10_000;
+
+/** A job also ends after this many times its deadline in wall time, however little CPU it got. */
+const WALL_TIME_FACTOR = 10;
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** CPU milliseconds a thread of this process has used, from /proc (Linux); undefined if unreadable. */
+function threadCpuMs(threadId: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/self/task/${threadId}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start after its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
 
 const FROM_SOURCES = import.meta.url.endsWith('.ts');
 const THREAD_ENTRY = new URL(FROM_SOURCES ? './schema-thread.ts' : './schema-thread.js', import.meta.url);
@@ -60,10 +81,17 @@ interface Pending {
   timer?: NodeJS.Timeout;
 }
 
+/** How often a running job's CPU time is read: often enough that a deadline is kept to ~10%. */
+function pollMs(deadlineMs: number): number {
+  return Math.max(10, Math.min(100, Math.round(deadlineMs / 10)));
+}
+
 class SchemaThread {
   #worker: Worker | undefined;
   /** Whether #worker has loaded: a job is handed over (and its deadline starts) only then. */
   #ready = false;
+  /** #worker's Linux thread id, whose CPU time a job's deadline counts. */
+  #threadId: number | undefined;
   /** Jobs in order; the first is the one the thread is running. One at a time, so that a job's deadline counts its own time only. */
   #queue: Pending[] = [];
   #nextId = 1;
@@ -83,7 +111,7 @@ class SchemaThread {
     // While jobs wait, the thread keeps the process alive for their replies; idle, it does not.
     worker.ref();
     if (!this.#ready) return;
-    head.timer = setTimeout(() => this.#expire(head), head.deadlineMs);
+    this.#watch(head);
     worker.postMessage(head.job);
   }
 
@@ -94,13 +122,14 @@ class SchemaThread {
       if (this.#worker !== worker) return;
       if ('ready' in reply) {
         this.#ready = true;
+        this.#threadId = reply.threadId;
         this.#postHead();
         return;
       }
       const head = this.#queue[0];
       if (head?.job.id !== reply.id) return;
       this.#queue.shift();
-      clearTimeout(head.timer);
+      clearInterval(head.timer);
       head.resolve(reply);
       if (this.#queue.length === 0) worker.unref();
       this.#postHead();
@@ -110,7 +139,7 @@ class SchemaThread {
       this.#worker = undefined;
       const head = this.#queue.shift();
       if (head) {
-        clearTimeout(head.timer);
+        clearInterval(head.timer);
         head.reject(error);
       }
       this.#postHead();
@@ -121,8 +150,22 @@ class SchemaThread {
     return worker;
   }
 
+  /** Starts the running job's deadline: its thread's CPU time from now, or wall time if that cannot be read. */
+  #watch(job: Pending): void {
+    const startedAt = Date.now();
+    const threadId = this.#threadId;
+    const cpuAtStart = threadId === undefined ? undefined : threadCpuMs(threadId);
+    job.timer = setInterval(() => {
+      const wallMs = Date.now() - startedAt;
+      const cpuNow = cpuAtStart === undefined ? undefined : threadCpuMs(threadId!);
+      const spentMs = cpuNow === undefined ? wallMs : cpuNow - cpuAtStart!;
+      if (spentMs >= job.deadlineMs || wallMs >= WALL_TIME_FACTOR * job.deadlineMs) this.#expire(job);
+    }, pollMs(job.deadlineMs));
+  }
+
   /** The running job took too long: it fails, the thread is stopped, the next job goes to a fresh one. */
   #expire(expired: Pending): void {
+    clearInterval(expired.timer);
     if (this.#queue[0] !== expired) return;
     this.#queue.shift();
     expired.reject(new SchemaDeadlineError(expired.deadlineMs));
@@ -135,7 +178,20 @@ class SchemaThread {
 
 const thread = new SchemaThread();
 const MAX_CACHED = 512;
+/** Compiled schemas are code: the cache keeps at most this many characters of it. */
+const MAX_CACHED_CHARS = 64 * 2 ** 20;
 const compiled = new Map<string, CompiledSchema>();
+let compiledChars = 0;
+
+function remember(key: string, entry: CompiledSchema): void {
+  while (compiled.size > 0 && (compiled.size >= MAX_CACHED || compiledChars + entry.source.length > MAX_CACHED_CHARS)) {
+    const [oldest, evicted] = compiled.entries().next().value!;
+    compiled.delete(oldest);
+    compiledChars -= evicted.source.length;
+  }
+  compiled.set(key, entry);
+  compiledChars += entry.source.length;
+}
 
 /**
  * Compiles tool schemas, each result in the order given: the compiled schema, or the
@@ -159,10 +215,9 @@ export async function compileToolSchemas(schemas: readonly Schema[], deadlineMs 
       if (!('results' in reply)) throw new Error('The schema thread answered a compile with something else');
       [...missing.keys()].forEach((key, index) => {
         const result = reply.results[index]!;
-        if ('error' in result) return results.set(key, new ToolSchemaError(result.error));
+        if ('error' in result) return results.set(key, result.tooComplex ? new SchemaTooComplexError(result.error) : new ToolSchemaError(result.error));
         const entry = { source: result.source };
-        if (compiled.size >= MAX_CACHED) compiled.delete(compiled.keys().next().value!);
-        compiled.set(key, entry);
+        remember(key, entry);
         return results.set(key, entry);
       });
     } catch (error) {

@@ -2,7 +2,7 @@ import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
-import { compileValidator, describeViolation, ToolSchemaError, type Validator } from './tool-schemas.ts';
+import { compileValidator, describeViolation, SchemaTooComplexError, ToolSchemaError, type Validator } from './tool-schemas.ts';
 import type { SchemaJob, SchemaJobReply, SchemaThreadReady } from './schema-compiler.ts';
 
 /**
@@ -12,29 +12,42 @@ import type { SchemaJob, SchemaJobReply, SchemaThreadReady } from './schema-comp
  */
 
 // A lower CPU priority for this thread alone (Linux names a thread's id in /proc/thread-self):
-// a request's huge schema then yields the cores to the server's loop and the programs. Not the
-// lowest: on a machine kept busy by others, an honest schema must still compile well within
-// its deadline (at nice 19 the thread gets ~1% of a core beside two busy processes).
+// a request's huge schema then yields the cores to the server's loop and the programs. A job's
+// deadline is counted in this thread's CPU time (schema-compiler.ts reads it by this id), so
+// an honest schema compiled slowly on a busy machine is not failed for the wait. At nice 10 the
+// thread gets about a tenth of a core beside busy processes (at 19, ~1%: a schema honest but
+// large would wait seconds).
+let threadId: number | undefined;
 try {
-  setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), 5);
+  threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
+  setPriority(threadId, 10);
 } catch {
-  // Not Linux, or not allowed: compile at the process's priority.
+  // Not Linux, or not allowed: compile at the process's priority; deadlines in wall time.
 }
 
 const MAX_CACHED = 256;
+/** Validators hold their code: the cache keeps at most this many characters of it. */
+const MAX_CACHED_CHARS = 64 * 2 ** 20;
 const cache = new Map<string, Validator>();
+let cachedChars = 0;
 
 function validatorOf(schema: Readonly<Record<string, unknown>>): Validator {
   const sha256 = sha256Hex(canonicalJson(schema));
   const cached = cache.get(sha256);
   if (cached) return cached;
   const validator = compileValidator(schema);
-  if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
+  while (cache.size > 0 && (cache.size >= MAX_CACHED || cachedChars + validator.source.length > MAX_CACHED_CHARS)) {
+    const [oldest, evicted] = cache.entries().next().value!;
+    cache.delete(oldest);
+    cachedChars -= evicted.source.length;
+  }
   cache.set(sha256, validator);
+  cachedChars += validator.source.length;
   return validator;
 }
 
-function failure(error: unknown): { error: string } {
+function failure(error: unknown): { error: string; tooComplex?: true } {
+  if (error instanceof SchemaTooComplexError) return { error: error.message, tooComplex: true };
   if (error instanceof ToolSchemaError) return { error: error.message };
   // ajv's own recursion on a deeply nested schema overflows the stack: a schema it cannot compile.
   if (error instanceof RangeError) return { error: `ajv cannot compile it (${error.message})` };
@@ -64,4 +77,4 @@ function run(job: SchemaJob): SchemaJobReply {
 
 parentPort!.on('message', (job: SchemaJob) => parentPort!.postMessage(run(job)));
 // Loaded: jobs may come (their deadlines do not pay for this thread's start).
-parentPort!.postMessage({ ready: true } satisfies SchemaThreadReady);
+parentPort!.postMessage({ ready: true, threadId } satisfies SchemaThreadReady);

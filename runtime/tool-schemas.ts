@@ -17,6 +17,17 @@ import standalone from 'ajv/dist/standalone/index.js';
 /** A schema ajv could not compile: the message says why. */
 export class ToolSchemaError extends Error {}
 
+/** A schema ajv compiles, but at a cost past what the emulator takes on for one request. */
+export class SchemaTooComplexError extends ToolSchemaError {}
+
+/**
+ * The most code one schema's validator may come to, in characters. Ajv's code runs 16 to 20
+ * times a schema's JSON (measured: 2,000 small object properties, 300 KB, compile to 5.8 MB; a
+ * subschema shared at every level of 13, 656 KB, to 10.7 MB). Tool schemas are kilobytes; a
+ * schema of megabytes of code would be held by the caches and loaded into every program given it.
+ */
+export const MAX_VALIDATOR_CHARS = 8 * 2 ** 20;
+
 export interface Validator {
   readonly validate: ValidateFunction;
   /** The validator as a CommonJS module body for the isolate (see GUEST_SCHEMA_MODULES). */
@@ -100,6 +111,9 @@ function compile(schema: Readonly<Record<string, unknown>>): Validator {
   if ((validate as { $async?: boolean }).$async === true) throw new ToolSchemaError('asynchronous schemas ($async) are not supported');
   // The CommonJS module's exports are the function itself (its `default` is the same function).
   const source = (standalone as unknown as typeof standalone.default)(ajv, validate);
+  if (source.length > MAX_VALIDATOR_CHARS) {
+    throw new SchemaTooComplexError(`ajv compiles it to ${(source.length / 2 ** 20).toFixed(1)} MiB of code, over the ${MAX_VALIDATOR_CHARS / 2 ** 20} MiB the emulator loads for one schema`);
+  }
   for (const [, name] of source.matchAll(REQUIRE_CALL)) {
     if (!(name! in GUEST_SCHEMA_MODULES)) throw new ToolSchemaError(`it needs ${name}, which the emulator does not load into programs`);
   }

@@ -92,7 +92,8 @@ export const API_ERRORS = {
   schema_too_complex: {
     status: 400,
     type: 'invalid_request_error',
-    description: 'Ajv did not compile a request\'s schemas within `PTC_SCHEMA_COMPILE_TIMEOUT_MS` (a huge `enum` or `patternProperties`, say); `param` names the first one left.',
+    description:
+      'Ajv did not compile a request\'s schemas within `PTC_SCHEMA_COMPILE_TIMEOUT_MS` of CPU time (a huge `enum` or `patternProperties`, say), or compiled one to more than 8 MiB of code (a subschema repeated at every level of a deep schema); `param` names the schema.',
   },
   tool_definitions_changed: {
     status: 400,

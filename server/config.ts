@@ -20,7 +20,7 @@ export const SETTINGS = {
     default: '',
     description: 'Worker processes that run the isolates (one per core when empty). `0` runs isolates in the server process, where a program that crashes isolated-vm takes the server down.',
   },
-  PTC_WORKER_MAX_RSS_MB: { default: '1536', description: 'Resident memory of one worker beyond which it is killed (SIGKILL) and replaced; its running programs end `runtime_crashed`.' },
+  PTC_WORKER_MAX_RSS_MB: { default: '1536', description: 'Resident memory of one worker beyond which it is killed (SIGKILL) and replaced; the steps it was running are run again by themselves (docs/SANDBOX.md).' },
   PTC_WORKER_HEARTBEAT_MS: { default: '500', description: 'How often the supervisor checks each worker (heartbeat, memory, CPU).' },
   PTC_WORKER_HEARTBEAT_TIMEOUT_MS: { default: '5000', description: 'A worker that answers no heartbeat for this long is killed and replaced.' },
   PTC_WORKER_MAX_IDLE_CPU_PERCENT: { default: '50', description: 'CPU a worker with no step running may use, in percent of one core, before it is killed (a runaway isolate).' },
@@ -69,7 +69,7 @@ export const SETTINGS = {
   PTC_SCHEMA_COMPILE_TIMEOUT_MS: {
     default: '2000',
     description:
-      'How long compiling one request\'s schemas may take (ajv, in a thread beside the server\'s loop; a schema compiled before is not compiled again). Ajv\'s cost grows faster than a schema: 60,000 enum values take seconds. Code: `schema_too_complex`.',
+      'How much CPU time compiling one request\'s schemas may take (ajv, in a low-priority thread beside the server\'s loop, which ends the job after ten times this in wall time however starved; a schema compiled before is not compiled again). Ajv\'s cost grows faster than a schema: 60,000 enum values take seconds. Code: `schema_too_complex`.',
   },
   PTC_STORE: {
     default: 'sqlite',

@@ -63,3 +63,16 @@ it('after a schema was given up on, strict schemas are checked as before', async
   expect(programOutputOf(response)).toMatchObject({ status: 'completed' });
   expect(String(programOutputOf(response)?.result)).toMatch(/sku.*pattern/);
 });
+
+it('a schema whose validator comes to megabytes of code is refused with schema_too_complex, whatever time it is given', async () => {
+  // One subschema at every level of 13: ajv inlines it 8,192 times, 10 MiB of code from 656 KB.
+  let deep: Record<string, unknown> = { type: 'string', description: 'leaf 1' };
+  for (let level = 0; level < 13; level++) deep = { type: 'object', properties: { a: deep, b: deep } };
+  const server = await startServer({ config: { schemaCompileTimeoutMs: 60_000 } });
+  try {
+    const error = await rejectionOf(server.client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('deep', deep)] }));
+    expectSdkError(error, { code: 'schema_too_complex', param: 'tools[1].parameters', mentions: ["'deep'", 'MiB of code'] });
+  } finally {
+    await server.close();
+  }
+}, 120_000);

@@ -1,5 +1,6 @@
 import { toolId, type ProgramTool } from '../../runtime/program-tool.ts';
 import { compileToolSchemas, SchemaDeadlineError } from '../../runtime/schema-compiler.ts';
+import { SchemaTooComplexError } from '../../runtime/tool-schemas.ts';
 import type { McpListToolsItem } from '../../schemas/items.ts';
 import type {
   AllowedCaller,
@@ -147,10 +148,11 @@ export async function checkToolSchemas(toolSet: ToolSet, bounds: SchemaBounds): 
   if (error instanceof SchemaDeadlineError) {
     throw new ApiError(
       'schema_too_complex',
-      `ajv could not compile the schemas of this request's tools within ${error.deadlineMs} ms (PTC_SCHEMA_COMPILE_TIMEOUT_MS), from the one of tool '${toolName}' at ${param} on.`,
+      `ajv could not compile the schemas of this request's tools within ${error.deadlineMs} ms of CPU time (PTC_SCHEMA_COMPILE_TIMEOUT_MS), from the one of tool '${toolName}' at ${param} on.`,
       param,
     );
   }
+  if (error instanceof SchemaTooComplexError) throw new ApiError('schema_too_complex', `The schema of tool '${toolName}' at ${param} is too complex: ${error.message}.`, param);
   throw new ApiError('invalid_function_parameters', `Invalid schema for tool '${toolName}' at ${param}: ${error.message}.`, param);
 }
 
