@@ -5,12 +5,11 @@ import http from 'node:http';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { cpuMsFromStat } from '../runtime/proc-stat.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 /** The tail of the server's output kept for a failure message; the rest is counted, not kept. */
 const OUTPUT_TAIL_CHARS = 16_384;
-/** USER_HZ: what /proc counts CPU time in (100 on Linux, as runtime/worker/worker-process.ts assumes). */
-const CLOCK_TICKS_PER_SECOND = 100;
 
 export interface BenchServer {
   readonly origin: string;
@@ -144,14 +143,8 @@ export function rssBytes(pid: number): number | undefined {
 
 /** CPU seconds (user + system) a process has used, from /proc/<pid>/stat, or undefined once it is gone. */
 export function cpuSeconds(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces) start after its closing parenthesis.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return undefined;
-  }
+  const cpuMs = cpuMsFromStat(`/proc/${pid}/stat`);
+  return cpuMs === undefined ? undefined : cpuMs / 1000;
 }
 
 /** The worker pids GET /health reports (`workers: [pids]`), or [] for a server without workers. */

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { sha256Hex } from './canonical-json.ts';
+import { cpuMsFromStat } from './proc-stat.ts';
 import { SchemaTooComplexError, ToolSchemaError } from './tool-schemas.ts';
 
 /**
@@ -49,19 +49,9 @@ export const DEFAULT_SCHEMA_DEADLINE_MS = 10_000;
 
 /** A job also ends after this many times its deadline in wall time, however little CPU it got. */
 const WALL_TIME_FACTOR = 10;
-const CLOCK_TICKS_PER_SECOND = 100;
 
-/** CPU milliseconds a thread of this process has used, from /proc (Linux); undefined if unreadable. */
-function threadCpuMs(threadId: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/self/task/${threadId}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces) start after its closing parenthesis.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return undefined;
-  }
-}
+/** CPU milliseconds a thread of this process has used (Linux); undefined if unreadable. */
+const threadCpuMs = (threadId: number): number | undefined => cpuMsFromStat(`/proc/self/task/${threadId}/stat`);
 
 const FROM_SOURCES = import.meta.url.endsWith('.ts');
 const THREAD_ENTRY = new URL(FROM_SOURCES ? './schema-thread.ts' : './schema-thread.js', import.meta.url);

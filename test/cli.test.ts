@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { settingFlag, settingRows } from '../server/config.ts';
 import { assertBuilt, cleanEnv, runCli, serveCli, track } from './support/cli.ts';
+import { closedPort } from './support/ports.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'ptc-cli-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -73,11 +74,7 @@ describe('serve', () => {
   });
 
   it('with a Redis store it cannot reach, it serves and warns in one line that the store is unavailable', async () => {
-    const probe = createServer();
-    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-    const { port } = probe.address() as { port: number };
-    await new Promise<void>((resolve) => probe.close(() => resolve()));
-    const server = await serveCli(['--store', 'redis', '--workers', '0'], { REDIS_URL: `redis://127.0.0.1:${port}` });
+    const server = await serveCli(['--store', 'redis', '--workers', '0'], { REDIS_URL: `redis://127.0.0.1:${await closedPort()}` });
     try {
       await expect.poll(() => server.output(), { timeout: 15_000 }).toMatch(/ptc-emulator: warning: the response store is unavailable \(Redis ping failed: .*\); requests that need it are answered 503 until it is back/);
       expect((await fetch(`${server.origin}/health`)).status).toBe(503);

@@ -1,20 +1,12 @@
-import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { expectSdkError, rejectionOf } from './support/api-errors.ts';
+import { closedPort } from './support/ports.ts';
 import { inlineProgram, programOutputOf } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 
 // PTC_STORE=redis with nothing listening where Redis should be: the server says so on /health
 // and answers a request that needs the store 503 store_unavailable, not 500; a request that
 // needs no store is served as usual.
-
-async function closedPort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 let server: RunningServer;
 let redisUrl: string;

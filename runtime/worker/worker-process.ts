@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ProgramRuntimeOptions, ProgramRuntimeStats } from '../program-runtime.ts';
+import { cpuMsFromStat } from '../proc-stat.ts';
 import { PROTOCOL_VERSION, WorkerMessage, type HostMessage } from './protocol.ts';
 
 /**
@@ -22,7 +23,6 @@ function workerExecArgv(entry: string): string[] {
   return entry.endsWith('.ts') ? ['--no-node-snapshot', '--import', import.meta.resolve('tsx')] : ['--no-node-snapshot'];
 }
 const PAGE_BYTES = 4096;
-const CLOCK_TICKS_PER_SECOND = 100;
 /**
  * Idle CPU is judged over at least this long: a garbage collection after a step may take a
  * core for a moment, a runaway isolate takes it for good.
@@ -71,13 +71,11 @@ export class WorkerDeathError extends Error {
 
 /** CPU seconds a process has used, and its resident memory, from /proc (Linux). */
 function processUsage(pid: number): { cpuSeconds: number; rssBytes: number } | undefined {
+  const cpuMs = cpuMsFromStat(`/proc/${pid}/stat`);
+  if (cpuMs === undefined) return undefined;
   try {
-    // Fields after the command name (which may hold spaces) start after its closing parenthesis.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
     const rssPages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]);
-    return { cpuSeconds: ticks / CLOCK_TICKS_PER_SECOND, rssBytes: rssPages * PAGE_BYTES };
+    return { cpuSeconds: cpuMs / 1000, rssBytes: rssPages * PAGE_BYTES };
   } catch {
     return undefined;
   }
