@@ -92,8 +92,40 @@ function isLowSurrogate(code: number): boolean {
   return code >= 0xdc00 && code <= 0xdfff;
 }
 
+/**
+ * Counts of long texts, most recent last: the same text comes back on every turn of a
+ * conversation resent whole (store: false) and often twice in one response (a program's result
+ * and the message that quotes it), and tokenizing 300,000 characters costs the loop ~8 ms.
+ */
+const countedTexts = new Map<string, number>();
+/** Texts at least this long are remembered; shorter ones cost less to count than to look up. */
+const REMEMBERED_MIN_CHARS = 2_048;
+const REMEMBERED_MAX_TEXTS = 64;
+const REMEMBERED_MAX_CHARS = 16 * 2 ** 20;
+let rememberedChars = 0;
+
 /** o200k tokens in `text`. */
 export function countTokens(text: string): number {
+  if (text.length < REMEMBERED_MIN_CHARS) return countSlices(text);
+  const known = countedTexts.get(text);
+  if (known !== undefined) {
+    countedTexts.delete(text);
+    countedTexts.set(text, known);
+    return known;
+  }
+  const count = countSlices(text);
+  if (text.length > REMEMBERED_MAX_CHARS) return count;
+  while (countedTexts.size >= REMEMBERED_MAX_TEXTS || rememberedChars + text.length > REMEMBERED_MAX_CHARS) {
+    const oldest = countedTexts.keys().next().value!;
+    countedTexts.delete(oldest);
+    rememberedChars -= oldest.length;
+  }
+  countedTexts.set(text, count);
+  rememberedChars += text.length;
+  return count;
+}
+
+function countSlices(text: string): number {
   let count = 0;
   for (const slice of slices(text)) count += countO200k(slice, AS_TEXT);
   return count;

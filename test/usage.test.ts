@@ -51,6 +51,17 @@ describe('the tokenizer is o200k_base', () => {
     expect(countTokens('😀'.repeat(50_000))).toBe(50_000);
     expect(performance.now() - started).toBeLessThan(5_000); // unsliced: about 17 s
   });
+
+  it('counts long texts it remembers as it counted them, with more texts than it keeps', () => {
+    // Long prose (no long run), so that gpt-tokenizer itself is the reference.
+    const texts = Array.from({ length: 150 }, (_, index) => Array.from({ length: 600 }, (__, word) => `w${(index * 7 + word) % 97}`).join(' '));
+    const exact = texts.map((text) => encode(text).length);
+    for (let round = 0; round < 3; round++) {
+      texts.forEach((text, index) => expect(countTokens(text)).toBe(exact[index]));
+      // The same texts as new strings, as a resent conversation parses them.
+      texts.forEach((text, index) => expect(countTokens(JSON.parse(JSON.stringify(text)) as string)).toBe(exact[index]));
+    }
+  });
 });
 
 describe('tokenChunks', () => {

@@ -20,6 +20,8 @@ export function limitOutput(
   tokenChunks: (text: string) => readonly string[],
 ): LimitedOutput {
   const forced = knobs.incomplete === 'max_output_tokens';
+  // Nothing to cut: the message is not tokenized (a long one costs the loop milliseconds).
+  if (maxOutputTokens == null && !forced) return { output: [...output], incomplete: false };
   const index = output.findLastIndex((item) => item.type === 'message');
   const message = output[index];
   if (message?.type !== 'message') return { output: [...output], incomplete: forced };
