@@ -31,16 +31,6 @@ function hardDeadline(message: StepRequest): number {
   return 2 * Math.max(stepWallTimeMs, cpuTimeMs) + 2_000 + 5 * batches;
 }
 
-/**
- * A step still running this long after it was sent has outlived its own wall-clock limit by a
- * second: its isolate did not stop it (a native call that ignores timeouts), and when its
- * worker dies it is taken for the cause rather than run again.
- */
-function overdueAfter(message: StepRequest): number {
-  const batches = message.kind === 'resume' ? message.recorded.length : 0;
-  return message.spec.limits.stepWallTimeMs + 1_000 + 5 * batches;
-}
-
 /** A step that could not go on: the worker running it died, and why. */
 function crashed(code: 'runtime_crashed' | 'wall_time_exceeded', message: string): { event: ProgramEvent; path: ResumePath } {
   return { event: { type: 'incomplete', error: { code, message }, stats: { cpuTimeMs: 0, steps: 0, calls: 0 } }, path: 'replay' };
@@ -155,9 +145,6 @@ export class WorkerPool implements ProgramEngine {
     const first = await this.#attempt(programId, worker, message, true);
     if (!('death' in first)) return first;
     if (first.overran) return pastHardDeadline(first.deadlineMs);
-    if (first.overdue) {
-      return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}; the step had run ${first.ranMs} ms, far past its wall-clock limit of ${message.spec.limits.stepWallTimeMs} ms, and was not run again`);
-    }
     // A pool closing stops its workers under their steps: nothing is run again then.
     if (this.#closing) return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}`);
     this.#retried += 1;
@@ -172,12 +159,11 @@ export class WorkerPool implements ProgramEngine {
     worker: WorkerProcess,
     message: StepRequest,
     place: boolean,
-  ): Promise<{ event: ProgramEvent; path: ResumePath } | { death: WorkerDeathError; overran: boolean; deadlineMs: number; overdue: boolean; ranMs: number }> {
+  ): Promise<{ event: ProgramEvent; path: ResumePath } | { death: WorkerDeathError; overran: boolean; deadlineMs: number }> {
     // Some builtins loop in native code that isolated-vm's timeout cannot interrupt, and the
     // worker still answers heartbeats meanwhile: a step past its hard deadline kills the worker.
     const deadlineMs = hardDeadline(message);
     let overran = false;
-    const sentAt = Date.now();
     const deadline = setTimeout(() => {
       overran = true;
       worker.kill('deadline', `a step of program ${programId} ran past its hard deadline of ${deadlineMs} ms`);
@@ -188,8 +174,7 @@ export class WorkerPool implements ProgramEngine {
     } catch (error) {
       if (!(error instanceof WorkerDeathError)) throw error;
       this.#placement.delete(programId);
-      const ranMs = Date.now() - sentAt;
-      return { death: error, overran, deadlineMs, overdue: ranMs > overdueAfter(message), ranMs };
+      return { death: error, overran, deadlineMs };
     } finally {
       clearTimeout(deadline);
     }
