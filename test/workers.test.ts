@@ -83,6 +83,26 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
       await pool.close();
     }
   });
+
+  it('runs the steps a dead worker took with it again shortest-run first, so that they do not wait behind the one that ran long', async () => {
+    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted' } as ProgramRuntimeOptions, entry: MISBEHAVING });
+    const step = (programId: string, code: string) => pool.start(programId, { code, tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+    try {
+      await pool.ready();
+      const finished: string[] = [];
+      const older = step('older', 'hold 3000 older').then((event) => finished.push(event.type === 'completed' ? event.result : event.type));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const younger = step('younger', 'hold 3000 younger').then((event) => finished.push(event.type === 'completed' ? event.result : event.type));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Kills the worker while both hold; run again by itself, it kills the spare too.
+      expect(await step('killer', 'kill')).toMatchObject({ type: 'incomplete', error: { code: 'runtime_crashed', message: expect.stringContaining('died again') } });
+      await Promise.all([older, younger]);
+      expect(finished).toEqual(['hold 3000 younger', 'hold 3000 older']);
+      expect(pool.stats().workers?.retried).toBe(3);
+    } finally {
+      await pool.close();
+    }
+  });
 });
 
 describe('programs in worker processes, through the API', () => {

@@ -63,8 +63,10 @@ export class WorkerPool implements ProgramEngine {
   #retried = 0;
   /** The worker such steps run on, one at a time, while any waits (see #alone). */
   #spare: WorkerProcess | undefined;
-  #spareTurn: Promise<unknown> = Promise.resolve();
-  #spareQueue = 0;
+  /** Steps waiting for the spare, shortest run first (see #alone). */
+  readonly #spareQueue: { readonly ranMs: number; readonly start: () => void }[] = [];
+  /** Whether a step runs on the spare, or one is about to be taken. */
+  #spareBusy = false;
 
   constructor(options: WorkerPoolOptions) {
     this.#options = options;
@@ -148,7 +150,8 @@ export class WorkerPool implements ProgramEngine {
     // A pool closing stops its workers under their steps: nothing is run again then.
     if (this.#closing) return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}`);
     this.#retried += 1;
-    const second = await this.#alone((spare) => this.#attempt(programId, spare, message, false));
+    const second = await this.#alone(first.ranMs, (spare) => this.#attempt(programId, spare, message, false));
+    if (second === undefined) return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}`);
     if (!('death' in second)) return second;
     if (second.overran) return pastHardDeadline(second.deadlineMs);
     return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}; run again by itself, it died again: ${second.death.message}`);
@@ -159,11 +162,12 @@ export class WorkerPool implements ProgramEngine {
     worker: WorkerProcess,
     message: StepRequest,
     place: boolean,
-  ): Promise<{ event: ProgramEvent; path: ResumePath } | { death: WorkerDeathError; overran: boolean; deadlineMs: number }> {
+  ): Promise<{ event: ProgramEvent; path: ResumePath } | { death: WorkerDeathError; overran: boolean; deadlineMs: number; ranMs: number }> {
     // Some builtins loop in native code that isolated-vm's timeout cannot interrupt, and the
     // worker still answers heartbeats meanwhile: a step past its hard deadline kills the worker.
     const deadlineMs = hardDeadline(message);
     let overran = false;
+    const sentAt = Date.now();
     const deadline = setTimeout(() => {
       overran = true;
       worker.kill('deadline', `a step of program ${programId} ran past its hard deadline of ${deadlineMs} ms`);
@@ -174,7 +178,7 @@ export class WorkerPool implements ProgramEngine {
     } catch (error) {
       if (!(error instanceof WorkerDeathError)) throw error;
       this.#placement.delete(programId);
-      return { death: error, overran, deadlineMs };
+      return { death: error, overran, deadlineMs, ranMs: Date.now() - sentAt };
     } finally {
       clearTimeout(deadline);
     }
@@ -188,25 +192,44 @@ export class WorkerPool implements ProgramEngine {
 
   /**
    * Runs `step` on the spare worker, one step at a time, so that a step that dies there died of
-   * itself. The spare is started for the first step queued and stopped after the last: what it
-   * holds paused resumes elsewhere by replay.
+   * itself. Of the steps waiting, the one that had run the shortest on the worker that died goes
+   * first: a worker's killer is most often the step that ran long (a runaway), and the steps it
+   * took down with it should not wait behind it. The spare is started for the first step queued
+   * and stopped after the last: what it holds paused resumes elsewhere by replay. Undefined
+   * when the pool closed before the step's turn came.
    */
-  async #alone<T>(step: (spare: WorkerProcess) => Promise<T>): Promise<T> {
-    this.#spareQueue += 1;
-    const turn = this.#spareTurn.then(async () => {
+  async #alone<T>(ranMs: number, step: (spare: WorkerProcess) => Promise<T>): Promise<T | undefined> {
+    // The steps a worker took down with it all come here in the same turn of the loop: the
+    // queue is ordered before the first of them is taken (setImmediate in #nextAlone).
+    await new Promise<void>((start) => {
+      const at = this.#spareQueue.findIndex((waiting) => waiting.ranMs > ranMs);
+      this.#spareQueue.splice(at < 0 ? this.#spareQueue.length : at, 0, { ranMs, start });
+      if (!this.#spareBusy) {
+        this.#spareBusy = true;
+        setImmediate(() => this.#nextAlone());
+      }
+    });
+    try {
+      if (this.#closing) return undefined;
       // A worker takes requests while it starts (they wait in its channel), as the others do.
       if (!this.#spare?.alive) this.#spare = this.#spawn(true);
-      return step(this.#spare);
-    });
-    this.#spareTurn = turn.catch(() => {});
-    try {
-      return await turn;
+      return await step(this.#spare);
     } finally {
-      this.#spareQueue -= 1;
-      if (this.#spareQueue === 0 && this.#spare) {
-        void this.#spare.stop();
-        this.#spare = undefined;
-      }
+      this.#nextAlone();
+    }
+  }
+
+  /** Starts the next step waiting for the spare, or stops the spare when none waits. */
+  #nextAlone(): void {
+    const next = this.#spareQueue.shift();
+    if (next) {
+      next.start();
+      return;
+    }
+    this.#spareBusy = false;
+    if (this.#spare) {
+      void this.#spare.stop();
+      this.#spare = undefined;
     }
   }
 
