@@ -159,6 +159,8 @@ export class IsolateProgram {
   #cpuTimeMs = 0;
   /** The isolate's running time (isolated-vm `wallTime`) as last read: what a step's wall clock counts. */
   #wallTimeMs = 0;
+  /** While a step runs: the isolate's running time when it (or the replayed batch it is at) began. */
+  #stepStartedAt: number | undefined;
   #finished = false;
   /**
    * During a replay whose record holds an answer too large to deliver: the failure the program
@@ -182,6 +184,16 @@ export class IsolateProgram {
 
   get finished(): boolean {
     return this.#finished;
+  }
+
+  /**
+   * How far the running step's own running time is past its wall-clock limit, in ms (0 when
+   * within it, or when no step runs). isolated-vm's `wallTime` counts a call still running, so a
+   * step its timeout cannot stop (a native loop that ignores it) shows here while it runs.
+   */
+  get stepOverrunMs(): number {
+    if (this.#stepStartedAt === undefined) return 0;
+    return Math.max(0, this.#readWallTime() - this.#stepStartedAt - this.#spec.limits.stepWallTimeMs);
   }
 
   /**
@@ -418,10 +430,19 @@ export class IsolateProgram {
   }
 
   async #step(run: (started: number) => Promise<void>): Promise<ProgramEvent> {
+    try {
+      return await this.#runStep(run);
+    } finally {
+      this.#stepStartedAt = undefined;
+    }
+  }
+
+  async #runStep(run: (started: number) => Promise<void>): Promise<ProgramEvent> {
     this.#steps += 1;
     // A step's clock is the isolate's own running time: waiting for the worker's loop, for the
     // schema thread or for the host between calls into the isolate does not count against it.
     let started = this.#readWallTime();
+    this.#stepStartedAt = started;
     let poll: PollResult;
     try {
       await run(started);
@@ -444,6 +465,7 @@ export class IsolateProgram {
         if (this.#steps > this.#spec.limits.maxResumes) throw new LimitReached('resume_limit_exceeded');
         this.#steps += 1;
         started = this.#readWallTime();
+        this.#stepStartedAt = started;
         state = String(await this.#call('advance', '', started));
       }
       poll = PollResult.parse(JSON.parse(state));

@@ -75,6 +75,16 @@ export class ProgramRuntime implements ProgramEngine {
     this.#sweeper.unref();
   }
 
+  /** The steps running past their wall-clock limit (see IsolateProgram.stepOverrunMs), and by how much. */
+  overrunning(): { programId: string; overMs: number }[] {
+    const overrunning: { programId: string; overMs: number }[] = [];
+    for (const [programId, entry] of this.#live) {
+      const overMs = entry.busy ? entry.program.stepOverrunMs : 0;
+      if (overMs > 0) overrunning.push({ programId, overMs: Math.round(overMs) });
+    }
+    return overrunning;
+  }
+
   stats(): ProgramRuntimeStats {
     let pausedHeapBytes = 0;
     for (const entry of this.#live.values()) pausedHeapBytes += entry.heapBytes;

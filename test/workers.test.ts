@@ -84,6 +84,25 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
     }
   });
 
+  it('kills a worker whose step runs past its wall-clock limit unstopped: that step ends wall_time_exceeded, the one beside it runs again and completes', async () => {
+    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted' } as ProgramRuntimeOptions, entry: MISBEHAVING });
+    const step = (programId: string, code: string) => pool.start(programId, { code, tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+    try {
+      await pool.ready();
+      const beside = step('beside', 'hold 2000 beside');
+      // Reported in each heartbeat as 5 s past its limit: far past RUNAWAY_GRACE_MS.
+      const runaway = await step('runaway', 'overrun');
+      expect(runaway).toMatchObject({
+        type: 'incomplete',
+        error: { code: 'wall_time_exceeded', message: `One execution step ran past its wall-clock limit of ${DEFAULT_LIMITS.stepWallTimeMs} ms and its isolate could not stop it; the worker running it was stopped` },
+      });
+      expect(await beside).toMatchObject({ type: 'completed', result: 'hold 2000 beside' });
+      expect(pool.stats().workers).toMatchObject({ retried: 1, deaths: { deadline: 1 } });
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('runs the steps a dead worker took with it again shortest-run first, so that they do not wait behind the one that ran long', async () => {
     const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted' } as ProgramRuntimeOptions, entry: MISBEHAVING });
     const step = (programId: string, code: string) => pool.start(programId, { code, tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });

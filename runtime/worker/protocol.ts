@@ -8,7 +8,7 @@ import { ProgramTool } from '../program-tool.ts';
  * sides check every message against these schemas: a worker runs hostile code, and a message
  * of another version is refused, not misread. Bump PROTOCOL_VERSION on any change.
  */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 const v = z.literal(PROTOCOL_VERSION);
 const id = z.number().int().min(0);
 
@@ -58,6 +58,8 @@ export const WorkerMessage = z.discriminatedUnion('kind', [
     v,
     kind: z.literal('pong'),
     id,
+    // Steps running past their wall-clock limit, by their isolate's own running time.
+    overrunning: z.array(z.strictObject({ programId: z.string(), overMs: z.number().min(0) })),
     stats: z.strictObject({
       started: z.number().int(),
       resumes: z.strictObject({ warm: z.number().int(), replay: z.number().int() }),

@@ -26,7 +26,7 @@ function wire(event: ProgramEvent): Extract<WorkerMessage, { kind: 'step' }>['ev
 async function handle(message: HostMessage): Promise<void> {
   switch (message.kind) {
     case 'ping':
-      send({ v: PROTOCOL_VERSION, kind: 'pong', id: message.id, stats: runtime.stats() });
+      send({ v: PROTOCOL_VERSION, kind: 'pong', id: message.id, overrunning: runtime.overrunning(), stats: runtime.stats() });
       return;
     case 'dispose':
       runtime.dispose(message.programId);

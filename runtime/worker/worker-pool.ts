@@ -41,6 +41,12 @@ function pastHardDeadline(deadlineMs: number): { event: ProgramEvent; path: Resu
   return crashed('wall_time_exceeded', `One execution step ran past its hard deadline of ${deadlineMs} ms; the worker running it was stopped`);
 }
 
+/** The step its worker reported running past its wall-clock limit when the worker died: the cause. */
+function ranAway(limitMs: number, death: WorkerDeathError): { event: ProgramEvent; path: ResumePath } {
+  const how = death.reason === 'deadline' ? 'was stopped' : `died (${death.message})`;
+  return crashed('wall_time_exceeded', `One execution step ran past its wall-clock limit of ${limitMs} ms and its isolate could not stop it; the worker running it ${how}`);
+}
+
 /** A fast crash loop must not spin: replacements wait this long after a death, at most. */
 const RESPAWN_DELAY_MS = 100;
 
@@ -147,6 +153,7 @@ export class WorkerPool implements ProgramEngine {
     const first = await this.#attempt(programId, worker, message, true);
     if (!('death' in first)) return first;
     if (first.overran) return pastHardDeadline(first.deadlineMs);
+    if (first.death.runaways.has(programId)) return ranAway(message.spec.limits.stepWallTimeMs, first.death);
     // A pool closing stops its workers under their steps: nothing is run again then.
     if (this.#closing) return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}`);
     this.#retried += 1;
@@ -154,6 +161,7 @@ export class WorkerPool implements ProgramEngine {
     if (second === undefined) return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}`);
     if (!('death' in second)) return second;
     if (second.overran) return pastHardDeadline(second.deadlineMs);
+    if (second.death.runaways.has(programId)) return ranAway(message.spec.limits.stepWallTimeMs, second.death);
     return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}; run again by itself, it died again: ${second.death.message}`);
   }
 

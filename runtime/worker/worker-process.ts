@@ -64,10 +64,26 @@ interface Waiting {
 }
 
 export class WorkerDeathError extends Error {
-  constructor(readonly reason: WorkerDeath, detail: string) {
+  /**
+   * @param runaways the programs whose steps the worker last reported running past their
+   * wall-clock limit: what killed it, when anything did (see RUNAWAY_GRACE_MS).
+   */
+  constructor(
+    readonly reason: WorkerDeath,
+    detail: string,
+    readonly runaways: ReadonlySet<string> = new Set(),
+  ) {
     super(detail);
   }
 }
+
+/**
+ * A step whose isolate has run this long past its wall-clock limit was not stopped by
+ * isolated-vm's timeout (a native loop that ignores it: an ICU call, `indexOf` over a huge
+ * array-like), and will not be: its worker is killed at once, rather than at the step's hard
+ * deadline, and only that step ends for it (`wall_time_exceeded`).
+ */
+export const RUNAWAY_GRACE_MS = 1_000;
 
 /** CPU seconds a process has used, and its resident memory, from /proc (Linux). */
 function processUsage(pid: number): { cpuSeconds: number; rssBytes: number } | undefined {
@@ -106,6 +122,8 @@ export class WorkerProcess {
   #supervisor: NodeJS.Timeout;
   /** The runtime's counters as of the last heartbeat. */
   stats: ProgramRuntimeStats | undefined;
+  /** The programs whose steps the last heartbeat reported past their wall-clock limit. */
+  #overrunning: ReadonlySet<string> = new Set();
 
   constructor(
     runtimeOptions: ProgramRuntimeOptions,
@@ -140,6 +158,9 @@ export class WorkerProcess {
       else if (message.kind === 'pong') {
         this.#lastPong = Date.now();
         this.stats = message.stats;
+        this.#overrunning = new Set(message.overrunning.map((step) => step.programId));
+        const runaway = message.overrunning.find((step) => step.overMs > RUNAWAY_GRACE_MS);
+        if (runaway) this.kill('deadline', `a step of program ${runaway.programId} ran ${runaway.overMs} ms past its wall-clock limit, and its isolate did not stop it`);
       } else {
         const waiting = this.#waiting.get(message.id);
         this.#waiting.delete(message.id);
@@ -276,7 +297,7 @@ export class WorkerProcess {
     this.#alive = false;
     clearInterval(this.#supervisor);
     const { reason, detail } = this.#killedFor ?? { reason: 'exit' as const, detail: `the worker process exited (${signal ?? `code ${code}`})` };
-    const death = new WorkerDeathError(reason, detail);
+    const death = new WorkerDeathError(reason, detail, this.#overrunning);
     for (const waiting of this.#waiting.values()) waiting.reject(death);
     this.#waiting.clear();
     this.#onDeath(this, reason, detail);

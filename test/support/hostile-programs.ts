@@ -594,9 +594,9 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
     harm: 'escape',
   },
   {
-    name: '[isolate wedge] Array.prototype.indexOf over a 2 ** 53 - 1 length object ignores the step timeout: the hard deadline stops its worker',
+    name: '[isolate wedge] Array.prototype.indexOf over a 2 ** 53 - 1 length object ignores the step timeout: its worker reports it running past its limit, and is stopped for it',
     code: 'text(Array.prototype.indexOf.call({ length: 2 ** 53 - 1 }, 1))',
-    outcome: incomplete('wall_time_exceeded', 'One execution step ran past its hard deadline of 3200 ms; the worker running it was stopped'),
+    outcome: incomplete('wall_time_exceeded', 'One execution step ran past its wall-clock limit of 300 ms and its isolate could not stop it; the worker running it was stopped'),
     harm: 'wedge',
   },
   {
