@@ -29,8 +29,6 @@ const SERVER_ENV: Record<string, string> = {
   PTC_STORE: 'memory',
   PTC_SCENARIOS: SEED_SCENARIO_PATH,
   PTC_WORKERS: String(WORKERS),
-  // The ICU runaway is killed for its memory: a lower ceiling than the default gets there sooner.
-  PTC_WORKER_MAX_RSS_MB: '512',
   LOG_LEVEL: 'silent',
 };
 
