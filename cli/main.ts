@@ -7,7 +7,7 @@
 import { ConfigError } from '../server/config.ts';
 import { ScenarioError } from '../server/model/scenario-model.ts';
 import { PACKAGE } from '../server/package-info.ts';
-import { MissingNodeFlagError } from '../runtime/node-flags.ts';
+import { MissingNodeFlagError } from '../runtime/index.ts';
 import { UsageError, USAGE_EXIT_CODE } from './usage-error.ts';
 
 const HELP = `ptc-emulator ${PACKAGE.version}: OpenAI's programmatic tool calling, self-hosted.

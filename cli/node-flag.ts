@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { hasRequiredNodeFlag, REQUIRED_NODE_FLAG } from '../runtime/node-flags.ts';
+import { hasRequiredNodeFlag, REQUIRED_NODE_FLAG } from '../runtime/index.ts';
 
 /** Set in the re-executed process: the parent that started it is the CLI itself. */
 const REEXEC_MARK = 'PTC_EMULATOR_REEXEC';

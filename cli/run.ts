@@ -1,5 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
-import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../runtime/json-depth.ts';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../runtime/index.ts';
 import { parseArgs } from 'node:util';
 import { buildServer } from '../server/app.ts';
 import { loadConfig } from '../server/config.ts';

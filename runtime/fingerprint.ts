@@ -4,6 +4,7 @@ import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 import { LIMIT_DEFINITIONS, type LimitName, type ProgramLimits } from './limits.ts';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 import { SealedTool } from './program-tool.ts';
+import { FingerprintError } from './errors.ts';
 
 export { canonicalJson, sha256Hex };
 
@@ -37,7 +38,6 @@ const Claims = z.strictObject({
 /** The keys a server seals with (the first) and accepts (all of them, for rotation). */
 export type SealingKeys = readonly [Buffer, ...Buffer[]];
 
-export class FingerprintError extends Error {}
 
 function mac(key: Buffer, payload: string): Buffer {
   return createHmac('sha256', key).update(`${VERSION}.${payload}`).digest();

@@ -1,13 +1,28 @@
-/** The program engine, usable on its own: no HTTP in here. */
+/**
+ * The program engine, usable on its own (no HTTP in here), and the only way the server reaches
+ * it: nothing under server/ imports another runtime module (test/architecture.test.ts).
+ */
 export { IsolateProgram, type ProgramSpec } from './isolate-program.ts';
-export { toolId, type ProgramTool } from './program-tool.ts';
-export { ProgramRuntime, ProgramBusyError, type ProgramRuntimeOptions, type ProgramRuntimeStats, type ResumePath } from './program-runtime.ts';
+export { ProgramTool, sealTool, takesText, toolId, unsealTools, type SealedTool } from './program-tool.ts';
+export { ProgramRuntime, type ProgramEngine, type ProgramRuntimeOptions, type ProgramRuntimeStats, type ResumePath } from './program-runtime.ts';
 export { runProgram, type HostTool, type RunProgramOptions, type RunProgramResult } from './run-program.ts';
 export { DEFAULT_LIMITS, LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from './limits.ts';
 export { failureResult, type ProgramEvent, type ProgramFailure, type ProgramStats, type RecordedCall, type ToolCallOutput, type ToolCallRequest } from './program-events.ts';
-export { FingerprintError, openFingerprint, sealFingerprint, sha256Hex, type FingerprintClaims } from './fingerprint.ts';
-export { MissingNodeFlagError, REQUIRED_NODE_FLAG, hasRequiredNodeFlag } from './node-flags.ts';
-export { ToolSchemaError } from './tool-schemas.ts';
+export {
+  callIdMatches,
+  canonicalJson,
+  openFingerprint,
+  sealCallId,
+  sealedBatchEnd,
+  sealFingerprint,
+  sha256Hex,
+  type CallIdentity,
+  type FingerprintClaims,
+  type SealingKeys,
+} from './fingerprint.ts';
+export { REQUIRED_NODE_FLAG, hasRequiredNodeFlag } from './node-flags.ts';
+export { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
+export { checkAgainstSchema, compileToolSchemas } from './schema-compiler.ts';
 export { WorkerPool, type WorkerPoolOptions } from './worker/worker-pool.ts';
-export type { ProgramEngine } from './program-runtime.ts';
+export { FingerprintError, MissingNodeFlagError, ProgramBusyError, SchemaDeadlineError, SchemaTooComplexError, ToolSchemaError, WorkerDeathError } from './errors.ts';
 export { PROGRAM_ERRORS, type ProgramErrorCode } from '../schemas/error-codes.ts';

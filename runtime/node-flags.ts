@@ -3,18 +3,9 @@
  * isolates: with it on, isolates work until some later operation crashes the whole process.
  * So a process without the flag is told so the first time it would make an isolate.
  */
-export const REQUIRED_NODE_FLAG = '--no-node-snapshot';
+import { MissingNodeFlagError } from './errors.ts';
 
-export class MissingNodeFlagError extends Error {
-  override readonly name = 'MissingNodeFlagError';
-  constructor() {
-    super(
-      `ptc-emulator runs programs with isolated-vm, which needs Node started with ${REQUIRED_NODE_FLAG} ` +
-        `in the process that makes isolates. Start Node with it (node ${REQUIRED_NODE_FLAG} …, or NODE_OPTIONS=${REQUIRED_NODE_FLAG}), ` +
-        'or run isolates in worker processes (the server\'s default; the workers get the flag by themselves).',
-    );
-  }
-}
+export const REQUIRED_NODE_FLAG = '--no-node-snapshot';
 
 /** Whether this process was started with the flag, on its command line or in NODE_OPTIONS. */
 export function hasRequiredNodeFlag(execArgv: readonly string[] = process.execArgv, nodeOptions: string = process.env.NODE_OPTIONS ?? ''): boolean {
@@ -23,5 +14,5 @@ export function hasRequiredNodeFlag(execArgv: readonly string[] = process.execAr
 
 /** Throws MissingNodeFlagError unless the process may make isolates. */
 export function assertCanMakeIsolates(): void {
-  if (!hasRequiredNodeFlag()) throw new MissingNodeFlagError();
+  if (!hasRequiredNodeFlag()) throw new MissingNodeFlagError(REQUIRED_NODE_FLAG);
 }

@@ -1,6 +1,7 @@
 import { IsolateProgram, type ProgramSpec } from './isolate-program.ts';
 import { assertCanMakeIsolates } from './node-flags.ts';
 import type { ProgramEvent, RecordedCall } from './program-events.ts';
+import { ProgramBusyError } from './errors.ts';
 
 export interface ProgramRuntimeOptions {
   /** How long a paused program's isolate is kept without being resumed. */
@@ -11,11 +12,6 @@ export interface ProgramRuntimeOptions {
   readonly maxPausedHeapBytes: number;
 }
 
-export class ProgramBusyError extends Error {
-  constructor(readonly programId: string) {
-    super(`Program ${programId} is already running a step`);
-  }
-}
 
 /** How a resume was served: from the paused isolate, or by replaying the program from the start. */
 export type ResumePath = 'warm' | 'replay';

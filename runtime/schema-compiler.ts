@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { sha256Hex } from './canonical-json.ts';
 import { cpuMsFromStat } from './proc-stat.ts';
-import { SchemaTooComplexError, ToolSchemaError } from './tool-schemas.ts';
+import { SchemaDeadlineError, SchemaTooComplexError, ToolSchemaError } from './errors.ts';
 
 /**
  * The way into tool schemas for the server and the runtime: compiling and checking happen in a
@@ -37,12 +37,6 @@ export interface CompiledSchema {
   readonly source: string;
 }
 
-/** ajv took longer than the job's deadline over a schema. */
-export class SchemaDeadlineError extends SchemaTooComplexError {
-  constructor(readonly deadlineMs: number) {
-    super(`ajv did not compile it within ${deadlineMs} ms of CPU time`);
-  }
-}
 
 /** How long a job may take when its caller names no deadline: far beyond any honest schema. */
 export const DEFAULT_SCHEMA_DEADLINE_MS = 10_000;

@@ -2,7 +2,8 @@ import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
-import { compileValidator, describeViolation, SchemaTooComplexError, ToolSchemaError, type Validator } from './tool-schemas.ts';
+import { SchemaTooComplexError, ToolSchemaError } from './errors.ts';
+import { compileValidator, describeViolation, type Validator } from './tool-schemas.ts';
 import type { SchemaJob, SchemaJobReply, SchemaThreadReady } from './schema-compiler.ts';
 
 /**

@@ -4,6 +4,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import standalone from 'ajv/dist/standalone/index.js';
+import { SchemaTooComplexError, ToolSchemaError } from './errors.ts';
 
 /**
  * JSON Schemas of tools (strict `parameters`, `output_schema`) compiled with ajv. Each schema
@@ -14,11 +15,6 @@ import standalone from 'ajv/dist/standalone/index.js';
  * loop that serves requests or programs: schema-compiler.ts is the way in.
  */
 
-/** A schema ajv could not compile: the message says why. */
-export class ToolSchemaError extends Error {}
-
-/** A schema ajv compiles, but at a cost past what the emulator takes on for one request. */
-export class SchemaTooComplexError extends ToolSchemaError {}
 
 /**
  * The most code one schema's validator may come to, in characters. Ajv's code runs 16 to 20

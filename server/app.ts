@@ -1,17 +1,14 @@
 import type { z } from 'zod';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { API_ERRORS, type ApiErrorDefinition } from '../schemas/error-codes.ts';
-import { ProgramRuntime, type ProgramEngine } from '../runtime/program-runtime.ts';
-import { WorkerPool } from '../runtime/worker/worker-pool.ts';
+import { jsonDepthExceeds, MAX_JSON_DEPTH, ProgramRuntime, resolveLimits, WorkerPool, type ProgramEngine, type ProgramLimits } from '../runtime/index.ts';
 import { ApiError } from './api-error.ts';
-import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../runtime/json-depth.ts';
 import { BackgroundJobs } from './background.ts';
 import { RequestJournal, type JournalDetails } from './journal.ts';
 import { registerJournalRoutes } from './routes/journal.ts';
 import { TurnGate } from './turn-gate.ts';
 import { loadSealingKeys } from './sealing-keys.ts';
 import { ConfigError, dataDirOf, keepsKeyFile, loadConfig, type ServerConfig } from './config.ts';
-import { resolveLimits, type ProgramLimits } from '../runtime/limits.ts';
 import { newId } from './ids.ts';
 import { inlineModel } from './model/inline-model.ts';
 import type { ModelFunction } from './model/model-decision.ts';

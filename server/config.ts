@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from '../runtime/limits.ts';
+import { LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from '../runtime/index.ts';
 import { STORE_KINDS, type StoreKind } from './stores/create-store.ts';
 
 export type ClientChecks = 'strict' | 'lenient';

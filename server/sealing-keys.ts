@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { SealingKeys } from '../runtime/fingerprint.ts';
+import type { SealingKeys } from '../runtime/index.ts';
 import { ConfigError } from './config.ts';
 
 /** The generated key's file name inside the data directory. */

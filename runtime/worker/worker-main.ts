@@ -4,7 +4,8 @@
  * only its paused isolates; if it dies, the server replays those programs elsewhere.
  */
 import type { ProgramEvent } from '../program-events.ts';
-import { ProgramBusyError, ProgramRuntime, type ProgramRuntimeOptions } from '../program-runtime.ts';
+import { ProgramBusyError } from '../errors.ts';
+import { ProgramRuntime, type ProgramRuntimeOptions } from '../program-runtime.ts';
 import { HostMessage, PROTOCOL_VERSION, type WorkerMessage } from './protocol.ts';
 
 const options = JSON.parse(process.env.PTC_WORKER_OPTIONS ?? '{}') as ProgramRuntimeOptions;

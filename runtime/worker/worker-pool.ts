@@ -1,7 +1,8 @@
 import type { ProgramSpec } from '../isolate-program.ts';
 import type { ProgramEvent, RecordedCall } from '../program-events.ts';
-import { ProgramBusyError, type ProgramEngine, type ProgramRuntimeOptions, type ProgramRuntimeStats, type ResumePath } from '../program-runtime.ts';
-import { WorkerDeathError, WorkerProcess, type StepRequest, type WorkerDeath, type WorkerLimits } from './worker-process.ts';
+import { ProgramBusyError, WorkerDeathError } from '../errors.ts';
+import type { ProgramEngine, ProgramRuntimeOptions, ProgramRuntimeStats, ResumePath } from '../program-runtime.ts';
+import { WorkerProcess, type StepRequest, type WorkerDeath, type WorkerLimits } from './worker-process.ts';
 
 export interface WorkerPoolOptions extends WorkerLimits {
   /** How many worker processes run isolates. */

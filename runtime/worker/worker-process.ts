@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ProgramRuntimeOptions, ProgramRuntimeStats } from '../program-runtime.ts';
+import { WorkerDeathError } from '../errors.ts';
 import { cpuMsFromStat } from '../proc-stat.ts';
 import { PROTOCOL_VERSION, WorkerMessage, type HostMessage } from './protocol.ts';
 
@@ -61,20 +62,6 @@ export type StepRequest = { [Kind in 'start' | 'resume']: Omit<Extract<HostMessa
 interface Waiting {
   readonly resolve: (reply: Reply) => void;
   readonly reject: (death: WorkerDeathError) => void;
-}
-
-export class WorkerDeathError extends Error {
-  /**
-   * @param runaways the programs whose steps the worker last reported running past their
-   * wall-clock limit: what killed it, when anything did (see RUNAWAY_GRACE_MS).
-   */
-  constructor(
-    readonly reason: WorkerDeath,
-    detail: string,
-    readonly runaways: ReadonlySet<string> = new Set(),
-  ) {
-    super(detail);
-  }
 }
 
 /**

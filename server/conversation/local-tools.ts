@@ -1,4 +1,4 @@
-import type { ProgramTool } from '../../runtime/program-tool.ts';
+import type { ProgramTool } from '../../runtime/index.ts';
 
 /**
  * The built-in tools a program can call, `tools.shell(action)`, `tools.apply_patch(operation)`

@@ -1,9 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { callIdMatches, FingerprintError, openFingerprint, sealCallId, sealedBatchEnd, sha256Hex, type CallIdentity, type FingerprintClaims, type SealingKeys } from '../../runtime/fingerprint.ts';
-import type { ProgramSpec } from '../../runtime/isolate-program.ts';
-import { failureResult, type ProgramEvent, type RecordedCall } from '../../runtime/program-events.ts';
-import { ProgramBusyError, type ProgramEngine, type ResumePath } from '../../runtime/program-runtime.ts';
-import { takesText, toolId, unsealTools, type ProgramTool } from '../../runtime/program-tool.ts';
+import { callIdMatches, failureResult, FingerprintError, openFingerprint, ProgramBusyError, sealCallId, sealedBatchEnd, sha256Hex, takesText, toolId, unsealTools, type CallIdentity, type FingerprintClaims, type ProgramEngine, type ProgramEvent, type ProgramSpec, type ProgramTool, type RecordedCall, type ResumePath, type SealingKeys } from '../../runtime/index.ts';
 import type { ConversationItem, EmittedProgramOutput, McpApprovalRequestItem, McpCallItem, OutputItem, ProgramItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import { callItemId, programOutputId } from '../ids.ts';

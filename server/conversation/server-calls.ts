@@ -1,6 +1,4 @@
-import { canonicalJson, sealCallId, sha256Hex, type SealingKeys } from '../../runtime/fingerprint.ts';
-import type { ToolCallRequest } from '../../runtime/program-events.ts';
-import type { ProgramTool } from '../../runtime/program-tool.ts';
+import { canonicalJson, sealCallId, sha256Hex, type ProgramTool, type SealingKeys, type ToolCallRequest } from '../../runtime/index.ts';
 import type {
   Caller,
   EmittedCodeInterpreterCall,

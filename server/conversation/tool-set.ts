@@ -1,6 +1,4 @@
-import { toolId, type ProgramTool } from '../../runtime/program-tool.ts';
-import { compileToolSchemas, SchemaDeadlineError } from '../../runtime/schema-compiler.ts';
-import { SchemaTooComplexError } from '../../runtime/tool-schemas.ts';
+import { compileToolSchemas, SchemaDeadlineError, SchemaTooComplexError, toolId, type ProgramTool } from '../../runtime/index.ts';
 import type { McpListToolsItem } from '../../schemas/items.ts';
 import type {
   AllowedCaller,

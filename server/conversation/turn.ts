@@ -1,11 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { sealFingerprint, sha256Hex, type SealingKeys } from '../../runtime/fingerprint.ts';
-import type { ProgramLimits } from '../../runtime/limits.ts';
-import type { ProgramEvent } from '../../runtime/program-events.ts';
-import type { ResumePath } from '../../runtime/program-runtime.ts';
-import { sealTool, toolId } from '../../runtime/program-tool.ts';
-import { checkAgainstSchema } from '../../runtime/schema-compiler.ts';
-import { ToolSchemaError } from '../../runtime/tool-schemas.ts';
+import { checkAgainstSchema, sealFingerprint, sealTool, sha256Hex, toolId, ToolSchemaError, type ProgramEvent, type ProgramLimits, type ResumePath, type SealingKeys } from '../../runtime/index.ts';
 import type { ConversationItem, EmittedProgramOutput, McpListToolsItem, OutputItem } from '../../schemas/items.ts';
 import type { Knobs } from '../../schemas/knobs.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';

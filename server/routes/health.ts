@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ProgramEngine } from '../../runtime/program-runtime.ts';
-import { WorkerPool } from '../../runtime/worker/worker-pool.ts';
+import { WorkerPool, type ProgramEngine } from '../../runtime/index.ts';
 import { StoreUnavailableError, type ResponseStore } from '../stores/response-store.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ProgramEngine } from '../../runtime/program-runtime.ts';
+import type { ProgramEngine } from '../../runtime/index.ts';
 
 interface Metric {
   readonly name: string;
