@@ -5,7 +5,7 @@ import { ApiError } from '../api-error.ts';
 import { callItemId, programOutputId } from '../ids.ts';
 import { CALL_ITEM_PREFIX, callInput, describeCall, emittedCall, outputForProgram, sealedIdOf } from './call-items.ts';
 import { locateItem, type ConversationState, type ProgramThread } from './client-loop.ts';
-import type { ProgramClaims } from './program-claims.ts';
+import { programBusy, type ProgramClaims } from './program-claims.ts';
 import { answerDigest, answerServerCall, codeInterpreterAnswer, mcpCallAnswer, runMcpCall, type CallAnswer, type ServerCallServices } from './server-calls.ts';
 import { isClientKind, type ToolSet } from './tool-set.ts';
 
@@ -112,9 +112,7 @@ async function resumeEngine(run: ProgramRun, services: ProgramServices): Promise
   try {
     return await services.runtime.resume(run.programCallId, run.spec, run.recorded);
   } catch (error) {
-    if (error instanceof ProgramBusyError) {
-      throw new ApiError('program_busy', `Program ${run.programCallId} is being resumed by another request; retry once it answers.`);
-    }
+    if (error instanceof ProgramBusyError) throw programBusy(run.programCallId);
     throw error;
   }
 }
