@@ -3,9 +3,9 @@
  * isolates: with it on, isolates work until some later operation crashes the whole process.
  * So a process without the flag is told so the first time it would make an isolate.
  */
-import { MissingNodeFlagError } from './errors.ts';
+import { MissingNodeFlagError, REQUIRED_NODE_FLAG } from './errors.ts';
 
-export const REQUIRED_NODE_FLAG = '--no-node-snapshot';
+export { REQUIRED_NODE_FLAG };
 
 /** Whether this process was started with the flag, on its command line or in NODE_OPTIONS. */
 export function hasRequiredNodeFlag(execArgv: readonly string[] = process.execArgv, nodeOptions: string = process.env.NODE_OPTIONS ?? ''): boolean {
@@ -14,5 +14,5 @@ export function hasRequiredNodeFlag(execArgv: readonly string[] = process.execAr
 
 /** Throws MissingNodeFlagError unless the process may make isolates. */
 export function assertCanMakeIsolates(): void {
-  if (!hasRequiredNodeFlag()) throw new MissingNodeFlagError(REQUIRED_NODE_FLAG);
+  if (!hasRequiredNodeFlag()) throw new MissingNodeFlagError();
 }

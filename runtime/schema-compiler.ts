@@ -142,17 +142,20 @@ class SchemaThread {
     job.timer = setInterval(() => {
       const wallMs = Date.now() - startedAt;
       const cpuNow = cpuAtStart === undefined ? undefined : threadCpuMs(threadId!);
-      const spentMs = cpuNow === undefined ? wallMs : cpuNow - cpuAtStart!;
-      if (spentMs >= job.deadlineMs || wallMs >= WALL_TIME_FACTOR * job.deadlineMs) this.#expire(job);
+      if (cpuNow === undefined ? wallMs >= job.deadlineMs : cpuNow - cpuAtStart! >= job.deadlineMs) {
+        this.#expire(job, cpuNow === undefined ? `${job.deadlineMs} ms` : `${job.deadlineMs} ms of CPU time`);
+      } else if (wallMs >= WALL_TIME_FACTOR * job.deadlineMs) {
+        this.#expire(job, `${wallMs} ms (its thread was starved of CPU)`);
+      }
     }, pollMs(job.deadlineMs));
   }
 
   /** The running job took too long: it fails, the thread is stopped, the next job goes to a fresh one. */
-  #expire(expired: Pending): void {
+  #expire(expired: Pending, measure: string): void {
     clearInterval(expired.timer);
     if (this.#queue[0] !== expired) return;
     this.#queue.shift();
-    expired.reject(new SchemaDeadlineError(expired.deadlineMs));
+    expired.reject(new SchemaDeadlineError(expired.deadlineMs, measure));
     const worker = this.#worker;
     this.#worker = undefined;
     void worker?.terminate();
@@ -168,6 +171,12 @@ const compiled = new Map<string, CompiledSchema>();
 let compiledChars = 0;
 
 function remember(key: string, entry: CompiledSchema): void {
+  // Two requests with the same new schema both compile it: the second replaces the first.
+  const known = compiled.get(key);
+  if (known) {
+    compiled.delete(key);
+    compiledChars -= known.source.length;
+  }
   while (compiled.size > 0 && (compiled.size >= MAX_CACHED || compiledChars + entry.source.length > MAX_CACHED_CHARS)) {
     const [oldest, evicted] = compiled.entries().next().value!;
     compiled.delete(oldest);

@@ -231,7 +231,7 @@ export const PROGRAM_ERRORS = {
   cpu_time_exceeded: { description: 'The program\'s code ran for more than `PTC_CPU_TIME_MS` of CPU time across all its steps (see "What each clock measures").' },
   wall_time_exceeded: {
     description:
-      'One execution step\'s code ran for longer than `PTC_STEP_WALL_TIME_MS` (its own running time: waiting for a worker or for the client not counted); or its isolate could not stop it, and its worker was stopped for it (a second past the limit, or at the step\'s hard deadline).',
+      'One execution step\'s code ran for longer than `PTC_STEP_WALL_TIME_MS` (its own running time: waiting for a worker or for the client not counted); or its isolate could not stop it and its worker was stopped for it (a second past the limit, or at the step\'s hard deadline), or died while it ran past the limit.',
   },
   memory_limit_exceeded: { description: 'The isolate\'s heap passed `PTC_MEMORY_MB`.' },
   call_limit_exceeded: { description: 'The program made more tool calls than `PTC_MAX_CALLS`.' },

@@ -103,6 +103,19 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
     }
   });
 
+  it('starts a step\'s hard deadline when the step is sent, not while its worker is still starting', async () => {
+    // The worker takes 2.5 s to listen; the step's hard deadline is 2.2 s (2 × 100 ms + 2 s).
+    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted', startDelayMs: 2_500 } as ProgramRuntimeOptions, entry: MISBEHAVING });
+    try {
+      const limits = { ...DEFAULT_LIMITS, stepWallTimeMs: 100, cpuTimeMs: 100 };
+      const event = await pool.start('early', { code: 'hold 100 early', tools: [], seed: 1, clock: 0, limits });
+      expect(event).toMatchObject({ type: 'completed', result: 'hold 100 early' });
+      expect(pool.stats().workers?.deaths).toMatchObject({ deadline: 0, exit: 0 });
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('runs the steps a dead worker took with it again shortest-run first, so that they do not wait behind the one that ran long', async () => {
     const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted' } as ProgramRuntimeOptions, entry: MISBEHAVING });
     const step = (programId: string, code: string) => pool.start(programId, { code, tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
@@ -118,6 +131,10 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
       await Promise.all([older, younger]);
       expect(finished).toEqual(['hold 3000 younger', 'hold 3000 older']);
       expect(pool.stats().workers?.retried).toBe(3);
+      // Two deaths: the worker and the spare the killer took down. The spare stopped once no step
+      // waited is none (given the time to exit).
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(pool.stats().workers?.deaths.exit).toBe(2);
     } finally {
       await pool.close();
     }

@@ -71,9 +71,11 @@ export class WorkerPool implements ProgramEngine {
   /** The worker such steps run on, one at a time, while any waits (see #alone). */
   #spare: WorkerProcess | undefined;
   /** Steps waiting for the spare, shortest run first (see #alone). */
-  readonly #spareQueue: { readonly ranMs: number; readonly start: () => void }[] = [];
+  readonly #spareQueue: { readonly death: WorkerDeathError; readonly ranMs: number; readonly start: () => void }[] = [];
   /** Whether a step runs on the spare, or one is about to be taken. */
   #spareBusy = false;
+  /** Spares stopped on purpose: their exit is no death. */
+  readonly #stoppedSpares = new WeakSet<WorkerProcess>();
 
   constructor(options: WorkerPoolOptions) {
     this.#options = options;
@@ -158,7 +160,7 @@ export class WorkerPool implements ProgramEngine {
     // A pool closing stops its workers under their steps: nothing is run again then.
     if (this.#closing) return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}`);
     this.#retried += 1;
-    const second = await this.#alone(first.ranMs, (spare) => this.#attempt(programId, spare, message, false));
+    const second = await this.#alone(first.death, first.ranMs, (spare) => this.#attempt(programId, spare, message, false));
     if (second === undefined) return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}`);
     if (!('death' in second)) return second;
     if (second.overran) return pastHardDeadline(second.deadlineMs);
@@ -176,18 +178,23 @@ export class WorkerPool implements ProgramEngine {
     // worker still answers heartbeats meanwhile: a step past its hard deadline kills the worker.
     const deadlineMs = hardDeadline(message);
     let overran = false;
-    const sentAt = Date.now();
-    const deadline = setTimeout(() => {
-      overran = true;
-      worker.kill('deadline', `a step of program ${programId} ran past its hard deadline of ${deadlineMs} ms`);
-    }, deadlineMs);
+    // Both start when the step goes out: a worker still starting (a replacement, the spare) may take seconds.
+    let sentAt: number | undefined;
+    let deadline: NodeJS.Timeout | undefined;
+    const sent = (): void => {
+      sentAt = Date.now();
+      deadline = setTimeout(() => {
+        overran = true;
+        worker.kill('deadline', `a step of program ${programId} ran past its hard deadline of ${deadlineMs} ms`);
+      }, deadlineMs);
+    };
     let reply: Reply;
     try {
-      reply = await worker.request(message);
+      reply = await worker.request(message, sent);
     } catch (error) {
       if (!(error instanceof WorkerDeathError)) throw error;
       this.#placement.delete(programId);
-      return { death: error, overran, deadlineMs, ranMs: Date.now() - sentAt };
+      return { death: error, overran, deadlineMs, ranMs: sentAt === undefined ? 0 : Date.now() - sentAt };
     } finally {
       clearTimeout(deadline);
     }
@@ -207,12 +214,14 @@ export class WorkerPool implements ProgramEngine {
    * and stopped after the last: what it holds paused resumes elsewhere by replay. Undefined
    * when the pool closed before the step's turn came.
    */
-  async #alone<T>(ranMs: number, step: (spare: WorkerProcess) => Promise<T>): Promise<T | undefined> {
-    // The steps a worker took down with it all come here in the same turn of the loop: the
-    // queue is ordered before the first of them is taken (setImmediate in #nextAlone).
+  async #alone<T>(death: WorkerDeathError, ranMs: number, step: (spare: WorkerProcess) => Promise<T>): Promise<T | undefined> {
+    // The steps a worker took down with it all come here in the same turn of the loop (with the
+    // same `death`): they are ordered among themselves before the first of them is taken
+    // (setImmediate below); the steps of an earlier death stay ahead of them, so none waits forever.
     await new Promise<void>((start) => {
-      const at = this.#spareQueue.findIndex((waiting) => waiting.ranMs > ranMs);
-      this.#spareQueue.splice(at < 0 ? this.#spareQueue.length : at, 0, { ranMs, start });
+      const queue = this.#spareQueue;
+      const after = queue.findIndex((waiting) => waiting.death === death && waiting.ranMs > ranMs);
+      queue.splice(after < 0 ? queue.length : after, 0, { death, ranMs, start });
       if (!this.#spareBusy) {
         this.#spareBusy = true;
         setImmediate(() => this.#nextAlone());
@@ -237,14 +246,18 @@ export class WorkerPool implements ProgramEngine {
     }
     this.#spareBusy = false;
     if (this.#spare) {
+      this.#stoppedSpares.add(this.#spare);
       void this.#spare.stop();
       this.#spare = undefined;
     }
   }
 
   #leastLoaded(): WorkerProcess {
-    const alive = this.#workers.filter((worker) => worker.alive);
-    if (alive.length === 0) throw new Error('No worker process is running');
+    const living = this.#workers.filter((worker) => worker.alive);
+    if (living.length === 0) throw new Error('No worker process is running');
+    // A worker still starting (a replacement) takes steps only when none is ready.
+    const ready = living.filter((worker) => worker.isReady);
+    const alive = ready.length > 0 ? ready : living;
     // Among equally loaded workers, take turns: an idle pool spreads its programs.
     this.#turn = (this.#turn + 1) % alive.length;
     const rotated = [...alive.slice(this.#turn), ...alive.slice(0, this.#turn)];
@@ -256,7 +269,8 @@ export class WorkerPool implements ProgramEngine {
   }
 
   #replace(dead: WorkerProcess, reason: WorkerDeath, detail: string, spare: boolean): void {
-    if (this.#closing) return;
+    // A spare stopped because no step waits for it did not die.
+    if (this.#closing || this.#stoppedSpares.has(dead)) return;
     this.#deaths[reason] += 1;
     this.#options.onWorkerDeath?.(dead.pid, reason, detail);
     // The spare is started again only for the next step that needs it.

@@ -60,6 +60,7 @@ type Reply = Exclude<WorkerMessage, { kind: 'ready' | 'pong' }>;
 export type StepRequest = { [Kind in 'start' | 'resume']: Omit<Extract<HostMessage, { kind: Kind }>, 'v' | 'id'> }['start' | 'resume'];
 
 interface Waiting {
+  readonly programId: string;
   readonly resolve: (reply: Reply) => void;
   readonly reject: (death: WorkerDeathError) => void;
 }
@@ -110,7 +111,7 @@ export class WorkerProcess {
   /** The runtime's counters as of the last heartbeat. */
   stats: ProgramRuntimeStats | undefined;
   /** The programs whose steps the last heartbeat reported past their wall-clock limit. */
-  #overrunning: ReadonlySet<string> = new Set();
+  #overrunning = new Set<string>();
 
   constructor(
     runtimeOptions: ProgramRuntimeOptions,
@@ -151,6 +152,9 @@ export class WorkerProcess {
       } else {
         const waiting = this.#waiting.get(message.id);
         this.#waiting.delete(message.id);
+        // A step that answered is no runaway, whatever the last heartbeat said (its program
+        // may run its next step here before the next heartbeat).
+        if (waiting) this.#overrunning.delete(waiting.programId);
         waiting?.resolve(message);
       }
     });
@@ -181,18 +185,24 @@ export class WorkerProcess {
     return this.#isReady;
   }
 
-  /** Sends a request and waits for its reply; rejects with WorkerDeathError if the worker dies first. */
-  request(message: StepRequest): Promise<Reply> {
+  /**
+   * Sends a request and waits for its reply; rejects with WorkerDeathError if the worker dies
+   * first. `onSent` is called when the request goes out (at once, or once a starting worker is
+   * ready): a step's clock starts then, not while its worker loads.
+   */
+  request(message: StepRequest, onSent: () => void = () => {}): Promise<Reply> {
     if (!this.#alive) return Promise.reject(new WorkerDeathError(this.#killedFor?.reason ?? 'exit', 'the worker process is gone'));
     const id = this.#nextId++;
     this.#idleSince = undefined;
     return new Promise<Reply>((resolve, reject) => {
-      this.#waiting.set(id, { resolve, reject });
+      this.#waiting.set(id, { programId: message.programId, resolve, reject });
       // Only once the worker listens: a message that reaches a starting worker before its
       // handler is dropped, and the step would wait forever (a replacement, or a spare started
       // for a step, gets its first request at once). A worker that dies first rejects it.
       const send = (): void => {
-        if (this.#alive && this.#waiting.has(id)) this.#send({ ...message, v: PROTOCOL_VERSION, id } as HostMessage);
+        if (!this.#alive || !this.#waiting.has(id)) return;
+        onSent();
+        this.#send({ ...message, v: PROTOCOL_VERSION, id } as HostMessage);
       };
       if (this.#isReady) send();
       else void this.#ready.then(send);
@@ -284,7 +294,7 @@ export class WorkerProcess {
     this.#alive = false;
     clearInterval(this.#supervisor);
     const { reason, detail } = this.#killedFor ?? { reason: 'exit' as const, detail: `the worker process exited (${signal ?? `code ${code}`})` };
-    const death = new WorkerDeathError(reason, detail, this.#overrunning);
+    const death = new WorkerDeathError(reason, detail, new Set(this.#overrunning));
     for (const waiting of this.#waiting.values()) waiting.reject(death);
     this.#waiting.clear();
     this.#onDeath(this, reason, detail);

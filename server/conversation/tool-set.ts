@@ -146,7 +146,7 @@ export async function checkToolSchemas(toolSet: ToolSet, bounds: SchemaBounds): 
   if (error instanceof SchemaDeadlineError) {
     throw new ApiError(
       'schema_too_complex',
-      `ajv could not compile the schemas of this request's tools within ${error.deadlineMs} ms of CPU time (PTC_SCHEMA_COMPILE_TIMEOUT_MS), from the one of tool '${toolName}' at ${param} on.`,
+      `ajv could not compile the schemas of this request's tools within ${error.measure} (PTC_SCHEMA_COMPILE_TIMEOUT_MS), from the one of tool '${toolName}' at ${param} on.`,
       param,
     );
   }
