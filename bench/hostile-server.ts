@@ -3,7 +3,9 @@
 // sends {port} once listening; {op: 'reset'} clears its event-loop histogram, {op: 'read'}
 // answers {p50Ms, maxMs} since the last reset. It exits when its parent's channel closes.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { buildServer } from '../server/app.ts';
+// The built server, as the package runs it: a worker it replaces costs what it costs an installed
+// server, not a TypeScript transpile (`npm run bench:hostile` builds first).
+import { buildServer } from '../dist/server/app.js';
 
 const env = JSON.parse(process.env['BENCH_SERVER_ENV'] ?? '{}') as Record<string, string>;
 const app = await buildServer({ env, logger: false });

@@ -24,12 +24,15 @@ const WORKERS = positiveNumberFromEnv('BENCH_HOSTILE_WORKERS', 2, true);
 const WARMUP_SECONDS = 5;
 /** The hostile client waits this long between its requests (one at a time): a steady attacker, not a flood. */
 const INTERVAL_MS = positiveNumberFromEnv('BENCH_HOSTILE_INTERVAL_MS', 250);
+/** Only the classes whose name contains this (case-insensitive), e.g. `ICU`; all when unset. */
+const ONLY = process.env.BENCH_HOSTILE_ONLY?.toLowerCase();
 
 const SERVER_ENV: Record<string, string> = {
   PTC_STORE: 'memory',
   PTC_SCENARIOS: SEED_SCENARIO_PATH,
   PTC_WORKERS: String(WORKERS),
   LOG_LEVEL: 'silent',
+
 };
 
 const progress = (message: string): void => {
@@ -139,6 +142,18 @@ const HOSTILE: readonly HostileClass[] = [
         input: inline("const thai = 'สวัสดีครับ'.repeat(200000); text(String([...new Intl.Segmenter('th', { granularity: 'word' }).segment(thai)].length))"),
       }),
   },
+  {
+    // Not hostile, for scale: the most one step may cost the others within its limits, a core
+    // until its wall-clock limit ends it (2 s by default).
+    name: 'reference: a step that spends its whole wall-clock limit (for (;;) {})',
+    send: (origin) =>
+      post(origin, {
+        model: 'm',
+        store: false,
+        tools: [PROGRAMS],
+        input: inline('for (;;) {}'),
+      }),
+  },
 ];
 
 // ---- The server --------------------------------------------------------------------------------
@@ -203,7 +218,7 @@ const server = await startServer();
 const results: { baseline: PhaseResult; hostile: PhaseResult }[] = [];
 try {
   await phase(server, 'warm-up', undefined, WARMUP_SECONDS);
-  for (const hostile of HOSTILE) {
+  for (const hostile of HOSTILE.filter((candidate) => !ONLY || candidate.name.toLowerCase().includes(ONLY))) {
     const baseline = await phase(server, `baseline before: ${hostile.name}`, undefined, SECONDS);
     results.push({ baseline, hostile: await phase(server, hostile.name, hostile, SECONDS) });
     // Let a killed worker's replacement settle before the next class.

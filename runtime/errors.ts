@@ -48,16 +48,23 @@ export class SchemaDeadlineError extends SchemaTooComplexError {
   }
 }
 
+/**
+ * Which limit a step ran past without ending (see IsolateProgram.runaway): its wall-clock limit,
+ * or its heap limit, its isolate disposed under a native call that went on.
+ */
+export const RUNAWAY_LIMITS = ['wall_time', 'memory'] as const;
+export type RunawayLimit = (typeof RUNAWAY_LIMITS)[number];
+
 /** The worker process running a step died, and why. */
 export class WorkerDeathError extends Error {
   /**
-   * @param runaways the programs whose steps the worker last reported running past their
-   * wall-clock limit: what killed it, when anything did (see RUNAWAY_GRACE_MS).
+   * @param runaways the programs whose steps the worker last reported past a limit without
+   * ending, and which limit: what killed it, when anything did (see RUNAWAY_THRESHOLDS_MS).
    */
   constructor(
     readonly reason: WorkerDeath,
     detail: string,
-    readonly runaways: ReadonlySet<string> = new Set(),
+    readonly runaways: ReadonlyMap<string, RunawayLimit> = new Map(),
   ) {
     super(detail);
   }

@@ -6,6 +6,7 @@ import { assertCanMakeIsolates } from './node-flags.ts';
 import type { ProgramErrorCode } from '../schemas/error-codes.ts';
 import { CheckReply, PollResult, type SandboxConfig } from './guest-protocol.ts';
 import type { ProgramLimits } from './limits.ts';
+import type { RunawayLimit } from './errors.ts';
 import { answerDigestPart, type ProgramEvent, type ProgramFailure, type ProgramStats, type RecordedCall, type ToolCallOutput, type ToolCallRequest } from './program-events.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 import { takesText, toolId, type ProgramTool } from './program-tool.ts';
@@ -159,6 +160,8 @@ export class IsolateProgram {
   #cpuTimeMs = 0;
   /** The isolate's running time (isolated-vm `wallTime`) as last read: what a step's wall clock counts. */
   #wallTimeMs = 0;
+  /** When a running step was first seen on an isolate disposed under it (performance.now()). */
+  #disposedSeenAt: number | undefined;
   /** While a step runs: the isolate's running time when it (or the replayed batch it is at) began. */
   #stepStartedAt: number | undefined;
   #finished = false;
@@ -187,13 +190,22 @@ export class IsolateProgram {
   }
 
   /**
-   * How far the running step's own running time is past its wall-clock limit, in ms (0 when
-   * within it, or when no step runs). isolated-vm's `wallTime` counts a call still running, so a
-   * step its timeout cannot stop (a native loop that ignores it) shows here while it runs.
+   * Whether the running step is past one of its limits without having ended, and for how long
+   * (undefined when it is not, or when no step runs): a native call its isolate cannot stop.
+   * isolated-vm's `wallTime` counts a call still running, so a step its timeout cannot stop (a
+   * native loop that ignores it) shows past its wall-clock limit while it runs. An isolate that
+   * reaches its heap limit is disposed and the call into it ends at once, unless native code
+   * holds its thread: an ICU call goes on, growing the process outside any heap, while the
+   * disposed isolate's clock stands still. That step shows here from the moment it is first seen.
    */
-  get stepOverrunMs(): number {
-    if (this.#stepStartedAt === undefined) return 0;
-    return Math.max(0, this.#readWallTime() - this.#stepStartedAt - this.#spec.limits.stepWallTimeMs);
+  get runaway(): { limit: RunawayLimit; overMs: number } | undefined {
+    if (this.#stepStartedAt === undefined) return undefined;
+    if (this.#isolate?.isDisposed) {
+      this.#disposedSeenAt ??= performance.now();
+      return { limit: 'memory', overMs: performance.now() - this.#disposedSeenAt };
+    }
+    const overMs = this.#readWallTime() - this.#stepStartedAt - this.#spec.limits.stepWallTimeMs;
+    return overMs > 0 ? { limit: 'wall_time', overMs } : undefined;
   }
 
   /**

@@ -1,7 +1,7 @@
 import { IsolateProgram, type ProgramSpec } from './isolate-program.ts';
 import { assertCanMakeIsolates } from './node-flags.ts';
 import type { ProgramEvent, RecordedCall } from './program-events.ts';
-import { ProgramBusyError } from './errors.ts';
+import { ProgramBusyError, type RunawayLimit } from './errors.ts';
 
 export interface ProgramRuntimeOptions {
   /** How long a paused program's isolate is kept without being resumed. */
@@ -71,14 +71,14 @@ export class ProgramRuntime implements ProgramEngine {
     this.#sweeper.unref();
   }
 
-  /** The steps running past their wall-clock limit (see IsolateProgram.stepOverrunMs), and by how much. */
-  overrunning(): { programId: string; overMs: number }[] {
-    const overrunning: { programId: string; overMs: number }[] = [];
+  /** The steps running past a limit without ending (see IsolateProgram.runaway), which limit, and for how long. */
+  runaways(): { programId: string; limit: RunawayLimit; overMs: number }[] {
+    const runaways: { programId: string; limit: RunawayLimit; overMs: number }[] = [];
     for (const [programId, entry] of this.#live) {
-      const overMs = entry.busy ? entry.program.stepOverrunMs : 0;
-      if (overMs > 0) overrunning.push({ programId, overMs: Math.round(overMs) });
+      const runaway = entry.busy ? entry.program.runaway : undefined;
+      if (runaway) runaways.push({ programId, limit: runaway.limit, overMs: Math.round(runaway.overMs) });
     }
-    return overrunning;
+    return runaways;
   }
 
   stats(): ProgramRuntimeStats {

@@ -233,7 +233,10 @@ export const PROGRAM_ERRORS = {
     description:
       'One execution step\'s code ran for longer than `PTC_STEP_WALL_TIME_MS` (its own running time: waiting for a worker or for the client not counted); or its isolate could not stop it and its worker was stopped for it (a second past the limit, or at the step\'s hard deadline), or died while it ran past the limit.',
   },
-  memory_limit_exceeded: { description: 'The isolate\'s heap passed `PTC_MEMORY_MB`.' },
+  memory_limit_exceeded: {
+    description:
+      'The isolate\'s heap passed `PTC_MEMORY_MB`; or it did inside a native call that went on after isolated-vm disposed the isolate for it (an ICU call), and its worker was stopped for it 6 s after the isolate was disposed.',
+  },
   call_limit_exceeded: { description: 'The program made more tool calls than `PTC_MAX_CALLS`.' },
   calls_in_flight_exceeded: { description: 'More than `PTC_MAX_CALLS_IN_FLIGHT` calls were pending at once.' },
   arguments_too_large: { description: 'One call\'s serialised arguments exceed `PTC_MAX_ARGUMENT_BYTES`.' },

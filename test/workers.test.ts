@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
@@ -7,6 +8,24 @@ import type { ProgramRuntimeOptions } from '../runtime/program-runtime.ts';
 import { WorkerPool } from '../runtime/worker/worker-pool.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
 import { metric, startServer, type RunningServer } from './support/server.ts';
+
+/** The nice value of each thread of a process (Linux: field 19 of /proc/<pid>/task/<tid>/stat). */
+function threadNiceValues(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).map((tid) => Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]));
+  } catch {
+    return [];
+  }
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 const MISBEHAVING = fileURLToPath(new URL('./fixtures/misbehaving-worker.ts', import.meta.url));
 const RUNTIME: ProgramRuntimeOptions = { pausedTtlMs: 60_000, maxPausedPrograms: 100, maxPausedHeapBytes: 2 ** 30 };
@@ -90,7 +109,7 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
     try {
       await pool.ready();
       const beside = step('beside', 'hold 2000 beside');
-      // Reported in each heartbeat as 5 s past its limit: far past RUNAWAY_GRACE_MS.
+      // Reported in each heartbeat as 5 s past its limit: far past RUNAWAY_THRESHOLDS_MS.wall_time.kill.
       const runaway = await step('runaway', 'overrun');
       expect(runaway).toMatchObject({
         type: 'incomplete',
@@ -98,6 +117,30 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
       });
       expect(await beside).toMatchObject({ type: 'completed', result: 'hold 2000 beside' });
       expect(pool.stats().workers).toMatchObject({ retried: 1, deaths: { deadline: 1 } });
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('lowers the priority of a worker that reports a runaway, replaces it at once for new steps, and stops it once its runaway ends by itself', async () => {
+    const deaths: string[] = [];
+    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted' } as ProgramRuntimeOptions, entry: MISBEHAVING, onWorkerDeath: (_pid, cause) => deaths.push(cause) });
+    const step = (programId: string, code: string) => pool.start(programId, { code, tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+    try {
+      await pool.ready();
+      const [demoted] = pool.pids;
+      const late = step('late', 'late 3000');
+      // Every thread of the reporting worker goes to the lowest priority (nice 19)...
+      await vi.waitFor(() => expect(threadNiceValues(demoted!)).toEqual(expect.arrayContaining([19])), { timeout: 30_000, interval: 20 });
+      expect(new Set(threadNiceValues(demoted!))).toEqual(new Set([19]));
+      // ...and a new worker takes the next step while the demoted one finishes its own.
+      await vi.waitFor(() => expect(pool.pids.length === 1 && pool.pids[0] !== demoted).toBe(true), { timeout: 30_000, interval: 20 });
+      expect(await step('next', 'hold 10 next')).toMatchObject({ type: 'completed', result: 'hold 10 next' });
+      expect(await late).toMatchObject({ type: 'completed', result: 'late 3000' });
+      // Then it is stopped: no death, nothing run again.
+      await vi.waitFor(() => expect(processExists(demoted!)).toBe(false), { timeout: 30_000, interval: 50 });
+      expect(deaths).toEqual([]);
+      expect(pool.stats().workers?.retried).toBe(0);
     } finally {
       await pool.close();
     }
@@ -220,7 +263,7 @@ describe('a worker over its memory ceiling, through the API', () => {
     }
   }, TWO_LONG_STEPS_MS);
 
-  it('an ICU call that ignores every timeout, next to an honest step: the honest step completes, only the runaway ends runtime_crashed', async () => {
+  it('an ICU call that goes on after its isolate is disposed at its heap limit, next to an honest step: the runaway ends memory_limit_exceeded, the honest step is run again and completes', async () => {
     const server = await startServer({
       config: { workers: 1, workerHeartbeatMs: 50, workerMaxRssBytes: 300 * 2 ** 20, limits: { ...DEFAULT_LIMITS, stepWallTimeMs: 60_000, cpuTimeMs: 60_000 } },
     });
@@ -228,16 +271,20 @@ describe('a worker over its memory ceiling, through the API', () => {
       const tools = programTools();
       const honest = server.client.responses.create({ model: 'm', input: inlineProgram(HONEST_LONG_STEP), tools });
       await runningInWorker(server, 1);
-      // Segmenting a long Thai text runs in ICU, which isolated-vm's timeout cannot interrupt;
-      // its memory grows until the supervisor kills the worker for it.
+      // Segmenting a long Thai text runs in ICU, which isolated-vm's timeout cannot interrupt: it
+      // fills the heap, and goes on after the isolate is disposed for it (the worker's memory
+      // grows); its worker reports it, and is killed.
       const runaway = await server.client.responses.create({
         model: 'm',
         input: inlineProgram("const thai = 'สวัสดีครับ'.repeat(200000); text(String([...new Intl.Segmenter('th', { granularity: 'word' }).segment(thai)].length))"),
         tools,
       });
-      expect(JSON.parse(programOutputOf(runaway)!.result)).toMatchObject({ error: { code: 'runtime_crashed', message: expect.stringContaining('died again') } });
+      expect(JSON.parse(programOutputOf(runaway)!.result)).toMatchObject({ error: { code: 'memory_limit_exceeded', message: expect.stringContaining('did not stop with its isolate') } });
       expect(programOutputOf(await honest)).toMatchObject({ status: 'completed', result: 'done' });
-      expect(await metric(server, 'ptc_worker_step_retries_total')).toBe(2);
+      // Only the honest step was run again; the worker died once, stopped for the runaway (or for
+      // the memory it grew first, past this server's 300 MiB ceiling).
+      expect(await metric(server, 'ptc_worker_step_retries_total')).toBe(1);
+      expect((await metric(server, 'ptc_worker_deaths_total{reason="deadline"}')) + (await metric(server, 'ptc_worker_deaths_total{reason="rss"}'))).toBe(1);
     } finally {
       await server.close();
     }

@@ -2,13 +2,14 @@ import { z } from 'zod';
 import { PROGRAM_ERRORS, type ProgramErrorCode } from '../../schemas/error-codes.ts';
 import { LIMIT_DEFINITIONS, type LimitName } from '../limits.ts';
 import { ProgramTool } from '../program-tool.ts';
+import { RUNAWAY_LIMITS, type RunawayLimit } from '../errors.ts';
 
 /**
  * The messages between the server and its worker processes, over Node's IPC channel. Both
  * sides check every message against these schemas: a worker runs hostile code, and a message
  * of another version is refused, not misread. Bump PROTOCOL_VERSION on any change.
  */
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 const v = z.literal(PROTOCOL_VERSION);
 const id = z.number().int().min(0);
 
@@ -49,17 +50,39 @@ export const WireEvent = z.discriminatedUnion('type', [
   }),
 ]);
 
+/**
+ * What the supervisor does about a step past a limit without ending (see IsolateProgram.runaway),
+ * by how long it is past it. The worker reports every such step (so that whatever kills the
+ * worker, that step is known for the cause); from `demote` on the supervisor demotes the worker
+ * (WorkerProcess.demoted); past `kill` it kills the worker for it, rather than at the step's
+ * hard deadline or for its memory, and only that step ends for it.
+ * - `wall_time`: isolated-vm's timeout stops a step at its limit within milliseconds, unless a
+ *   native loop ignores it (an ICU call, `indexOf` over a huge array-like), which goes on for good.
+ * - `memory`: a call into an isolate disposed at its heap limit ends once the native operation
+ *   it was in returns: flattening a 2 ** 24-character rope takes 1.3 s after the disposal here;
+ *   an ICU call may never return. Both thresholds leave such a step several times that.
+ */
+export const RUNAWAY_THRESHOLDS_MS: Readonly<Record<RunawayLimit, { readonly demote: number; readonly kill: number }>> = {
+  wall_time: { demote: 0, kill: 1_000 },
+  memory: { demote: 3_000, kill: 6_000 },
+};
+
+// Steps past a limit without ending: their wall-clock limit by their isolate's own running
+// time, or their heap limit, their isolate disposed (see IsolateProgram.runaway).
+const Runaways = z.array(z.strictObject({ programId: z.string(), limit: z.enum(RUNAWAY_LIMITS), overMs: z.number().min(0) }));
+
 export const WorkerMessage = z.discriminatedUnion('kind', [
   z.strictObject({ v, kind: z.literal('ready'), pid: z.number().int() }),
   z.strictObject({ v, kind: z.literal('step'), id, event: WireEvent, path: z.enum(['warm', 'replay']).optional() }),
   z.strictObject({ v, kind: z.literal('busy'), id, programId: z.string() }),
   z.strictObject({ v, kind: z.literal('failed'), id, message: z.string() }),
+  // Sent unasked between heartbeats, as soon as a runaway appears or passes its grace.
+  z.strictObject({ v, kind: z.literal('runaways'), runaways: Runaways }),
   z.strictObject({
     v,
     kind: z.literal('pong'),
     id,
-    // Steps running past their wall-clock limit, by their isolate's own running time.
-    overrunning: z.array(z.strictObject({ programId: z.string(), overMs: z.number().min(0) })),
+    runaways: Runaways,
     stats: z.strictObject({
       started: z.number().int(),
       resumes: z.strictObject({ warm: z.number().int(), replay: z.number().int() }),

@@ -6,7 +6,7 @@
 import type { ProgramEvent } from '../program-events.ts';
 import { ProgramBusyError } from '../errors.ts';
 import { ProgramRuntime, type ProgramRuntimeOptions } from '../program-runtime.ts';
-import { HostMessage, PROTOCOL_VERSION, type WorkerMessage } from './protocol.ts';
+import { HostMessage, PROTOCOL_VERSION, RUNAWAY_THRESHOLDS_MS, type WorkerMessage } from './protocol.ts';
 
 const options = JSON.parse(process.env.PTC_WORKER_OPTIONS ?? '{}') as ProgramRuntimeOptions;
 const runtime = new ProgramRuntime(options);
@@ -27,7 +27,7 @@ function wire(event: ProgramEvent): Extract<WorkerMessage, { kind: 'step' }>['ev
 async function handle(message: HostMessage): Promise<void> {
   switch (message.kind) {
     case 'ping':
-      send({ v: PROTOCOL_VERSION, kind: 'pong', id: message.id, overrunning: runtime.overrunning(), stats: runtime.stats() });
+      send({ v: PROTOCOL_VERSION, kind: 'pong', id: message.id, runaways: runtime.runaways(), stats: runtime.stats() });
       return;
     case 'dispose':
       runtime.dispose(message.programId);
@@ -62,5 +62,26 @@ process.on('message', (raw: unknown) => {
 process.on('disconnect', () => {
   void runtime.close().finally(() => process.exit(0));
 });
+
+/**
+ * How often the worker looks for runaways between heartbeats. One is reported when it appears,
+ * and again when it is due to be demoted (the supervisor lowers this worker's priority for it,
+ * so that it costs the machine little: see WorkerProcess.demoted) and to be killed for it.
+ */
+const RUNAWAY_POLL_MS = 50;
+/** What was last reported of each runaway: 0 when it appeared, 1 once due to be demoted, 2 to be killed. */
+let reported = new Map<string, number>();
+setInterval(() => {
+  const runaways = runtime.runaways();
+  const now = new Map(
+    runaways.map(({ programId, limit, overMs }) => {
+      const { demote, kill } = RUNAWAY_THRESHOLDS_MS[limit];
+      return [programId, overMs > kill ? 2 : overMs >= demote ? 1 : 0];
+    }),
+  );
+  const news = [...now].some(([programId, stage]) => reported.get(programId) !== stage);
+  reported = now;
+  if (news) send({ v: PROTOCOL_VERSION, kind: 'runaways', runaways });
+}, RUNAWAY_POLL_MS).unref();
 
 send({ v: PROTOCOL_VERSION, kind: 'ready', pid: process.pid });

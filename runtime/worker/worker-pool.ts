@@ -1,6 +1,7 @@
 import type { ProgramSpec } from '../isolate-program.ts';
 import type { ProgramEvent, RecordedCall } from '../program-events.ts';
-import { ProgramBusyError, WorkerDeathError } from '../errors.ts';
+import { ProgramBusyError, WorkerDeathError, type RunawayLimit } from '../errors.ts';
+import type { ProgramLimits } from '../limits.ts';
 import type { ProgramEngine, ProgramRuntimeOptions, ProgramRuntimeStats, ResumePath } from '../program-runtime.ts';
 import { WorkerProcess, type StepRequest, type WorkerDeath, type WorkerLimits } from './worker-process.ts';
 
@@ -33,7 +34,7 @@ function hardDeadline(message: StepRequest): number {
 }
 
 /** A step that could not go on: the worker running it died, and why. */
-function crashed(code: 'runtime_crashed' | 'wall_time_exceeded', message: string): { event: ProgramEvent; path: ResumePath } {
+function crashed(code: 'runtime_crashed' | 'wall_time_exceeded' | 'memory_limit_exceeded', message: string): { event: ProgramEvent; path: ResumePath } {
   return { event: { type: 'incomplete', error: { code, message }, stats: { cpuTimeMs: 0, steps: 0, calls: 0 } }, path: 'replay' };
 }
 
@@ -42,10 +43,13 @@ function pastHardDeadline(deadlineMs: number): { event: ProgramEvent; path: Resu
   return crashed('wall_time_exceeded', `One execution step ran past its hard deadline of ${deadlineMs} ms; the worker running it was stopped`);
 }
 
-/** The step its worker reported running past its wall-clock limit when the worker died: the cause. */
-function ranAway(limitMs: number, death: WorkerDeathError): { event: ProgramEvent; path: ResumePath } {
-  const how = death.reason === 'deadline' ? 'was stopped' : `died (${death.message})`;
-  return crashed('wall_time_exceeded', `One execution step ran past its wall-clock limit of ${limitMs} ms and its isolate could not stop it; the worker running it ${how}`);
+/** The step its worker reported past a limit without ending when the worker died: the cause. */
+function ranAway(limits: ProgramLimits, limit: RunawayLimit, death: WorkerDeathError): { event: ProgramEvent; path: ResumePath } {
+  // Killed by the supervisor for the runaway, or for the memory it grew meanwhile: either way stopped.
+  const how = death.reason === 'deadline' || death.reason === 'rss' ? 'was stopped' : `died (${death.message})`;
+  return limit === 'memory'
+    ? crashed('memory_limit_exceeded', `The program's heap reached its limit of ${limits.memoryMb} MiB in a native call that did not stop with its isolate; the worker running it ${how}`)
+    : crashed('wall_time_exceeded', `One execution step ran past its wall-clock limit of ${limits.stepWallTimeMs} ms and its isolate could not stop it; the worker running it ${how}`);
 }
 
 /** A fast crash loop must not spin: replacements wait this long after a death, at most. */
@@ -74,8 +78,10 @@ export class WorkerPool implements ProgramEngine {
   readonly #spareQueue: { readonly death: WorkerDeathError; readonly ranMs: number; readonly start: () => void }[] = [];
   /** Whether a step runs on the spare, or one is about to be taken. */
   #spareBusy = false;
-  /** Spares stopped on purpose: their exit is no death. */
-  readonly #stoppedSpares = new WeakSet<WorkerProcess>();
+  /** Demoted workers that left the pool and still run steps (see #demoted). */
+  readonly #leaving = new Set<WorkerProcess>();
+  /** Workers stopped on purpose (an idle spare, a retired worker): their exit is no death. */
+  readonly #stopped = new WeakSet<WorkerProcess>();
 
   constructor(options: WorkerPoolOptions) {
     this.#options = options;
@@ -131,7 +137,7 @@ export class WorkerPool implements ProgramEngine {
 
   async resume(programId: string, spec: ProgramSpec, recorded: readonly RecordedCall[]): Promise<{ event: ProgramEvent; path: ResumePath }> {
     const placed = this.#placement.get(programId);
-    const worker = placed?.worker.alive ? placed.worker : this.#leastLoaded();
+    const worker = placed?.worker.alive && !placed.worker.demoted ? placed.worker : this.#leastLoaded();
     return this.#run(programId, worker, { kind: 'resume', programId, spec: { ...spec, tools: [...spec.tools] }, recorded: [...recorded] });
   }
 
@@ -143,7 +149,7 @@ export class WorkerPool implements ProgramEngine {
   async close(): Promise<void> {
     this.#closing = true;
     clearInterval(this.#sweeper);
-    await Promise.all([...this.#workers, ...(this.#spare ? [this.#spare] : [])].map((worker) => worker.stop()));
+    await Promise.all([...this.#workers, ...this.#leaving, ...(this.#spare ? [this.#spare] : [])].map((worker) => worker.stop()));
   }
 
   /**
@@ -156,16 +162,23 @@ export class WorkerPool implements ProgramEngine {
     const first = await this.#attempt(programId, worker, message, true);
     if (!('death' in first)) return first;
     if (first.overran) return pastHardDeadline(first.deadlineMs);
-    if (first.death.runaways.has(programId)) return ranAway(message.spec.limits.stepWallTimeMs, first.death);
+    const firstRunaway = first.death.runaways.get(programId);
+    if (firstRunaway) return ranAway(message.spec.limits, firstRunaway, first.death);
     // A pool closing stops its workers under their steps: nothing is run again then.
     if (this.#closing) return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}`);
     this.#retried += 1;
-    const second = await this.#alone(first.death, first.ranMs, (spare) => this.#attempt(programId, spare, message, false));
+    // A death whose cause the worker reported (a runaway, not this step) needs no spare to find
+    // its killer: the step runs again on the pool, as any step does.
+    const alone = first.death.runaways.size === 0 || !this.#workers.some((worker) => worker.alive);
+    const second = alone
+      ? await this.#alone(first.death, first.ranMs, (spare) => this.#attempt(programId, spare, message, false))
+      : await this.#attempt(programId, this.#leastLoaded(), message, true);
     if (second === undefined) return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}`);
     if (!('death' in second)) return second;
     if (second.overran) return pastHardDeadline(second.deadlineMs);
-    if (second.death.runaways.has(programId)) return ranAway(message.spec.limits.stepWallTimeMs, second.death);
-    return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}; run again by itself, it died again: ${second.death.message}`);
+    const secondRunaway = second.death.runaways.get(programId);
+    if (secondRunaway) return ranAway(message.spec.limits, secondRunaway, second.death);
+    return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}; run again${alone ? ' by itself' : ''}, it died again: ${second.death.message}`);
   }
 
   async #attempt(
@@ -197,6 +210,7 @@ export class WorkerPool implements ProgramEngine {
       return { death: error, overran, deadlineMs, ranMs: sentAt === undefined ? 0 : Date.now() - sentAt };
     } finally {
       clearTimeout(deadline);
+      this.#retireIfDone(worker);
     }
     if (reply.kind === 'busy') throw new ProgramBusyError(programId);
     if (reply.kind === 'failed') throw new Error(`The worker could not run program ${programId}: ${reply.message}`);
@@ -230,7 +244,8 @@ export class WorkerPool implements ProgramEngine {
     try {
       if (this.#closing) return undefined;
       // A worker takes requests while it starts (they wait in its channel), as the others do.
-      if (!this.#spare?.alive) this.#spare = this.#spawn(true);
+      if (this.#spare?.alive && this.#spare.demoted) this.#stopOnPurpose(this.#spare);
+      if (!this.#spare?.alive || this.#spare.demoted) this.#spare = this.#spawn(true);
       return await step(this.#spare);
     } finally {
       this.#nextAlone();
@@ -245,11 +260,34 @@ export class WorkerPool implements ProgramEngine {
       return;
     }
     this.#spareBusy = false;
-    if (this.#spare) {
-      this.#stoppedSpares.add(this.#spare);
-      void this.#spare.stop();
-      this.#spare = undefined;
+    if (this.#spare) this.#stopOnPurpose(this.#spare);
+    this.#spare = undefined;
+  }
+
+  #stopOnPurpose(worker: WorkerProcess): void {
+    this.#stopped.add(worker);
+    this.#leaving.delete(worker);
+    for (const [programId, placed] of this.#placement) {
+      if (placed.worker === worker) this.#placement.delete(programId);
     }
+    void worker.stop();
+  }
+
+  /**
+   * A worker demoted for a runaway (see WorkerProcess.demoted) leaves the pool at once: a new
+   * one takes its place and its new steps, while it finishes the steps it has, its runaway
+   * among them, at a priority it cannot regain. It is killed for the runaway, or stopped once
+   * its last step is done (#retireIfDone). The spare is replaced before its next step (#alone).
+   */
+  #demoted(worker: WorkerProcess): void {
+    const index = this.#workers.indexOf(worker);
+    if (this.#closing || index < 0) return;
+    this.#workers[index] = this.#spawn();
+    this.#leaving.add(worker);
+  }
+
+  #retireIfDone(worker: WorkerProcess): void {
+    if (this.#leaving.has(worker) && worker.alive && worker.load === 0) this.#stopOnPurpose(worker);
   }
 
   #leastLoaded(): WorkerProcess {
@@ -265,12 +303,18 @@ export class WorkerPool implements ProgramEngine {
   }
 
   #spawn(spare = false): WorkerProcess {
-    return new WorkerProcess(this.#options.runtime, this.#options, (dead, reason, detail) => this.#replace(dead, reason, detail, spare), this.#options.entry);
+    return new WorkerProcess(
+      this.#options.runtime,
+      this.#options,
+      { onDeath: (dead, reason, detail) => this.#replace(dead, reason, detail, spare), onDemoted: (demoted) => this.#demoted(demoted) },
+      this.#options.entry,
+    );
   }
 
   #replace(dead: WorkerProcess, reason: WorkerDeath, detail: string, spare: boolean): void {
     // A spare stopped because no step waits for it did not die.
-    if (this.#closing || this.#stoppedSpares.has(dead)) return;
+    this.#leaving.delete(dead);
+    if (this.#closing || this.#stopped.has(dead)) return;
     this.#deaths[reason] += 1;
     this.#options.onWorkerDeath?.(dead.pid, reason, detail);
     // The spare is started again only for the next step that needs it.

@@ -1,10 +1,11 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { ProgramRuntimeOptions, ProgramRuntimeStats } from '../program-runtime.ts';
-import { WorkerDeathError } from '../errors.ts';
+import { WorkerDeathError, type RunawayLimit } from '../errors.ts';
 import { cpuMsFromStat } from '../proc-stat.ts';
-import { PROTOCOL_VERSION, WorkerMessage, type HostMessage } from './protocol.ts';
+import { PROTOCOL_VERSION, RUNAWAY_THRESHOLDS_MS, WorkerMessage, type HostMessage } from './protocol.ts';
 
 /**
  * Whether this module runs from the TypeScript sources (a clone, under tsx) rather than from
@@ -40,6 +41,14 @@ const BROKEN_CHANNEL_GRACE_MS = 250;
 
 export type WorkerDeath = 'exit' | 'heartbeat' | 'rss' | 'cpu' | 'deadline';
 
+/** What a worker tells its pool. */
+export interface WorkerEvents {
+  /** It died (or was stopped), and why. */
+  onDeath(worker: WorkerProcess, reason: WorkerDeath, detail: string): void;
+  /** It was demoted for a runaway (see WorkerProcess.demoted): it should take no new step. */
+  onDemoted(worker: WorkerProcess): void;
+}
+
 export interface WorkerLimits {
   /** How often the supervisor checks the worker. */
   readonly heartbeatMs: number;
@@ -54,7 +63,7 @@ export interface WorkerLimits {
   readonly maxIdleCpuShare: number;
 }
 
-type Reply = Exclude<WorkerMessage, { kind: 'ready' | 'pong' }>;
+type Reply = Exclude<WorkerMessage, { kind: 'ready' | 'pong' | 'runaways' }>;
 
 /** A step to run: a start or a resume message, before the channel adds its version and id. */
 export type StepRequest = { [Kind in 'start' | 'resume']: Omit<Extract<HostMessage, { kind: Kind }>, 'v' | 'id'> }['start' | 'resume'];
@@ -65,13 +74,13 @@ interface Waiting {
   readonly reject: (death: WorkerDeathError) => void;
 }
 
-/**
- * A step whose isolate has run this long past its wall-clock limit was not stopped by
- * isolated-vm's timeout (a native loop that ignores it: an ICU call, `indexOf` over a huge
- * array-like), and will not be: its worker is killed at once, rather than at the step's hard
- * deadline, and only that step ends for it (`wall_time_exceeded`).
- */
-export const RUNAWAY_GRACE_MS = 1_000;
+/** The nice value of a demoted worker's threads (see WorkerProcess.demoted). */
+const LOWEST_PRIORITY = 19;
+
+const RUNAWAY_DETAIL: Readonly<Record<RunawayLimit, (programId: string, overMs: number) => string>> = {
+  wall_time: (programId, overMs) => `a step of program ${programId} ran ${overMs} ms past its wall-clock limit, and its isolate did not stop it`,
+  memory: (programId, overMs) => `a step of program ${programId} was still running ${overMs} ms after its isolate was disposed at its heap limit`,
+};
 
 /** CPU seconds a process has used, and its resident memory, from /proc (Linux). */
 function processUsage(pid: number): { cpuSeconds: number; rssBytes: number } | undefined {
@@ -95,7 +104,7 @@ export class WorkerProcess {
   readonly #child: ChildProcess;
   readonly #limits: WorkerLimits;
   readonly #waiting = new Map<number, Waiting>();
-  readonly #onDeath: (worker: WorkerProcess, reason: WorkerDeath, detail: string) => void;
+  readonly #events: WorkerEvents;
   #nextId = 0;
   #alive = true;
   #ready: Promise<void>;
@@ -110,17 +119,17 @@ export class WorkerProcess {
   #supervisor: NodeJS.Timeout;
   /** The runtime's counters as of the last heartbeat. */
   stats: ProgramRuntimeStats | undefined;
-  /** The programs whose steps the last heartbeat reported past their wall-clock limit. */
-  #overrunning = new Set<string>();
+  /** The programs whose steps the last heartbeat reported past a limit without ending, and which limit. */
+  #runaways = new Map<string, RunawayLimit>();
 
   constructor(
     runtimeOptions: ProgramRuntimeOptions,
     limits: WorkerLimits,
-    onDeath: (worker: WorkerProcess, reason: WorkerDeath, detail: string) => void,
+    events: WorkerEvents,
     entry: string = WORKER_ENTRY,
   ) {
     this.#limits = limits;
-    this.#onDeath = onDeath;
+    this.#events = events;
     this.#child = fork(entry, [], {
       execArgv: workerExecArgv(entry),
       env: { PATH: process.env.PATH ?? '', TZ: process.env.TZ ?? '', PTC_WORKER_OPTIONS: JSON.stringify(runtimeOptions) },
@@ -143,18 +152,21 @@ export class WorkerProcess {
         this.#lastPong = Date.now();
         markReady();
       }
-      else if (message.kind === 'pong') {
-        this.#lastPong = Date.now();
-        this.stats = message.stats;
-        this.#overrunning = new Set(message.overrunning.map((step) => step.programId));
-        const runaway = message.overrunning.find((step) => step.overMs > RUNAWAY_GRACE_MS);
-        if (runaway) this.kill('deadline', `a step of program ${runaway.programId} ran ${runaway.overMs} ms past its wall-clock limit, and its isolate did not stop it`);
+      else if (message.kind === 'pong' || message.kind === 'runaways') {
+        if (message.kind === 'pong') {
+          this.#lastPong = Date.now();
+          this.stats = message.stats;
+        }
+        this.#runaways = new Map(message.runaways.map((step) => [step.programId, step.limit]));
+        if (message.runaways.some((step) => step.overMs >= RUNAWAY_THRESHOLDS_MS[step.limit].demote)) this.#demote();
+        const runaway = message.runaways.find((step) => step.overMs > RUNAWAY_THRESHOLDS_MS[step.limit].kill);
+        if (runaway) this.kill('deadline', RUNAWAY_DETAIL[runaway.limit](runaway.programId, runaway.overMs));
       } else {
         const waiting = this.#waiting.get(message.id);
         this.#waiting.delete(message.id);
         // A step that answered is no runaway, whatever the last heartbeat said (its program
         // may run its next step here before the next heartbeat).
-        if (waiting) this.#overrunning.delete(waiting.programId);
+        if (waiting) this.#runaways.delete(waiting.programId);
         waiting?.resolve(message);
       }
     });
@@ -162,6 +174,39 @@ export class WorkerProcess {
     this.#child.on('error', () => {});
     this.#supervisor = setInterval(() => this.#check(), limits.heartbeatMs);
     this.#supervisor.unref();
+  }
+
+  /**
+   * Whether the worker was given the lowest priority for a runaway. Until it is stopped, the
+   * runaway then takes a core only from idle time, not from the server's loop or from other
+   * workers' steps. Lowering a priority needs no privilege, raising it back does: a demoted
+   * worker takes no new step, and one that survives its runaway (a timeout that fired late) is
+   * stopped once its steps are done (see WorkerPool).
+   */
+  get demoted(): boolean {
+    return this.#demoted;
+  }
+
+  #demoted = false;
+
+  #demote(): void {
+    if (this.#demoted || this.pid === undefined) return;
+    this.#demoted = true;
+    this.#events.onDemoted(this);
+    // Linux keeps a priority per thread: every thread of the worker, the isolates' included.
+    let threads: string[] = [];
+    try {
+      threads = readdirSync(`/proc/${this.pid}/task`);
+    } catch {
+      // Not Linux, or the worker just died: nothing to lower.
+    }
+    for (const thread of threads) {
+      try {
+        setPriority(Number(thread), LOWEST_PRIORITY);
+      } catch {
+        // The thread ended meanwhile.
+      }
+    }
   }
 
   get pid(): number | undefined {
@@ -294,9 +339,9 @@ export class WorkerProcess {
     this.#alive = false;
     clearInterval(this.#supervisor);
     const { reason, detail } = this.#killedFor ?? { reason: 'exit' as const, detail: `the worker process exited (${signal ?? `code ${code}`})` };
-    const death = new WorkerDeathError(reason, detail, new Set(this.#overrunning));
+    const death = new WorkerDeathError(reason, detail, new Map(this.#runaways));
     for (const waiting of this.#waiting.values()) waiting.reject(death);
     this.#waiting.clear();
-    this.#onDeath(this, reason, detail);
+    this.#events.onDeath(this, reason, detail);
   }
 }

@@ -600,6 +600,15 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
     harm: 'wedge',
   },
   {
+    name: '[isolate wedge] ICU word segmentation of a long Thai text fills the heap and goes on after its isolate is disposed: its worker reports it, and is stopped for it',
+    code: "const thai = 'สวัสดีครับ'.repeat(200000); text(String([...new Intl.Segmenter('th', { granularity: 'word' }).segment(thai)].length))",
+    outcome: incomplete(
+      'memory_limit_exceeded',
+      `The program's heap reached its limit of ${CONTAINMENT_LIMITS.memoryMb} MiB in a native call that did not stop with its isolate; the worker running it was stopped`,
+    ),
+    harm: 'wedge',
+  },
+  {
     name: '[was an isolate wedge] a FinalizationRegistry callback that loops forever: never called back',
     code: "const r = new FinalizationRegistry(() => { for (;;) {} }); for (let i = 0; i < 2e5; i++) r.register({ a: new Array(10) }, i); text('registered')",
     outcome: completed('registered'),
