@@ -4,8 +4,10 @@
 // answers {p50Ms, maxMs} since the last reset. It exits when its parent's channel closes.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 // The built server, as the package runs it: a worker it replaces costs what it costs an installed
-// server, not a TypeScript transpile (`npm run bench:hostile` builds first).
-import { buildServer } from '../dist/server/app.js';
+// server, not a TypeScript transpile (`npm run bench:hostile` builds first). Imported by a URL
+// computed here, so that type-checking a clone that was never built does not look for it.
+const built = new URL('../dist/server/app.js', import.meta.url).href;
+const { buildServer } = (await import(built)) as typeof import('../server/app.ts');
 
 const env = JSON.parse(process.env['BENCH_SERVER_ENV'] ?? '{}') as Record<string, string>;
 const app = await buildServer({ env, logger: false });
