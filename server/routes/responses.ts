@@ -53,10 +53,7 @@ function flatHeaders(headers: Record<string, string | string[] | undefined>): Re
 
 /** A failure as a failed Response carries it: `Response.error.code` has a fixed set of values. */
 function responseError(error: unknown): NonNullable<ResponseObject['error']> {
-  if (error instanceof ApiError) {
-    const code = error.status === 429 ? 'rate_limit_exceeded' : error.status >= 500 ? 'server_error' : 'invalid_prompt';
-    return { code, message: `${error.code}: ${error.message}` };
-  }
+  if (error instanceof ApiError) return error.toResponseError();
   return { code: 'server_error', message: 'The emulator failed while running this background response.' };
 }
 
