@@ -1,10 +1,11 @@
 import type { z } from 'zod';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
-import { API_ERRORS, type ApiErrorDefinition } from '../schemas/error-codes.ts';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { jsonDepthExceeds, MAX_JSON_DEPTH, ProgramRuntime, resolveLimits, WorkerPool, type ProgramEngine, type ProgramLimits } from '../runtime/index.ts';
 import { ApiError } from './api-error.ts';
 import { BackgroundJobs } from './background.ts';
-import { RequestJournal, type JournalDetails } from './journal.ts';
+import { answerClientError, answerFrameworkError, registerErrorHandlers } from './error-handler.ts';
+import { RequestJournal } from './journal.ts';
+import { journalRequests } from './journal-hooks.ts';
 import { registerJournalRoutes } from './routes/journal.ts';
 import { TurnGate } from './turn-gate.ts';
 import { loadSealingKeys } from './sealing-keys.ts';
@@ -23,18 +24,12 @@ import { registerMetricsRoutes } from './routes/metrics.ts';
 import { registerModelRoutes } from './routes/models.ts';
 import { registerResponseRoutes } from './routes/responses.ts';
 import { createResponseStore, type StoreKind } from './stores/create-store.ts';
-import { StoreUnavailableError, type ResponseStore } from './stores/response-store.ts';
+import type { ResponseStore } from './stores/response-store.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Stops taking new requests (503 shutting_down) while the running ones finish; then call close(). */
     drain(): void;
-  }
-  interface FastifyRequest {
-    /** What the routes noted about this request for the journal. */
-    journal: JournalDetails | null;
-    /** True when the reply was a stream written by hand, which the route journals itself. */
-    streamedByHand: boolean;
   }
 }
 
@@ -63,31 +58,6 @@ const MAX_PATH_PARAM_LENGTH = 1024;
 
 /** Routes that answer without an API key: the index, health probes and metrics scrapes. */
 const PUBLIC_PATHS = new Set(['/', '/v1', '/health', '/metrics']);
-
-/** Maps whatever a route or Fastify threw onto the OpenAI error envelope. */
-function toApiError(error: FastifyError | Error, bodyLimitBytes: number): ApiError | undefined {
-  if (error instanceof ApiError) return error;
-  if (error instanceof StoreUnavailableError) return new ApiError('store_unavailable', `The response store is unavailable: ${error.message}. Retry later.`, null, { 'retry-after': '1' });
-  const code = 'code' in error ? error.code : undefined;
-  const statusCode = 'statusCode' in error ? error.statusCode : undefined;
-  switch (code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError('request_too_large', `The request body exceeds the limit of ${bodyLimitBytes} bytes (PTC_BODY_LIMIT_BYTES).`);
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ApiError('unsupported_media_type', 'The request body must be JSON with the header Content-Type: application/json.');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new ApiError('invalid_json', 'The request body is empty; send a JSON object.');
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new ApiError('invalid_json', 'The request body does not match its Content-Length.');
-  }
-  if (statusCode === 400 && (error instanceof SyntaxError || /JSON|__proto__|constructor/i.test(error.message))) {
-    return new ApiError('invalid_json', `We could not parse the JSON body of your request: ${error.message}`);
-  }
-  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
-    return new ApiError('invalid_value', error.message);
-  }
-  return undefined;
-}
 
 export async function buildServer(options: BuildServerOptions = {}): Promise<FastifyInstance> {
   const loaded = loadConfig(options.env ?? process.env);
@@ -140,24 +110,9 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     requestIdHeader: false,
     // Ids reach the routes (and their 404s) whatever their length, up to this.
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
-    // The router's own refusals (a malformed URL, an absurd path segment) in the envelope too.
-    frameworkErrors: (error, request, reply) => {
-      const apiError =
-        error.code === 'FST_ERR_BAD_URL'
-          ? new ApiError('invalid_value', `The URL ${request.url} is not valid (malformed percent-encoding).`)
-          : new ApiError('unknown_url', `Invalid URL (${request.method} ${request.url.split('?')[0]}).`);
-      void (reply as unknown as FastifyReply).status(apiError.status).header('x-request-id', request.id).send(apiError.toEnvelope());
-    },
-    // Requests Node's HTTP parser refuses never reach Fastify: answer them in the envelope, then close.
-    clientErrorHandler: (error, socket) => {
-      if (!socket.writable) return socket.destroy();
-      const tooLarge = (error as NodeJS.ErrnoException).code === 'HPE_HEADER_OVERFLOW';
-      const body = new ApiError(tooLarge ? 'request_too_large' : 'invalid_json', tooLarge ? 'The request headers are too large.' : `The HTTP request is malformed: ${error.message}.`, null, {}, tooLarge ? 431 : 400).toEnvelope();
-      const json = JSON.stringify(body);
-      socket.end(
-        `HTTP/1.1 ${tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nx-request-id: ${newId('req')}\r\nConnection: close\r\n\r\n${json}`,
-      );
-    },
+    // Refusals that never reach the error handler: the router's, and Node's HTTP parser's.
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
   });
 
   onWorkerDeath = (pid, reason, detail) => app.log.warn({ worker: pid, reason }, `worker replaced: ${detail}`);
@@ -196,46 +151,9 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     }
   });
 
-  // The journal: what each API request did, noted by the routes, recorded when the reply is sent.
-  app.decorateRequest('journal', null);
-  app.decorateRequest('streamedByHand', false);
-  const note = (request: FastifyRequest, details: JournalDetails): void => {
-    request.journal = { ...request.journal, ...details };
-  };
-  const record = (request: FastifyRequest, status: number, elapsed: number): void => {
-    const path = request.url.split('?')[0]!;
-    if (!path.startsWith('/v1/') || path.startsWith('/v1/emulator/')) return;
-    journal.record({
-      request_id: request.id,
-      at: new Date().toISOString(),
-      method: request.method,
-      path,
-      status,
-      duration_ms: Math.round(elapsed * 1000) / 1000,
-      ...request.journal,
-    });
-  };
-  app.addHook('onResponse', async (request, reply) => {
-    if (!request.streamedByHand) record(request, reply.statusCode, reply.elapsedTime);
-  });
-
-  app.setErrorHandler((error: FastifyError | Error, request, reply) => {
-    let apiError = toApiError(error, config.bodyLimitBytes);
-    if (!apiError) {
-      request.log.error({ err: error }, 'unexpected error');
-      apiError = new ApiError('server_error', `The server had an error while processing your request (request id ${request.id}).`);
-    }
-    const envelope = apiError.toEnvelope();
-    note(request, {
-      error: envelope.error as { code: string; type: string; message: string; param: string | null },
-      ...((API_ERRORS[apiError.code] as ApiErrorDefinition).clientLoop ? { client_loop: { rejected: apiError.code, tolerated: [] } } : {}),
-    });
-    return reply.status(apiError.status).headers(apiError.headers).send(envelope);
-  });
-
-  app.setNotFoundHandler((request) => {
-    throw new ApiError('unknown_url', `Invalid URL (${request.method} ${request.url.split('?')[0]}).`);
-  });
+  // Errors are journaled too: the error handler notes them on the request's entry.
+  const recorder = journalRequests(app, journal);
+  registerErrorHandlers(app, { bodyLimitBytes: config.bodyLimitBytes, journal: recorder });
 
   // One MCP client for the server's life: connections to each MCP server are kept and reused,
   // within the pool's bounds.
@@ -263,10 +181,9 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     },
     background,
     gate: new TurnGate({ maxConcurrent: config.maxConcurrentTurns, maxQueued: config.maxQueuedTurns, retryAfterMs: config.busyRetryAfterMs }),
-    note,
-    recordStream: (request, reply) => record(request, reply.raw.statusCode, reply.elapsedTime),
-    recordBackground: ({ requestId, status, ...details }) =>
-      journal.record({ request_id: requestId, at: new Date().toISOString(), method: 'BACKGROUND', path: `/v1/responses/${requestId}`, status, duration_ms: 0, ...details }),
+    note: recorder.note,
+    recordStream: recorder.recordStream,
+    recordBackground: recorder.recordBackground,
   });
   registerJournalRoutes(app, journal);
   registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));
