@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { jsonDepthExceeds, MAX_JSON_DEPTH, ProgramRuntime, resolveLimits, WorkerPool, type ProgramEngine, type ProgramLimits } from '../runtime/index.ts';
 import { ApiError } from './api-error.ts';
-import { BackgroundJobs } from './background.ts';
+import { BackgroundResponses } from './background.ts';
 import { answerClientError, answerFrameworkError, registerErrorHandlers } from './error-handler.ts';
 import { RequestJournal } from './journal.ts';
 import { journalRequests } from './journal-hooks.ts';
@@ -17,6 +17,7 @@ import { loadScenarioFile, parseScenarios, scenarioKnobs, scenarioModel, Scenari
 import { ModelStandIn } from './model/stand-in.ts';
 import { HostedTools, type HostedHandlers } from './model/hosted-tools.ts';
 import { ProgramClaims } from './conversation/program-claims.ts';
+import type { RespondDeps } from './conversation/respond.ts';
 import { McpClients } from './mcp/mcp-client.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerIndexRoutes } from './routes/index.ts';
@@ -101,7 +102,6 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   if (scenarios) chain.push(scenarioModel(scenarios));
   chain.push(inlineModel);
   const journal = new RequestJournal(config.journalSize);
-  const background = new BackgroundJobs();
 
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
@@ -159,31 +159,33 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   // within the pool's bounds.
   const mcp = new McpClients({ idleTimeoutMs: config.mcpIdleTimeoutMs, maxConnections: config.mcpMaxConnections, allowedUrls: config.mcpAllowedUrls });
 
+  const respond: RespondDeps = {
+    store,
+    services: {
+      runtime,
+      claims: new ProgramClaims(),
+      standIn: new ModelStandIn(chain),
+      sealingKeys,
+      limits: config.limits,
+      schemaBounds: { maxBytes: config.maxSchemaBytes, compileTimeoutMs: config.schemaCompileTimeoutMs },
+      programExpiryMs: config.programExpiryMs,
+      hosted: new HostedTools(options.hosted, scenarios?.hosted),
+      mcp,
+      mcpTimeoutMs: config.mcpTimeoutMs,
+    },
+    scenarioKnobs: scenarios ? scenarioKnobs(scenarios) : () => undefined,
+  };
+  const background = new BackgroundResponses({ store, respond, recordBackground: recorder.recordBackground });
+
   registerResponseRoutes(app, {
     store,
     clientChecks: config.clientChecks,
     maxInputItems: config.maxInputItems,
-    respond: {
-      store,
-      services: {
-        runtime,
-        claims: new ProgramClaims(),
-        standIn: new ModelStandIn(chain),
-        sealingKeys,
-        limits: config.limits,
-        schemaBounds: { maxBytes: config.maxSchemaBytes, compileTimeoutMs: config.schemaCompileTimeoutMs },
-        programExpiryMs: config.programExpiryMs,
-        hosted: new HostedTools(options.hosted, scenarios?.hosted),
-        mcp,
-        mcpTimeoutMs: config.mcpTimeoutMs,
-      },
-      scenarioKnobs: scenarios ? scenarioKnobs(scenarios) : () => undefined,
-    },
+    respond,
     background,
     gate: new TurnGate({ maxConcurrent: config.maxConcurrentTurns, maxQueued: config.maxQueuedTurns, retryAfterMs: config.busyRetryAfterMs }),
     note: recorder.note,
     recordStream: recorder.recordStream,
-    recordBackground: recorder.recordBackground,
   });
   registerJournalRoutes(app, journal);
   registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));

@@ -1,11 +1,9 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ConversationItem } from '../../schemas/items.ts';
 import type { Knobs } from '../../schemas/knobs.ts';
 import { CreateResponseRequest, InputItemsQuery, RetrieveResponseQuery } from '../../schemas/request.ts';
 import type { DeletedResponse, ResponseObject } from '../../schemas/response.ts';
 import { ApiError } from '../api-error.ts';
-import type { BackgroundJobs } from '../background.ts';
+import type { BackgroundResponses } from '../background.ts';
 import type { TurnGate, TurnPriority } from '../turn-gate.ts';
 import type { ClientChecks } from '../config.ts';
 import { inputItems } from '../conversation/history.ts';
@@ -15,7 +13,8 @@ import { listedItem } from '../listed-item.ts';
 import type { JournalDetails } from '../journal.ts';
 import { knobsFromHeaders, retryCountOf } from '../knobs.ts';
 import { parseOrThrow } from '../request-validation.ts';
-import { buildResponse, withoutSecrets } from '../response-object.ts';
+import { withoutSecrets } from '../response-object.ts';
+import { responseNotFound, storedOrNotFound } from '../stored-response.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
 import { responseEvents } from '../streaming/response-events.ts';
 import { deltaChunks } from '../streaming/delta-chunks.ts';
@@ -27,19 +26,15 @@ export interface ResponsesRouteDeps {
   /** PTC_MAX_INPUT_ITEMS. */
   readonly maxInputItems: number;
   readonly respond: RespondDeps;
-  readonly background: BackgroundJobs;
+  readonly background: BackgroundResponses;
   readonly gate: TurnGate;
   /** Adds to the journal entry of the request being served. */
   readonly note: (request: FastifyRequest, details: JournalDetails) => void;
   /** Records a request whose reply was written by hand (a stream), in place of the onResponse hook. */
   readonly recordStream: (request: FastifyRequest, reply: FastifyReply) => void;
-  /** Records how a background response ended, as an entry of its own. */
-  readonly recordBackground: (details: JournalDetails & { readonly requestId: string; readonly status: number }) => void;
 }
 
 const CLIENT_CHECKS_HEADER = 'x-ptc-client-checks';
-const UNFINISHED: ReadonlySet<ResponseObject['status']> = new Set(['queued', 'in_progress']);
-const POLL_MS = 25;
 
 function clientChecksFor(header: string | string[] | undefined, fallback: ClientChecks): ClientChecks {
   if (header === undefined) return fallback;
@@ -51,34 +46,16 @@ function flatHeaders(headers: Record<string, string | string[] | undefined>): Re
   return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value]));
 }
 
-/** A failure as a failed Response carries it: `Response.error.code` has a fixed set of values. */
-function responseError(error: unknown): NonNullable<ResponseObject['error']> {
-  if (error instanceof ApiError) return error.toResponseError();
-  return { code: 'server_error', message: 'The emulator failed while running this background response.' };
+/**
+ * True once the client has hung up. (`request.raw.destroyed` is already true once a request's
+ * body has been read, so the socket tells whether the client is still there.)
+ */
+function clientGone(request: FastifyRequest): boolean {
+  return request.raw.socket?.destroyed ?? true;
 }
 
 export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRouteDeps): void {
   const { store } = deps;
-
-  async function storedOrNotFound(id: string) {
-    const stored = await store.get(id);
-    if (!stored) throw new ApiError('response_not_found', `Response with id '${id}' not found.`, 'response_id');
-    return stored;
-  }
-
-  /**
-   * The stored response once it has finished (a background one may still be running), or
-   * undefined if the client hung up meanwhile. (`request.raw.destroyed` is already true once a
-   * request's body has been read, so the socket tells whether the client is still there.)
-   */
-  async function finished(id: string, request: FastifyRequest): Promise<ResponseObject | undefined> {
-    for (;;) {
-      const { response } = await storedOrNotFound(id);
-      if (!UNFINISHED.has(response.status)) return response;
-      if (request.raw.socket?.destroyed ?? true) return undefined;
-      await sleep(POLL_MS);
-    }
-  }
 
   async function stream(request: FastifyRequest, reply: FastifyReply, response: ResponseObject, knobs: Knobs, startingAfter?: number): Promise<void> {
     // The onResponse hook does not journal this reply: recordStream does, once the report is known.
@@ -86,39 +63,6 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
     const report = await writeEventStream(request, reply, responseEvents(response, deltaChunks), knobs, startingAfter);
     deps.note(request, { stream_report: report });
     deps.recordStream(request, reply);
-  }
-
-  /** Runs a prepared background response: queued (through any delay and a wait for a place), in progress, then finished, failed or cancelled. */
-  function startBackground(prepared: PreparedResponse, place: Promise<() => void>): void {
-    const { id, body, createdAt, newInput, log } = prepared.request;
-    const put = (response: ResponseObject) => store.put({ response, inputItems: newInput });
-    const journal = (status: number, details: JournalDetails) => deps.recordBackground({ requestId: id, status, background: true, model: body.model, store: true, ...details });
-    deps.background.start(
-      id,
-      async (signal) => {
-        const release = await place;
-        try {
-          const { response, knobs, turn } = await finishResponse(prepared, deps.respond, { signal, onStart: () => put(buildResponse(id, body, createdAt, { status: 'in_progress' })) });
-          journal(200, { response_id: id, response_status: response.status, output: response.output.map((item) => item.type), programs: turn.trace, knobs, client_loop: { tolerated: turn.tolerated } });
-        } catch (error) {
-          // Cancelled: the cancel route has stored the cancelled response.
-          if (signal.aborted && signal.reason === 'cancelled') {
-            journal(200, { response_id: id, response_status: 'cancelled' });
-            return;
-          }
-          const failure =
-            signal.aborted && signal.reason === 'shutdown'
-              ? { code: 'server_error' as const, message: 'The server shut down before this background response finished.' }
-              : responseError(error);
-          log.warn({ err: error, response: id }, 'background response failed');
-          await put(buildResponse(id, body, createdAt, { status: 'failed', error: failure }));
-          journal(500, { response_id: id, response_status: 'failed', error: { code: failure.code, type: 'server_error', message: failure.message, param: null } });
-        } finally {
-          release();
-        }
-      },
-      (error) => log.error({ err: error, response: id }, 'background response could not record its outcome'),
-    );
   }
 
   app.post('/v1/responses', async (request, reply) => {
@@ -192,46 +136,38 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
       void place.then((release) => release());
       throw error;
     }
-    const { id, createdAt, newInput } = prepared.request;
-    const queued = buildResponse(id, body, createdAt, { status: 'queued' });
-    await store.put({ response: queued, inputItems: newInput });
-    startBackground(prepared, place);
+    const queued = await deps.background.accept(prepared, place);
     deps.note(request, { response_id: queued.id, response_status: 'queued', knobs: prepared.knobs });
     if (!body.stream) return queued;
-    const done = await finished(queued.id, request);
+    const done = await deps.background.finished(queued.id, () => clientGone(request));
     if (done) await stream(request, reply, done, prepared.knobs);
     return reply;
   }
 
   app.get<{ Params: { id: string } }>('/v1/responses/:id', async (request, reply) => {
     const query = parseOrThrow(RetrieveResponseQuery, request.query);
-    const { response } = await storedOrNotFound(request.params.id);
+    const { response } = await storedOrNotFound(store, request.params.id);
     if (!query.stream) return response;
-    const done = await finished(response.id, request);
+    const done = await deps.background.finished(response.id, () => clientGone(request));
     if (done) await stream(request, reply, done, knobsFromHeaders(request.headers), query.starting_after);
     return reply;
   });
 
   app.post<{ Params: { id: string } }>('/v1/responses/:id/cancel', async (request) => {
-    const { response, inputItems: items } = await storedOrNotFound(request.params.id);
-    if (!response.background) throw new ApiError('not_cancellable', `Response '${response.id}' was not created with background: true; only background responses can be cancelled.`, 'response_id');
-    if (!UNFINISHED.has(response.status)) return response;
-    // Stop the job first, so that it cannot store its result over the cancellation.
-    deps.background.cancel(response.id);
-    const cancelled: ResponseObject = { ...response, status: 'cancelled', completed_at: Math.floor(Date.now() / 1000) };
-    await store.put({ response: cancelled, inputItems: items });
-    return cancelled;
+    const stored = await storedOrNotFound(store, request.params.id);
+    if (!stored.response.background) throw new ApiError('not_cancellable', `Response '${stored.response.id}' was not created with background: true; only background responses can be cancelled.`, 'response_id');
+    return deps.background.cancel(stored);
   });
 
   app.delete<{ Params: { id: string } }>('/v1/responses/:id', async (request): Promise<DeletedResponse> => {
     const { id } = request.params;
-    if (!(await store.delete(id))) throw new ApiError('response_not_found', `Response with id '${id}' not found.`, 'response_id');
+    if (!(await store.delete(id))) throw responseNotFound(id);
     return { id, object: 'response.deleted', deleted: true };
   });
 
   app.get<{ Params: { id: string } }>('/v1/responses/:id/input_items', async (request) => {
     const query = parseOrThrow(InputItemsQuery, request.query);
-    const stored = await storedOrNotFound(request.params.id);
+    const stored = await storedOrNotFound(store, request.params.id);
     const ordered = query.order === 'asc' ? [...stored.inputItems] : [...stored.inputItems].reverse();
     let start = 0;
     if (query.after !== undefined) {
