@@ -3,6 +3,7 @@ import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../runtime/index.ts';
 import { parseArgs } from 'node:util';
 import { buildServer } from '../server/app.ts';
 import { loadConfig } from '../server/config.ts';
+import { TOOL_KINDS } from '../server/conversation/tool-kinds.ts';
 import type { ModelFunction } from '../server/model/model-decision.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -104,7 +105,9 @@ class Answers {
   }
 }
 
-const ANSWERED_TYPES: Readonly<Record<string, string>> = { function_call: 'function_call_output', custom_tool_call: 'custom_tool_call_output' };
+const { function: FUNCTION, custom: CUSTOM, shell: SHELL, apply_patch: APPLY_PATCH, mcp: MCP } = TOOL_KINDS;
+/** The calls `run` answers (function and custom tools), and the type of each one's output. */
+const ANSWERED_TYPES: Readonly<Record<string, string>> = { [FUNCTION.call.type]: FUNCTION.output.type, [CUSTOM.call.type]: CUSTOM.output.type };
 
 function callName(item: OutputItem): string {
   return typeof item.namespace === 'string' ? `${item.namespace}.${String(item.name)}` : String(item.name);
@@ -114,15 +117,15 @@ function describe(item: OutputItem): string {
   switch (item.type) {
     case 'program':
       return `program ${String(item.call_id)}`;
-    case 'function_call':
+    case FUNCTION.call.type:
       return `  call ${callName(item)}(${String(item.arguments)})`;
-    case 'custom_tool_call':
+    case CUSTOM.call.type:
       return `  call ${callName(item)}(${JSON.stringify(item.input)})`;
     case 'program_output':
       return `program_output ${String(item.status)}: ${String(item.result)}`;
     case 'mcp_list_tools':
       return `mcp_list_tools ${String(item.server_label)}${item.error ? `: ${String(item.error)}` : ''}`;
-    case 'mcp_call':
+    case MCP.call.type:
       return `  mcp ${String(item.server_label)}.${String(item.name)}(${String(item.arguments)}) → ${String(item.output ?? item.error)}`;
     default:
       return `${item.type}`;
@@ -184,7 +187,7 @@ export async function run(args: readonly string[]): Promise<number> {
       if (calls.length === 0) {
         // A shell_call or apply_patch_call waits on a client that runs commands or edits files:
         // this command answers function and custom tools only.
-        const waiting = output.find((item) => item.type === 'shell_call' || item.type === 'apply_patch_call');
+        const waiting = output.find((item) => item.type === SHELL.call.type || item.type === APPLY_PATCH.call.type);
         if (waiting && !output.some((item) => item.type === 'program_output')) {
           report(items, parsed.values.json === true, `waiting on a ${waiting.type}, which run does not answer (it answers function and custom tools)`);
           return PAUSED_EXIT_CODE;
@@ -223,7 +226,7 @@ function report(items: readonly OutputItem[], json: boolean, waiting: string | u
       const isCall = item.type in ANSWERED_TYPES;
       if (isCall && !inBatch) lines.push(`batch ${++batches}`);
       inBatch = isCall;
-      if (item.type === 'function_call_output' || item.type === 'custom_tool_call_output') lines.push(`    → ${String(item.output)}`);
+      if (item.type === FUNCTION.output.type || item.type === CUSTOM.output.type) lines.push(`    → ${String(item.output)}`);
       else lines.push(describe(item));
     }
     process.stdout.write(`${lines.join('\n')}\n`);

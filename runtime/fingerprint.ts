@@ -134,13 +134,13 @@ function callMac(key: Buffer, call: CallIdentity): Buffer | undefined {
 }
 
 /**
- * The id of a program's call: a prefix (`call_` for a call_id; `mcp_`, `mcpr_`, `ci_` for the
- * ids of items the emulator answers itself) and a MAC over the program, the call's position,
+ * The id of a program's call: a prefix (the caller's: `call_` for a call_id, another for the id
+ * of an item the emulator answers itself) and a MAC over the program, the call's position,
  * its tool and canonical arguments (a custom tool's input as it is). The same call always gets
  * the same id, live or replayed, and a resent call whose name, arguments or position changed
  * no longer matches its id.
  */
-export function sealCallId(key: Buffer, call: CallIdentity, prefix = 'call'): string {
+export function sealCallId(key: Buffer, call: CallIdentity, prefix: string): string {
   const digest = callMac(key, call);
   if (!digest) throw new TypeError('call arguments must be JSON');
   return `${prefix}_${digest.toString('hex')}`;
@@ -163,7 +163,7 @@ export function sealedBatchEnd(callId: string, call: CallIdentity, keys: readonl
 }
 
 /** True when `callId` is what one of `keys` seals for this call, with this prefix. */
-export function callIdMatches(callId: string, call: CallIdentity, keys: readonly Buffer[], prefix = 'call'): boolean {
+export function callIdMatches(callId: string, call: CallIdentity, keys: readonly Buffer[], prefix: string): boolean {
   if (!callId.startsWith(`${prefix}_`)) return false;
   const given = Buffer.from(callId.slice(prefix.length + 1), 'hex');
   return keys.some((key) => {

@@ -1,4 +1,7 @@
 import type { ConversationItem } from '../schemas/items.ts';
+import { TOOL_KINDS } from './conversation/tool-kinds.ts';
+
+const { function: FUNCTION, custom: CUSTOM, shell: SHELL, apply_patch: APPLY_PATCH } = TOOL_KINDS;
 
 /**
  * Input items as `GET /v1/responses/{id}/input_items` lists them. A client may send an item in
@@ -16,19 +19,19 @@ export function listedItem(item: ConversationItem): ConversationItem {
       const part = item.role === 'assistant' ? { type: 'output_text' as const, text: item.content, annotations: [] } : { type: 'input_text' as const, text: item.content };
       return { ...item, content: [part], status };
     }
-    case 'function_call':
-    case 'function_call_output':
-    case 'custom_tool_call':
-    case 'custom_tool_call_output':
-    case 'apply_patch_call':
+    case FUNCTION.call.type:
+    case FUNCTION.output.type:
+    case CUSTOM.call.type:
+    case CUSTOM.output.type:
+    case APPLY_PATCH.call.type:
       return completed(item);
-    case 'shell_call':
+    case SHELL.call.type:
       return {
         ...completed(item),
         action: { ...item.action, timeout_ms: item.action.timeout_ms ?? null, max_output_length: item.action.max_output_length ?? null },
         environment: item.environment ?? null,
       };
-    case 'shell_call_output':
+    case SHELL.output.type:
       return { ...completed(item), max_output_length: item.max_output_length ?? null };
     case 'tool_search_call':
     case 'tool_search_output':

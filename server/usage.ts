@@ -42,6 +42,7 @@ import ranks from 'gpt-tokenizer/bpeRanks/o200k_base';
 import { countTokens as countO200k, encode } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ContentPart, ConversationItem, EmittedMessage, OutputItem } from '../schemas/items.ts';
 import type { Usage } from '../schemas/usage.ts';
+import { TOOL_KINDS } from './conversation/tool-kinds.ts';
 
 /**
  * Per item: OpenAI's chat format wraps every message as `<|start|>{role}<|message|>{content}<|end|>`,
@@ -210,12 +211,12 @@ function payloadTokens(item: ConversationItem | OutputItem): number {
   switch (item.type) {
     case 'message':
       return contentTokens(item.content);
-    case 'function_call':
+    case TOOL_KINDS.function.call.type:
       return countTokens(item.name) + countTokens(item.arguments);
-    case 'function_call_output':
-    case 'custom_tool_call_output':
+    case TOOL_KINDS.function.output.type:
+    case TOOL_KINDS.custom.output.type:
       return contentTokens(item.output);
-    case 'custom_tool_call':
+    case TOOL_KINDS.custom.call.type:
       return countTokens(item.name) + countTokens(item.input);
     case 'program':
       return countTokens(item.code);

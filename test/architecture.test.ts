@@ -3,6 +3,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import * as runtime from '../runtime/index.ts';
+import { MCP_APPROVAL, TOOL_KINDS } from '../server/conversation/tool-kinds.ts';
 
 // The layering, checked on the sources: schemas/ (wire shapes) ← runtime/ (the isolate engine,
 // no HTTP) ← server/ and cli/, which reach the runtime through runtime/index.ts only.
@@ -42,5 +43,33 @@ describe('the layers', () => {
     const declared = [...readFileSync(join(ROOT, 'runtime', 'errors.ts'), 'utf8').matchAll(/export class (\w+)/g)].map((match) => match[1]!);
     expect(declared.length).toBeGreaterThan(5);
     for (const name of declared) expect(runtime[name as keyof typeof runtime], name).toBeTypeOf('function');
+  });
+});
+
+describe('tool kinds', () => {
+  const TABLE = join('server', 'conversation', 'tool-kinds.ts');
+  const items = [...Object.values(TOOL_KINDS).flatMap((kind) => ['output' in kind ? [kind.call, kind.output] : [kind.call]].flat()), ...Object.values(MCP_APPROVAL)];
+  // A prefix that is also a kind's name (`mcp`) is written as that name elsewhere; `call` is also
+  // the domain tag of a call's MAC in runtime/fingerprint.ts.
+  const literals = [...new Set([...items.flatMap((item) => [item.type, item.idPrefix]), ...Object.values(TOOL_KINDS).map((kind) => kind.sealedPrefix)])].filter(
+    (literal) => !Object.hasOwn(TOOL_KINDS, literal) && literal !== 'call',
+  );
+
+  it('each kind\'s item types and id prefixes are written in server/conversation/tool-kinds.ts only (schemas/ aside)', () => {
+    const files = [...sources('server'), ...sources('cli'), ...sources('runtime'), ...readdirSync(join(ROOT, 'runtime'), { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.js')).map((file) => join('runtime', file))];
+    const found = files
+      .filter((file) => file !== TABLE)
+      .flatMap((file) => {
+        const text = readFileSync(join(ROOT, file), 'utf8');
+        return literals.filter((literal) => text.includes(`'${literal}'`) || text.includes(`"${literal}"`)).map((literal) => `${file}: '${literal}'`);
+      });
+    expect(found).toEqual([]);
+  });
+
+  it('docs/CONTRIBUTING.md names files that exist', () => {
+    const text = readFileSync(join(ROOT, 'docs', 'CONTRIBUTING.md'), 'utf8');
+    const named = [...text.matchAll(/`((?:server|runtime|schemas|test|cli)\/[\w./-]+\.ts)`/g)].map((match) => match[1]!);
+    expect(named.length).toBeGreaterThan(5);
+    expect(named.filter((file) => { try { readFileSync(join(ROOT, file)); return false; } catch { return true; } })).toEqual([]);
   });
 });

@@ -15,10 +15,13 @@ import type {
   CustomToolCallOutputItem,
   FunctionCallItem,
   FunctionCallOutputItem,
+  OutputItem,
   ShellCallItem,
   ShellCallOutputItem,
 } from '../../schemas/items.ts';
-import type { ClientToolKind } from './tool-set.ts';
+import { MCP_APPROVAL, TOOL_KINDS, type ClientToolKind } from './tool-kinds.ts';
+
+const { function: FUNCTION, custom: CUSTOM, shell: SHELL, apply_patch: APPLY_PATCH, code_interpreter: CODE_INTERPRETER, mcp: MCP } = TOOL_KINDS;
 
 /**
  * Calls the client executes and answers, as they are in a conversation: of a function tool, a
@@ -37,30 +40,26 @@ export type ServerCallItem = (CodeInterpreterCallItem | McpCallItem | McpApprova
 export type ProgramCallItem = ToolCallItem | ServerCallItem;
 
 /** The prefix of the sealed id that identifies each server-answered item (client calls are identified by their `call_id`). */
-export const SEALED_ID_PREFIX = { code_interpreter_call: 'ci', mcp_call: 'mcp', mcp_approval_request: 'mcpr' } as const satisfies Record<ServerCallItem['type'], string>;
+const SEALED_ID_PREFIX = {
+  [CODE_INTERPRETER.call.type]: CODE_INTERPRETER.sealedPrefix,
+  [MCP.call.type]: MCP.sealedPrefix,
+  [MCP_APPROVAL.request.type]: MCP_APPROVAL.request.idPrefix,
+} as const satisfies Record<ServerCallItem['type'], string>;
 
 export function isServerCall(item: ConversationItem): item is ServerCallItem {
   return Object.hasOwn(SEALED_ID_PREFIX, item.type);
 }
 
-/** The output item type that answers each call item type. */
-const OUTPUT_TYPE = {
-  function_call: 'function_call_output',
-  custom_tool_call: 'custom_tool_call_output',
-  shell_call: 'shell_call_output',
-  apply_patch_call: 'apply_patch_call_output',
-} as const satisfies Record<ToolCallItem['type'], ToolOutputItem['type']>;
+/** The client's kind of each call item type (a shell_call the client answers is the local shell's). */
+const CLIENT_KIND_OF = {
+  [FUNCTION.call.type]: 'function',
+  [CUSTOM.call.type]: 'custom',
+  [SHELL.call.type]: 'shell',
+  [APPLY_PATCH.call.type]: 'apply_patch',
+} as const satisfies Record<ToolCallItem['type'], ClientToolKind>;
 
-/** How messages name each kind of call. */
-const CALL_LABEL = {
-  function_call: 'function call',
-  custom_tool_call: 'custom tool call',
-  shell_call: 'shell call',
-  apply_patch_call: 'apply_patch call',
-} as const satisfies Record<ToolCallItem['type'], string>;
-
-const CALL_TYPES: ReadonlySet<string> = new Set(Object.keys(OUTPUT_TYPE));
-const OUTPUT_TYPES: ReadonlySet<string> = new Set(Object.values(OUTPUT_TYPE));
+const CALL_TYPES: ReadonlySet<string> = new Set(Object.keys(CLIENT_KIND_OF));
+const OUTPUT_TYPES: ReadonlySet<string> = new Set(Object.values(CLIENT_KIND_OF).map((kind) => TOOL_KINDS[kind].output.type));
 
 export function isToolCall(item: ConversationItem): item is ToolCallItem {
   return CALL_TYPES.has(item.type);
@@ -70,18 +69,26 @@ export function isToolOutput(item: ConversationItem): item is ToolOutputItem {
   return OUTPUT_TYPES.has(item.type);
 }
 
+/** Items the client must act on before the conversation can go on: its calls, and approval requests. */
+export function waitsOnClient(item: OutputItem): boolean {
+  if (item.type === MCP_APPROVAL.request.type) return true;
+  // A shell_call is the local shell's, the client's, or the hosted shell's, by its environment.
+  if (item.type === SHELL.call.type) return item.environment.type === 'local';
+  return CALL_TYPES.has(item.type);
+}
+
 export function outputTypeOf(call: ToolCallItem): ToolOutputItem['type'] {
-  return OUTPUT_TYPE[call.type];
+  return TOOL_KINDS[CLIENT_KIND_OF[call.type]].output.type;
 }
 
 /** "function call call_…", "shell call call_…", "mcp_call mcp_…". */
 export function describeCall(call: ProgramCallItem): string {
-  return 'call_id' in call ? `${CALL_LABEL[call.type]} ${call.call_id}` : `${call.type} ${call.id}`;
+  return 'call_id' in call ? `${TOOL_KINDS[CLIENT_KIND_OF[call.type]].label} ${call.call_id}` : `${call.type} ${call.id}`;
 }
 
 /** The id a program's call is sealed under, and that id's prefix. */
 export function sealedIdOf(call: ProgramCallItem): { readonly id: string; readonly prefix: string } {
-  return 'call_id' in call ? { id: call.call_id, prefix: 'call' } : { id: call.id, prefix: SEALED_ID_PREFIX[call.type] };
+  return 'call_id' in call ? { id: call.call_id, prefix: TOOL_KINDS[CLIENT_KIND_OF[call.type]].sealedPrefix } : { id: call.id, prefix: SEALED_ID_PREFIX[call.type] };
 }
 
 /** What a call sends, as a program's call is sealed and replayed: the tool's id and its input. */
@@ -95,21 +102,21 @@ export interface CallInput {
 
 export function callInput(call: ProgramCallItem): CallInput {
   switch (call.type) {
-    case 'code_interpreter_call':
+    case CODE_INTERPRETER.call.type:
       return { tool: 'code_interpreter', input: JSON.stringify({ code: call.code ?? '' }), text: false };
-    case 'mcp_call':
-    case 'mcp_approval_request':
+    case MCP.call.type:
+    case MCP_APPROVAL.request.type:
       return { tool: `${call.server_label}.${call.name}`, input: call.arguments, text: false };
-    case 'function_call':
+    case FUNCTION.call.type:
       return { tool: qualifiedName(call), input: call.arguments, text: false };
-    case 'custom_tool_call':
-      return { tool: qualifiedName(call), input: call.input, text: true };
-    case 'shell_call': {
+    case CUSTOM.call.type:
+      return { tool: qualifiedName(call), input: call.input, text: CUSTOM.input === 'text' };
+    case SHELL.call.type: {
       // As the program sent it: optional limits it left out were sent as null.
       const { commands, timeout_ms = null, max_output_length = null } = call.action;
       return { tool: 'shell', input: JSON.stringify({ commands, timeout_ms, max_output_length }), text: false };
     }
-    case 'apply_patch_call':
+    case APPLY_PATCH.call.type:
       return { tool: 'apply_patch', input: JSON.stringify(call.operation), text: false };
   }
 }
@@ -144,20 +151,17 @@ export function contentText(output: string | readonly ContentPart[]): string {
  */
 export function outputForProgram(item: ToolOutputItem): string {
   switch (item.type) {
-    case 'function_call_output':
-    case 'custom_tool_call_output':
+    case FUNCTION.output.type:
+    case CUSTOM.output.type:
       return contentText(item.output);
-    case 'shell_call_output':
+    case SHELL.output.type:
       return JSON.stringify(item.output.map(({ stdout, stderr, outcome }) => ({ stdout, stderr, outcome })));
-    case 'apply_patch_call_output':
+    case APPLY_PATCH.output.type:
       return JSON.stringify({ status: item.status, output: item.output ?? null });
   }
 }
 
 export type EmittedToolCall = EmittedFunctionCall | EmittedCustomToolCall | EmittedShellCall | EmittedApplyPatchCall;
-
-/** The prefix of each kind of call item's id. */
-export const CALL_ITEM_PREFIX = { function: 'fc', custom: 'ctc', shell: 'sh', apply_patch: 'apc' } as const satisfies Record<ClientToolKind, string>;
 
 /** A call as the response carries it, from what callInput reads back: the inverse of callInput. */
 export function emittedCall(
@@ -170,13 +174,13 @@ export function emittedCall(
     case 'custom': {
       const common = { id: call.id, call_id: call.callId, name: call.name, ...(call.namespace === undefined ? {} : { namespace: call.namespace }) };
       return kind === 'custom'
-        ? { type: 'custom_tool_call', ...common, input: call.input, ...caller }
-        : { type: 'function_call', ...common, arguments: call.input, status: 'completed', ...caller };
+        ? { type: CUSTOM.call.type, ...common, input: call.input, ...caller }
+        : { type: FUNCTION.call.type, ...common, arguments: call.input, status: 'completed', ...caller };
     }
     case 'shell': {
       const action = JSON.parse(call.input) as { commands: string[]; timeout_ms?: number | null; max_output_length?: number | null };
       return {
-        type: 'shell_call',
+        type: SHELL.call.type,
         id: call.id,
         call_id: call.callId,
         action: { commands: action.commands, timeout_ms: action.timeout_ms ?? null, max_output_length: action.max_output_length ?? null },
@@ -186,6 +190,6 @@ export function emittedCall(
       };
     }
     case 'apply_patch':
-      return { type: 'apply_patch_call', id: call.id, call_id: call.callId, operation: JSON.parse(call.input) as EmittedApplyPatchCall['operation'], status: 'completed', ...caller };
+      return { type: APPLY_PATCH.call.type, id: call.id, call_id: call.callId, operation: JSON.parse(call.input) as EmittedApplyPatchCall['operation'], status: 'completed', ...caller };
   }
 }

@@ -15,6 +15,7 @@ import {
   type ToolOutputItem,
 } from './call-items.ts';
 import type { LoadedTool } from './tool-set.ts';
+import { MCP_APPROVAL, TOOL_KINDS } from './tool-kinds.ts';
 
 /** A program in the conversation, with the calls it made and the outputs the client sent. */
 export interface ProgramThread {
@@ -149,7 +150,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         if (!thread.closedBy) thread.closedBy = item;
         break;
       }
-      case 'mcp_approval_response':
+      case MCP_APPROVAL.response.type:
         if (approvals.has(item.approval_request_id)) {
           // Lenient checks keep the first answer, as for any duplicate output.
           violation(new ApiError('tool_output_duplicate', `${where}: a second mcp_approval_response for ${item.approval_request_id}; each request takes exactly one.`, param), true);
@@ -219,10 +220,10 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
 
   /** A call the emulator answered: one of a program's calls (a direct one needs nothing from the client). */
   function readServerCall(item: ServerCallItem, index: number): void {
-    if (item.type === 'mcp_approval_request') approvalRequests.add(item.id);
+    if (item.type === MCP_APPROVAL.request.type) approvalRequests.add(item.id);
     if (item.caller?.type !== 'program') return;
     const thread = programThreadOf(item, item.caller.caller_id, index);
-    if (item.type === 'mcp_call' && item.approval_request_id) thread.approved.set(item.approval_request_id, item);
+    if (item.type === TOOL_KINDS.mcp.call.type && item.approval_request_id) thread.approved.set(item.approval_request_id, item);
     else thread.calls.push(item);
   }
 
@@ -347,7 +348,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     if (thread.closedBy) continue;
     for (const call of thread.calls) {
       if ('call_id' in call && !thread.outputs.has(call.call_id)) throw missingOutput(call, `No tool output found for ${describeCall(call)}.`);
-      if (call.type === 'mcp_approval_request' && !thread.approved.has(call.id) && !approvals.has(call.id)) {
+      if (call.type === MCP_APPROVAL.request.type && !thread.approved.has(call.id) && !approvals.has(call.id)) {
         throw missingOutput(call, `No mcp_approval_response found for mcp_approval_request ${call.id}: approve or deny it to resume the program that made it.`);
       }
     }
@@ -396,7 +397,7 @@ function laterItems(items: readonly ConversationItem[]) {
     };
     for (const [at, item] of items.entries()) {
       if (item.type === 'program') note(first.programs, item.call_id, at);
-      else if (item.type === 'mcp_approval_request') note(first.approvalRequests, item.id, at);
+      else if (item.type === MCP_APPROVAL.request.type) note(first.approvalRequests, item.id, at);
       else if (item.type === 'tool_search_call' && item.call_id) note(first.toolSearchCalls, item.call_id, at);
       else if (isToolCall(item)) note(first.toolCalls, item.call_id, at);
     }

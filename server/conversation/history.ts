@@ -3,19 +3,19 @@ import type { CreateResponseRequest } from '../../schemas/request.ts';
 import { ApiError } from '../api-error.ts';
 import { newId } from '../ids.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
+import { MCP_APPROVAL, TOOL_KINDS } from './tool-kinds.ts';
 
 /** The id prefix of each item type a client may send without an id (the same as the emulator's own items'). */
 const ID_PREFIX: Readonly<Record<string, string>> = {
   message: 'msg',
-  function_call: 'fc',
-  function_call_output: 'fco',
-  custom_tool_call: 'ctc',
-  custom_tool_call_output: 'ctco',
-  shell_call: 'sh',
-  shell_call_output: 'sho',
-  apply_patch_call: 'apc',
-  apply_patch_call_output: 'apco',
-  mcp_approval_response: 'mcpar',
+  // The calls of the kinds the client answers, their outputs, and its answers to approval requests.
+  ...Object.fromEntries(
+    Object.values(TOOL_KINDS)
+      .filter((kind) => kind.owner === 'client')
+      .flatMap((kind) => [kind.call, kind.output])
+      .map((item) => [item.type, item.idPrefix]),
+  ),
+  [MCP_APPROVAL.response.type]: MCP_APPROVAL.response.idPrefix,
   tool_search_call: 'tsc',
   tool_search_output: 'tso',
   program: 'prog',

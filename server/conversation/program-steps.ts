@@ -1,13 +1,17 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { callIdMatches, failureResult, FingerprintError, openFingerprint, ProgramBusyError, sealCallId, sealedBatchEnd, sha256Hex, takesText, toolId, unsealTools, type CallIdentity, type FingerprintClaims, type ProgramEngine, type ProgramEvent, type ProgramSpec, type ProgramTool, type RecordedCall, type ResumePath, type SealingKeys } from '../../runtime/index.ts';
+import { failureResult, FingerprintError, openFingerprint, ProgramBusyError, sha256Hex, takesText, toolId, unsealTools, type FingerprintClaims, type ProgramEngine, type ProgramEvent, type ProgramSpec, type ProgramTool, type RecordedCall, type ResumePath, type SealingKeys } from '../../runtime/index.ts';
 import type { ConversationItem, EmittedProgramOutput, McpApprovalRequestItem, McpCallItem, OutputItem, ProgramItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import { callItemId, programOutputId } from '../ids.ts';
-import { CALL_ITEM_PREFIX, callInput, describeCall, emittedCall, outputForProgram, sealedIdOf } from './call-items.ts';
+import { callInput, describeCall, emittedCall, outputForProgram, sealedIdOf } from './call-items.ts';
 import { locateItem, type ConversationState, type ProgramThread } from './client-loop.ts';
 import { programBusy, type ProgramClaims } from './program-claims.ts';
-import { answerDigest, answerServerCall, codeInterpreterAnswer, mcpCallAnswer, runMcpCall, type CallAnswer, type ServerCallServices } from './server-calls.ts';
-import { isClientKind, type ToolSet } from './tool-set.ts';
+import { sealCall, sealedBatchEndOf, sealMatches, type CallAnswer, type SealedCall } from './call-seals.ts';
+import { answerServerCall, codeInterpreterAnswer, mcpCallAnswer, runMcpCall, type ServerCallServices } from './server-calls.ts';
+import { isClientKind, MCP_APPROVAL, TOOL_KINDS } from './tool-kinds.ts';
+
+const { code_interpreter: CODE_INTERPRETER, mcp: MCP } = TOOL_KINDS;
+import type { ToolSet } from './tool-set.ts';
 
 /**
  * A program's steps within one response: each batch of calls it makes is answered by the
@@ -81,9 +85,9 @@ async function advance(run: ProgramRun, first: ProgramEvent, toolSet: ToolSet, s
         const tool = toolOf(run.spec.tools, call.tool, run.programCallId);
         const kind = tool.kind ?? 'function';
         if (isClientKind(kind)) {
-          const callId = sealCallId(services.sealingKeys[0], { programCallId: run.programCallId, seq: call.seq, tool: call.tool, argumentsJson: call.argumentsJson, text: takesText(tool) });
+          const callId = sealCall(services.sealingKeys, { programCallId: run.programCallId, seq: call.seq, tool: call.tool, input: call.argumentsJson, text: takesText(tool) }, TOOL_KINDS[kind].sealedPrefix);
           const item = emittedCall(kind, {
-            id: callItemId(callId, CALL_ITEM_PREFIX[kind]),
+            id: callItemId(callId, TOOL_KINDS[kind].call.idPrefix),
             callId,
             name: tool.name,
             namespace: tool.namespace,
@@ -230,14 +234,16 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
   for (const [seq, call] of thread.calls.entries()) {
     const { tool, input: argumentsJson, text } = callInput(call);
     const sealed = sealedIdOf(call);
-    const identity = { programCallId: program.call_id, seq, tool, argumentsJson, text };
+    const identity: SealedCall = { programCallId: program.call_id, seq, tool, input: argumentsJson, text };
     // An item the emulator answered itself carries its answer, which its id seals too.
-    const carried = call.type === 'code_interpreter_call' ? codeInterpreterAnswer(call) : call.type === 'mcp_call' ? mcpCallAnswer(call) : undefined;
+    const carried = call.type === CODE_INTERPRETER.call.type ? codeInterpreterAnswer(call) : call.type === MCP.call.type ? mcpCallAnswer(call) : undefined;
     // An approval request's id also seals the last seq of its batch: found by trying each call
     // left that its batch can hold (no batch is larger than the program's in-flight limit).
-    const batchEnd = call.type === 'mcp_approval_request' ? (sealedBatchEnd(sealed.id, identity, services.sealingKeys, sealed.prefix, batchEnds(seq, thread.calls.length, claims.limits.maxCallsInFlight)) ?? -1) : undefined;
-    const sealedIdentity = carried === undefined ? identity : { ...identity, answer: answerDigest(carried) };
-    if (batchEnd === -1 || (batchEnd === undefined && !callIdMatches(sealed.id, sealedIdentity, services.sealingKeys, sealed.prefix))) {
+    const batchEnd =
+      call.type === MCP_APPROVAL.request.type
+        ? (sealedBatchEndOf(sealed.id, services.sealingKeys, identity, sealed.prefix, batchEnds(seq, thread.calls.length, claims.limits.maxCallsInFlight)) ?? -1)
+        : undefined;
+    if (batchEnd === -1 || (batchEnd === undefined && !sealMatches(sealed.id, services.sealingKeys, carried === undefined ? identity : { ...identity, answer: carried }, sealed.prefix))) {
       throw new ApiError(
         'program_item_altered',
         `The ${describeCall(call)} is not call ${seq} of program ${program.call_id} as the program made it: its name, namespace, ${text ? 'input' : 'arguments'}${carried ? ', answer' : ''} or id were changed, or the program's calls were dropped, reordered or forged. Resend call items unchanged and in order.`,
@@ -246,16 +252,16 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
     }
     let answer: CallAnswer;
     switch (call.type) {
-      case 'code_interpreter_call':
-      case 'mcp_call':
+      case CODE_INTERPRETER.call.type:
+      case MCP.call.type:
         answer = carried!;
         break;
-      case 'mcp_approval_request': {
+      case MCP_APPROVAL.request.type: {
         const done = thread.approved.get(call.id);
         const decision = input.state.approvals.get(call.id);
         if (done) {
           answer = mcpCallAnswer(done);
-          checkApprovedCall(done, call, { ...identity, answer: answerDigest(answer) }, input, services);
+          checkApprovedCall(done, call, { ...identity, answer }, input, services);
         } else if (decision?.approve) {
           // The program made calls after this request's batch: it was resumed past it, so the
           // approved call ran then. Its mcp_call must be resent; the call never runs again.
@@ -276,7 +282,7 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
       default: {
         const output = thread.outputs.get(call.call_id);
         answer = { output: output ? outputForProgram(output) : '' };
-        if (toolOf(tools, tool, program.call_id).kind === 'hosted_shell') checkHostedShellOutput(call.call_id, thread, { ...identity, answer: answerDigest(answer) }, input, services);
+        if (toolOf(tools, tool, program.call_id).kind === 'hosted_shell') checkHostedShellOutput(call.call_id, thread, { ...identity, answer }, input, services);
       }
     }
     recorded[seq] = recordedCall(tool, argumentsJson, answer);
@@ -316,8 +322,8 @@ async function runResume(prepared: PreparedResume, input: ResumeInput, services:
  * the emulator made: its id seals the request's call and the answer it carries, and it names the
  * same tool and arguments as the request.
  */
-function checkApprovedCall(done: McpCallItem & { id: string }, request: McpApprovalRequestItem, sealed: CallIdentity, input: ResumeInput, services: ProgramServices): void {
-  const same = done.server_label === request.server_label && done.name === request.name && done.arguments === request.arguments && callIdMatches(done.id, sealed, services.sealingKeys, 'mcp');
+function checkApprovedCall(done: McpCallItem & { id: string }, request: McpApprovalRequestItem, sealed: SealedCall, input: ResumeInput, services: ProgramServices): void {
+  const same = done.server_label === request.server_label && done.name === request.name && done.arguments === request.arguments && sealMatches(done.id, services.sealingKeys, sealed, MCP.sealedPrefix);
   if (!same) {
     throw new ApiError(
       'program_item_altered',
@@ -328,9 +334,9 @@ function checkApprovedCall(done: McpCallItem & { id: string }, request: McpAppro
 }
 
 /** A hosted shell's output is the emulator's: its id seals the call and what it carries. */
-function checkHostedShellOutput(callId: string, thread: ProgramThread, sealed: CallIdentity, input: ResumeInput, services: ProgramServices): void {
+function checkHostedShellOutput(callId: string, thread: ProgramThread, sealed: SealedCall, input: ResumeInput, services: ProgramServices): void {
   const item = thread.outputs.get(callId);
-  if (item && !callIdMatches(item.id, sealed, services.sealingKeys, 'sho')) {
+  if (item && !sealMatches(item.id, services.sealingKeys, sealed, TOOL_KINDS.hosted_shell.output.idPrefix)) {
     throw new ApiError(
       'program_item_altered',
       `The shell_call_output for ${callId} is not the one the emulator made for the hosted shell: its output was changed, or it was sent without the id the response gave it (that id seals the output). Resend it unchanged, id included.`,

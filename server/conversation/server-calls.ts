@@ -1,4 +1,4 @@
-import { canonicalJson, sealCallId, sha256Hex, type ProgramTool, type SealingKeys, type ToolCallRequest } from '../../runtime/index.ts';
+import type { ProgramTool, SealingKeys, ToolCallRequest } from '../../runtime/index.ts';
 import type {
   Caller,
   EmittedCodeInterpreterCall,
@@ -12,16 +12,12 @@ import type {
 import type { McpClients } from '../mcp/mcp-client.ts';
 import { callItemId } from '../ids.ts';
 import { CODE_INTERPRETER_REFUSAL, type HostedTools } from '../model/hosted-tools.ts';
+import { sealCall, type CallAnswer } from './call-seals.ts';
 import { mcpApprovalRequired } from './mcp-policy.ts';
+import { MCP_APPROVAL, TOOL_KINDS } from './tool-kinds.ts';
 import { EMULATED_CONTAINER_ID, type McpServer, type ToolSet } from './tool-set.ts';
 
-/** What a call that the emulator answers gives the program: an output, or an error its promise rejects with. */
-export type CallAnswer = { readonly output: string; readonly error?: undefined } | { readonly output?: undefined; readonly error: string };
-
-/** What an item's id seals of the answer it carries (CallIdentity.answer). */
-export function answerDigest(answer: CallAnswer): string {
-  return sha256Hex(canonicalJson(answer.error === undefined ? { output: answer.output } : { error: answer.error }));
-}
+const { hosted_shell: HOSTED_SHELL, code_interpreter: CODE_INTERPRETER, mcp: MCP } = TOOL_KINDS;
 
 /** The emulator's side of calls it answers itself. */
 export interface ServerCallServices {
@@ -48,15 +44,7 @@ interface CallContext {
 
 /** The sealed id of a call the emulator made, with the answer its item carries, or its batch's end, when the id seals one. */
 function sealedId(call: ToolCallRequest, context: CallContext, prefix: string, sealed: { readonly answer?: CallAnswer; readonly batchEnd?: number } = {}): string {
-  const identity = {
-    programCallId: context.programCallId,
-    seq: call.seq,
-    tool: call.tool,
-    argumentsJson: call.argumentsJson,
-    ...(sealed.answer === undefined ? {} : { answer: answerDigest(sealed.answer) }),
-    ...(sealed.batchEnd === undefined ? {} : { batchEnd: sealed.batchEnd }),
-  };
-  return sealCallId(context.services.sealingKeys[0], identity, prefix);
+  return sealCall(context.services.sealingKeys, { programCallId: context.programCallId, seq: call.seq, tool: call.tool, input: call.argumentsJson, ...sealed }, prefix);
 }
 
 function truncated(text: string, limit: number | null): string {
@@ -66,7 +54,7 @@ function truncated(text: string, limit: number | null): string {
 /** The hosted shell: scripted results per command, as a shell_call and its shell_call_output. */
 function hostedShell(call: ToolCallRequest, context: CallContext, caller: Caller): AnsweredCall {
   const action = JSON.parse(call.argumentsJson) as { commands: string[]; timeout_ms: number | null; max_output_length: number | null };
-  const callId = sealedId(call, context, 'call');
+  const callId = sealedId(call, context, HOSTED_SHELL.sealedPrefix);
   const output = action.commands.map((command) => {
     const result = context.services.hosted.shell(command);
     return {
@@ -76,8 +64,8 @@ function hostedShell(call: ToolCallRequest, context: CallContext, caller: Caller
     };
   });
   const shellCall: EmittedShellCall = {
-    type: 'shell_call',
-    id: callItemId(callId, 'sh'),
+    type: HOSTED_SHELL.call.type,
+    id: callItemId(callId, HOSTED_SHELL.call.idPrefix),
     call_id: callId,
     action: { commands: action.commands, timeout_ms: action.timeout_ms, max_output_length: action.max_output_length },
     status: 'completed',
@@ -86,8 +74,8 @@ function hostedShell(call: ToolCallRequest, context: CallContext, caller: Caller
   };
   const answer = { output: JSON.stringify(output) };
   const shellOutput: EmittedShellCallOutput = {
-    type: 'shell_call_output',
-    id: sealedId(call, context, 'sho', { answer }),
+    type: HOSTED_SHELL.output.type,
+    id: sealedId(call, context, HOSTED_SHELL.output.idPrefix, { answer }),
     call_id: callId,
     output,
     max_output_length: action.max_output_length,
@@ -111,7 +99,7 @@ function codeInterpreter(call: ToolCallRequest, context: CallContext, caller: Ca
   const { code } = JSON.parse(call.argumentsJson) as { code: string };
   const result = context.services.hosted.codeInterpreter(code);
   const run: Omit<EmittedCodeInterpreterCall, 'id'> = {
-    type: 'code_interpreter_call',
+    type: CODE_INTERPRETER.call.type,
     code,
     container_id: context.toolSet.codeInterpreterContainer ?? EMULATED_CONTAINER_ID,
     outputs: result
@@ -121,7 +109,7 @@ function codeInterpreter(call: ToolCallRequest, context: CallContext, caller: Ca
     caller,
   };
   const answer = codeInterpreterAnswer(run);
-  return { items: [{ ...run, id: sealedId(call, context, 'ci', { answer }) }], answer };
+  return { items: [{ ...run, id: sealedId(call, context, CODE_INTERPRETER.sealedPrefix, { answer }) }], answer };
 }
 
 /** What an mcp_call gives the program: its output, or its error. */
@@ -161,7 +149,7 @@ export async function runMcpCall(
     result = 'error' in outcome ? { error: outcome.error } : { output: outcome.output };
   }
   const made: Omit<EmittedMcpCall, 'id'> = {
-    type: 'mcp_call',
+    type: MCP.call.type,
     server_label: label,
     name,
     arguments: call.argumentsJson,
@@ -173,15 +161,15 @@ export async function runMcpCall(
   };
   // What the program gets is read back from the item, as a replay reads it.
   const answer = mcpCallAnswer(made);
-  return { items: [{ ...made, id: sealedId(call, context, 'mcp', { answer }) }], answer };
+  return { items: [{ ...made, id: sealedId(call, context, MCP.sealedPrefix, { answer }) }], answer };
 }
 
 /** An MCP call its server's require_approval holds: an mcp_approval_request, and no answer yet. */
 function approvalRequest(call: ToolCallRequest, tool: ProgramTool, context: CallContext, caller: Caller, batchEnd: number): AnsweredCall {
   const item: EmittedMcpApprovalRequest = {
-    type: 'mcp_approval_request',
+    type: MCP_APPROVAL.request.type,
     // The id seals the batch too: a later resume can tell an approval its program acted on already.
-    id: sealedId(call, context, 'mcpr', { batchEnd }),
+    id: sealedId(call, context, MCP_APPROVAL.request.idPrefix, { batchEnd }),
     server_label: tool.namespace ?? '',
     name: tool.name,
     arguments: call.argumentsJson,

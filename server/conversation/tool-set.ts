@@ -16,19 +16,7 @@ import type {
 import { ApiError } from '../api-error.ts';
 import { APPLY_PATCH_PROGRAM_TOOL, CODE_INTERPRETER_PROGRAM_TOOL, SHELL_PROGRAM_TOOL } from './local-tools.ts';
 import { mcpToolAllowed } from './mcp-policy.ts';
-
-/**
- * What a call to a tool becomes: for the client, a `function_call`, `custom_tool_call`,
- * `shell_call` or `apply_patch_call`; answered by the emulator, a hosted shell call, a
- * `code_interpreter_call` or an `mcp_call`.
- */
-export type ToolKind = 'function' | 'custom' | 'shell' | 'apply_patch' | 'hosted_shell' | 'code_interpreter' | 'mcp';
-/** The kinds whose calls go to the client. */
-export type ClientToolKind = Extract<ToolKind, 'function' | 'custom' | 'shell' | 'apply_patch'>;
-
-export function isClientKind(kind: ToolKind): kind is ClientToolKind {
-  return kind === 'function' || kind === 'custom' || kind === 'shell' || kind === 'apply_patch';
-}
+import type { ToolKind } from './tool-kinds.ts';
 
 /**
  * A tool someone can call: a function or custom tool (at the top level or inside a namespace),

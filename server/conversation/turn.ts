@@ -8,12 +8,13 @@ import type { ClientChecks } from '../config.ts';
 import { newCallId, newId } from '../ids.ts';
 import type { DirectCallDecision, ModelContext, ModelDecision } from '../model/model-decision.ts';
 import type { ModelStandIn } from '../model/stand-in.ts';
-import { CALL_ITEM_PREFIX, callInput, emittedCall } from './call-items.ts';
+import { callInput, emittedCall, waitsOnClient } from './call-items.ts';
 import { readConversation, type ConversationState } from './client-loop.ts';
 import { APPLY_PATCH_PROGRAM_TOOL, SHELL_PROGRAM_TOOL } from './local-tools.ts';
 import { listMcpServers } from './mcp-listing.ts';
 import { resumePrograms, sealedByUs, startProgram, type ProgramServices, type StepRecorder } from './program-steps.ts';
-import { checkToolSchemas, isClientKind, readToolSet, withMcpListings, type SchemaBounds, type ToolSet } from './tool-set.ts';
+import { isClientKind, TOOL_KINDS } from './tool-kinds.ts';
+import { checkToolSchemas, readToolSet, withMcpListings, type SchemaBounds, type ToolSet } from './tool-set.ts';
 import { clientSearch, serverSearch } from './tool-search.ts';
 
 const NOTHING_TO_ANSWER =
@@ -185,21 +186,6 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
   }
 }
 
-/** Items the client must act on before the conversation can go on. */
-function waitsOnClient(item: OutputItem): boolean {
-  switch (item.type) {
-    case 'function_call':
-    case 'custom_tool_call':
-    case 'apply_patch_call':
-    case 'mcp_approval_request':
-      return true;
-    case 'shell_call':
-      return item.environment.type === 'local';
-    default:
-      return false;
-  }
-}
-
 function modelContext(input: TurnInput, state: ConversationState, toolSet: ToolSet): ModelContext {
   return {
     phase: 'user_turn',
@@ -230,11 +216,11 @@ function directCall(call: DirectCallDecision, toolSet: ToolSet): OutputItem {
   // whyNot has refused calls of tools the emulator runs.
   const kind = isClientKind(found) ? found : 'function';
   return emittedCall(kind, {
-    id: newId(CALL_ITEM_PREFIX[kind]),
+    id: newId(TOOL_KINDS[kind].call.idPrefix),
     callId: newCallId(),
     name: call.name,
     namespace: call.namespace,
-    input: kind === 'custom' ? (call.input ?? '') : JSON.stringify(call.arguments ?? {}),
+    input: TOOL_KINDS[kind].input === 'text' ? (call.input ?? '') : JSON.stringify(call.arguments ?? {}),
     ...(toolSet.programmaticToolCalling ? { caller: { type: 'direct' as const } } : {}),
   });
 }

@@ -1,4 +1,5 @@
 import type { AllowedCaller } from '../../schemas/tools.ts';
+import type { ToolKind } from '../conversation/tool-kinds.ts';
 
 /**
  * What the stand-in "model" sees each turn. `phase` says what it reacts to: a user message,
@@ -17,7 +18,7 @@ export interface ModelContext {
   /** Tools of the request the model or a program can call (a namespace's as `namespace.name`), and who may call them. */
   readonly tools: readonly {
     readonly name: string;
-    readonly type: 'function' | 'custom' | 'shell' | 'apply_patch' | 'hosted_shell' | 'code_interpreter' | 'mcp';
+    readonly type: ToolKind;
     readonly callers: readonly AllowedCaller[];
   }[];
   /** True when the request enables programs (`{type: "programmatic_tool_calling"}`). */

@@ -7,6 +7,7 @@ import type { BackgroundResponses } from '../background.ts';
 import type { TurnGate, TurnPriority } from '../turn-gate.ts';
 import type { ClientChecks } from '../config.ts';
 import { inputItems } from '../conversation/history.ts';
+import { MCP_APPROVAL } from '../conversation/tool-kinds.ts';
 import { finishResponse, prepareResponse, type PreparedResponse, type RespondDeps, type ResponseRequest } from '../conversation/respond.ts';
 import { newId } from '../ids.ts';
 import { listedItem } from '../listed-item.ts';
@@ -109,7 +110,7 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
 
   /** Work under way (tool outputs to deliver, a stored conversation, a retry) goes before new conversations. */
   function turnPriority(body: CreateResponseRequest, request: FastifyRequest): TurnPriority {
-    const continues = typeof body.input !== 'string' && (body.input ?? []).some((item) => item.type.endsWith('_output') || item.type === 'mcp_approval_response');
+    const continues = typeof body.input !== 'string' && (body.input ?? []).some((item) => item.type.endsWith('_output') || item.type === MCP_APPROVAL.response.type);
     return continues || body.previous_response_id || retryCountOf(request.headers) > 0 ? 'in_progress' : 'new';
   }
 

@@ -1,6 +1,9 @@
 import type { OutputItem } from '../../schemas/items.ts';
 import type { ResponseObject } from '../../schemas/response.ts';
 import type { UnnumberedStreamEvent } from '../../schemas/stream-events.ts';
+import { MCP_APPROVAL, TOOL_KINDS } from '../conversation/tool-kinds.ts';
+
+const { function: FUNCTION, custom: CUSTOM, shell: SHELL, apply_patch: APPLY_PATCH, code_interpreter: CODE_INTERPRETER, mcp: MCP } = TOOL_KINDS;
 
 /** Splits streamed text into deltas; their concatenation must be the text. */
 export type Chunker = (text: string) => readonly string[];
@@ -21,12 +24,12 @@ export function openingSnapshot(response: ResponseObject, status: 'queued' | 'in
 function itemEvents(item: OutputItem, output_index: number, chunks: Chunker): UnnumberedStreamEvent[] {
   const events: UnnumberedStreamEvent[] = [];
   switch (item.type) {
-    case 'function_call':
+    case FUNCTION.call.type:
       events.push({ type: 'response.output_item.added', output_index, item: { ...item, arguments: '', status: 'in_progress' } });
       for (const delta of chunks(item.arguments)) events.push({ type: 'response.function_call_arguments.delta', output_index, item_id: item.id, delta });
       events.push({ type: 'response.function_call_arguments.done', output_index, item_id: item.id, name: item.name, arguments: item.arguments });
       break;
-    case 'custom_tool_call':
+    case CUSTOM.call.type:
       events.push({ type: 'response.output_item.added', output_index, item: { ...item, input: '' } });
       for (const delta of chunks(item.input)) events.push({ type: 'response.custom_tool_call_input.delta', output_index, item_id: item.id, delta });
       events.push({ type: 'response.custom_tool_call_input.done', output_index, item_id: item.id, input: item.input });
@@ -51,12 +54,12 @@ function itemEvents(item: OutputItem, output_index: number, chunks: Chunker): Un
         events.push({ type: 'response.reasoning_summary_part.done', ...base, part });
       }
       break;
-    case 'shell_call':
-    case 'apply_patch_call':
+    case SHELL.call.type:
+    case APPLY_PATCH.call.type:
       // Whole items: the SDK has no delta events for them.
       events.push({ type: 'response.output_item.added', output_index, item: { ...item, status: 'in_progress' } });
       break;
-    case 'code_interpreter_call': {
+    case CODE_INTERPRETER.call.type: {
       const base = { output_index, item_id: item.id };
       events.push({ type: 'response.output_item.added', output_index, item: { ...item, code: '', outputs: null, status: 'in_progress' } });
       events.push({ type: 'response.code_interpreter_call.in_progress', ...base });
@@ -67,7 +70,7 @@ function itemEvents(item: OutputItem, output_index: number, chunks: Chunker): Un
       if (item.status === 'completed') events.push({ type: 'response.code_interpreter_call.completed', ...base });
       break;
     }
-    case 'mcp_call': {
+    case MCP.call.type: {
       const base = { output_index, item_id: item.id };
       events.push({ type: 'response.output_item.added', output_index, item: { ...item, arguments: '', output: null, error: null, status: 'in_progress' } });
       events.push({ type: 'response.mcp_call.in_progress', ...base });
@@ -83,8 +86,8 @@ function itemEvents(item: OutputItem, output_index: number, chunks: Chunker): Un
       events.push({ type: item.error === null ? 'response.mcp_list_tools.completed' : 'response.mcp_list_tools.failed', ...base });
       break;
     }
-    case 'shell_call_output':
-    case 'mcp_approval_request':
+    case SHELL.output.type:
+    case MCP_APPROVAL.request.type:
     case 'tool_search_call':
     case 'tool_search_output':
     case 'program':
