@@ -59,12 +59,16 @@ export type RunawayLimit = (typeof RUNAWAY_LIMITS)[number];
 export class WorkerDeathError extends Error {
   /**
    * @param runaways the programs whose steps the worker last reported past a limit without
-   * ending, and which limit: what killed it, when anything did (see RUNAWAY_THRESHOLDS_MS).
+   * ending, and which limit (see RUNAWAY_THRESHOLDS_MS).
+   * @param forRunaway true when the supervisor killed the worker for one of them (or for the
+   * memory a step still running on a disposed isolate grew): the cause is known, and the other
+   * steps it was running are innocent.
    */
   constructor(
     readonly reason: WorkerDeath,
     detail: string,
     readonly runaways: ReadonlyMap<string, RunawayLimit> = new Map(),
+    readonly forRunaway = false,
   ) {
     super(detail);
   }

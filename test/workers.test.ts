@@ -146,6 +146,40 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
     }
   });
 
+  it('kills a worker reporting a runaway at once, rather than demoting it, while as many demoted workers as the pool has are still finishing', async () => {
+    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted' } as ProgramRuntimeOptions, entry: MISBEHAVING });
+    const step = (programId: string, code: string) => pool.start(programId, { code, tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+    try {
+      await pool.ready();
+      const [first] = pool.pids;
+      const firstLate = step('first', 'late 4000');
+      // Demoted and replaced: the next step goes to the replacement, which reports one too.
+      await vi.waitFor(() => expect(pool.pids.length === 1 && pool.pids[0] !== first).toBe(true), { timeout: 30_000, interval: 20 });
+      expect(await step('second', 'late 4000')).toMatchObject({ type: 'incomplete', error: { code: 'wall_time_exceeded', message: expect.stringContaining('was stopped') } });
+      expect(await firstLate).toMatchObject({ type: 'completed', result: 'late 4000' });
+      expect(pool.stats().workers?.deaths.deadline).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('runs again on the pool a step that reached a time limit on a worker demoted under it', async () => {
+    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted' } as ProgramRuntimeOptions, entry: MISBEHAVING });
+    const step = (programId: string, code: string) => pool.start(programId, { code, tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+    try {
+      await pool.ready();
+      const slowed = step('slowed', 'niced 1500');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const late = step('late', 'late 3000');
+      // On the demoted worker it ends wall_time_exceeded; run again on its replacement, it completes.
+      expect(await slowed).toMatchObject({ type: 'completed', result: 'niced 1500' });
+      expect(await late).toMatchObject({ type: 'completed', result: 'late 3000' });
+      expect(pool.stats().workers?.retried).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('starts a step\'s hard deadline when the step is sent, not while its worker is still starting', async () => {
     // The worker takes 2.5 s to listen; the step's hard deadline is 2.2 s (2 × 100 ms + 2 s).
     const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted', startDelayMs: 2_500 } as ProgramRuntimeOptions, entry: MISBEHAVING });

@@ -52,6 +52,11 @@ function ranAway(limits: ProgramLimits, limit: RunawayLimit, death: WorkerDeathE
     : crashed('wall_time_exceeded', `One execution step ran past its wall-clock limit of ${limits.stepWallTimeMs} ms and its isolate could not stop it; the worker running it ${how}`);
 }
 
+/** Whether a step ended on one of its time limits. */
+function endedOnTime(event: ProgramEvent): boolean {
+  return event.type === 'incomplete' && (event.error.code === 'wall_time_exceeded' || event.error.code === 'cpu_time_exceeded');
+}
+
 /** A fast crash loop must not spin: replacements wait this long after a death, at most. */
 const RESPAWN_DELAY_MS = 100;
 
@@ -60,7 +65,7 @@ const RESPAWN_DELAY_MS = 100;
  * conversation state only. A paused program's isolate stays in the worker that ran it, and its
  * resume goes there while that worker lives (where it is warm, or replays); otherwise any
  * worker replays it. A worker that dies is replaced; the programs it held paused resume
- * elsewhere by replay, and the steps it was running are run again by themselves (see #run).
+ * elsewhere by replay, and the steps it was running are run again (see #run).
  */
 export class WorkerPool implements ProgramEngine {
   readonly #options: WorkerPoolOptions;
@@ -70,7 +75,7 @@ export class WorkerPool implements ProgramEngine {
   readonly #deaths: Record<WorkerDeath, number> = { exit: 0, heartbeat: 0, rss: 0, cpu: 0, deadline: 0 };
   #closing = false;
   #turn = 0;
-  /** Steps run again by themselves after their worker died under them (see #run). */
+  /** Steps run again after their worker died under them, or was demoted under them (see #run). */
   #retried = 0;
   /** The worker such steps run on, one at a time, while any waits (see #alone). */
   #spare: WorkerProcess | undefined;
@@ -115,7 +120,7 @@ export class WorkerPool implements ProgramEngine {
       pausedHeapBytes: 0,
       workers: { alive: this.#workers.filter((worker) => worker.alive).length, deaths: { ...this.#deaths }, retried: this.#retried },
     };
-    for (const worker of this.#workers) {
+    for (const worker of [...this.#workers, ...this.#leaving]) {
       const stats = worker.stats;
       if (!stats) continue;
       total.started += stats.started;
@@ -156,20 +161,28 @@ export class WorkerPool implements ProgramEngine {
    * Runs a step. A step whose worker died under it, killed for something it did not do itself
    * (another step's crash, memory or silence), is run once more, by itself, on a worker of its
    * own (see #alone): programs are deterministic, so it replays to where it was and goes on.
-   * Only a step that kills that worker too ends `runtime_crashed`.
+   * Only a step that kills that worker too ends `runtime_crashed`. When the supervisor killed
+   * the worker for a runaway it reported, the cause is known: the others run again on the pool.
+   * A step that reached a time limit on a worker demoted under it runs again on the pool too.
    */
-  async #run(programId: string, worker: WorkerProcess, message: StepRequest): Promise<{ event: ProgramEvent; path: ResumePath }> {
+  async #run(programId: string, worker: WorkerProcess, message: StepRequest, slowedBefore = false): Promise<{ event: ProgramEvent; path: ResumePath }> {
     const first = await this.#attempt(programId, worker, message, true);
-    if (!('death' in first)) return first;
+    if (!('death' in first)) {
+      // A step that shared a demoted worker with a runaway ran at its priority: a time limit it
+      // reached there may be the runaway's doing, so it runs again on the pool, once.
+      if (!first.slowed || slowedBefore || this.#closing || !endedOnTime(first.event)) return first;
+      this.#retried += 1;
+      return this.#run(programId, this.#leastLoaded(), message, true);
+    }
     if (first.overran) return pastHardDeadline(first.deadlineMs);
     const firstRunaway = first.death.runaways.get(programId);
     if (firstRunaway) return ranAway(message.spec.limits, firstRunaway, first.death);
     // A pool closing stops its workers under their steps: nothing is run again then.
     if (this.#closing) return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}`);
     this.#retried += 1;
-    // A death whose cause the worker reported (a runaway, not this step) needs no spare to find
-    // its killer: the step runs again on the pool, as any step does.
-    const alone = first.death.runaways.size === 0 || !this.#workers.some((worker) => worker.alive);
+    // A worker the supervisor killed for a runaway (not this step) needs no spare to find its
+    // killer: the step runs again on the pool, as any step does.
+    const alone = !first.death.forRunaway || !this.#workers.some((worker) => worker.alive);
     const second = alone
       ? await this.#alone(first.death, first.ranMs, (spare) => this.#attempt(programId, spare, message, false))
       : await this.#attempt(programId, this.#leastLoaded(), message, true);
@@ -186,7 +199,7 @@ export class WorkerPool implements ProgramEngine {
     worker: WorkerProcess,
     message: StepRequest,
     place: boolean,
-  ): Promise<{ event: ProgramEvent; path: ResumePath } | { death: WorkerDeathError; overran: boolean; deadlineMs: number; ranMs: number }> {
+  ): Promise<{ event: ProgramEvent; path: ResumePath; slowed: boolean } | { death: WorkerDeathError; overran: boolean; deadlineMs: number; ranMs: number }> {
     // Some builtins loop in native code that isolated-vm's timeout cannot interrupt, and the
     // worker still answers heartbeats meanwhile: a step past its hard deadline kills the worker.
     const deadlineMs = hardDeadline(message);
@@ -215,9 +228,9 @@ export class WorkerPool implements ProgramEngine {
     if (reply.kind === 'busy') throw new ProgramBusyError(programId);
     if (reply.kind === 'failed') throw new Error(`The worker could not run program ${programId}: ${reply.message}`);
     const { event } = reply;
-    if (event.type === 'paused' && place) this.#placement.set(programId, { worker, lastUsed: Date.now() });
+    if (event.type === 'paused' && place && !worker.demoted) this.#placement.set(programId, { worker, lastUsed: Date.now() });
     else this.#placement.delete(programId);
-    return { event, path: reply.path ?? 'replay' };
+    return { event, path: reply.path ?? 'replay', slowed: worker.demoted && !worker.reportedRunaway(programId) };
   }
 
   /**
@@ -282,6 +295,12 @@ export class WorkerPool implements ProgramEngine {
   #demoted(worker: WorkerProcess): void {
     const index = this.#workers.indexOf(worker);
     if (this.#closing || index < 0) return;
+    // As many leaving as the pool has: runaways keep coming, and each leaving worker is a process
+    // more. This one is killed at once instead (its steps run again), replaced as a death is.
+    if (this.#leaving.size >= this.#workers.length) {
+      worker.kill('deadline', 'a runaway was reported while as many demoted workers as the pool has were still finishing their steps', true);
+      return;
+    }
     this.#workers[index] = this.#spawn();
     this.#leaving.add(worker);
   }

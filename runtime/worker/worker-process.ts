@@ -119,8 +119,10 @@ export class WorkerProcess {
   #supervisor: NodeJS.Timeout;
   /** The runtime's counters as of the last heartbeat. */
   stats: ProgramRuntimeStats | undefined;
-  /** The programs whose steps the last heartbeat reported past a limit without ending, and which limit. */
+  /** The programs whose steps the worker last reported past a limit without ending, and which limit. */
   #runaways = new Map<string, RunawayLimit>();
+  /** Every program the worker ever reported as a runaway. */
+  readonly #ranAway = new Set<string>();
 
   constructor(
     runtimeOptions: ProgramRuntimeOptions,
@@ -158,13 +160,14 @@ export class WorkerProcess {
           this.stats = message.stats;
         }
         this.#runaways = new Map(message.runaways.map((step) => [step.programId, step.limit]));
+        for (const step of message.runaways) this.#ranAway.add(step.programId);
         if (message.runaways.some((step) => step.overMs >= RUNAWAY_THRESHOLDS_MS[step.limit].demote)) this.#demote();
         const runaway = message.runaways.find((step) => step.overMs > RUNAWAY_THRESHOLDS_MS[step.limit].kill);
-        if (runaway) this.kill('deadline', RUNAWAY_DETAIL[runaway.limit](runaway.programId, runaway.overMs));
+        if (runaway) this.kill('deadline', RUNAWAY_DETAIL[runaway.limit](runaway.programId, runaway.overMs), true);
       } else {
         const waiting = this.#waiting.get(message.id);
         this.#waiting.delete(message.id);
-        // A step that answered is no runaway, whatever the last heartbeat said (its program
+        // A step that answered is no runaway, whatever the last report said (its program
         // may run its next step here before the next heartbeat).
         if (waiting) this.#runaways.delete(waiting.programId);
         waiting?.resolve(message);
@@ -178,8 +181,8 @@ export class WorkerProcess {
 
   /**
    * Whether the worker was given the lowest priority for a runaway. Until it is stopped, the
-   * runaway then takes a core only from idle time, not from the server's loop or from other
-   * workers' steps. Lowering a priority needs no privilege, raising it back does: a demoted
+   * runaway then gets a small share of a core (about 1.5 % against each busy thread at the normal
+   * priority), not an equal one with the server's loop and other workers' steps. Lowering a priority needs no privilege, raising it back does: a demoted
    * worker takes no new step, and one that survives its runaway (a timeout that fired late) is
    * stopped once its steps are done (see WorkerPool).
    */
@@ -188,6 +191,12 @@ export class WorkerProcess {
   }
 
   #demoted = false;
+  #killedForRunaway = false;
+
+  /** Whether the worker reported this program's step as a runaway (so its limits were its own doing). */
+  reportedRunaway(programId: string): boolean {
+    return this.#ranAway.has(programId);
+  }
 
   #demote(): void {
     if (this.#demoted || this.pid === undefined) return;
@@ -258,8 +267,10 @@ export class WorkerProcess {
     if (this.#alive) this.#send({ v: PROTOCOL_VERSION, kind: 'dispose', programId });
   }
 
-  kill(reason: WorkerDeath, detail: string): void {
+  /** `forRunaway`: killed for a step it reported as a runaway (see WorkerDeathError.forRunaway). */
+  kill(reason: WorkerDeath, detail: string, forRunaway = false): void {
     if (!this.#alive) return;
+    if (!this.#killedFor) this.#killedForRunaway = forRunaway;
     this.#killedFor ??= { reason, detail };
     this.#child.kill('SIGKILL');
   }
@@ -339,7 +350,10 @@ export class WorkerProcess {
     this.#alive = false;
     clearInterval(this.#supervisor);
     const { reason, detail } = this.#killedFor ?? { reason: 'exit' as const, detail: `the worker process exited (${signal ?? `code ${code}`})` };
-    const death = new WorkerDeathError(reason, detail, new Map(this.#runaways));
+    const runaways = new Map(this.#runaways);
+    const memoryRunaway = [...runaways.values()].includes('memory');
+    const forRunaway = (reason === 'deadline' && this.#killedForRunaway) || (reason === 'rss' && memoryRunaway);
+    const death = new WorkerDeathError(reason, detail, runaways, forRunaway);
     for (const waiting of this.#waiting.values()) waiting.reject(death);
     this.#waiting.clear();
     this.#events.onDeath(this, reason, detail);
