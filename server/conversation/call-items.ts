@@ -110,7 +110,7 @@ export function callInput(call: ProgramCallItem): CallInput {
     case FUNCTION.call.type:
       return { tool: qualifiedName(call), input: call.arguments, text: false };
     case CUSTOM.call.type:
-      return { tool: qualifiedName(call), input: call.input, text: CUSTOM.input === 'text' };
+      return { tool: qualifiedName(call), input: call.input, text: true };
     case SHELL.call.type: {
       // As the program sent it: optional limits it left out were sent as null.
       const { commands, timeout_ms = null, max_output_length = null } = call.action;

@@ -9,9 +9,9 @@ import { programBusy, type ProgramClaims } from './program-claims.ts';
 import { sealCall, sealedBatchEndOf, sealMatches, type CallAnswer, type SealedCall } from './call-seals.ts';
 import { answerServerCall, codeInterpreterAnswer, mcpCallAnswer, runMcpCall, type ServerCallServices } from './server-calls.ts';
 import { isClientKind, MCP_APPROVAL, TOOL_KINDS } from './tool-kinds.ts';
+import type { ToolSet } from './tool-set.ts';
 
 const { code_interpreter: CODE_INTERPRETER, mcp: MCP } = TOOL_KINDS;
-import type { ToolSet } from './tool-set.ts';
 
 /**
  * A program's steps within one response: each batch of calls it makes is answered by the
