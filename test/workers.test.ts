@@ -38,6 +38,16 @@ async function runningInWorker(server: RunningServer, count: number): Promise<vo
   await vi.waitFor(async () => expect(await metric(server, 'ptc_programs_started_total')).toBeGreaterThanOrEqual(count), { timeout: 60_000, interval: 20 });
 }
 
+/**
+ * A pool of one scripted fixture worker (see test/fixtures/misbehaving-worker.ts), and `step`,
+ * which starts a program whose code says what the worker does with it.
+ */
+function scriptedPool(options: Partial<ConstructorParameters<typeof WorkerPool>[0]> = {}) {
+  const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted' } as ProgramRuntimeOptions, entry: MISBEHAVING, ...options });
+  const step = (programId: string, code: string) => pool.start(programId, { code, tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+  return { pool, step };
+}
+
 /** A step of seconds of CPU (3 to 10 here, as the JIT goes), far within the limits these servers set. */
 const HONEST_LONG_STEP = 'let x = 0; for (let i = 0; i < 4e9; i++) x = (x + i) | 0; text(x !== 0.5 ? "done" : "?")';
 /** Tests running HONEST_LONG_STEP twice (once more after its worker died) on a loaded machine. */
@@ -104,8 +114,7 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
   });
 
   it('kills a worker whose step runs past its wall-clock limit unstopped: that step ends wall_time_exceeded, the one beside it runs again and completes', async () => {
-    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted' } as ProgramRuntimeOptions, entry: MISBEHAVING });
-    const step = (programId: string, code: string) => pool.start(programId, { code, tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+    const { pool, step } = scriptedPool();
     try {
       await pool.ready();
       const beside = step('beside', 'hold 2000 beside');
@@ -124,8 +133,7 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
 
   it('lowers the priority of a worker that reports a runaway, replaces it at once for new steps, and stops it once its runaway ends by itself', async () => {
     const deaths: string[] = [];
-    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted' } as ProgramRuntimeOptions, entry: MISBEHAVING, onWorkerDeath: (_pid, cause) => deaths.push(cause) });
-    const step = (programId: string, code: string) => pool.start(programId, { code, tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+    const { pool, step } = scriptedPool({ onWorkerDeath: (_pid, cause) => deaths.push(cause) });
     try {
       await pool.ready();
       const [demoted] = pool.pids;
@@ -147,8 +155,7 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
   });
 
   it('kills a worker reporting a runaway at once, rather than demoting it, while as many demoted workers as the pool has are still finishing', async () => {
-    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted' } as ProgramRuntimeOptions, entry: MISBEHAVING });
-    const step = (programId: string, code: string) => pool.start(programId, { code, tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+    const { pool, step } = scriptedPool();
     try {
       await pool.ready();
       const [first] = pool.pids;
@@ -164,8 +171,7 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
   });
 
   it('runs again on the pool a step that reached a time limit on a worker demoted under it', async () => {
-    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted' } as ProgramRuntimeOptions, entry: MISBEHAVING });
-    const step = (programId: string, code: string) => pool.start(programId, { code, tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+    const { pool, step } = scriptedPool();
     try {
       await pool.ready();
       const slowed = step('slowed', 'niced 1500');
@@ -194,8 +200,7 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
   });
 
   it('runs the steps a dead worker took with it again shortest-run first, so that they do not wait behind the one that ran long', async () => {
-    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted' } as ProgramRuntimeOptions, entry: MISBEHAVING });
-    const step = (programId: string, code: string) => pool.start(programId, { code, tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+    const { pool, step } = scriptedPool();
     try {
       await pool.ready();
       const finished: string[] = [];
