@@ -49,7 +49,7 @@ export const CASES: readonly BenchCase[] = [
     floor: COLD_START_FLOOR,
     prepare: async () => ({
       iteration: async () => {
-        // No tools, default limits: isolate + context + prelude compile/run + install + one poll.
+        // No tools, default limits: isolate + context + prelude compile/run + install + one report.
         const program = new IsolateProgram({ code: '', tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
         const event = await program.start();
         if (event.type !== 'completed') throw new Error(`cold start: expected completed, got ${JSON.stringify(event)}`);

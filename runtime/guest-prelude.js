@@ -5,7 +5,9 @@
 //
 // Every intrinsic used after the program starts is captured first, so a program that replaces
 // `JSON`, `Promise`, `Map.prototype.set` or adds setters to `Object.prototype` changes only
-// what its own code sees. Only strings cross to the host: `dispatch` takes and returns JSON.
+// what its own code sees. Only strings cross to the host: `dispatch` takes an op's name and its
+// payload as JSON, and answers every op with a JSON object. runtime/guest-protocol.ts declares
+// the ops, their payloads and the replies, and the host parses every reply with it.
 (function installSandbox(configJson) {
   'use strict';
 
@@ -45,6 +47,8 @@
 
   const config = jsonParse(configJson);
   const limits = config.limits;
+  // The templates of the messages of the limits enforced here (runtime/limits.ts), by code.
+  const limitMessages = config.limitMessages;
   const STRICT_PREFIX = '"use strict";';
   const MAX_ERROR_MESSAGE = 4096;
 
@@ -77,10 +81,38 @@
     return text.length > max ? reflectApply(stringSlice, text, [0, max]) + '…' : text;
   }
 
-  /** Records a limit breach (first one wins) and returns the error to throw at the program. */
-  function hitLimit(code, message) {
+  /** Records what ends the program whatever it catches (first one wins), and returns the error to throw at it. */
+  function endProgram(code, message) {
     if (fatal === null) fatal = { __proto__: null, code, message };
     return new ErrorCtor(message);
+  }
+
+  const PLACEHOLDER = /^\{(\w+)\}/;
+  /**
+   * A limit's message: its template with each `{name}` replaced by `values[name]`, in one pass,
+   * as runtime/limits.ts limitMessage does. By hand, with captured built-ins: the program may
+   * have replaced `String.prototype.replace` by the time a limit is hit.
+   */
+  function limitMessage(code, values) {
+    const template = limitMessages[code];
+    let message = '';
+    let at = 0;
+    while (at < template.length) {
+      const placeholder = template[at] === '{' ? reflectApply(regexpExec, PLACEHOLDER, [reflectApply(stringSlice, template, [at])]) : null;
+      if (placeholder !== null && hasOwn(values, placeholder[1])) {
+        message += values[placeholder[1]];
+        at += placeholder[0].length;
+      } else {
+        message += template[at];
+        at += 1;
+      }
+    }
+    return message;
+  }
+
+  /** Records a limit breach (as endProgram) with the limit's message, and returns the error to throw at the program. */
+  function hitLimit(code, values) {
+    return endProgram(code, limitMessage(code, values));
   }
 
   // ---- determinism: seeded Math.random, frozen Date --------------------------------------
@@ -197,7 +229,7 @@
   function appendOutput(chunk) {
     // Length in UTF-16 units never exceeds UTF-8 bytes; the host re-checks in bytes.
     if (output.length + chunk.length > limits.maxOutputBytes) {
-      throw hitLimit('output_limit_exceeded', `Program output exceeds ${limits.maxOutputBytes} bytes`);
+      throw hitLimit('output_limit_exceeded', { __proto__: null, limit: limits.maxOutputBytes });
     }
     output += chunk;
   }
@@ -345,7 +377,7 @@
       try {
         argsJson = serialiseInput(tool, args);
         if (argsJson.length > limits.maxArgumentBytes) {
-          throw hitLimit('arguments_too_large', `Arguments of tools.${tool.id} exceed ${limits.maxArgumentBytes} bytes`);
+          throw hitLimit('arguments_too_large', { __proto__: null, tool: tool.id, limit: limits.maxArgumentBytes });
         }
         if (tool.checkInput !== undefined) {
           // The JSON the call sends is what is checked, as the host checks it.
@@ -353,10 +385,10 @@
           if (violation !== undefined) throw new TypeErrorCtor(`tools.${tool.id}: ${violation}`);
         }
         if (nextSeq >= limits.maxCalls) {
-          throw hitLimit('call_limit_exceeded', `The program made more than ${limits.maxCalls} tool calls`);
+          throw hitLimit('call_limit_exceeded', { __proto__: null, limit: limits.maxCalls });
         }
         if (size(pending) >= limits.maxCallsInFlight) {
-          throw hitLimit('calls_in_flight_exceeded', `More than ${limits.maxCallsInFlight} tool calls pending at once`);
+          throw hitLimit('calls_in_flight_exceeded', { __proto__: null, limit: limits.maxCallsInFlight });
         }
       } catch (error) {
         return reflectApply(promiseReject, PromiseCtor, [error]);
@@ -519,7 +551,17 @@
     }
   }
 
-  function poll() {
+  // ---- replies (GuestReply and CheckerReply in runtime/guest-protocol.ts) ----------------
+  // Constant ones written out; the others serialised by hand or from null-prototype objects.
+  const DONE = '{"state":"done"}';
+  const FAULT = '{"state":"fault"}';
+  const REPLAYING = '{"state":"replaying"}';
+  const WITHHELD = '{"state":"withheld"}';
+  const RESUME_LIMIT = '{"state":"resume_limit"}';
+  const CONFORMS = '{"state":"conforms"}';
+
+  /** Where the program stands: running with the calls it made since the last report, or settled. */
+  function programState() {
     if (fatal !== null) {
       settled = true;
       return jsonStringify({ __proto__: null, state: 'settled', status: 'failed', code: fatal.code, message: fatal.message });
@@ -549,17 +591,18 @@
   }
 
   function diverge(message) {
-    hitLimit('replay_diverged', message);
-    return poll();
+    endProgram('replay_diverged', message);
+    return programState();
   }
 
   /**
-   * Called whenever the program is idle. While the calls it has just made were recorded by an
-   * earlier run, answer them from the record (the isolate runs on as this call returns) and say
-   * so; otherwise report the state as `poll` does. A replay that makes other calls than the
-   * recorded run, or fewer, has diverged.
+   * The `report` op, asked whenever the program is idle. While the calls it has just made were
+   * recorded by an earlier run, answers them from the record (the isolate runs on as this call
+   * returns) and replies `replaying`; otherwise replies where the program stands
+   * (programState). A replay that makes other calls than the recorded run, or fewer, has
+   * diverged.
    */
-  function advance() {
+  function report() {
     if (fatal === null && !settled) {
       let first = -1;
       reflectApply(mapForEach, unreported, [(call, seq) => { if (first < 0) first = seq; }]);
@@ -595,9 +638,9 @@
         if (mismatch !== '') return diverge(`The replay diverged at ${mismatch}. Did an earlier tool output change since the program first received it?`);
         // The host withheld an answer of this batch (over its size limit): none of the batch is
         // delivered, as a live run would have ended before delivering it; the host ends the program.
-        if (withheld) return '{"state":"withheld"}';
+        if (withheld) return WITHHELD;
         // The live run could not be resumed past its limit: the batch is not delivered either.
-        if (replayedBatches + 1 > limits.maxResumes) return '{"state":"resume_limit"}';
+        if (replayedBatches + 1 > limits.maxResumes) return RESUME_LIMIT;
         replayedBatches += 1;
         // The batch leaves `unreported` before anything of it runs: delivering can run program
         // code (a getter, a thenable's `then`, an output_schema validator's globals), and a call
@@ -615,26 +658,27 @@
             deliverOne(seq, entry.output, hasOwn(entry, 'error') ? entry.error : undefined);
           },
         ]);
-        return '{"state":"replaying"}';
+        return REPLAYING;
       }
     }
     if (nextSeq < recordedCount && fatal === null && (settled || size(unreported) === 0)) {
       return diverge(`The replay diverged at call ${nextSeq}: the program ${settled ? 'ended' : 'stopped making calls'} after ${nextSeq} calls, but the recorded run made ${recordedCount}`);
     }
-    return poll();
+    return programState();
   }
 
   // isolated-vm throws a promise rejection nothing handled out of whichever call was running
   // when the microtasks ran, in place of its result. `dispatch` itself never throws and keeps
-  // its last reply, so the host can tell such a rejection from a fault and ask for the reply.
-  let lastReply = '';
+  // its last reply, so the host can tell such a rejection from a fault and ask for the reply
+  // again (the `repeat` op).
+  let lastReply = FAULT;
   /**
    * The host's check of a call's arguments against its tool's strict parameters, run in a
    * context of its own where no program ever ran (so every built-in the validator uses is
    * pristine), inside the isolate (so the program's time limits bound it: a schema `pattern`
    * that backtracks without end on the program's arguments costs the program, never the host).
-   * Checks a batch's calls in order: '' when all conform, else `{index, violation}` of the first
-   * that does not, as JSON.
+   * Checks a batch's calls in order: replies `conforms` when all do, else `violation` with the
+   * index of the first that does not and what it breaks.
    */
   function checkArguments(calls) {
     for (let index = 0; index < calls.length; index++) {
@@ -645,27 +689,34 @@
         violation = tool.checkInput === undefined ? undefined : violationOf(tool.checkInput, jsonParse(call.args), 'arguments');
         break;
       }
-      if (violation !== undefined) return jsonStringify({ index, violation });
+      if (violation !== undefined) return jsonStringify({ __proto__: null, state: 'violation', index, violation });
     }
-    return '';
+    return CONFORMS;
   }
 
-  return function dispatch(op, payload) {
-    if (op === 'reply') return lastReply;
-    let reply = '';
+  /** The ops (GuestOp and CheckerOp in runtime/guest-protocol.ts): each one's name, and its payload as JSON. */
+  return function dispatch(op, payloadJson) {
+    if (op === 'repeat') return lastReply;
+    let reply = FAULT;
     try {
-      if (op === 'check') reply = checkArguments(jsonParse(payload));
+      const payload = jsonParse(payloadJson);
+      if (op === 'check') reply = checkArguments(payload);
       else if (op === 'record') {
-        const record = jsonParse(payload);
-        recordedCount = record.count;
-        loadEntries(record.entries);
-      } else if (op === 'answers') loadEntries(jsonParse(payload));
-      else if (op === 'start') start(payload);
-      else if (op === 'deliver') deliver(jsonParse(payload));
-      else if (op === 'advance') reply = advance();
-      else reply = '{"state":"fault"}';
+        recordedCount = payload.count;
+        loadEntries(payload.entries);
+        reply = DONE;
+      } else if (op === 'answers') {
+        loadEntries(payload);
+        reply = DONE;
+      } else if (op === 'start') {
+        start(payload);
+        reply = DONE;
+      } else if (op === 'deliver') {
+        deliver(payload);
+        reply = DONE;
+      } else if (op === 'report') reply = report();
     } catch {
-      reply = '{"state":"fault"}';
+      reply = FAULT;
     }
     lastReply = reply;
     return reply;

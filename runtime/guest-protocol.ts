@@ -1,27 +1,164 @@
 import { z } from 'zod';
 import { PROGRAM_ERRORS, type ProgramErrorCode } from '../schemas/error-codes.ts';
+import { limitTemplate, type LimitCode } from './limits.ts';
 
 /**
- * The strings `dispatch('poll')` returns from inside the isolate. The host parses and checks
- * them like any untrusted input: the isolate runs code written by a model.
+ * The protocol between the host (runtime/isolate-program.ts) and the prelude
+ * (runtime/guest-prelude.js) inside a program's isolate, declared once.
+ *
+ * The host calls the prelude's `dispatch(op, payload)` with an op's name and its payload as
+ * JSON, and `dispatch` answers every op with a JSON object: one of the replies below. The host
+ * parses every reply with these schemas (parseGuestReply, parseCheckerReply), like any
+ * untrusted input: the isolate runs code written by a model.
+ *
+ * The prelude runs in two contexts of one isolate: the program's, which the GuestOps drive, and
+ * the checker's, where no program ever runs, which checks arguments (the CheckerOps).
  */
+
+/** A recorded call as a replay hands it in: with its answer, or, from a withheld answer on, without. */
+export type ReplayEntry = { readonly seq: number; readonly tool: string; readonly args: string } & (
+  | { readonly output: string; readonly error?: string }
+  | { readonly withheld: true }
+);
+
+/** An answer to one call of the batch the program is paused on. */
+export interface DeliveredAnswer {
+  readonly seq: number;
+  readonly output: string;
+  readonly error?: string | undefined;
+}
+
+/** What each op the program's context takes carries, sent as JSON. */
+export interface GuestPayloads {
+  /** Before a replay starts: how many calls the recorded run made, and the first part of them. */
+  readonly record: { readonly count: number; readonly entries: readonly ReplayEntry[] };
+  /** The next part of the record, after a `needs_answers` reply. */
+  readonly answers: readonly ReplayEntry[];
+  /** The program's code: the program starts. */
+  readonly start: string;
+  /** The answers to the batch the program is paused on, in seq order. */
+  readonly deliver: readonly DeliveredAnswer[];
+  /**
+   * Nothing: the program is idle (isolated-vm ran its microtasks). The prelude reports where it
+   * stands; during a replay, a batch of recorded calls is first answered from the record.
+   */
+  readonly report: null;
+  /**
+   * Nothing: the reply to the op before, again. isolated-vm throws a promise rejection the
+   * program left unhandled out of whichever call was running, in place of that call's reply;
+   * the prelude keeps its last reply for the host to fetch.
+   */
+  readonly repeat: null;
+}
+export type GuestOp = { readonly [Op in keyof GuestPayloads]: { readonly op: Op; readonly payload: GuestPayloads[Op] } }[keyof GuestPayloads];
+export type GuestOpName = GuestOp['op'];
+
+/** What each op the checker's context takes carries, sent as JSON. */
+export interface CheckerPayloads {
+  /** Calls to strict tools, in order: the first whose arguments break its tool's parameters is named. */
+  readonly check: readonly { readonly tool: string; readonly args: string }[];
+}
+export type CheckerOp = { readonly [Op in keyof CheckerPayloads]: { readonly op: Op; readonly payload: CheckerPayloads[Op] } }[keyof CheckerPayloads];
+
+/** `dispatch`'s arguments for an op: its name, and its payload as JSON. */
+export function dispatchArguments(op: GuestOp | CheckerOp): [string, string] {
+  return [op.op, JSON.stringify(op.payload)];
+}
+
 const ProgramErrorCodeSchema = z.custom<ProgramErrorCode>((value) => typeof value === 'string' && Object.hasOwn(PROGRAM_ERRORS, value));
 
-export const PollResult = z.union([
+/** Any op, in either context: it threw inside the prelude (or named no op the prelude knows). */
+const Fault = z.strictObject({ state: z.literal('fault') });
+
+/** The reply of each GuestOp; which op may give which is GUEST_REPLY_STATES. */
+export const GuestReply = z.union([
+  // record, answers, start, deliver: done.
+  z.strictObject({ state: z.literal('done') }),
+  // report: the program awaits the calls it made since the last report (`inFlight` pending in all).
   z.strictObject({
     state: z.literal('running'),
     inFlight: z.number().int().min(0),
     calls: z.array(z.strictObject({ seq: z.number().int().min(0), tool: z.string(), args: z.string() })),
   }),
+  // report: the program ended.
   z.strictObject({ state: z.literal('settled'), status: z.literal('completed'), result: z.string() }),
   z.strictObject({ state: z.literal('settled'), status: z.literal('failed'), code: ProgramErrorCodeSchema, message: z.string() }),
-  // A replay stopped, undelivered, on a batch holding an answer the host withheld (too large).
+  // report: a replay stopped, undelivered, on a batch holding an answer the host withheld (too large).
   z.strictObject({ state: z.literal('withheld') }),
+  // report: a replay answered a recorded batch from the record; the program runs on.
+  z.strictObject({ state: z.literal('replaying') }),
+  // report: a replay reached recorded calls not handed in yet, from call `from` on.
+  z.strictObject({ state: z.literal('needs_answers'), from: z.number().int().min(0) }),
+  // report: delivering the next recorded batch would pass the resume limit.
+  z.strictObject({ state: z.literal('resume_limit') }),
+  Fault,
 ]);
-export type PollResult = z.infer<typeof PollResult>;
+export type GuestReply = z.infer<typeof GuestReply>;
 
-/** The checker context's reply when a call of the batch breaks its tool's strict parameters ('' when none does). */
-export const CheckReply = z.strictObject({ index: z.number().int().nonnegative(), violation: z.string() });
+/** The states each op replies with; every op may also reply `fault`. `repeat` replies as the op it repeats. */
+const GUEST_REPLY_STATES = {
+  record: ['done'],
+  answers: ['done'],
+  start: ['done'],
+  deliver: ['done'],
+  report: ['running', 'settled', 'withheld', 'replaying', 'needs_answers', 'resume_limit'],
+} as const satisfies { readonly [Op in Exclude<GuestOpName, 'repeat'>]: readonly GuestReply['state'][] };
+/** An op whose reply the host reads: every op but `repeat`, which stands in for one of them. */
+export type RepliedGuestOp = keyof typeof GUEST_REPLY_STATES;
+/** The replies an op may give. */
+export type GuestReplyTo<Op extends RepliedGuestOp> = Extract<GuestReply, { state: (typeof GUEST_REPLY_STATES)[Op][number] | 'fault' }>;
+/** Where the program stands, as a `report` tells once no replay is answering batches. */
+export type ProgramState = Extract<GuestReply, { state: 'running' | 'settled' | 'withheld' }>;
+
+/** The reply of a CheckerOp. */
+export const CheckerReply = z.union([
+  // Every call's arguments conform.
+  z.strictObject({ state: z.literal('conforms') }),
+  // The call at `index` of the part checked breaks its tool's strict parameters: `violation` says how.
+  z.strictObject({ state: z.literal('violation'), index: z.number().int().nonnegative(), violation: z.string() }),
+  Fault,
+]);
+export type CheckerReply = z.infer<typeof CheckerReply>;
+
+function parseReply<T>(schema: z.ZodType<T>, text: unknown, what: string): T {
+  let reply: T;
+  try {
+    if (typeof text !== 'string') throw new TypeError(`a reply of type ${typeof text}`);
+    reply = schema.parse(JSON.parse(text));
+  } catch (error) {
+    // The reply stays out of the message: it can hold the program's text.
+    throw new Error(`The ${what} gave a reply the guest protocol does not have`, { cause: error });
+  }
+  return reply;
+}
+
+/**
+ * The reply of the program's context to `op`, parsed and checked: a JSON object of a shape
+ * GuestReply has, and one `op` may give. Anything else throws (a fault of the emulator's, not
+ * the program's); a `fault` reply is returned, for the host to handle.
+ */
+export function parseGuestReply<Op extends RepliedGuestOp>(op: Op, text: unknown): GuestReplyTo<Op> {
+  const reply = parseReply(GuestReply, text, 'program\'s context');
+  const states: readonly string[] = GUEST_REPLY_STATES[op];
+  if (reply.state !== 'fault' && !states.includes(reply.state)) {
+    throw new Error(`The program's context replied ${reply.state} to ${op}`);
+  }
+  return reply as GuestReplyTo<Op>;
+}
+
+/** The reply of the checker's context, parsed and checked; anything but a CheckerReply throws. */
+export function parseCheckerReply(text: unknown): CheckerReply {
+  return parseReply(CheckerReply, text, 'checker\'s context');
+}
+
+/** The limits whose breach the prelude reports itself, with the message it formats from their template. */
+export const GUEST_LIMIT_CODES = ['call_limit_exceeded', 'calls_in_flight_exceeded', 'arguments_too_large', 'output_limit_exceeded'] as const satisfies readonly LimitCode[];
+export type GuestLimitCode = (typeof GUEST_LIMIT_CODES)[number];
+
+/** The message templates (runtime/limits.ts) the prelude formats, by code. */
+export function guestLimitMessages(): SandboxConfig['limitMessages'] {
+  return Object.fromEntries(GUEST_LIMIT_CODES.map((code) => [code, limitTemplate(code)])) as SandboxConfig['limitMessages'];
+}
 
 /** The configuration `installSandbox` receives. */
 export interface SandboxConfig {
@@ -53,4 +190,6 @@ export interface SandboxConfig {
     readonly maxOutputBytes: number;
     readonly maxResumes: number;
   };
+  /** The templates of the messages the prelude ends a program with for a limit (GUEST_LIMIT_CODES). */
+  readonly limitMessages: { readonly [Code in GuestLimitCode]: string };
 }

@@ -3,9 +3,20 @@ import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import ivm from 'isolated-vm';
 import { assertCanMakeIsolates } from './node-flags.ts';
-import type { ProgramErrorCode } from '../schemas/error-codes.ts';
-import { CheckReply, PollResult, type SandboxConfig } from './guest-protocol.ts';
-import type { ProgramLimits } from './limits.ts';
+import {
+  dispatchArguments,
+  guestLimitMessages,
+  parseCheckerReply,
+  parseGuestReply,
+  type CheckerOp,
+  type GuestOp,
+  type GuestReplyTo,
+  type ProgramState,
+  type ReplayEntry,
+  type RepliedGuestOp,
+  type SandboxConfig,
+} from './guest-protocol.ts';
+import { limitMessage, limitNamed, type PlainLimitCode, type ProgramLimits } from './limits.ts';
 import type { RunawayLimit } from './errors.ts';
 import { answerDigestPart, type ProgramEvent, type ProgramFailure, type ProgramStats, type RecordedCall, type ToolCallOutput, type ToolCallRequest } from './program-events.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
@@ -15,7 +26,6 @@ import { GUEST_SCHEMA_MODULES } from './tool-schemas.ts';
 import { toolKeys } from './tool-keys.ts';
 
 const PRELUDE_SOURCE = readFileSync(new URL('./guest-prelude.js', import.meta.url), 'utf8');
-const REPLAYING = '{"state":"replaying"}';
 /**
  * A replay's record, and a batch's arguments sent to the checker, enter the isolate in parts of
  * at most 1/PART_MEMORY_SHARE of its memory limit as JSON (and at least
@@ -24,10 +34,6 @@ const REPLAYING = '{"state":"replaying"}';
  */
 const PART_MEMORY_SHARE = 8;
 const PART_MIN_BYTES = 1024 * 1024;
-/** The prelude's reply when a replay reached recorded calls not handed in yet. */
-const NEEDS_ANSWERS = /^\{"state":"needs_answers","from":(\d+)\}$/;
-/** The prelude's reply when delivering the next recorded batch would pass the resume limit. */
-const RESUME_LIMIT = '{"state":"resume_limit"}';
 
 /**
  * The first items that fit in `budget` bytes as JSON (one at least): what one part handed into
@@ -46,10 +52,11 @@ function firstPart<T>(items: Iterable<T>, budget: number): T[] {
   return part;
 }
 
-/** A recorded call as a replay hands it to the isolate. */
-type ReplayEntry = { seq: number; tool: string; args: string } & ({ output: string; error?: string } | { withheld: true });
-/** What the prelude's dispatch answers when an operation threw. */
-const FAULT = '{"state":"fault"}';
+/** What `dispatch` is, seen from the host: an op's name and its payload as JSON in, a reply as JSON out. */
+type Dispatch = (op: string, payloadJson: string) => string;
+/** The op asking where the program stands, and the one asking for the last reply again. */
+const REPORT = { op: 'report', payload: null } as const satisfies GuestOp;
+const REPEAT = { op: 'repeat', payload: null } as const satisfies GuestOp;
 /** Each call throws at most one unhandled rejection; more in a row than this is a fault, not the program. */
 const UNHANDLED_REJECTIONS_BEFORE_FAULT = 8;
 
@@ -125,7 +132,7 @@ function argumentsProblem(argsJson: string, tool: ProgramTool): ProgramFailure |
 
 /** A limit the host found crossed before or between calls into the isolate. */
 class LimitReached extends Error {
-  constructor(readonly code: ProgramErrorCode) {
+  constructor(readonly code: PlainLimitCode) {
     super(code);
   }
 }
@@ -136,20 +143,20 @@ class LimitReached extends Error {
  * one `ProgramEvent`; a program that completes or fails has its isolate disposed at once.
  *
  * The host never calls into the isolate per tool call: the program queues calls inside it and
- * the host collects the whole batch with one `poll` once the program is idle (isolated-vm
+ * the host collects the whole batch with one `report` once the program is idle (isolated-vm
  * drains the microtask queue before an `apply` returns). No host function, promise or
  * reference is ever reachable from the program.
  */
 export class IsolateProgram {
   readonly #spec: ProgramSpec;
   #isolate: ivm.Isolate | undefined;
-  #dispatch: ivm.Reference<(op: string, payload: string) => string> | undefined;
+  #dispatch: ivm.Reference<Dispatch> | undefined;
   /**
    * The prelude again, in a second context of the same isolate where no program runs: it checks
    * the arguments of calls to strict tools with built-ins the program cannot reach, under the
    * program's time limits. Present when the program has strict tools.
    */
-  #checker: ivm.Reference<(op: string, payload: string) => string> | undefined;
+  #checker: ivm.Reference<Dispatch> | undefined;
   /** What #startChecker needs, kept from the boot until the first call to a strict tool. */
   #checkerSetup: { readonly script: ivm.Script; readonly config: string } | undefined;
   #pending: readonly ToolCallRequest[] = [];
@@ -219,7 +226,7 @@ export class IsolateProgram {
     const { code, limits } = this.#spec;
     if (Buffer.byteLength(code, 'utf8') > limits.maxCodeBytes) {
       this.#steps = 1;
-      return this.#fail({ code: 'code_too_large', message: `The program's code exceeds ${limits.maxCodeBytes} bytes` });
+      return this.#fail(this.#limitFailure('code_too_large'));
     }
     hashOutputs(this.#received, recorded);
     // Recorded calls are made and answered inside the isolate; new calls are numbered after them.
@@ -234,8 +241,8 @@ export class IsolateProgram {
     this.#oversized = oversized;
     const event = await this.#step(async (started) => {
       await this.#boot(started);
-      if (recorded.length > 0) await this.#call('record', JSON.stringify({ count: recorded.length, entries: this.#entriesFrom(0) }), started);
-      await this.#call('start', code, started);
+      if (recorded.length > 0) await this.#call({ op: 'record', payload: { count: recorded.length, entries: this.#entriesFrom(0) } }, started);
+      await this.#call({ op: 'start', payload: code }, started);
     });
     // The record is needed only while replaying: a program kept paused must not hold it.
     this.#record = [];
@@ -289,11 +296,10 @@ export class IsolateProgram {
       return this.#fail(this.#toolOutputTooLarge(call?.tool ?? '?', oversized));
     }
     hashOutputs(this.#received, sorted);
-    const payload = JSON.stringify(sorted);
     this.#pending = [];
     if (this.#steps > this.#spec.limits.maxResumes) return this.#fail(this.#limitFailure('resume_limit_exceeded'));
     return this.#step(async (started) => {
-      await this.#call('deliver', payload, started);
+      await this.#call({ op: 'deliver', payload: sorted }, started);
     });
   }
 
@@ -339,10 +345,9 @@ export class IsolateProgram {
         maxOutputBytes: spec.limits.maxOutputBytes,
         maxResumes: spec.limits.maxResumes,
       },
+      limitMessages: guestLimitMessages(),
     };
-    this.#dispatch = (await this.#within(started, (timeout) => install.apply(undefined, [JSON.stringify(config)], { result: { reference: true }, timeout }))) as ivm.Reference<
-      (op: string, payload: string) => string
-    >;
+    this.#dispatch = (await this.#within(started, (timeout) => install.apply(undefined, [JSON.stringify(config)], { result: { reference: true }, timeout }))) as ivm.Reference<Dispatch>;
     install.release();
     if (tools.some((tool) => tool.checkInput !== undefined)) {
       // The checker needs only the strict tools' argument validators; it starts on the first call to one.
@@ -370,15 +375,13 @@ export class IsolateProgram {
   }
 
   /** Starts #checker: the prelude once more, in a context of its own. */
-  async #startChecker(started: number): Promise<ivm.Reference<(op: string, payload: string) => string>> {
+  async #startChecker(started: number): Promise<ivm.Reference<Dispatch>> {
     const isolate = this.#isolate;
     const setup = this.#checkerSetup;
     if (!isolate || !setup) throw new Error('The program is not running');
     const context = await isolate.createContext();
     const install = (await this.#within(started, (timeout) => setup.script.run(context, { reference: true, timeout }))) as ivm.Reference<(configJson: string) => unknown>;
-    const checker = (await this.#within(started, (timeout) => install.apply(undefined, [setup.config], { result: { reference: true }, timeout }))) as ivm.Reference<
-      (op: string, payload: string) => string
-    >;
+    const checker = (await this.#within(started, (timeout) => install.apply(undefined, [setup.config], { result: { reference: true }, timeout }))) as ivm.Reference<Dispatch>;
     install.release();
     setup.script.release();
     this.#checkerSetup = undefined;
@@ -402,10 +405,11 @@ export class IsolateProgram {
         strict.slice(from).map(({ tool, args }) => ({ tool, args })),
         this.#partBytes(),
       );
-      const reply = String(await this.#within(started, (timeout) => checker.apply(undefined, ['check', JSON.stringify(part)], { timeout })));
-      if (reply === FAULT) return { index: strict[from]!.index, failure: unchecked };
-      if (reply !== '') {
-        const { index, violation } = CheckReply.parse(JSON.parse(reply));
+      const op: CheckerOp = { op: 'check', payload: part };
+      const reply = parseCheckerReply(await this.#within(started, (timeout) => checker.apply(undefined, dispatchArguments(op), { timeout })));
+      if (reply.state === 'fault') return { index: strict[from]!.index, failure: unchecked };
+      if (reply.state === 'violation') {
+        const { index, violation } = reply;
         const call = strict[from + index];
         if (!call || index >= part.length) return { index: strict[from]!.index, failure: unchecked };
         return { index: call.index, failure: { code: 'arguments_invalid', message: `tools.${call.tool}: ${violation}` } };
@@ -416,7 +420,7 @@ export class IsolateProgram {
   }
 
   /** The time left in this step: the lower of the step's wall budget and the program's CPU budget. */
-  #timeout(started: number): { ms: number; code: ProgramErrorCode } {
+  #timeout(started: number): { ms: number; code: 'cpu_time_exceeded' | 'wall_time_exceeded' } {
     const wallLeft = this.#spec.limits.stepWallTimeMs - (this.#readWallTime() - started);
     const cpuLeft = this.#spec.limits.cpuTimeMs - this.#readCpuTime();
     const binding = cpuLeft < wallLeft ? { left: cpuLeft, code: 'cpu_time_exceeded' as const } : { left: wallLeft, code: 'wall_time_exceeded' as const };
@@ -424,20 +428,30 @@ export class IsolateProgram {
     return { ms: Math.floor(binding.left), code: binding.code };
   }
 
-  async #call(op: 'record' | 'answers' | 'start' | 'deliver' | 'advance', payload: string, started: number): Promise<unknown> {
+  /**
+   * Sends one op to the program's context and returns its reply, parsed and checked
+   * (parseGuestReply). A `fault` reply, or one the protocol does not have, throws: the emulator
+   * failed to run the program.
+   */
+  async #call<Op extends GuestOp & { readonly op: RepliedGuestOp }>(op: Op, started: number): Promise<Exclude<GuestReplyTo<Op['op']>, { state: 'fault' }>> {
     const dispatch = this.#dispatch;
     if (!dispatch) throw new Error('The program is not running');
-    let request = op;
+    let request = dispatchArguments(op);
     // A promise rejection the program left unhandled is thrown by isolated-vm in place of the
     // call's result, once the microtasks have run: it is ignored, as a browser ignores it, and
     // the reply `dispatch` kept is fetched instead. (`dispatch` itself never throws.)
     for (let rejections = 0; ; rejections++) {
+      let text: unknown;
       try {
-        return await this.#within(started, (timeout) => dispatch.apply(undefined, [request, payload], { timeout }));
+        text = await this.#within(started, (timeout) => dispatch.apply(undefined, request, { timeout }));
       } catch (error) {
         if (error instanceof LimitReached || this.#isolate?.isDisposed || rejections >= UNHANDLED_REJECTIONS_BEFORE_FAULT) throw error;
-        request = 'reply' as typeof op;
+        request = dispatchArguments(REPEAT);
+        continue;
       }
+      const reply = parseGuestReply(op.op, text);
+      if (reply.state === 'fault') throw new Error(`The program's context failed to carry out ${op.op}`);
+      return reply as Exclude<GuestReplyTo<Op['op']>, { state: 'fault' }>;
     }
   }
 
@@ -455,60 +469,61 @@ export class IsolateProgram {
     // schema thread or for the host between calls into the isolate does not count against it.
     let started = this.#readWallTime();
     this.#stepStartedAt = started;
-    let poll: PollResult;
+    let state: ProgramState;
     try {
       await run(started);
-      let state = String(await this.#call('advance', '', started));
+      let reply = await this.#call(REPORT, started);
       // Each recorded batch answered during a replay is a step of its own, with its own wall-clock
       // budget, as it was in the recorded run; CPU time keeps adding up across all of them.
       for (;;) {
-        const needs = NEEDS_ANSWERS.exec(state);
-        if (needs) {
+        if (reply.state === 'needs_answers') {
           // The next part of the record, then the same batch again.
-          const part = this.#entriesFrom(Number(needs[1]));
-          if (part.length === 0) throw new Error(`The replay asked for recorded calls from call ${needs[1]}, which the record does not have`);
-          await this.#call('answers', JSON.stringify(part), started);
-          state = String(await this.#call('advance', '', started));
+          const part = this.#entriesFrom(reply.from);
+          if (part.length === 0) throw new Error(`The replay asked for recorded calls from call ${reply.from}, which the record does not have`);
+          await this.#call({ op: 'answers', payload: part }, started);
+          reply = await this.#call(REPORT, started);
           continue;
         }
-        if (state === RESUME_LIMIT) throw new LimitReached('resume_limit_exceeded');
-        if (state !== REPLAYING) break;
+        if (reply.state === 'resume_limit') throw new LimitReached('resume_limit_exceeded');
+        if (reply.state !== 'replaying') {
+          state = reply;
+          break;
+        }
         // A replay passes every resume the recorded run had: the same count, the same limit.
         if (this.#steps > this.#spec.limits.maxResumes) throw new LimitReached('resume_limit_exceeded');
         this.#steps += 1;
         started = this.#readWallTime();
         this.#stepStartedAt = started;
-        state = String(await this.#call('advance', '', started));
+        reply = await this.#call(REPORT, started);
       }
-      poll = PollResult.parse(JSON.parse(state));
     } catch (error) {
       return this.#fail(this.#classify(error));
     }
     // isolated-vm's timeout bounds each call; the totals are checked here, authoritatively.
     if (this.#readCpuTime() > this.#spec.limits.cpuTimeMs) {
-      return this.#fail({ code: 'cpu_time_exceeded', message: `The program used more than ${this.#spec.limits.cpuTimeMs} ms of CPU` });
+      return this.#fail(this.#limitFailure('cpu_time_exceeded'));
     }
     if (this.#readWallTime() - started > this.#spec.limits.stepWallTimeMs) {
       return this.#fail(this.#limitFailure('wall_time_exceeded'));
     }
-    const diverged = poll.state === 'settled' && poll.status === 'failed' && poll.code === 'replay_diverged';
+    const diverged = state.state === 'settled' && state.status === 'failed' && state.code === 'replay_diverged';
     // A replay that reached the batch holding a withheld answer ends as the live run did when
     // that batch was delivered. The host decides this, not the isolate's report: whatever else a
     // replay with a withheld answer comes back with (but a divergence before it), the program
     // did not get past that answer.
-    if (poll.state === 'withheld' || (this.#withheld && !diverged)) {
+    if (state.state === 'withheld' || (this.#withheld && !diverged)) {
       return this.#fail(this.#withheld ?? { code: 'runtime_error', message: 'The program reported a withheld answer the emulator did not withhold' });
     }
-    if (poll.state === 'settled' && poll.status === 'failed') return this.#fail({ code: poll.code, message: poll.message });
-    if (poll.state === 'settled') {
-      if (Buffer.byteLength(poll.result, 'utf8') > this.#spec.limits.maxOutputBytes) {
+    if (state.state === 'settled' && state.status === 'failed') return this.#fail({ code: state.code, message: state.message });
+    if (state.state === 'settled') {
+      if (Buffer.byteLength(state.result, 'utf8') > this.#spec.limits.maxOutputBytes) {
         return this.#fail(this.#limitFailure('output_limit_exceeded'));
       }
       this.#finish();
-      return { type: 'completed', result: poll.result, stats: this.#stats() };
+      return { type: 'completed', result: state.result, stats: this.#stats() };
     }
     try {
-      return await this.#paused(poll.calls, poll.inFlight, started);
+      return await this.#paused(state.calls, state.inFlight, started);
     } catch (error) {
       return this.#fail(this.#classify(error));
     }
@@ -532,7 +547,7 @@ export class IsolateProgram {
       if (call.seq !== this.#calls + index || !tool) {
         first = { index, failure: { code: 'runtime_error', message: 'The program reported a call the emulator did not expect' } };
       } else if (Buffer.byteLength(call.args, 'utf8') > limits.maxArgumentBytes) {
-        first = { index, failure: { code: 'arguments_too_large', message: `Arguments of tools.${call.tool} exceed ${limits.maxArgumentBytes} bytes` } };
+        first = { index, failure: { code: 'arguments_too_large', message: limitMessage('arguments_too_large', { tool: call.tool, limit: limits.maxArgumentBytes }) } };
       } else if (!takesText(tool)) {
         const problem = argumentsProblem(call.args, tool);
         if (problem) first = { index, failure: problem };
@@ -554,21 +569,12 @@ export class IsolateProgram {
   /** The failure of an answer over `maxToolOutputBytes`, for both a warm resume and a replay. */
   #toolOutputTooLarge(tool: string, answer: { readonly error?: string | undefined }): ProgramFailure {
     const what = answer.error === undefined ? 'output' : 'error message';
-    return { code: 'tool_output_too_large', message: `The ${what} of tools.${tool} exceeds ${this.#spec.limits.maxToolOutputBytes} bytes` };
+    return { code: 'tool_output_too_large', message: limitMessage('tool_output_too_large', { what, tool, limit: this.#spec.limits.maxToolOutputBytes }) };
   }
 
-  #limitFailure(code: ProgramErrorCode): ProgramFailure {
-    const { limits } = this.#spec;
-    const messages: Partial<Record<ProgramErrorCode, string>> = {
-      cpu_time_exceeded: `The program used more than ${limits.cpuTimeMs} ms of CPU`,
-      wall_time_exceeded: `One execution step ran longer than ${limits.stepWallTimeMs} ms`,
-      memory_limit_exceeded: `The program's heap exceeded ${limits.memoryMb} MiB`,
-      call_limit_exceeded: `The program made more than ${limits.maxCalls} tool calls`,
-      calls_in_flight_exceeded: `More than ${limits.maxCallsInFlight} tool calls pending at once`,
-      output_limit_exceeded: `Program output exceeds ${limits.maxOutputBytes} bytes`,
-      resume_limit_exceeded: `The program was resumed more than ${limits.maxResumes} times`,
-    };
-    return { code, message: messages[code] ?? code };
+  /** The failure of a limit whose message needs only its value. */
+  #limitFailure(code: PlainLimitCode): ProgramFailure {
+    return { code, message: limitMessage(code, { limit: this.#spec.limits[limitNamed(code)] }) };
   }
 
   #classify(error: unknown): ProgramFailure {
