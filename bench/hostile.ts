@@ -127,7 +127,7 @@ const HOSTILE: readonly HostileClass[] = [
         tools: [PROGRAMS],
         input: [
           { role: 'user', content: 'hi' },
-          { type: 'program', id: `prog_${n}`, call_id: `call_victim_${n}`, code: 'text(1)', fingerprint: 'ptcfp2.AAAA.AAAA' },
+          { type: 'program', id: `prog_${n}`, call_id: `call_victim_${n}`, code: 'text(1)', fingerprint: 'ptcfp3.AAAA.AAAA' },
           { type: 'program_output', call_id: `call_victim_${n}`, status: 'incomplete', result: 'aborted' },
         ],
       }),

@@ -88,7 +88,7 @@ export function secondRequestFor(text: string): { body: string; programCallId: s
     throw new ShapeError(`request 1: expected program, function_call, function_call; got ${types(output)}`);
   }
   const programCallId = program['call_id'];
-  if (typeof programCallId !== 'string' || typeof program['code'] !== 'string' || !String(program['fingerprint']).startsWith('ptcfp2.')) {
+  if (typeof programCallId !== 'string' || typeof program['code'] !== 'string' || !String(program['fingerprint']).startsWith('ptcfp3.')) {
     throw new ShapeError('request 1: the program item lacks call_id, code or fingerprint');
   }
   const names = calls.map((call) => call['name']);

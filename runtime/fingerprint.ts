@@ -9,7 +9,8 @@ import { FingerprintError } from './errors.ts';
 export { canonicalJson, sha256Hex };
 
 // ptcfp2: the ids of items the emulator answers seal their answers (and an approval request's, its batch).
-const VERSION = 'ptcfp2';
+// ptcfp3: a sealed tool says what its calls take (`input`) and carries its embedder's `tag`, not a server `kind`.
+const VERSION = 'ptcfp3';
 /** Claims are a few hundred bytes; anything far longer is not ours and is not worth hashing. */
 const MAX_FINGERPRINT_LENGTH = 16 * 1024;
 
@@ -47,7 +48,7 @@ function sameBytes(given: Buffer, expected: Buffer): boolean {
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
-/** `ptcfp2.<base64url canonical claims>.<base64url HMAC-SHA256>`: opaque to clients, tamper-evident. */
+/** `ptcfp3.<base64url canonical claims>.<base64url HMAC-SHA256>`: opaque to clients, tamper-evident. */
 export function sealFingerprint(claims: FingerprintClaims, key: Buffer): string {
   const payload = Buffer.from(canonicalJson(claims), 'utf8').toString('base64url');
   return `${VERSION}.${payload}.${mac(key, payload).toString('base64url')}`;

@@ -10,15 +10,18 @@ export const ProgramTool = z.strictObject({
   /** Set for a namespace's tool: the program calls `tools.<namespace>.<name>`. */
   namespace: z.string().optional(),
   /**
-   * What a call becomes: a `function_call` (absent), a `custom_tool_call` (a call takes one
-   * string, sent as it is), a `shell_call` or an `apply_patch_call` for the client; the server
-   * answers `hosted_shell`, `code_interpreter` and `mcp` calls itself. All but custom tools take
-   * an object, as a function's arguments.
+   * What a call takes: one string, sent as it is (`text`), or an object of arguments, sent as
+   * JSON (`json`, also when absent).
    */
-  kind: z.enum(['custom', 'shell', 'apply_patch', 'hosted_shell', 'code_interpreter', 'mcp']).optional(),
-  /** True when the program receives `JSON.parse(output)` (tools that declare `output_schema`, shell, apply_patch). */
+  input: z.enum(['text', 'json']).optional(),
+  /**
+   * The embedder's name for the tool's kind: sealed with the tool (a resume runs with the tag it
+   * started with), never read by the runtime. The server names its tool kinds here.
+   */
+  tag: z.string().optional(),
+  /** True when the program receives `JSON.parse(output)` rather than the output's text. */
   parseOutputAsJson: z.boolean(),
-  /** Arguments a call sends as `null` when the program leaves them out (a shell action's optional fields). */
+  /** Arguments a call sends as `null` when the program leaves them out. */
   nullDefaults: z.array(z.string()).optional(),
   /** Strict `parameters`: arguments are checked against it before a call leaves the isolate. */
   parameters: JsonSchema.optional(),
@@ -35,8 +38,8 @@ export const SealedTool = ProgramTool.omit({ parameters: true, outputSchema: tru
 export type SealedTool = z.infer<typeof SealedTool>;
 
 /** True when a call to the tool takes one string rather than an object of arguments. */
-export function takesText(tool: Pick<ProgramTool, 'kind'>): boolean {
-  return tool.kind === 'custom';
+export function takesText(tool: Pick<ProgramTool, 'input'>): boolean {
+  return tool.input === 'text';
 }
 
 /** How calls name a tool: `name`, or `namespace.name` (tool names cannot hold a dot). */

@@ -5,7 +5,7 @@ import type { ProgramEvent, ProgramFailure, ProgramStats, ToolCallRequest } from
 
 /**
  * A host tool for `runProgram`: `json` tools hand the program parsed JSON (as `output_schema`
- * does); `text` tools take one string, as custom tools do, and `run` receives it as it is.
+ * does); `text` tools take one string, and `run` receives it as it is.
  */
 export interface HostTool {
   readonly json?: boolean;
@@ -37,7 +37,7 @@ export async function runProgram(code: string, options: RunProgramOptions = {}):
   const tools = options.tools ?? {};
   const program = new IsolateProgram({
     code,
-    tools: Object.entries(tools).map(([name, tool]) => ({ name, ...(tool.text === true ? { kind: 'custom' as const } : {}), parseOutputAsJson: tool.json === true })),
+    tools: Object.entries(tools).map(([name, tool]) => ({ name, ...(tool.text === true ? { input: 'text' as const } : {}), parseOutputAsJson: tool.json === true })),
     seed: options.seed ?? randomInt(2 ** 32),
     clock: options.clock ?? Date.now(),
     limits: resolveLimits(options.limits),

@@ -66,6 +66,18 @@ describe('tool kinds', () => {
     expect(found).toEqual([]);
   });
 
+  it("the runtime names no tool kind: a program tool carries its kind as a tag the runtime only seals", () => {
+    // (`function` aside: the runtime writes it as a `typeof`.)
+    const kinds = Object.keys(TOOL_KINDS).filter((kind) => kind !== 'function');
+    const files = readdirSync(join(ROOT, 'runtime'), { recursive: true, encoding: 'utf8' }).filter((file) => /\.(ts|js)$/.test(file)).map((file) => join('runtime', file));
+    const found = files.flatMap((file) => {
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      return kinds.filter((kind) => text.includes(`'${kind}'`) || text.includes(`"${kind}"`)).map((kind) => `${file}: '${kind}'`);
+    });
+    expect(kinds.length).toBeGreaterThan(4);
+    expect(found).toEqual([]);
+  });
+
   it('docs/CONTRIBUTING.md names files that exist', () => {
     const text = readFileSync(join(ROOT, 'docs', 'CONTRIBUTING.md'), 'utf8');
     const named = [...text.matchAll(/`((?:server|runtime|schemas|test|cli)\/[\w./-]+\.ts)`/g)].map((match) => match[1]!);

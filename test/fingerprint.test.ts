@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,7 +7,7 @@ import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FingerprintError } from '../runtime/errors.ts';
-import { openFingerprint, sealFingerprint } from '../runtime/fingerprint.ts';
+import { canonicalJson, openFingerprint, sealFingerprint, type FingerprintClaims } from '../runtime/fingerprint.ts';
 import { DEFAULT_LIMITS } from '../runtime/limits.ts';
 import type { ApiErrorCode } from '../schemas/error-codes.ts';
 import { loadSealingKeys } from '../server/sealing-keys.ts';
@@ -78,7 +79,7 @@ describe('a tampered fingerprint is a 400 with its own code', () => {
     ['truncated', (fingerprint: string) => fingerprint.slice(0, -10), 'fingerprint_invalid', 'its seal does not verify'],
     ['with an altered payload', (fingerprint: string) => fingerprint.replace(/\.(.)/, (_, c: string) => `.${c === 'A' ? 'B' : 'A'}`), 'fingerprint_invalid', 'its seal does not verify'],
     ['forged with a made-up seal', (fingerprint: string) => `${fingerprint.split('.').slice(0, 2).join('.')}.${Buffer.alloc(32, 7).toString('base64url')}`, 'fingerprint_invalid', 'its seal does not verify'],
-    ['of an unknown version', (fingerprint: string) => fingerprint.replace(/^ptcfp2/, 'ptcfp9'), 'fingerprint_invalid', 'known version'],
+    ['of an unknown version', (fingerprint: string) => fingerprint.replace(/^ptcfp3/, 'ptcfp9'), 'fingerprint_invalid', 'known version'],
     ['absurdly long', (fingerprint: string) => fingerprint + 'x'.repeat(20_000), 'fingerprint_invalid', 'longer than any fingerprint'],
   ])('%s', async (_, tamper, code, mention) => {
     server ??= await startServer();
@@ -87,6 +88,66 @@ describe('a tampered fingerprint is a 400 with its own code', () => {
     expectSdkError(error, { code, param: 'input[1].fingerprint', mentions: [program.call_id, mention] });
   });
   afterAll(() => server?.close());
+});
+
+/** The claims as the previous version, ptcfp2, sealed them (a tool's server `kind` in place of its `input` and `tag`), and sealed so. */
+function sealedAsPtcfp2(claims: FingerprintClaims, key: Buffer): string {
+  const tools = claims.tools.map(({ input: _input, tag, ...tool }) => (tag === undefined ? tool : { ...tool, kind: tag }));
+  const payload = Buffer.from(canonicalJson({ ...claims, tools }), 'utf8').toString('base64url');
+  return `ptcfp2.${payload}.${createHmac('sha256', key).update(`ptcfp2.${payload}`).digest('base64url')}`;
+}
+
+describe('a fingerprint of the previous version', () => {
+  const claims: FingerprintClaims = {
+    programCallId: 'call_x',
+    codeSha256: 'h',
+    seed: 1,
+    clock: 2,
+    limits: DEFAULT_LIMITS,
+    tools: [{ name: 'note', input: 'text', tag: 'custom', parseOutputAsJson: false }],
+  };
+  const [key] = loadSealingKeys({ secret: 'a secret', oldSecrets: [], dataDir: '', persist: false });
+
+  it('is refused by name, even sealed with the current key', () => {
+    expect(() => openFingerprint(sealedAsPtcfp2(claims, key), [key])).toThrow(
+      new FingerprintError('it is a fingerprint of ptcfp2, not of the known version ptcfp3: a program paused by another version of the emulator cannot be resumed'),
+    );
+    expect(openFingerprint(sealFingerprint(claims, key), [key])).toEqual(claims);
+  });
+
+  it('is a 400 fingerprint_invalid over HTTP that names both versions', async () => {
+    const server = await startServer({ config: { fingerprintKey: 'k1' } });
+    try {
+      const [serverKey] = loadSealingKeys({ secret: 'k1', oldSecrets: [], dataDir: '', persist: false });
+      const { program, input } = await paused(server);
+      const old = sealedAsPtcfp2(openFingerprint(program.fingerprint, [serverKey]), serverKey);
+      const error = await rejectionOf(server.client.responses.create({ model: 'm', store: false, input: withFingerprint(input, old), tools: TOOLS }));
+      expectSdkError(error, { code: 'fingerprint_invalid', param: 'input[1].fingerprint', mentions: [program.call_id, 'ptcfp2', 'ptcfp3', 'cannot be resumed'] });
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe("a sealed tool's tag is the server's tool kind", () => {
+  it.each<[string, { tag?: string; input?: 'text' | 'json' }, string]>([
+    ['a tag of no kind', { tag: 'telepathy' }, 'the tag "telepathy" and json input'],
+    ['a kind with the wrong input', { tag: 'custom', input: 'json' }, 'the tag "custom" and json input'],
+    ['text input with no tag', { input: 'text' }, 'no tag and text input'],
+  ])('a fingerprint sealing %s is fingerprint_invalid', async (_, change, mention) => {
+    const server = await startServer({ config: { fingerprintKey: 'k1' } });
+    try {
+      const [serverKey] = loadSealingKeys({ secret: 'k1', oldSecrets: [], dataDir: '', persist: false });
+      const { program, input } = await paused(server);
+      const claims = openFingerprint(program.fingerprint, [serverKey]);
+      expect(claims.tools).toEqual([{ name: 'get', parseOutputAsJson: false }]);
+      const resealed = sealFingerprint({ ...claims, tools: claims.tools.map((tool) => ({ ...tool, ...change })) }, serverKey);
+      const error = await rejectionOf(server.client.responses.create({ model: 'm', store: false, input: withFingerprint(input, resealed), tools: TOOLS }));
+      expectSdkError(error, { code: 'fingerprint_invalid', param: 'input[1].fingerprint', mentions: [program.call_id, 'tools.get', mention] });
+    } finally {
+      await server.close();
+    }
+  });
 });
 
 describe('divergence over HTTP', () => {

@@ -308,7 +308,7 @@ const alteration: fc.Arbitrary<Alteration> = fc.oneof(
     kind: fc.constant('fingerprint' as const),
     at,
     choice: fc.oneof(
-      fc.record({ kind: fc.constant('random' as const), value: fc.constantFrom('', 'x', 'ptcfp1.e30.AAAA', 'ptcfp1..', 'ptcfp2.a.b', 'ptcfp1.' + 'A'.repeat(20_000) + '.x', '\uD800') }),
+      fc.record({ kind: fc.constant('random' as const), value: fc.constantFrom('', 'x', 'ptcfp1.e30.AAAA', 'ptcfp1..', 'ptcfp3.a.b', 'ptcfp1.' + 'A'.repeat(20_000) + '.x', '\uD800') }),
       fc.record({ kind: fc.constantFrom('foreign' as const, 'truncate' as const, 'flip' as const, 'other-real' as const), index: fc.nat() }),
       fc.constant({ kind: 'version' as const }),
     ),
@@ -437,7 +437,7 @@ function alter(base: readonly Tree[], alterations: readonly Alteration[], pool: 
           const index = choice.index % Math.max(1, current.length);
           const flipped = current[index] === 'A' ? 'B' : 'A';
           target['fingerprint'] = `${current.slice(0, index)}${flipped}${current.slice(index + 1)}`;
-        } else target['fingerprint'] = current.replace(/^ptcfp2/, 'ptcfp9');
+        } else target['fingerprint'] = current.replace(/^ptcfp3/, 'ptcfp9');
         break;
       }
       case 'code': {

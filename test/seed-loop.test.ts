@@ -174,7 +174,7 @@ describe.each([
       OpenAI.Responses.ResponseFunctionToolCall,
     ];
     expect(program.code).toContain('tools.get_inventory');
-    expect(program.fingerprint).toMatch(/^ptcfp2\./);
+    expect(program.fingerprint).toMatch(/^ptcfp3\./);
     // Promise.all: both calls in one batch, in the order the program made them.
     expect([inventory.name, demand.name]).toEqual(['get_inventory', 'get_demand']);
     for (const call of [inventory, demand]) {

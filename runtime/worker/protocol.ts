@@ -9,7 +9,7 @@ import { RUNAWAY_LIMITS, type RunawayLimit } from '../errors.ts';
  * sides check every message against these schemas: a worker runs hostile code, and a message
  * of another version is refused, not misread. Bump PROTOCOL_VERSION on any change.
  */
-export const PROTOCOL_VERSION = 5;
+export const PROTOCOL_VERSION = 6;
 const v = z.literal(PROTOCOL_VERSION);
 const id = z.number().int().min(0);
 

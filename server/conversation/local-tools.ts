@@ -3,7 +3,8 @@ import type { ProgramTool } from '../../runtime/index.ts';
 /**
  * The built-in tools a program can call, `tools.shell(action)`, `tools.apply_patch(operation)`
  * and `tools.code_interpreter({code})`: what their arguments must be (checked in the isolate, as
- * a strict function's are) and what the program gets back (parsed JSON).
+ * a strict function's are) and what the program gets back (parsed JSON). Their kind is added
+ * with the tool (tool-set.ts: programTool), so the local and the hosted shell share one.
  */
 
 /** `tools.shell({commands, timeout_ms?, max_output_length?})`: the action of a `shell_call`. */
@@ -36,10 +37,9 @@ const PATCH_OPERATION_SCHEMA = {
   ],
 } as const;
 
-/** The local shell as a program sees it: it receives `[{stdout, stderr, outcome}]`, one per command. */
+/** The shell (local or hosted) as a program sees it: it receives `[{stdout, stderr, outcome}]`, one per command. */
 export const SHELL_PROGRAM_TOOL: ProgramTool = {
   name: 'shell',
-  kind: 'shell',
   parseOutputAsJson: true,
   parameters: SHELL_ACTION_SCHEMA,
   nullDefaults: ['timeout_ms', 'max_output_length'],
@@ -48,7 +48,6 @@ export const SHELL_PROGRAM_TOOL: ProgramTool = {
 /** apply_patch as a program sees it: it receives `{status: "completed" | "failed", output}`. */
 export const APPLY_PATCH_PROGRAM_TOOL: ProgramTool = {
   name: 'apply_patch',
-  kind: 'apply_patch',
   parseOutputAsJson: true,
   parameters: PATCH_OPERATION_SCHEMA,
 };
@@ -64,7 +63,6 @@ const CODE_SCHEMA = {
 /** code_interpreter as a program sees it: it receives the run's outputs, `[{type: "logs", logs} | {type: "image", url}]`. */
 export const CODE_INTERPRETER_PROGRAM_TOOL: ProgramTool = {
   name: 'code_interpreter',
-  kind: 'code_interpreter',
   parseOutputAsJson: true,
   parameters: CODE_SCHEMA,
 };

@@ -8,7 +8,7 @@ import { locateItem, type ConversationState, type ProgramThread } from './client
 import { programBusy, type ProgramClaims } from './program-claims.ts';
 import { sealCall, sealedBatchEndOf, sealMatches, type CallAnswer, type SealedCall } from './call-seals.ts';
 import { answerServerCall, codeInterpreterAnswer, mcpCallAnswer, runMcpCall, type ServerCallServices } from './server-calls.ts';
-import { isClientKind, MCP_APPROVAL, TOOL_KINDS } from './tool-kinds.ts';
+import { isClientKind, kindOfProgramTool, MCP_APPROVAL, TOOL_KINDS } from './tool-kinds.ts';
 import type { ToolSet } from './tool-set.ts';
 
 const { code_interpreter: CODE_INTERPRETER, mcp: MCP } = TOOL_KINDS;
@@ -83,7 +83,8 @@ async function advance(run: ProgramRun, first: ProgramEvent, toolSet: ToolSet, s
     const answered = await Promise.all(
       event.calls.map(async (call) => {
         const tool = toolOf(run.spec.tools, call.tool, run.programCallId);
-        const kind = tool.kind ?? 'function';
+        const kind = kindOfProgramTool(tool);
+        if (kind === undefined) throw new TypeError(`program ${run.programCallId} was given tools.${call.tool} with a tag of no known kind`);
         if (isClientKind(kind)) {
           const callId = sealCall(services.sealingKeys, { programCallId: run.programCallId, seq: call.seq, tool: call.tool, input: call.argumentsJson, text: takesText(tool) }, TOOL_KINDS[kind].sealedPrefix);
           const item = emittedCall(kind, {
@@ -202,6 +203,15 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
     if (!(error instanceof FingerprintError)) throw error;
     throw new ApiError('fingerprint_invalid', `The fingerprint of program ${program.call_id} is invalid: ${error.message}.`, `${programParam}.fingerprint`);
   }
+  // The kinds are the server's own, sealed as the tools' tags: one this server does not know is not its seal's.
+  const untagged = claims.tools.find((tool) => kindOfProgramTool(tool) === undefined);
+  if (untagged) {
+    throw new ApiError(
+      'fingerprint_invalid',
+      `The fingerprint of program ${program.call_id} is invalid: it seals tools.${toolId(untagged)} with ${untagged.tag === undefined ? 'no tag' : `the tag ${JSON.stringify(untagged.tag)}`} and ${untagged.input ?? 'json'} input, which is no tool kind of this server.`,
+      `${programParam}.fingerprint`,
+    );
+  }
   if (claims.programCallId !== program.call_id || claims.codeSha256 !== sha256Hex(program.code)) {
     throw new ApiError(
       'fingerprint_mismatch',
@@ -282,7 +292,7 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
       default: {
         const output = thread.outputs.get(call.call_id);
         answer = { output: output ? outputForProgram(output) : '' };
-        if (toolOf(tools, tool, program.call_id).kind === 'hosted_shell') checkHostedShellOutput(call.call_id, thread, { ...identity, answer }, input, services);
+        if (kindOfProgramTool(toolOf(tools, tool, program.call_id)) === 'hosted_shell') checkHostedShellOutput(call.call_id, thread, { ...identity, answer }, input, services);
       }
     }
     recorded[seq] = recordedCall(tool, argumentsJson, answer);

@@ -14,7 +14,7 @@ import { callItemId } from '../ids.ts';
 import { CODE_INTERPRETER_REFUSAL, type HostedTools } from '../model/hosted-tools.ts';
 import { sealCall, type CallAnswer } from './call-seals.ts';
 import { mcpApprovalRequired } from './mcp-policy.ts';
-import { MCP_APPROVAL, TOOL_KINDS } from './tool-kinds.ts';
+import { kindOfProgramTool, MCP_APPROVAL, TOOL_KINDS } from './tool-kinds.ts';
 import { EMULATED_CONTAINER_ID, type McpServer, type ToolSet } from './tool-set.ts';
 
 const { hosted_shell: HOSTED_SHELL, code_interpreter: CODE_INTERPRETER, mcp: MCP } = TOOL_KINDS;
@@ -190,7 +190,7 @@ export async function answerServerCall(
 ): Promise<AnsweredCall> {
   const context: CallContext = { programCallId, toolSet, services };
   const caller: Caller = { type: 'program', caller_id: programCallId };
-  switch (tool.kind) {
+  switch (kindOfProgramTool(tool)) {
     case 'hosted_shell':
       return hostedShell(call, context, caller);
     case 'code_interpreter':

@@ -1,3 +1,5 @@
+import type { ProgramTool } from '../../runtime/index.ts';
+
 /**
  * Every kind of tool a program or the model can call, declared once: the items its calls and
  * their answers travel in, their id prefixes, who answers them, and how messages name them.
@@ -107,4 +109,26 @@ export type ClientToolKind = { [Kind in ToolKind]: Definition<Kind>['owner'] ext
 
 export function isClientKind(kind: ToolKind): kind is ClientToolKind {
   return TOOL_KINDS[kind].owner === 'client';
+}
+
+export function isToolKind(name: string): name is ToolKind {
+  return Object.hasOwn(TOOL_KINDS, name);
+}
+
+/**
+ * How a program tool carries its kind through the runtime, which seals it without reading it:
+ * as its tag (none for a function, the default kind), with what its calls take.
+ */
+export function programToolKind(kind: ToolKind): { readonly tag?: ToolKind; readonly input?: 'text' } {
+  return { ...(kind === 'function' ? {} : { tag: kind }), ...(TOOL_KINDS[kind].input === 'text' ? { input: 'text' as const } : {}) };
+}
+
+/**
+ * The kind of a program tool, read back from its tag (a paused program's tools come from its
+ * fingerprint); undefined when the tag names no kind, or a kind whose calls take other input.
+ */
+export function kindOfProgramTool(tool: Pick<ProgramTool, 'tag' | 'input'>): ToolKind | undefined {
+  const kind = tool.tag ?? 'function';
+  if (!isToolKind(kind)) return undefined;
+  return TOOL_KINDS[kind].input === (tool.input ?? 'json') ? kind : undefined;
 }

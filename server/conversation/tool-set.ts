@@ -16,7 +16,7 @@ import type {
 import { ApiError } from '../api-error.ts';
 import { APPLY_PATCH_PROGRAM_TOOL, CODE_INTERPRETER_PROGRAM_TOOL, SHELL_PROGRAM_TOOL } from './local-tools.ts';
 import { mcpToolAllowed } from './mcp-policy.ts';
-import type { ToolKind } from './tool-kinds.ts';
+import { programToolKind, type ToolKind } from './tool-kinds.ts';
 
 /**
  * A tool someone can call: a function or custom tool (at the top level or inside a namespace),
@@ -143,25 +143,29 @@ export async function checkToolSchemas(toolSet: ToolSet, bounds: SchemaBounds): 
 }
 
 /**
- * The tool as a program gets it. A function's `parameters` are checked before its calls leave
- * the isolate unless `strict` is false (it defaults to true in the Responses API); its
- * `output_schema` makes the program receive the parsed, checked output.
+ * The tool as a program gets it, tagged with its kind (which the runtime seals and the server
+ * reads back on a resume: kindOfProgramTool). A function's `parameters` are checked before its
+ * calls leave the isolate unless `strict` is false (it defaults to true in the Responses API);
+ * its `output_schema` makes the program receive the parsed, checked output.
  */
 function programTool(tool: CallableTool): ProgramTool {
+  return { ...programToolShape(tool), ...programToolKind(tool.kind) };
+}
+
+function programToolShape(tool: CallableTool): ProgramTool {
   const { definition } = tool;
   switch (tool.kind) {
     case 'shell':
-      return SHELL_PROGRAM_TOOL;
     case 'hosted_shell':
-      return { ...SHELL_PROGRAM_TOOL, kind: 'hosted_shell' };
+      return SHELL_PROGRAM_TOOL;
     case 'apply_patch':
       return APPLY_PATCH_PROGRAM_TOOL;
     case 'code_interpreter':
       return CODE_INTERPRETER_PROGRAM_TOOL;
     case 'mcp':
-      return { name: tool.name, namespace: tool.namespace!, kind: 'mcp', parseOutputAsJson: false };
+      return { name: tool.name, namespace: tool.namespace!, parseOutputAsJson: false };
     case 'custom':
-      return { name: tool.name, ...(tool.namespace === undefined ? {} : { namespace: tool.namespace }), kind: 'custom', parseOutputAsJson: false };
+      return { name: tool.name, ...(tool.namespace === undefined ? {} : { namespace: tool.namespace }), parseOutputAsJson: false };
     case 'function': {
       if (definition.type !== 'function') throw new TypeError('a function tool without its definition');
       const strictParameters = definition.parameters != null && definition.strict !== false ? definition.parameters : undefined;

@@ -188,13 +188,13 @@ describe('readToolSet: what a program gets on `tools`', () => {
       [{ name: 'find', parseOutputAsJson: true, outputSchema: RESULT }],
     ],
     ['a function with output_schema: null', [PTC, fn('find', { output_schema: null, allowed_callers: PROGRAMS_ONLY })], [{ name: 'find', parseOutputAsJson: false }]],
-    ['a custom tool', [PTC, custom('note', { allowed_callers: PROGRAMS_ONLY })], [{ name: 'note', kind: 'custom', parseOutputAsJson: false }]],
+    ['a custom tool', [PTC, custom('note', { allowed_callers: PROGRAMS_ONLY })], [{ name: 'note', tag: 'custom', input: 'text', parseOutputAsJson: false }]],
     [
       "a namespace's members, with their namespace",
       [PTC, namespace('crm', [fn('find', { allowed_callers: PROGRAMS_ONLY }), custom('note', { allowed_callers: BOTH }), fn('direct_only')])],
       [
         { name: 'find', namespace: 'crm', parseOutputAsJson: false },
-        { name: 'note', namespace: 'crm', kind: 'custom', parseOutputAsJson: false },
+        { name: 'note', namespace: 'crm', tag: 'custom', input: 'text', parseOutputAsJson: false },
       ],
     ],
     [
@@ -203,7 +203,7 @@ describe('readToolSet: what a program gets on `tools`', () => {
       [
         {
           name: 'shell',
-          kind: 'shell',
+          tag: 'shell',
           parseOutputAsJson: true,
           parameters: expect.objectContaining({ type: 'object', required: ['commands'], additionalProperties: false }),
           nullDefaults: ['timeout_ms', 'max_output_length'],
@@ -216,7 +216,7 @@ describe('readToolSet: what a program gets on `tools`', () => {
       [
         {
           name: 'shell',
-          kind: 'hosted_shell',
+          tag: 'hosted_shell',
           parseOutputAsJson: true,
           parameters: expect.objectContaining({ required: ['commands'] }),
           nullDefaults: ['timeout_ms', 'max_output_length'],
@@ -226,12 +226,12 @@ describe('readToolSet: what a program gets on `tools`', () => {
     [
       'apply_patch: an operation checked against its schema, the status parsed',
       [PTC, { type: 'apply_patch', allowed_callers: PROGRAMS_ONLY }],
-      [{ name: 'apply_patch', kind: 'apply_patch', parseOutputAsJson: true, parameters: { allOf: expect.any(Array) } }],
+      [{ name: 'apply_patch', tag: 'apply_patch', parseOutputAsJson: true, parameters: { allOf: expect.any(Array) } }],
     ],
     [
       'code_interpreter: its code checked, the outputs parsed',
       [PTC, { type: 'code_interpreter', container: 'cntr_1', allowed_callers: PROGRAMS_ONLY }],
-      [{ name: 'code_interpreter', kind: 'code_interpreter', parseOutputAsJson: true, parameters: expect.objectContaining({ required: ['code'] }) }],
+      [{ name: 'code_interpreter', tag: 'code_interpreter', parseOutputAsJson: true, parameters: expect.objectContaining({ required: ['code'] }) }],
     ],
     ["no MCP server's tools before its listing", [PTC, mcp('crm', { allowed_callers: PROGRAMS_ONLY })], []],
     [
@@ -239,7 +239,7 @@ describe('readToolSet: what a program gets on `tools`', () => {
       [fn('z', { allowed_callers: PROGRAMS_ONLY }), PTC, custom('a', { allowed_callers: PROGRAMS_ONLY })],
       [
         { name: 'z', parseOutputAsJson: false },
-        { name: 'a', kind: 'custom', parseOutputAsJson: false },
+        { name: 'a', tag: 'custom', input: 'text', parseOutputAsJson: false },
       ],
     ],
   ])('%s', (_, tools, expected) => {
@@ -608,7 +608,7 @@ describe('withMcpListings', () => {
       ['crm', listing('crm', [FIND])],
       ['docs', listing('docs', [READ])],
     ]));
-    expect(toolSet.programTools).toEqual([{ name: 'find', namespace: 'crm', kind: 'mcp', parseOutputAsJson: false }]);
+    expect(toolSet.programTools).toEqual([{ name: 'find', namespace: 'crm', tag: 'mcp', parseOutputAsJson: false }]);
     expect(toolSet.summaries).toEqual([
       { name: 'crm.find', type: 'mcp', callers: ['programmatic'] },
       { name: 'docs.read', type: 'mcp', callers: ['direct'] },
