@@ -609,6 +609,18 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
     harm: 'wedge',
   },
   {
+    // Not ICU: Array.from over a string's iterator runs in a builtin that does not see the
+    // isolate's termination either. In a bare 64 MiB isolate it was disposed at 1.5 s and its
+    // call returned after 46 s, the process at 782 MB.
+    name: '[isolate wedge] Array.from over a long string fills the heap and goes on after its isolate is disposed: its worker reports it, and is stopped for it',
+    code: "text(String(Array.from('สวัสดีครับ'.repeat(2 ** 21)).length))",
+    outcome: incomplete(
+      'memory_limit_exceeded',
+      `The program's heap reached its limit of ${CONTAINMENT_LIMITS.memoryMb} MiB in a native call that did not stop with its isolate; the worker running it was stopped`,
+    ),
+    harm: 'wedge',
+  },
+  {
     name: '[was an isolate wedge] a FinalizationRegistry callback that loops forever: never called back',
     code: "const r = new FinalizationRegistry(() => { for (;;) {} }); for (let i = 0; i < 2e5; i++) r.register({ a: new Array(10) }, i); text('registered')",
     outcome: completed('registered'),
