@@ -143,6 +143,16 @@ const HOSTILE: readonly HostileClass[] = [
       }),
   },
   {
+    name: 'a builtin going on after its isolate is disposed, without ICU (Array.from over a long string)',
+    send: (origin) =>
+      post(origin, {
+        model: 'm',
+        store: false,
+        tools: [PROGRAMS],
+        input: inline("text(String(Array.from('สวัสดีครับ'.repeat(2 ** 21)).length))"),
+      }),
+  },
+  {
     // Not hostile, for scale: the most one step may cost the others within its limits, a core
     // until its wall-clock limit ends it (2 s by default).
     name: 'reference: a step that spends its whole wall-clock limit (for (;;) {})',
