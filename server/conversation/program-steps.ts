@@ -3,8 +3,8 @@ import { failureResult, FingerprintError, openFingerprint, ProgramBusyError, sha
 import type { ConversationItem, EmittedProgramOutput, McpApprovalRequestItem, McpCallItem, OutputItem, ProgramItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import { callItemId, programOutputId } from '../ids.ts';
-import { callInput, describeCall, emittedCall, outputForProgram, sealedIdOf } from './call-items.ts';
-import { locateItem, type ConversationState, type ProgramThread } from './client-loop.ts';
+import { callInput, describeCall, emittedCall, isServerCall, outputForProgram, sealedIdOf, type ProgramCallItem, type ServerCallItem } from './call-items.ts';
+import { callerLabel, locateItem, type ConversationState, type ProgramThread } from './client-loop.ts';
 import { programBusy, type ProgramClaims } from './program-claims.ts';
 import { sealCall, sealedBatchEndOf, sealMatches, type CallAnswer, type SealedCall } from './call-seals.ts';
 import { answerServerCall, codeInterpreterAnswer, mcpCallAnswer, runMcpCall, type ServerCallServices } from './server-calls.ts';
@@ -235,6 +235,7 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
     const { tool, input: argumentsJson, text } = callInput(call);
     const sealed = sealedIdOf(call);
     const identity: SealedCall = { programCallId: program.call_id, seq, tool, input: argumentsJson, text };
+    if (call.type === MCP.call.type) requireMcpOutput(call, input);
     // An item the emulator answered itself carries its answer, which its id seals too.
     const carried = call.type === CODE_INTERPRETER.call.type ? codeInterpreterAnswer(call) : call.type === MCP.call.type ? mcpCallAnswer(call) : undefined;
     // An approval request's id also seals the last seq of its batch: found by trying each call
@@ -244,6 +245,10 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
         ? (sealedBatchEndOf(sealed.id, services.sealingKeys, identity, sealed.prefix, batchEnds(seq, thread.calls.length, claims.limits.maxCallsInFlight)) ?? -1)
         : undefined;
     if (batchEnd === -1 || (batchEnd === undefined && !sealMatches(sealed.id, services.sealingKeys, carried === undefined ? identity : { ...identity, answer: carried }, sealed.prefix))) {
+      // This program's call at this place may have come back under another caller, which pushed
+      // this one here; or this one is another program's, resent under this program's caller.
+      const moved = resentUnderOtherCaller(thread, seq, input, services.sealingKeys, claims.limits.maxCallsInFlight, 'any') ?? calledByAnother(call, thread, input, services.sealingKeys, claims.limits.maxCallsInFlight);
+      if (moved) throw moved;
       throw new ApiError(
         'program_item_altered',
         `The ${describeCall(call)} is not call ${seq} of program ${program.call_id} as the program made it: its name, namespace, ${text ? 'input' : 'arguments'}${carried ? ', answer' : ''} or id were changed, or the program's calls were dropped, reordered or forged. Resend call items unchanged and in order.`,
@@ -260,6 +265,7 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
         const done = thread.approved.get(call.id);
         const decision = input.state.approvals.get(call.id);
         if (done) {
+          requireMcpOutput(done, input);
           answer = mcpCallAnswer(done);
           checkApprovedCall(done, call, { ...identity, answer }, input, services);
         } else if (decision?.approve) {
@@ -287,6 +293,10 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
     }
     recorded[seq] = recordedCall(tool, argumentsJson, answer);
   }
+  // The call the program waits on after these may be in the conversation without its caller (or
+  // with `direct`): left out of its thread, it would be made again (an MCP call run twice).
+  const moved = resentUnderOtherCaller(thread, thread.calls.length, input, services.sealingKeys, claims.limits.maxCallsInFlight, 'none');
+  if (moved) throw moved;
   // Taken once everything is checked, before anything runs: a second request resuming this
   // program meanwhile gets program_busy having run nothing.
   const release = services.claims.claim(program.call_id);
@@ -315,6 +325,70 @@ async function runResume(prepared: PreparedResume, input: ResumeInput, services:
   const resumed = await resumeEngine(run, services);
   items.push(...(await advance(run, record(program.call_id, resumed.event, resumed.path), input.toolSet, services, record)));
   return items;
+}
+
+/**
+ * An mcp_call's output is optional in the SDK's input type (the Agents SDK leaves it out). The
+ * output of a call a stored response made has been put back (withStoredMcpOutputs); without one,
+ * a replay has no answer to give the program, and the error says it is the output that is missing.
+ */
+function requireMcpOutput(call: McpCallItem & { id: string }, input: ResumeInput): void {
+  if (call.output != null || call.error) return;
+  const at = locateItem(input.history.indexOf(call as ConversationItem), input.inputStart);
+  throw new ApiError(
+    'missing_required_parameter',
+    `${at}: ${describeCall(call)} was resent without its output, which its program needs to resume, and no stored response holds it (the response that made the call was created with store: false, or deleted). Resend the mcp_call with the output its response gave it.`,
+    at.startsWith('input') ? `${at}.output` : at,
+  );
+}
+
+/** Whether a call the emulator answered is sealed as call `seq` of a program (an approval request's id seals its batch's end too). */
+function sealedAt(call: ServerCallItem, programCallId: string, seq: number, keys: SealingKeys, maxCallsInFlight: number): boolean {
+  const { tool, input: argumentsJson, text } = callInput(call);
+  const identity: SealedCall = { programCallId, seq, tool, input: argumentsJson, text };
+  const sealed = sealedIdOf(call);
+  if (call.type === MCP_APPROVAL.request.type) {
+    return sealedBatchEndOf(sealed.id, keys, identity, sealed.prefix, batchEnds(seq, seq + maxCallsInFlight, maxCallsInFlight)) !== undefined;
+  }
+  const answer = call.type === CODE_INTERPRETER.call.type ? codeInterpreterAnswer(call) : mcpCallAnswer(call);
+  return sealMatches(sealed.id, keys, { ...identity, answer }, sealed.prefix);
+}
+
+/** The 400 for a call of program `programCallId` resent with another caller, naming that caller. */
+function wrongCaller(item: ServerCallItem, seq: number, programCallId: string, input: ResumeInput): ApiError {
+  const at = locateItem(input.history.indexOf(item as ConversationItem), input.inputStart);
+  return new ApiError(
+    item.caller ? 'caller_mismatch' : 'caller_missing',
+    `${at}: the ${describeCall(item)} is call ${seq} of program ${programCallId}, but it was resent with ${item.caller ? `caller ${callerLabel(item.caller)}` : 'no caller'}. Resend it with the caller its response gave it, {type: "program", caller_id: "${programCallId}"}.`,
+    at.startsWith('input') ? `${at}.caller` : at,
+  );
+}
+
+/**
+ * A call the emulator answered that is call `seq` of this thread's program, resent with another
+ * `caller`: the 400 naming it, or undefined when no item of the conversation is. Its id seals the
+ * program that made it, whatever caller it carries. `none` tries only the items no program
+ * claims (no caller, or `direct`): cheap enough for every resume; `any` tries every other item
+ * too, when the thread is already known to be wrong.
+ */
+function resentUnderOtherCaller(thread: ProgramThread, seq: number, input: ResumeInput, keys: SealingKeys, maxCallsInFlight: number, among: 'none' | 'any'): ApiError | undefined {
+  const programCallId = thread.program.call_id;
+  for (const item of input.history) {
+    if (!isServerCall(item) || (item.caller?.type === 'program' && (among === 'none' || item.caller.caller_id === programCallId))) continue;
+    if (sealedAt(item, programCallId, seq, keys, maxCallsInFlight)) return wrongCaller(item, seq, programCallId, input);
+  }
+  return undefined;
+}
+
+/** A call the emulator answered, resent in this thread, that another program of the conversation made: the 400 naming its caller. */
+function calledByAnother(call: ProgramCallItem, thread: ProgramThread, input: ResumeInput, keys: SealingKeys, maxCallsInFlight: number): ApiError | undefined {
+  const item = call as ConversationItem;
+  if (!isServerCall(item)) return undefined;
+  for (const other of input.state.programs) {
+    if (other === thread) continue;
+    for (let seq = 0; seq <= other.calls.length; seq++) if (sealedAt(item, other.program.call_id, seq, keys, maxCallsInFlight)) return wrongCaller(item, seq, other.program.call_id, input);
+  }
+  return undefined;
 }
 
 /**
