@@ -162,8 +162,10 @@ interface PreparedResume {
  */
 export async function resumePrograms(threads: readonly ProgramThread[], input: ResumeInput, services: ProgramServices, record: StepRecorder): Promise<OutputItem[][]> {
   const prepared: (PreparedResume | OutputItem[])[] = [];
+  // One budget for the whole request, however many programs it resumes.
+  const placement: PlacementBudget = { left: PLACEMENT_MAC_BUDGET };
   try {
-    for (const thread of threads) prepared.push(prepareResume(thread, input, services, record));
+    for (const thread of threads) prepared.push(prepareResume(thread, input, services, record, placement));
     const results: OutputItem[][] = [];
     for (const program of prepared) results.push(Array.isArray(program) ? program : await runResume(program, input, services, record));
     return results;
@@ -192,7 +194,7 @@ export function sealedByUs(program: ProgramItem, sealingKeys: SealingKeys): bool
  * program is (code, seed, clock, limits, tools) and each call's sealed id proves the program
  * made that call at that position. An expired program gets its program_output instead.
  */
-function prepareResume(thread: ProgramThread, input: ResumeInput, services: ProgramServices, record: StepRecorder): PreparedResume | OutputItem[] {
+function prepareResume(thread: ProgramThread, input: ResumeInput, services: ProgramServices, record: StepRecorder, placement: PlacementBudget): PreparedResume | OutputItem[] {
   const { program } = thread;
   const programParam = locateItem(input.history.indexOf(program as ConversationItem), input.inputStart);
   let claims;
@@ -247,7 +249,7 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
     if (batchEnd === -1 || (batchEnd === undefined && !sealMatches(sealed.id, services.sealingKeys, carried === undefined ? identity : { ...identity, answer: carried }, sealed.prefix))) {
       // This program's call at this place may have come back under another caller, which pushed
       // this one here; or this one is another program's, resent under this program's caller.
-      const moved = resentUnderOtherCaller(thread, seq, input, services.sealingKeys, claims.limits.maxCallsInFlight, 'any') ?? calledByAnother(call, thread, input, services.sealingKeys, claims.limits.maxCallsInFlight);
+      const moved = resentUnderOtherCaller(thread, seq, input, services.sealingKeys, claims.limits.maxCallsInFlight, 'any', placement) ?? calledByAnother(call, thread, input, services.sealingKeys, claims.limits.maxCallsInFlight, placement);
       if (moved) throw moved;
       throw new ApiError(
         'program_item_altered',
@@ -295,7 +297,7 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
   }
   // The call the program waits on after these may be in the conversation without its caller (or
   // with `direct`): left out of its thread, it would be made again (an MCP call run twice).
-  const moved = resentUnderOtherCaller(thread, thread.calls.length, input, services.sealingKeys, claims.limits.maxCallsInFlight, 'none');
+  const moved = resentUnderOtherCaller(thread, thread.calls.length, input, services.sealingKeys, claims.limits.maxCallsInFlight, 'none', placement);
   if (moved) throw moved;
   // Taken once everything is checked, before anything runs: a second request resuming this
   // program meanwhile gets program_busy having run nothing.
@@ -342,14 +344,38 @@ function requireMcpOutput(call: McpCallItem & { id: string }, input: ResumeInput
   );
 }
 
-/** Whether a call the emulator answered is sealed as call `seq` of a program (an approval request's id seals its batch's end too). */
-function sealedAt(call: ServerCallItem, programCallId: string, seq: number, keys: SealingKeys, maxCallsInFlight: number): boolean {
+/**
+ * The MACs one request may spend looking for the program a resent call belongs to. An
+ * mcp_call's or code_interpreter_call's id seals its answer: one MAC per position tried. An
+ * mcp_approval_request's id also seals the end of its batch: up to maxCallsInFlight MACs per
+ * position, and trying them for every item of a long conversation would hold the server's loop
+ * for seconds (5,000 items × 128 ends ≈ 2 s here). Past the budget an item is not placed: it is
+ * refused as altered (the error names no caller), or, for the call a program waits on, asked again.
+ * 8,000 MACs take ~40 ms here.
+ */
+const PLACEMENT_MAC_BUDGET = 8_000;
+
+/** What is left of PLACEMENT_MAC_BUDGET for one request. */
+interface PlacementBudget {
+  left: number;
+}
+
+/**
+ * Whether a call the emulator answered is sealed as call `seq` of a program (an approval
+ * request's id seals its batch's end too); false, without trying, when the budget cannot pay.
+ */
+function sealedAt(call: ServerCallItem, programCallId: string, seq: number, keys: SealingKeys, maxCallsInFlight: number, budget: PlacementBudget): boolean {
   const { tool, input: argumentsJson, text } = callInput(call);
   const identity: SealedCall = { programCallId, seq, tool, input: argumentsJson, text };
   const sealed = sealedIdOf(call);
   if (call.type === MCP_APPROVAL.request.type) {
-    return sealedBatchEndOf(sealed.id, keys, identity, sealed.prefix, batchEnds(seq, seq + maxCallsInFlight, maxCallsInFlight)) !== undefined;
+    const ends = batchEnds(seq, seq + maxCallsInFlight, maxCallsInFlight);
+    if (budget.left < ends.length) return false;
+    budget.left -= ends.length;
+    return sealedBatchEndOf(sealed.id, keys, identity, sealed.prefix, ends) !== undefined;
   }
+  if (budget.left < 1) return false;
+  budget.left -= 1;
   const answer = call.type === CODE_INTERPRETER.call.type ? codeInterpreterAnswer(call) : mcpCallAnswer(call);
   return sealMatches(sealed.id, keys, { ...identity, answer }, sealed.prefix);
 }
@@ -371,22 +397,22 @@ function wrongCaller(item: ServerCallItem, seq: number, programCallId: string, i
  * claims (no caller, or `direct`): cheap enough for every resume; `any` tries every other item
  * too, when the thread is already known to be wrong.
  */
-function resentUnderOtherCaller(thread: ProgramThread, seq: number, input: ResumeInput, keys: SealingKeys, maxCallsInFlight: number, among: 'none' | 'any'): ApiError | undefined {
+function resentUnderOtherCaller(thread: ProgramThread, seq: number, input: ResumeInput, keys: SealingKeys, maxCallsInFlight: number, among: 'none' | 'any', budget: PlacementBudget): ApiError | undefined {
   const programCallId = thread.program.call_id;
   for (const item of input.history) {
     if (!isServerCall(item) || (item.caller?.type === 'program' && (among === 'none' || item.caller.caller_id === programCallId))) continue;
-    if (sealedAt(item, programCallId, seq, keys, maxCallsInFlight)) return wrongCaller(item, seq, programCallId, input);
+    if (sealedAt(item, programCallId, seq, keys, maxCallsInFlight, budget)) return wrongCaller(item, seq, programCallId, input);
   }
   return undefined;
 }
 
 /** A call the emulator answered, resent in this thread, that another program of the conversation made: the 400 naming its caller. */
-function calledByAnother(call: ProgramCallItem, thread: ProgramThread, input: ResumeInput, keys: SealingKeys, maxCallsInFlight: number): ApiError | undefined {
+function calledByAnother(call: ProgramCallItem, thread: ProgramThread, input: ResumeInput, keys: SealingKeys, maxCallsInFlight: number, budget: PlacementBudget): ApiError | undefined {
   const item = call as ConversationItem;
   if (!isServerCall(item)) return undefined;
   for (const other of input.state.programs) {
     if (other === thread) continue;
-    for (let seq = 0; seq <= other.calls.length; seq++) if (sealedAt(item, other.program.call_id, seq, keys, maxCallsInFlight)) return wrongCaller(item, seq, other.program.call_id, input);
+    for (let seq = 0; seq <= other.calls.length; seq++) if (sealedAt(item, other.program.call_id, seq, keys, maxCallsInFlight, budget)) return wrongCaller(item, seq, other.program.call_id, input);
   }
   return undefined;
 }
