@@ -47,7 +47,7 @@ export const API_ERRORS = {
   missing_required_parameter: {
     status: 400,
     type: 'invalid_request_error',
-    description: 'A required field is absent; `param` names it.',
+    description: 'A required field is absent; `param` names it. Also an `mcp_call` of a paused program resent without its `output` when no stored response holds it (`param`: that `output`).',
   },
   invalid_type: {
     status: 400,
@@ -123,13 +123,13 @@ export const API_ERRORS = {
     status: 400,
     type: 'invalid_request_error',
     clientLoop: true,
-    description: 'Client loop: the output of a program\'s call does not copy the call\'s `caller`.',
+    description: 'Client loop: the output of a program\'s call does not copy the call\'s `caller`, or a call the emulator answered (`mcp_call`, `mcp_approval_request`, `code_interpreter_call`) comes back without its `caller`.',
   },
   caller_mismatch: {
     status: 400,
     type: 'invalid_request_error',
     clientLoop: true,
-    description: 'Client loop: the output\'s `caller` differs from the call\'s `caller`.',
+    description: 'Client loop: the output\'s `caller` (or an `mcp_approval_response`\'s, when it carries one) differs from the call\'s `caller`, or a call the emulator answered comes back with another program\'s `caller`, or `direct`.',
   },
   program_item_missing: {
     status: 400,

@@ -261,12 +261,18 @@ export const McpApprovalRequestItem = z.strictObject({
 });
 export type McpApprovalRequestItem = z.infer<typeof McpApprovalRequestItem>;
 
+/**
+ * The user's answer to an approval request. `caller` is an extension (the SDK 6.49.0 type has
+ * none): a client that copies its request's `caller` onto it, as the Agents SDK does, must copy
+ * it unchanged; a client that leaves it out is answering all the same.
+ */
 export const McpApprovalResponseItem = z.strictObject({
   type: z.literal('mcp_approval_response'),
   id: z.string().nullish(),
   approval_request_id: z.string().min(1),
   approve: z.boolean(),
   reason: z.string().nullish(),
+  caller: Caller.nullish(),
 });
 export type McpApprovalResponseItem = z.infer<typeof McpApprovalResponseItem>;
 

@@ -184,6 +184,39 @@ describe.each(STORE_CASES)('$kind store', (storeCase) => {
     expect(await store.get('resp_large')).toStrictEqual(stored);
   });
 
+  test('outputItems finds each output item by its id in the newest response that emitted it; a deleted response takes its items away', async () => {
+    expect(store.outputItems).toBeTypeOf('function');
+    const first = storedResponse('resp_items_first', { answer: 'first' });
+    const second = storedResponse('resp_items_second', { answer: 'second' });
+    // The same item id in two responses (the emulator's sealed ids repeat when a replay makes the same call).
+    const shared = { ...second.response.output[1]!, id: first.response.output[1]!.id };
+    second.response.output[1] = shared;
+    await store.put(first);
+    await store.put(second);
+    const found = await store.outputItems!([first.response.output[0]!.id, shared.id, second.response.output[3]!.id, 'mcp_never_emitted']);
+    expect(Object.fromEntries(found)).toStrictEqual({
+      [first.response.output[0]!.id]: first.response.output[0],
+      [shared.id]: shared,
+      [second.response.output[3]!.id]: second.response.output[3],
+    });
+    // Deleting the older response leaves the item the newer one emitted; deleting that takes it away.
+    await store.delete('resp_items_first');
+    expect([...(await store.outputItems!([first.response.output[0]!.id, shared.id])).keys()]).toStrictEqual([shared.id]);
+    await store.delete('resp_items_second');
+    expect((await store.outputItems!([shared.id, second.response.output[3]!.id])).size).toBe(0);
+    expect((await store.outputItems!([])).size).toBe(0);
+  });
+
+  test('a response put again keeps only the items it holds now', async () => {
+    const before = storedResponse('resp_items_replaced');
+    await store.put(before);
+    const after = storedResponse('resp_items_replaced');
+    after.response.output.splice(0, 1);
+    await store.put(after);
+    expect((await store.outputItems!([before.response.output[0]!.id])).size).toBe(0);
+    expect((await store.outputItems!([after.response.output[0]!.id])).get(after.response.output[0]!.id)).toStrictEqual(after.response.output[0]);
+  });
+
   test('concurrent puts and gets each see their own response', async () => {
     const ids = Array.from({ length: 200 }, (_, index) => `resp_concurrent_${index}`);
     await Promise.all(ids.map((id) => store.put(storedResponse(id, { answer: id }))));
@@ -206,6 +239,8 @@ describe.each(STORE_CASES.filter((storeCase) => storeCase.kind !== 'memory'))('$
     const second = storeCase.open(place);
     expect(await second.get('resp_survives')).toStrictEqual(storedResponse('resp_survives', { previousResponseId: 'resp_root' }));
     expect(await second.get('resp_deleted_before_restart')).toBeUndefined();
+    const items = await second.outputItems!(['fc_resp_survives', 'fc_resp_deleted_before_restart']);
+    expect([...items.keys()]).toStrictEqual(['fc_resp_survives']);
   });
 });
 
@@ -265,10 +300,12 @@ describe.skipIf(!redis)('redis store keys and expiry', () => {
     expect(await one.get('resp_shared_id')).toStrictEqual(storedResponse('resp_shared_id'));
   });
 
-  test('a response put with a TTL is there at first and gone once it expires', async () => {
+  test('a response put with a TTL is there at first and gone once it expires, and so is its items\' index', async () => {
     const store = openTracked(new RedisResponseStore(redis?.url ?? '', { prefix: `${redis?.keyPrefix}ttl:`, ttlSeconds: 2 }));
     await store.put(storedResponse('resp_expiring'));
     expect(await store.get('resp_expiring')).toStrictEqual(storedResponse('resp_expiring'));
+    expect(await raw.get(`${redis?.keyPrefix}ttl:item:fc_resp_expiring`)).toBe('resp_expiring');
+    expect(await raw.pttl(`${redis?.keyPrefix}ttl:item:fc_resp_expiring`)).toBeGreaterThan(0);
     // Poll rather than sleep a fixed time: the test's timeout bounds the wait.
     while ((await store.get('resp_expiring')) !== undefined) await sleep(100);
   });

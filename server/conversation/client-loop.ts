@@ -1,4 +1,4 @@
-import type { ContentPart, ConversationItem, McpApprovalResponseItem, McpCallItem, McpListToolsItem, ProgramItem, ProgramOutputItem } from '../../schemas/items.ts';
+import type { Caller, ContentPart, ConversationItem, McpApprovalRequestItem, McpApprovalResponseItem, McpCallItem, McpListToolsItem, ProgramItem, ProgramOutputItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import type { ClientChecks } from '../config.ts';
 import {
@@ -76,9 +76,16 @@ function messageText(content: string | readonly ContentPart[]): string {
   return typeof content === 'string' ? content : contentText(content.filter((part) => part.type === 'input_text' || part.type === 'output_text'));
 }
 
-function callerLabel(caller: ToolCallItem['caller']): string {
+/** How messages show a caller. */
+export function callerLabel(caller: Caller | null | undefined): string {
   if (!caller) return 'no caller';
   return caller.type === 'program' ? `{type: "program", caller_id: "${caller.caller_id}"}` : '{type: "direct"}';
+}
+
+/** The same caller: the same program, or both not a program's (`{type: "direct"}`, or none). */
+function sameCaller(a: Caller | null | undefined, b: Caller | null | undefined): boolean {
+  const programOf = (caller: Caller | null | undefined) => (caller?.type === 'program' ? caller.caller_id : undefined);
+  return programOf(a) === programOf(b);
 }
 
 /**
@@ -114,8 +121,8 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
   const loadedTools: LoadedTool[] = [];
   /** Tool searches with a call_id, by it: whether their tool_search_output has come, and where the call is. */
   const searches = new Map<string, { index: number; execution: string | undefined; answered: boolean }>();
-  /** The ids of the mcp_approval_request items seen so far. */
-  const approvalRequests = new Set<string>();
+  /** The mcp_approval_request items seen so far, by id. */
+  const approvalRequests = new Map<string, McpApprovalRequestItem>();
   let lastUserText = '';
   let userTurns = 0;
 
@@ -156,7 +163,8 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
           violation(new ApiError('tool_output_duplicate', `${where}: a second mcp_approval_response for ${item.approval_request_id}; each request takes exactly one.`, param), true);
           break;
         }
-        if (!approvalRequests.has(item.approval_request_id)) {
+        const request = approvalRequests.get(item.approval_request_id);
+        if (!request) {
           if (later.approvalRequest(index, item.approval_request_id)) {
             throw new ApiError(
               'items_out_of_order',
@@ -173,6 +181,17 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
             true,
           );
           break;
+        }
+        // `caller` is optional on the answer (the SDK's type has none); copied, it must be the request's.
+        if (item.caller != null && !sameCaller(item.caller, request.caller)) {
+          violation(
+            new ApiError(
+              'caller_mismatch',
+              `${where}: the mcp_approval_response for ${item.approval_request_id} has caller ${callerLabel(item.caller)}, but its mcp_approval_request has ${request.caller ? `caller ${callerLabel(request.caller)}` : 'no caller'}. Copy caller unchanged, or leave it out.`,
+              locate(index, 'caller').param,
+            ),
+            true,
+          );
         }
         approvals.set(item.approval_request_id, item);
         break;
@@ -220,7 +239,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
 
   /** A call the emulator answered: one of a program's calls (a direct one needs nothing from the client). */
   function readServerCall(item: ServerCallItem, index: number): void {
-    if (item.type === MCP_APPROVAL.request.type) approvalRequests.add(item.id);
+    if (item.type === MCP_APPROVAL.request.type) approvalRequests.set(item.id, item);
     if (item.caller?.type !== 'program') return;
     const thread = programThreadOf(item, item.caller.caller_id, index);
     if (item.type === TOOL_KINDS.mcp.call.type && item.approval_request_id) thread.approved.set(item.approval_request_id, item);

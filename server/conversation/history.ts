@@ -54,3 +54,26 @@ export async function storedHistory(store: ResponseStore, previousResponseId: st
   }
   return turns.reverse().flat();
 }
+
+/**
+ * The conversation with the output of each `mcp_call` a paused program made that came back
+ * without it (the SDK's input type makes it optional, and the Agents SDK leaves it out) taken
+ * from the stored response that emitted the call, where one is stored. Only calls of programs
+ * still running need it: their replay gives the program that output. What is still missing
+ * after this is refused when the program resumes (`missing_required_parameter`).
+ */
+export async function withStoredMcpOutputs(store: ResponseStore, items: readonly ConversationItem[]): Promise<readonly ConversationItem[]> {
+  const closed = new Set(items.flatMap((item) => (item.type === 'program_output' ? [item.call_id] : [])));
+  const wanted = items.flatMap((item) =>
+    item.type === TOOL_KINDS.mcp.call.type && item.output == null && !item.error && item.caller?.type === 'program' && !closed.has(item.caller.caller_id) ? [item.id] : [],
+  );
+  if (wanted.length === 0 || !store.outputItems) return items;
+  const found = await store.outputItems([...new Set(wanted)]);
+  if (found.size === 0) return items;
+  return items.map((item) => {
+    const stored = found.get(item.id);
+    if (item.type !== TOOL_KINDS.mcp.call.type || item.output != null || item.error || stored?.type !== TOOL_KINDS.mcp.call.type) return item;
+    // Only what was left out: the rest of the item is checked against its sealed id as sent.
+    return { ...item, output: stored.output ?? null, error: item.error ?? stored.error ?? null };
+  });
+}

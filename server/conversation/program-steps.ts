@@ -3,8 +3,8 @@ import { failureResult, FingerprintError, openFingerprint, ProgramBusyError, sha
 import type { ConversationItem, EmittedProgramOutput, McpApprovalRequestItem, McpCallItem, OutputItem, ProgramItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import { callItemId, programOutputId } from '../ids.ts';
-import { callInput, describeCall, emittedCall, outputForProgram, sealedIdOf } from './call-items.ts';
-import { locateItem, type ConversationState, type ProgramThread } from './client-loop.ts';
+import { callInput, describeCall, emittedCall, isServerCall, outputForProgram, sealedIdOf, type ProgramCallItem, type ServerCallItem } from './call-items.ts';
+import { callerLabel, locateItem, type ConversationState, type ProgramThread } from './client-loop.ts';
 import { programBusy, type ProgramClaims } from './program-claims.ts';
 import { sealCall, sealedBatchEndOf, sealMatches, type CallAnswer, type SealedCall } from './call-seals.ts';
 import { answerServerCall, codeInterpreterAnswer, mcpCallAnswer, runMcpCall, type ServerCallServices } from './server-calls.ts';
@@ -163,8 +163,10 @@ interface PreparedResume {
  */
 export async function resumePrograms(threads: readonly ProgramThread[], input: ResumeInput, services: ProgramServices, record: StepRecorder): Promise<OutputItem[][]> {
   const prepared: (PreparedResume | OutputItem[])[] = [];
+  // One budget for the whole request, however many programs it resumes.
+  const placement: PlacementBudget = { left: PLACEMENT_MAC_BUDGET };
   try {
-    for (const thread of threads) prepared.push(prepareResume(thread, input, services, record));
+    for (const thread of threads) prepared.push(prepareResume(thread, input, services, record, placement));
     const results: OutputItem[][] = [];
     for (const program of prepared) results.push(Array.isArray(program) ? program : await runResume(program, input, services, record));
     return results;
@@ -193,7 +195,7 @@ export function sealedByUs(program: ProgramItem, sealingKeys: SealingKeys): bool
  * program is (code, seed, clock, limits, tools) and each call's sealed id proves the program
  * made that call at that position. An expired program gets its program_output instead.
  */
-function prepareResume(thread: ProgramThread, input: ResumeInput, services: ProgramServices, record: StepRecorder): PreparedResume | OutputItem[] {
+function prepareResume(thread: ProgramThread, input: ResumeInput, services: ProgramServices, record: StepRecorder, placement: PlacementBudget): PreparedResume | OutputItem[] {
   const { program } = thread;
   const programParam = locateItem(input.history.indexOf(program as ConversationItem), input.inputStart);
   let claims;
@@ -245,6 +247,7 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
     const { tool, input: argumentsJson, text } = callInput(call);
     const sealed = sealedIdOf(call);
     const identity: SealedCall = { programCallId: program.call_id, seq, tool, input: argumentsJson, text };
+    if (call.type === MCP.call.type) requireMcpOutput(call, input);
     // An item the emulator answered itself carries its answer, which its id seals too.
     const carried = call.type === CODE_INTERPRETER.call.type ? codeInterpreterAnswer(call) : call.type === MCP.call.type ? mcpCallAnswer(call) : undefined;
     // An approval request's id also seals the last seq of its batch: found by trying each call
@@ -254,6 +257,10 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
         ? (sealedBatchEndOf(sealed.id, services.sealingKeys, identity, sealed.prefix, batchEnds(seq, thread.calls.length, claims.limits.maxCallsInFlight)) ?? -1)
         : undefined;
     if (batchEnd === -1 || (batchEnd === undefined && !sealMatches(sealed.id, services.sealingKeys, carried === undefined ? identity : { ...identity, answer: carried }, sealed.prefix))) {
+      // This program's call at this place may have come back under another caller, which pushed
+      // this one here; or this one is another program's, resent under this program's caller.
+      const moved = resentUnderOtherCaller(thread, seq, input, services.sealingKeys, claims.limits.maxCallsInFlight, 'any', placement) ?? calledByAnother(call, thread, input, services.sealingKeys, claims.limits.maxCallsInFlight, placement);
+      if (moved) throw moved;
       throw new ApiError(
         'program_item_altered',
         `The ${describeCall(call)} is not call ${seq} of program ${program.call_id} as the program made it: its name, namespace, ${text ? 'input' : 'arguments'}${carried ? ', answer' : ''} or id were changed, or the program's calls were dropped, reordered or forged. Resend call items unchanged and in order.`,
@@ -270,6 +277,7 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
         const done = thread.approved.get(call.id);
         const decision = input.state.approvals.get(call.id);
         if (done) {
+          requireMcpOutput(done, input);
           answer = mcpCallAnswer(done);
           checkApprovedCall(done, call, { ...identity, answer }, input, services);
         } else if (decision?.approve) {
@@ -297,6 +305,10 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
     }
     recorded[seq] = recordedCall(tool, argumentsJson, answer);
   }
+  // The call the program waits on after these may be in the conversation without its caller (or
+  // with `direct`): left out of its thread, it would be made again (an MCP call run twice).
+  const moved = resentUnderOtherCaller(thread, thread.calls.length, input, services.sealingKeys, claims.limits.maxCallsInFlight, 'none', placement);
+  if (moved) throw moved;
   // Taken once everything is checked, before anything runs: a second request resuming this
   // program meanwhile gets program_busy having run nothing.
   const release = services.claims.claim(program.call_id);
@@ -325,6 +337,94 @@ async function runResume(prepared: PreparedResume, input: ResumeInput, services:
   const resumed = await resumeEngine(run, services);
   items.push(...(await advance(run, record(program.call_id, resumed.event, resumed.path), input.toolSet, services, record)));
   return items;
+}
+
+/**
+ * An mcp_call's output is optional in the SDK's input type (the Agents SDK leaves it out). The
+ * output of a call a stored response made has been put back (withStoredMcpOutputs); without one,
+ * a replay has no answer to give the program, and the error says it is the output that is missing.
+ */
+function requireMcpOutput(call: McpCallItem & { id: string }, input: ResumeInput): void {
+  if (call.output != null || call.error) return;
+  const at = locateItem(input.history.indexOf(call as ConversationItem), input.inputStart);
+  throw new ApiError(
+    'missing_required_parameter',
+    `${at}: ${describeCall(call)} was resent without its output, which its program needs to resume, and no stored response holds it (the response that made the call was created with store: false, or deleted). Resend the mcp_call with the output its response gave it.`,
+    at.startsWith('input') ? `${at}.output` : at,
+  );
+}
+
+/**
+ * The MACs one request may spend looking for the program a resent call belongs to. An
+ * mcp_call's or code_interpreter_call's id seals its answer: one MAC per position tried. An
+ * mcp_approval_request's id also seals the end of its batch: up to maxCallsInFlight MACs per
+ * position, and trying them for every item of a long conversation would hold the server's loop
+ * for seconds (5,000 items × 128 ends ≈ 2 s here). Past the budget an item is not placed: it is
+ * refused as altered (the error names no caller), or, for the call a program waits on, asked again.
+ * 8,000 MACs take ~40 ms here.
+ */
+const PLACEMENT_MAC_BUDGET = 8_000;
+
+/** What is left of PLACEMENT_MAC_BUDGET for one request. */
+interface PlacementBudget {
+  left: number;
+}
+
+/**
+ * Whether a call the emulator answered is sealed as call `seq` of a program (an approval
+ * request's id seals its batch's end too); false, without trying, when the budget cannot pay.
+ */
+function sealedAt(call: ServerCallItem, programCallId: string, seq: number, keys: SealingKeys, maxCallsInFlight: number, budget: PlacementBudget): boolean {
+  const { tool, input: argumentsJson, text } = callInput(call);
+  const identity: SealedCall = { programCallId, seq, tool, input: argumentsJson, text };
+  const sealed = sealedIdOf(call);
+  if (call.type === MCP_APPROVAL.request.type) {
+    const ends = batchEnds(seq, seq + maxCallsInFlight, maxCallsInFlight);
+    if (budget.left < ends.length) return false;
+    budget.left -= ends.length;
+    return sealedBatchEndOf(sealed.id, keys, identity, sealed.prefix, ends) !== undefined;
+  }
+  if (budget.left < 1) return false;
+  budget.left -= 1;
+  const answer = call.type === CODE_INTERPRETER.call.type ? codeInterpreterAnswer(call) : mcpCallAnswer(call);
+  return sealMatches(sealed.id, keys, { ...identity, answer }, sealed.prefix);
+}
+
+/** The 400 for a call of program `programCallId` resent with another caller, naming that caller. */
+function wrongCaller(item: ServerCallItem, seq: number, programCallId: string, input: ResumeInput): ApiError {
+  const at = locateItem(input.history.indexOf(item as ConversationItem), input.inputStart);
+  return new ApiError(
+    item.caller ? 'caller_mismatch' : 'caller_missing',
+    `${at}: the ${describeCall(item)} is call ${seq} of program ${programCallId}, but it was resent with ${item.caller ? `caller ${callerLabel(item.caller)}` : 'no caller'}. Resend it with the caller its response gave it, {type: "program", caller_id: "${programCallId}"}.`,
+    at.startsWith('input') ? `${at}.caller` : at,
+  );
+}
+
+/**
+ * A call the emulator answered that is call `seq` of this thread's program, resent with another
+ * `caller`: the 400 naming it, or undefined when no item of the conversation is. Its id seals the
+ * program that made it, whatever caller it carries. `none` tries only the items no program
+ * claims (no caller, or `direct`): cheap enough for every resume; `any` tries every other item
+ * too, when the thread is already known to be wrong.
+ */
+function resentUnderOtherCaller(thread: ProgramThread, seq: number, input: ResumeInput, keys: SealingKeys, maxCallsInFlight: number, among: 'none' | 'any', budget: PlacementBudget): ApiError | undefined {
+  const programCallId = thread.program.call_id;
+  for (const item of input.history) {
+    if (!isServerCall(item) || (item.caller?.type === 'program' && (among === 'none' || item.caller.caller_id === programCallId))) continue;
+    if (sealedAt(item, programCallId, seq, keys, maxCallsInFlight, budget)) return wrongCaller(item, seq, programCallId, input);
+  }
+  return undefined;
+}
+
+/** A call the emulator answered, resent in this thread, that another program of the conversation made: the 400 naming its caller. */
+function calledByAnother(call: ProgramCallItem, thread: ProgramThread, input: ResumeInput, keys: SealingKeys, maxCallsInFlight: number, budget: PlacementBudget): ApiError | undefined {
+  const item = call as ConversationItem;
+  if (!isServerCall(item)) return undefined;
+  for (const other of input.state.programs) {
+    if (other === thread) continue;
+    for (let seq = 0; seq <= other.calls.length; seq++) if (sealedAt(item, other.program.call_id, seq, keys, maxCallsInFlight, budget)) return wrongCaller(item, seq, other.program.call_id, input);
+  }
+  return undefined;
 }
 
 /**

@@ -10,7 +10,7 @@ import type { ModelContext } from '../model/model-decision.ts';
 import { buildResponse } from '../response-object.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
 import { countUsage, tokenChunks } from '../usage.ts';
-import { storedHistory } from './history.ts';
+import { storedHistory, withStoredMcpOutputs } from './history.ts';
 import { limitOutput } from './output-limit.ts';
 import { prepareTurn, runTurn, type PreparedTurn, type TurnResult, type TurnServices } from './turn.ts';
 
@@ -65,7 +65,7 @@ export async function prepareResponse(request: ResponseRequest, deps: RespondDep
   const turn = await prepareTurn(
     {
       request: body,
-      history: [...stored, ...newInput],
+      history: await withStoredMcpOutputs(deps.store, [...stored, ...newInput]),
       inputStart: stored.length,
       clientChecks: request.clientChecks,
       headers: request.headers,

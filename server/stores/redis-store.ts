@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import type { ConversationItem } from '../../schemas/items.ts';
 import { StoreUnavailableError, type ResponseStore, type StoredResponse } from './response-store.ts';
 
 export interface RedisResponseStoreOptions {
@@ -22,9 +23,19 @@ const MAX_RETRIES_PER_REQUEST = 0;
 const CONNECT_TIMEOUT_MS = 2_000;
 const COMMAND_TIMEOUT_MS = 5_000;
 
+// Deletes a response (KEYS[1]) and those of its items' index keys (KEYS[2..]) that still name it
+// (ARGV[1]): an item a newer response emitted too stays that response's.
+const DELETE_SCRIPT = `
+local removed = redis.call('DEL', KEYS[1])
+for i = 2, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end
+end
+return removed`;
+
 /**
- * Responses in Redis, one JSON string per key `<prefix>response:<id>`: the store for several
- * emulator instances sharing state. ioredis reconnects forever in the background, so the store
+ * Responses in Redis, one JSON string per key `<prefix>response:<id>`, and for each output item
+ * the id of the response that emitted it at `<prefix>item:<id>` (with the response's expiry):
+ * the store for several emulator instances sharing state. ioredis reconnects forever in the background, so the store
  * recovers by itself when Redis comes back.
  */
 export class RedisResponseStore implements ResponseStore {
@@ -66,13 +77,40 @@ export class RedisResponseStore implements ResponseStore {
     const id = stored.response.id;
     const json = JSON.stringify(stored);
     const ttlSeconds = this.#ttlSeconds;
-    await this.#run(`put of response ${id}`, () =>
-      ttlSeconds === undefined ? this.#client.set(this.#key(id), json) : this.#client.set(this.#key(id), json, 'EX', ttlSeconds),
-    );
+    await this.#run(`put of response ${id}`, async () => {
+      // One transaction: the response and its items' index keys are written together.
+      const write = this.#client.multi();
+      const set = (key: string, value: string) => (ttlSeconds === undefined ? write.set(key, value) : write.set(key, value, 'EX', ttlSeconds));
+      set(this.#key(id), json);
+      for (const item of stored.response.output) set(this.#itemKey(item.id), id);
+      const results = await write.exec();
+      const failed = results?.find(([error]) => error);
+      if (failed) throw failed[0];
+    });
   }
 
   async delete(id: string): Promise<boolean> {
-    return (await this.#run(`delete of response ${id}`, () => this.#client.del(this.#key(id)))) > 0;
+    const stored = await this.get(id);
+    if (!stored) return false;
+    const keys = [this.#key(id), ...stored.response.output.map((item) => this.#itemKey(item.id))];
+    const removed = await this.#run(`delete of response ${id}`, () => this.#client.eval(DELETE_SCRIPT, keys.length, ...keys, id));
+    return Number(removed) > 0;
+  }
+
+  async outputItems(ids: readonly string[]): Promise<Map<string, ConversationItem>> {
+    const found = new Map<string, ConversationItem>();
+    if (ids.length === 0) return found;
+    const owners = await this.#run(`get of ${ids.length} items`, () => this.#client.mget(ids.map((itemId) => this.#itemKey(itemId))));
+    const responseIds = [...new Set(owners.filter((owner): owner is string => owner !== null))];
+    if (responseIds.length === 0) return found;
+    const bodies = await this.#run(`get of ${responseIds.length} responses`, () => this.#client.mget(responseIds.map((responseId) => this.#key(responseId))));
+    const outputs = new Map(responseIds.map((responseId, index) => [responseId, bodies[index] ? (JSON.parse(bodies[index]) as StoredResponse).response.output : []]));
+    ids.forEach((itemId, index) => {
+      const owner = owners[index];
+      const item = owner ? outputs.get(owner)?.find((candidate) => candidate.id === itemId) : undefined;
+      if (item) found.set(itemId, item as ConversationItem);
+    });
+    return found;
   }
 
   async check(): Promise<void> {
@@ -91,6 +129,10 @@ export class RedisResponseStore implements ResponseStore {
 
   #key(id: string): string {
     return `${this.#prefix}response:${id}`;
+  }
+
+  #itemKey(id: string): string {
+    return `${this.#prefix}item:${id}`;
   }
 
   /**

@@ -21,6 +21,13 @@ export interface ResponseStore {
   /** True when something was deleted. */
   delete(id: string): Promise<boolean>;
   /**
+   * Output items of stored responses, by item id: for each id asked for that a stored response
+   * emitted, the item as the newest such response holds it; other ids are absent. Deleting a
+   * response takes its items away. Absent: a store that finds none (an `mcp_call` resent without
+   * its output is then refused, as with `store: false`).
+   */
+  outputItems?(ids: readonly string[]): Promise<Map<string, ConversationItem>>;
+  /**
    * Resolves when the store can serve now; rejects with StoreUnavailableError saying why when it
    * cannot (what `GET /health` reports). Absent: a store that is always there.
    */

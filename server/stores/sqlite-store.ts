@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import type { ConversationItem } from '../../schemas/items.ts';
 import type { ResponseStore, StoredResponse } from './response-store.ts';
 
 /** A row as the `responses` table holds it; `body` is the whole StoredResponse as JSON. */
@@ -21,6 +22,15 @@ const CREATE_TABLE = `
     body TEXT NOT NULL
   )`;
 
+// Which response emitted each output item, so that an item can be read back by its id (an
+// mcp_call resent without its output). Responses stored before this table existed are not in it.
+const CREATE_ITEMS_TABLE = `
+  CREATE TABLE IF NOT EXISTS response_items (
+    item_id TEXT PRIMARY KEY,
+    response_id TEXT NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS response_items_by_response ON response_items (response_id)`;
+
 /**
  * Responses in one SQLite file: the embedded default, which survives a restart. The file, its
  * directory and the table are created when the store is opened, so a fresh data directory
@@ -32,6 +42,11 @@ export class SqliteResponseStore implements ResponseStore {
   readonly #select: Database.Statement<[string], Pick<ResponseRow, 'body'>>;
   readonly #upsert: Database.Statement<[ResponseRow]>;
   readonly #delete: Database.Statement<[string]>;
+  readonly #deleteItems: Database.Statement<[string]>;
+  readonly #upsertItem: Database.Statement<[{ item_id: string; response_id: string }]>;
+  readonly #selectItemOwner: Database.Statement<[string], Pick<ResponseRow, 'body'>>;
+  readonly #putAll: (stored: StoredResponse) => void;
+  readonly #deleteAll: (id: string) => boolean;
 
   constructor(readonly filePath: string) {
     mkdirSync(dirname(filePath), { recursive: true });
@@ -41,6 +56,7 @@ export class SqliteResponseStore implements ResponseStore {
     this.#db.pragma('journal_mode = WAL');
     this.#db.pragma('synchronous = NORMAL');
     this.#db.exec(CREATE_TABLE);
+    this.#db.exec(CREATE_ITEMS_TABLE);
     this.#select = this.#db.prepare('SELECT body FROM responses WHERE id = ?');
     // Putting an id again replaces it, as the in-memory store does.
     this.#upsert = this.#db.prepare(`
@@ -51,6 +67,22 @@ export class SqliteResponseStore implements ResponseStore {
         created_at = excluded.created_at,
         body = excluded.body`);
     this.#delete = this.#db.prepare('DELETE FROM responses WHERE id = ?');
+    this.#deleteItems = this.#db.prepare('DELETE FROM response_items WHERE response_id = ?');
+    this.#upsertItem = this.#db.prepare(`
+      INSERT INTO response_items (item_id, response_id) VALUES (@item_id, @response_id)
+      ON CONFLICT (item_id) DO UPDATE SET response_id = excluded.response_id`);
+    this.#selectItemOwner = this.#db.prepare('SELECT r.body FROM response_items i JOIN responses r ON r.id = i.response_id WHERE i.item_id = ?');
+    // A response and its items' index change together.
+    this.#putAll = this.#db.transaction((stored: StoredResponse) => {
+      const { response } = stored;
+      this.#upsert.run({ id: response.id, previous_response_id: response.previous_response_id, created_at: response.created_at, body: JSON.stringify(stored) });
+      this.#deleteItems.run(response.id);
+      for (const item of response.output) this.#upsertItem.run({ item_id: item.id, response_id: response.id });
+    });
+    this.#deleteAll = this.#db.transaction((id: string) => {
+      this.#deleteItems.run(id);
+      return this.#delete.run(id).changes > 0;
+    });
   }
 
   async get(id: string): Promise<StoredResponse | undefined> {
@@ -59,17 +91,21 @@ export class SqliteResponseStore implements ResponseStore {
   }
 
   async put(stored: StoredResponse): Promise<void> {
-    const { response } = stored;
-    this.#upsert.run({
-      id: response.id,
-      previous_response_id: response.previous_response_id,
-      created_at: response.created_at,
-      body: JSON.stringify(stored),
-    });
+    this.#putAll(stored);
   }
 
   async delete(id: string): Promise<boolean> {
-    return this.#delete.run(id).changes > 0;
+    return this.#deleteAll(id);
+  }
+
+  async outputItems(ids: readonly string[]): Promise<Map<string, ConversationItem>> {
+    const found = new Map<string, ConversationItem>();
+    for (const itemId of ids) {
+      const row = this.#selectItemOwner.get(itemId);
+      const item = row === undefined ? undefined : (JSON.parse(row.body) as StoredResponse).response.output.find((candidate) => candidate.id === itemId);
+      if (item) found.set(itemId, item as ConversationItem);
+    }
+    return found;
   }
 
   async close(): Promise<void> {

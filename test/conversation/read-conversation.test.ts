@@ -77,8 +77,8 @@ function mcpCall(id: string, caller?: Caller, approvalRequestId?: string): Conve
 function approvalRequest(id: string, caller?: Caller): ConversationItem {
   return { type: 'mcp_approval_request', id, server_label: 'crm', name: 'delete', arguments: '{}', ...callerField(caller) };
 }
-function approvalResponse(requestId: string, approve: boolean, id = `mcpra_${requestId}_${approve}`): ConversationItem {
-  return { type: 'mcp_approval_response', id, approval_request_id: requestId, approve };
+function approvalResponse(requestId: string, approve: boolean, id = `mcpra_${requestId}_${approve}`, caller?: Caller | null): ConversationItem {
+  return { type: 'mcp_approval_response', id, approval_request_id: requestId, approve, ...callerField(caller) };
 }
 function listTools(label: string, id: string): ConversationItem {
   return { type: 'mcp_list_tools', id, server_label: label, tools: [{ name: 'find', input_schema: {} }] };
@@ -251,6 +251,12 @@ describe('readConversation reads', () => {
       [user('go'), program('p1'), approvalRequest('mcpr_1', byProgram('p1')), mcpCall('mcp_1', byProgram('p1'), 'mcpr_1')],
       0,
       { ...GO, programs: [{ program: 'prog_p1', index: 1, calls: ['mcpr_1'], outputs: {}, approved: { mcpr_1: 'mcp_1' }, closedBy: null }] },
+    ],
+    [
+      "an answer that copies its request's caller, as the Agents SDK sends it",
+      [user('go'), program('p1'), approvalRequest('mcpr_1', byProgram('p1')), approvalResponse('mcpr_1', true, 'mcpra_1', byProgram('p1'))],
+      0,
+      { ...GO, approvals: { mcpr_1: true }, programs: [{ program: 'prog_p1', index: 1, calls: ['mcpr_1'], outputs: {}, approved: {}, closedBy: null }] },
     ],
     [
       'a direct approval request and its answer, outside any program',
@@ -453,6 +459,27 @@ const RECOVERABLE: ErrorCase[] = [
     [user('go'), approvalRequest('mcpr_1'), approvalResponse('mcpr_1', true), approvalResponse('mcpr_1', false)],
     0,
     { code: 'tool_output_duplicate', param: 'input[3]', message: 'input[3]: a second mcp_approval_response for mcpr_1; each request takes exactly one.' },
+  ],
+  [
+    "an mcp_approval_response whose caller is not its request's",
+    [user('go'), program('p1'), program('p2'), approvalRequest('mcpr_1', byProgram('p1')), approvalResponse('mcpr_1', true, 'mcpra_1', byProgram('p2'))],
+    0,
+    {
+      code: 'caller_mismatch',
+      param: 'input[4].caller',
+      message:
+        'input[4]: the mcp_approval_response for mcpr_1 has caller {type: "program", caller_id: "p2"}, but its mcp_approval_request has caller {type: "program", caller_id: "p1"}. Copy caller unchanged, or leave it out.',
+    },
+  ],
+  [
+    "an mcp_approval_response claiming a program for a request outside any program",
+    [user('go'), approvalRequest('mcpr_1'), approvalResponse('mcpr_1', true, 'mcpra_1', byProgram('p1'))],
+    0,
+    {
+      code: 'caller_mismatch',
+      param: 'input[2].caller',
+      message: 'input[2]: the mcp_approval_response for mcpr_1 has caller {type: "program", caller_id: "p1"}, but its mcp_approval_request has no caller. Copy caller unchanged, or leave it out.',
+    },
   ],
   [
     'an mcp_approval_response for a request the conversation lacks',

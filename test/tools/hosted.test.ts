@@ -159,3 +159,19 @@ text(JSON.stringify({ exit: ls.outcome.exit_code, stderr: ls.stderr, error }))`;
     expect((await send(input)).output_text).toContain('saved');
   });
 });
+
+describe('caller on a resent code_interpreter_call', () => {
+  it('must be the one it was emitted with: without it, the run is refused rather than made again', async () => {
+    const code = "const run = await tools.code_interpreter({ code: 'mean(' }); text(await tools.save_report({ text: run[0].logs }))";
+    const send = (input: ResponseInputItem[]) => server.client.responses.create({ model: 'm', store: false, input, tools: TOOLS });
+    const user: ResponseInputItem = { role: 'user', content: inlineProgram(code) };
+    const first = await send([user]);
+    expect(first.output.map((item) => item.type)).toEqual(['program', 'code_interpreter_call', 'function_call']);
+    const save = first.output[2] as OpenAI.Responses.ResponseFunctionToolCall;
+    const input = [user, ...toResponseInputItems(first.output), { type: 'function_call_output', call_id: save.call_id, output: 'saved', caller: save.caller ?? null } as ResponseInputItem];
+    const recaller = (caller: unknown) => input.map((item, at) => (at === 2 ? ({ ...item, caller } as ResponseInputItem) : item));
+    expectSdkError(await rejectionOf(send(recaller(undefined))), { code: 'caller_missing', param: 'input[2].caller', mentions: [first.output[1]!.id!] });
+    expectSdkError(await rejectionOf(send(recaller({ type: 'direct' }))), { code: 'caller_mismatch', param: 'input[2].caller' });
+    expect((await send(input)).output_text).toBe('saved');
+  });
+});

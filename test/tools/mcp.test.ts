@@ -446,3 +446,72 @@ describe('a cancelled background response', () => {
     }
   });
 });
+
+describe('caller on the MCP items a program made', () => {
+  // The emulator puts `caller` on mcp_call and mcp_approval_request (an extension); clients copy
+  // it, onto the answer too. Copied, it must be the emitted one: each sealed id says which program made the call.
+  const ECHO_THEN_NOTE = 'const echoed = await tools.calc.echo({ n: 1 }); text(await tools.note({ echoed }))';
+  const withNote = (require_approval: 'always' | 'never'): OpenAI.Responses.Tool[] => [
+    ...mcpTool(mcp.url, { require_approval }).slice(0, 1),
+    { type: 'function', name: 'note', parameters: null, strict: false, allowed_callers: ['programmatic'] },
+    { type: 'programmatic_tool_calling' },
+  ];
+  const user: ResponseInputItem = { role: 'user', content: inlineProgram(ECHO_THEN_NOTE) };
+  const callerOf = (item: object) => (item as { caller?: unknown }).caller;
+  const programOf = (item: object) => (item as { caller: { caller_id: string } }).caller.caller_id;
+
+  it('an mcp_approval_response may carry its request\'s caller; another caller is a 400 naming it', async () => {
+    const tools = withNote('always');
+    const send = (input: ResponseInputItem[]) => server.client.responses.create({ model: 'm', store: false, input, tools });
+    const first = await send([user]);
+    const request = first.output.find((item) => item.type === 'mcp_approval_request')!;
+    const answer = (caller: unknown) => ({ type: 'mcp_approval_response', approval_request_id: request.id, approve: true, caller }) as ResponseInputItem;
+    const input = [user, ...toResponseInputItems(first.output)];
+    expectSdkError(await rejectionOf(send([...input, answer({ type: 'program', caller_id: 'call_someone_else' })])), {
+      code: 'caller_mismatch',
+      param: `input[${input.length}].caller`,
+      mentions: [request.id, 'call_someone_else', programOf(request)],
+    });
+    expectSdkError(await rejectionOf(send([...input, answer({ type: 'direct' })])), { code: 'caller_mismatch', param: `input[${input.length}].caller` });
+    const resumed = await send([...input, answer(callerOf(request))]);
+    expect(resumed.output.map((item) => item.type)).toEqual(['mcp_call', 'function_call']);
+  });
+
+  it('a resent mcp_call without its caller, or with another, is a 400 naming it, not a call made again', async () => {
+    const tools = withNote('never');
+    const send = (input: ResponseInputItem[]) => server.client.responses.create({ model: 'm', store: false, input, tools });
+    const first = await send([user]);
+    const noteCall = first.output.find((item) => item.type === 'function_call')!;
+    const index = 1 + first.output.findIndex((item) => item.type === 'mcp_call');
+    const input = [user, ...toResponseInputItems(first.output), { type: 'function_call_output', call_id: noteCall.call_id, output: 'ok', caller: noteCall.caller ?? null } as ResponseInputItem];
+    const recaller = (caller: unknown) => input.map((item, at) => (at === index ? ({ ...item, caller } as ResponseInputItem) : item));
+    const before = mcp.calls.length;
+    expectSdkError(await rejectionOf(send(recaller(undefined))), { code: 'caller_missing', param: `input[${index}].caller`, mentions: ['no caller', programOf(noteCall)] });
+    expectSdkError(await rejectionOf(send(recaller({ type: 'direct' }))), { code: 'caller_mismatch', param: `input[${index}].caller`, mentions: ['{type: "direct"}'] });
+    expectSdkError(await rejectionOf(send(recaller({ type: 'program', caller_id: 'call_nobody' }))), { code: 'program_item_missing', param: `input[${index}].caller.caller_id` });
+    // Another program of the conversation: the mcp_call is still known for the one that made it.
+    const other = await send([user]);
+    const otherNote = other.output.find((item) => item.type === 'function_call')!;
+    // Its program item comes first, so that the claimed caller is one the conversation has.
+    const otherItems = [...toResponseInputItems(other.output), { type: 'function_call_output', call_id: otherNote.call_id, output: 'ok', caller: otherNote.caller ?? null } as ResponseInputItem];
+    const both = [user, ...otherItems, ...recaller({ type: 'program', caller_id: programOf(otherNote) }).slice(1)];
+    expectSdkError(await rejectionOf(send(both)), { code: 'caller_mismatch', param: `input[${index + otherItems.length}].caller`, mentions: [programOf(otherNote), `of program ${programOf(noteCall)}`] });
+    expect((await send(input)).output_text).toBe('ok');
+    // The other conversation's own call, and no other.
+    expect(mcp.calls.length).toBe(before + 1);
+  });
+
+  it('a resent mcp_approval_request without its caller is a 400 naming it, not a request made again', async () => {
+    const tools = mcpTool(mcp.url, { require_approval: 'always' });
+    const code = 'text(await tools.calc.echo({ n: 1 }))';
+    const first = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(code), tools });
+    const index = 1 + first.output.findIndex((item) => item.type === 'mcp_approval_request');
+    const request = first.output[index - 1] as OpenAI.Responses.ResponseOutputItem.McpApprovalRequest;
+    const input: ResponseInputItem[] = [
+      { role: 'user', content: inlineProgram(code) },
+      ...toResponseInputItems(first.output).map((item, at) => (at === index - 1 ? ({ ...item, caller: undefined } as ResponseInputItem) : item)),
+      { type: 'mcp_approval_response', approval_request_id: request.id, approve: true },
+    ];
+    expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', store: false, input, tools })), { code: 'caller_missing', param: `input[${index}].caller`, mentions: [request.id] });
+  });
+});
