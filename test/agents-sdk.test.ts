@@ -153,6 +153,22 @@ describe('an mcp_call resent without its output, as the Agents SDK resends it', 
     expect(error.message).not.toContain('altered');
   });
 
+  it("another conversation's stored mcp_call never fills the output: an id of another program's call is refused as missing its output", async () => {
+    // The victim's mcp_call, stored (store: true).
+    await runAgent(agentWith(true, [calc('never'), note]), inlineProgram(ADD_THEN_NOTE));
+    const victimId = resentMcpCall().item.id as string;
+    // The attacker's own paused program (store: false), its mcp_call resent with the victim's id.
+    await runError(runAgent(agentWith(false, [calc('never'), note]), inlineProgram(ADD_THEN_NOTE)));
+    const body = structuredClone(sent.at(-1)!) as { input: Record<string, unknown>[] };
+    const index = body.input.findIndex((item) => item.type === 'mcp_call');
+    expect(body.input[index]!.id).not.toBe(victimId);
+    body.input[index] = { ...body.input[index], id: victimId };
+    const response = await realFetch(`${server.baseURL}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    // Filled from the victim's response, it would be refused as altered (and its output counted in usage).
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: unknown }).error).toMatchObject({ code: 'missing_required_parameter', param: `input[${index}].output` });
+  });
+
   it('store: false, after an approval: the same 400 for the approved call', async () => {
     const agent = agentWith(false, [calc('always'), note]);
     const first = await runAgent(agent, inlineProgram(ECHO_THEN_NOTE));

@@ -58,7 +58,8 @@ export async function storedHistory(store: ResponseStore, previousResponseId: st
 /**
  * The conversation with the output of each `mcp_call` a paused program made that came back
  * without it (the SDK's input type makes it optional, and the Agents SDK leaves it out) taken
- * from the stored response that emitted the call, where one is stored. Only calls of programs
+ * from the stored response that emitted the call, where one is stored (the same call: the same
+ * program, server, tool and arguments). Only calls of programs
  * still running need it: their replay gives the program that output. What is still missing
  * after this is refused when the program resumes (`missing_required_parameter`).
  */
@@ -73,6 +74,17 @@ export async function withStoredMcpOutputs(store: ResponseStore, items: readonly
   return items.map((item) => {
     const stored = found.get(item.id);
     if (item.type !== TOOL_KINDS.mcp.call.type || item.output != null || item.error || stored?.type !== TOOL_KINDS.mcp.call.type) return item;
+    // The stores find items by id alone, in any conversation: only the same call of the same
+    // program fills the output (program call_ids are random), so no request can draw another
+    // conversation's MCP output into its own (its usage would show it), nor learn that an id exists.
+    const same =
+      stored.caller?.type === 'program' &&
+      item.caller?.type === 'program' &&
+      stored.caller.caller_id === item.caller.caller_id &&
+      stored.server_label === item.server_label &&
+      stored.name === item.name &&
+      stored.arguments === item.arguments;
+    if (!same) return item;
     // Only what was left out: the rest of the item is checked against its sealed id as sent.
     return { ...item, output: stored.output ?? null, error: item.error ?? stored.error ?? null };
   });
