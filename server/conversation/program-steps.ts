@@ -164,7 +164,7 @@ interface PreparedResume {
 export async function resumePrograms(threads: readonly ProgramThread[], input: ResumeInput, services: ProgramServices, record: StepRecorder): Promise<OutputItem[][]> {
   const prepared: (PreparedResume | OutputItem[])[] = [];
   // One budget for the whole request, however many programs it resumes.
-  const placement: PlacementBudget = { left: PLACEMENT_MAC_BUDGET };
+  const placement: PlacementBudget = { left: PLACEMENT_BUDGET };
   try {
     for (const thread of threads) prepared.push(prepareResume(thread, input, services, record, placement));
     const results: OutputItem[][] = [];
@@ -355,38 +355,45 @@ function requireMcpOutput(call: McpCallItem & { id: string }, input: ResumeInput
 }
 
 /**
- * The MACs one request may spend looking for the program a resent call belongs to. An
- * mcp_call's or code_interpreter_call's id seals its answer: one MAC per position tried. An
- * mcp_approval_request's id also seals the end of its batch: up to maxCallsInFlight MACs per
- * position, and trying them for every item of a long conversation would hold the server's loop
- * for seconds (5,000 items × 128 ends ≈ 2 s here). Past the budget an item is not placed: it is
- * refused as altered (the error names no caller), or, for the call a program waits on, asked again.
- * 8,000 MACs take ~40 ms here.
+ * What one request may spend looking for the program a resent call belongs to, in units of one
+ * MAC or one KiB of a call's arguments and answer canonicalised and hashed. Each try costs the
+ * call's size (an mcp_call's or code_interpreter_call's id seals its answer) and a MAC per
+ * position; an mcp_approval_request's id also seals the end of its batch, up to
+ * maxCallsInFlight MACs per position. Without a bound, trying every item of a long conversation,
+ * or one large item at every position of a forged program, held the server's loop for seconds
+ * (5,000 items × 128 ends ≈ 2 s; 200 KB of arguments × 2,400 positions 7.6 s). Past the budget
+ * an item is not placed: it is refused as altered (the error names no caller), or, for the call
+ * a program waits on, asked again. 8,000 units take ~40 ms here.
  */
-const PLACEMENT_MAC_BUDGET = 8_000;
+const PLACEMENT_BUDGET = 8_000;
 
-/** What is left of PLACEMENT_MAC_BUDGET for one request. */
+/** What is left of PLACEMENT_BUDGET for one request. */
 interface PlacementBudget {
   left: number;
 }
+
+const KIB = 1024;
 
 /**
  * Whether a call the emulator answered is sealed as call `seq` of a program (an approval
  * request's id seals its batch's end too); false, without trying, when the budget cannot pay.
  */
 function sealedAt(call: ServerCallItem, programCallId: string, seq: number, keys: SealingKeys, maxCallsInFlight: number, budget: PlacementBudget): boolean {
+  if (budget.left <= 0) return false;
   const { tool, input: argumentsJson, text } = callInput(call);
   const identity: SealedCall = { programCallId, seq, tool, input: argumentsJson, text };
   const sealed = sealedIdOf(call);
   if (call.type === MCP_APPROVAL.request.type) {
     const ends = batchEnds(seq, seq + maxCallsInFlight, maxCallsInFlight);
-    if (budget.left < ends.length) return false;
-    budget.left -= ends.length;
+    const cost = ends.length + Math.ceil(argumentsJson.length / KIB);
+    if (budget.left < cost) return false;
+    budget.left -= cost;
     return sealedBatchEndOf(sealed.id, keys, identity, sealed.prefix, ends) !== undefined;
   }
-  if (budget.left < 1) return false;
-  budget.left -= 1;
   const answer = call.type === CODE_INTERPRETER.call.type ? codeInterpreterAnswer(call) : mcpCallAnswer(call);
+  const cost = 1 + Math.ceil((argumentsJson.length + (answer?.output ?? answer?.error ?? '').length) / KIB);
+  if (budget.left < cost) return false;
+  budget.left -= cost;
   return sealMatches(sealed.id, keys, { ...identity, answer }, sealed.prefix);
 }
 
@@ -410,6 +417,7 @@ function wrongCaller(item: ServerCallItem, seq: number, programCallId: string, i
 function resentUnderOtherCaller(thread: ProgramThread, seq: number, input: ResumeInput, keys: SealingKeys, maxCallsInFlight: number, among: 'none' | 'any', budget: PlacementBudget): ApiError | undefined {
   const programCallId = thread.program.call_id;
   for (const item of input.history) {
+    if (budget.left <= 0) break;
     if (!isServerCall(item) || (item.caller?.type === 'program' && (among === 'none' || item.caller.caller_id === programCallId))) continue;
     if (sealedAt(item, programCallId, seq, keys, maxCallsInFlight, budget)) return wrongCaller(item, seq, programCallId, input);
   }
@@ -422,7 +430,7 @@ function calledByAnother(call: ProgramCallItem, thread: ProgramThread, input: Re
   if (!isServerCall(item)) return undefined;
   for (const other of input.state.programs) {
     if (other === thread) continue;
-    for (let seq = 0; seq <= other.calls.length; seq++) if (sealedAt(item, other.program.call_id, seq, keys, maxCallsInFlight, budget)) return wrongCaller(item, seq, other.program.call_id, input);
+    for (let seq = 0; seq <= other.calls.length && budget.left > 0; seq++) if (sealedAt(item, other.program.call_id, seq, keys, maxCallsInFlight, budget)) return wrongCaller(item, seq, other.program.call_id, input);
   }
   return undefined;
 }
