@@ -171,6 +171,36 @@ export const API_ERRORS = {
     type: 'not_found_error',
     description: 'No stored response has this id.',
   },
+  conversation_not_found: {
+    status: 404,
+    type: 'not_found_error',
+    description: 'No conversation has this id (never created, or deleted): on the Conversations API, and for `conversation` on `POST /v1/responses` (`param`: `conversation`).',
+  },
+  conversation_item_not_found: {
+    status: 404,
+    type: 'not_found_error',
+    description: 'The conversation holds no item with this id.',
+  },
+  conversation_locked: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'Another response is being made in this conversation right now (the hosted code and message); retry once it has finished.',
+  },
+  conversations_unsupported: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'The server was built with a store of its own that keeps no conversations (`ResponseStore.conversations`).',
+  },
+  duplicate_item_id: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'An item sent to a conversation has an id the conversation (or the same request) already holds; `param` names it.',
+  },
+  mutually_exclusive_parameters: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: '`conversation` and `previous_response_id` in one request: a response continues one or the other.',
+  },
   model_not_found: {
     status: 404,
     type: 'not_found_error',

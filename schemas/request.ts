@@ -37,7 +37,7 @@ export const TextConfig = z.strictObject({
  * A message without `type` (the SDK's EasyInputMessage) is a message: give it the type so one
  * discriminated union reads every item.
  */
-const InputItemWithDefaultType = z.preprocess((value) => {
+export const InputItemWithDefaultType = z.preprocess((value) => {
   if (value && typeof value === 'object' && !Array.isArray(value) && !('type' in value) && 'role' in value) {
     return { type: 'message', ...value };
   }
@@ -99,3 +99,33 @@ export const RetrieveResponseQuery = z.strictObject({
   include: z.union([z.string(), z.array(z.string())]).optional(),
   include_obfuscation: z.enum(['true', 'false']).optional(),
 });
+
+/** `POST /v1/responses/compact` (the SDK 6.49.0's ResponseCompactParams). */
+export const CompactRequest = z.strictObject({
+  model: z.string().min(1).nullable(),
+  input: CreateResponseRequest.shape.input.nullable(),
+  instructions: z.string().nullish(),
+  previous_response_id: z.string().min(1).nullish(),
+  prompt_cache_key: z.string().nullish(),
+  prompt_cache_options: z.looseObject({}).nullish(),
+  prompt_cache_retention: z.enum(['in_memory', '24h']).nullish(),
+  service_tier: z.enum(['auto', 'default', 'flex', 'priority']).nullish(),
+});
+export type CompactRequest = z.infer<typeof CompactRequest>;
+
+/** `POST /v1/responses/input_tokens` (the SDK 6.49.0's InputTokenCountParams). */
+export const InputTokensRequest = z.strictObject({
+  model: z.string().nullish(),
+  input: CreateResponseRequest.shape.input.nullable(),
+  instructions: z.string().nullish(),
+  tools: z.array(Tool).nullish(),
+  tool_choice: ToolChoice.nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
+  previous_response_id: z.string().min(1).nullish(),
+  conversation: CreateResponseRequest.shape.conversation,
+  reasoning: ReasoningConfig.nullish(),
+  text: TextConfig.nullish(),
+  truncation: z.enum(['auto', 'disabled']).optional(),
+  personality: z.string().optional(),
+});
+export type InputTokensRequest = z.infer<typeof InputTokensRequest>;

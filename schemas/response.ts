@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { OutputItem } from './items.ts';
+import { OutputItem, type ConversationItem } from './items.ts';
 import { ReasoningConfig, TextConfig } from './request.ts';
 import { ResponseTool, ToolChoice } from './tools.ts';
 import { Usage } from './usage.ts';
@@ -60,6 +60,8 @@ export const ResponseObject = z.strictObject({
   user: z.string().optional(),
   safety_identifier: z.string().nullable(),
   prompt_cache_key: z.string().nullable(),
+  /** The conversation the response was made in; absent when it was made in none. */
+  conversation: z.strictObject({ id: z.string() }).optional(),
   /** Absent until the response finishes. */
   usage: Usage.optional(),
 });
@@ -100,4 +102,27 @@ export function listPage<T extends z.ZodType>(item: T) {
     last_id: z.string().nullable().optional(),
     has_more: z.boolean().optional(),
   });
+}
+
+/** The compaction item `POST /v1/responses/compact` ends its output with (server/conversation/compaction.ts). */
+export const EmittedCompaction = z.strictObject({
+  type: z.literal('compaction'),
+  id: z.string(),
+  encrypted_content: z.string(),
+});
+export type EmittedCompaction = z.infer<typeof EmittedCompaction>;
+
+/** `POST /v1/responses/compact`: the history's user messages (as `input_items` lists them), then one compaction item. */
+export interface CompactedResponse {
+  readonly id: string;
+  readonly object: 'response.compaction';
+  readonly created_at: number;
+  readonly output: readonly (ConversationItem | EmittedCompaction)[];
+  readonly usage: z.infer<typeof Usage>;
+}
+
+/** `POST /v1/responses/input_tokens`. */
+export interface InputTokenCount {
+  readonly object: 'response.input_tokens';
+  readonly input_tokens: number;
 }

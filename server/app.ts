@@ -19,6 +19,8 @@ import { HostedTools, type HostedHandlers } from './model/hosted-tools.ts';
 import { ProgramClaims } from './conversation/program-claims.ts';
 import type { RespondDeps } from './conversation/respond.ts';
 import { McpClients } from './mcp/mcp-client.ts';
+import { registerCompactAndCountRoutes } from './routes/compact-and-count.ts';
+import { registerConversationRoutes } from './routes/conversations.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerIndexRoutes } from './routes/index.ts';
 import { registerMetricsRoutes } from './routes/metrics.ts';
@@ -187,6 +189,8 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     note: recorder.note,
     recordStream: recorder.recordStream,
   });
+  registerCompactAndCountRoutes(app, { store, sealingKeys, maxInputItems: config.maxInputItems });
+  registerConversationRoutes(app, store);
   registerJournalRoutes(app, journal);
   registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));
   registerIndexRoutes(app);

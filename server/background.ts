@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ResponseObject } from '../schemas/response.ts';
 import { ApiError, type ResponseError } from './api-error.ts';
-import { finishResponse, type PreparedResponse, type RespondDeps } from './conversation/respond.ts';
+import { finishResponse, releasePrepared, type PreparedResponse, type RespondDeps } from './conversation/respond.ts';
 import type { JournalDetails } from './journal.ts';
 import type { JournalRecorder } from './journal-hooks.ts';
 import { buildResponse } from './response-object.ts';
@@ -47,7 +47,12 @@ export class BackgroundResponses {
   async accept(prepared: PreparedResponse, place: Promise<() => void>): Promise<ResponseObject> {
     const { id, body, createdAt, newInput } = prepared.request;
     const queued = buildResponse(id, body, createdAt, { status: 'queued' });
-    await this.#deps.store.put({ response: queued, inputItems: newInput });
+    try {
+      await this.#deps.store.put({ response: queued, inputItems: newInput });
+    } catch (error) {
+      await releasePrepared(prepared);
+      throw error;
+    }
     this.#run(prepared, place);
     return queued;
   }

@@ -76,3 +76,14 @@ export function parseOrThrow<T extends z.ZodType>(schema: T, body: unknown): z.i
   if (!parsed.success) throw toApiError(parsed.error, body);
   return parsed.data;
 }
+
+/**
+ * Refuses a body whose `input` holds more than `max` items, before anything reads them: each
+ * costs the server's loop (checks, history, usage), so their number is bounded up front.
+ */
+export function refuseTooManyInputItems(body: unknown, max: number): void {
+  const rawInput = (body as { input?: unknown } | null)?.input;
+  if (Array.isArray(rawInput) && rawInput.length > max) {
+    throw new ApiError('too_many_input_items', `input has ${rawInput.length} items; a request may carry at most ${max} (PTC_MAX_INPUT_ITEMS). Continue a long conversation with previous_response_id.`, 'input');
+  }
+}

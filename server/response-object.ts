@@ -1,5 +1,6 @@
 import type { OutputItem } from '../schemas/items.ts';
 import type { CreateResponseRequest } from '../schemas/request.ts';
+import { conversationIdOf } from './conversations.ts';
 import type { ResponseObject } from '../schemas/response.ts';
 import type { Usage } from '../schemas/usage.ts';
 import type { ResponseTool, Tool } from '../schemas/tools.ts';
@@ -36,6 +37,7 @@ const FINISHED: ReadonlySet<ResponseObject['status']> = new Set(['completed', 'i
 
 /** The Response object in a given state, echoing the request's parameters. */
 export function buildResponse(id: string, request: CreateResponseRequest, createdAt: number, state: ResponseState): ResponseObject {
+  const conversationId = conversationIdOf(request);
   return {
     id,
     object: 'response',
@@ -64,6 +66,7 @@ export function buildResponse(id: string, request: CreateResponseRequest, create
     ...(request.user !== undefined ? { user: request.user } : {}),
     safety_identifier: request.safety_identifier ?? null,
     prompt_cache_key: request.prompt_cache_key ?? null,
+    ...(conversationId !== undefined ? { conversation: { id: conversationId } } : {}),
     ...(state.usage ? { usage: state.usage } : {}),
   };
 }

@@ -177,3 +177,32 @@ describe('an mcp_call resent without its output, as the Agents SDK resends it', 
     expect(error).toMatchObject({ status: 400, code: 'missing_required_parameter', param: `input[${index}].output` });
   });
 });
+
+describe('conversationId: the run continues a conversation of the Conversations API', () => {
+  // Two sequential calls: each pause is a new request that carries only the new output.
+  const TWO_NOTES = 'const a = await tools.note({ echoed: "a" }); const b = await tools.note({ echoed: a }); text(b)';
+  const sentWith = (conversationId: string) => sent.filter((body) => (body as { conversation?: unknown }).conversation === conversationId);
+
+  it('sends only new items each turn, and the conversation holds the whole run', async () => {
+    const conversation = await server.client.conversations.create({ metadata: { via: 'agents-sdk' } });
+    const result = await runner.run(agentWith(true, [note]), inlineProgram(TWO_NOTES), { conversationId: conversation.id });
+    expect(result.finalOutput).toBe('noted noted a');
+    const requests = sentWith(conversation.id);
+    expect(requests).toHaveLength(3);
+    for (const body of requests) expect(body).not.toHaveProperty('previous_response_id');
+    // After the first, a request carries the tool's output alone: the server has the rest.
+    expect(requests.slice(1).map((body) => body.input.map((item) => item.type))).toEqual([['function_call_output'], ['function_call_output']]);
+    const items = [];
+    for await (const item of server.client.conversations.items.list(conversation.id, { order: 'asc' })) items.push(item.type);
+    expect(items).toEqual(['message', 'program', 'function_call', 'function_call_output', 'function_call', 'function_call_output', 'program_output', 'message']);
+
+    // A second run in the same conversation starts from all of it.
+    const next = await runner.run(agentWith(true, [note]), inlineProgram('text(await tools.note({ echoed: "again" }))'), { conversationId: conversation.id });
+    expect(next.finalOutput).toBe('noted again');
+  });
+
+  it('an unknown conversation is refused, as the hosted API refuses it', async () => {
+    const error = await runError(runner.run(agentWith(true, [note]), 'hello', { conversationId: 'conv_never_created' }));
+    expect(error).toMatchObject({ status: 404, code: 'conversation_not_found', param: 'conversation' });
+  });
+});

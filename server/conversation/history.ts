@@ -1,6 +1,7 @@
 import type { ConversationItem, InputItem } from '../../schemas/items.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';
 import { ApiError } from '../api-error.ts';
+import { bothConversationAndPrevious, CONVERSATION_LOCK_MS, conversationIdOf, conversationNotFound, conversationsOf, refuseHeldIds } from '../conversations.ts';
 import { newId } from '../ids.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
 import { MCP_APPROVAL, TOOL_KINDS } from './tool-kinds.ts';
@@ -49,10 +50,57 @@ export async function storedHistory(store: ResponseStore, previousResponseId: st
         'previous_response_id',
       );
     }
+    const madeIn = stored.response.conversation?.id;
+    if (madeIn !== undefined) {
+      // Its own input and output are only part of what it continued: the rest is the conversation's.
+      throw new ApiError(
+        'invalid_value',
+        `Response '${id}' was made in conversation '${madeIn}': continue it with conversation: '${madeIn}', not previous_response_id.`,
+        'previous_response_id',
+      );
+    }
     turns.push([...stored.inputItems, ...(stored.response.output as ConversationItem[])]);
     id = stored.response.previous_response_id;
   }
   return turns.reverse().flat();
+}
+
+/** A response being made in a conversation: its lock is held until `release`. */
+export interface ConversationTurn {
+  readonly id: string;
+  /** The conversation's items, oldest first: what the response continues. */
+  readonly history: readonly ConversationItem[];
+  release(): Promise<void>;
+}
+
+/**
+ * Enters the conversation a request names, if it names one: checks it exists and that no new
+ * item repeats an id it holds, and takes its lock (a second response in the same conversation
+ * meanwhile gets `conversation_locked`, as from the hosted API).
+ */
+export async function enterConversation(store: ResponseStore, body: CreateResponseRequest, newInput: readonly ConversationItem[]): Promise<ConversationTurn | undefined> {
+  const id = conversationIdOf(body);
+  if (id === undefined) return undefined;
+  if (body.previous_response_id) {
+    throw bothConversationAndPrevious();
+  }
+  if (body.store === false) {
+    throw new ApiError('invalid_value', "conversation needs store: true: the response's input and output are added to the conversation, which store: false forbids.", 'store');
+  }
+  const conversations = conversationsOf(store);
+  const release = await conversations.lock(id, CONVERSATION_LOCK_MS);
+  if (!release) throw new ApiError('conversation_locked', 'Another process is currently operating on this conversation. Please retry in a few seconds.', 'conversation');
+  try {
+    const history = await conversations.items(id);
+    if (!history) throw conversationNotFound(id, 'conversation');
+    refuseHeldIds(id, new Set(history.map((item) => item.id)), newInput, 'input');
+    // A lock that cannot be released (the store went away) lapses after CONVERSATION_LOCK_MS:
+    // that must not fail a response already made and added to the conversation.
+    return { id, history, release: () => release().catch(() => undefined) };
+  } catch (error) {
+    await release();
+    throw error;
+  }
 }
 
 /**
@@ -88,4 +136,19 @@ export async function withStoredMcpOutputs(store: ResponseStore, items: readonly
     // Only what was left out: the rest of the item is checked against its sealed id as sent.
     return { ...item, output: stored.output ?? null, error: item.error ?? stored.error ?? null };
   });
+}
+
+/**
+ * The history a request continues without making a response in it (`input_tokens`,
+ * `compact`): the conversation's items, or the `previous_response_id` chain. No lock is taken.
+ */
+export async function historyOf(store: ResponseStore, body: { conversation?: CreateResponseRequest['conversation']; previous_response_id?: string | null }): Promise<readonly ConversationItem[]> {
+  const id = conversationIdOf(body);
+  if (id === undefined) return storedHistory(store, body.previous_response_id);
+  if (body.previous_response_id) {
+    throw bothConversationAndPrevious();
+  }
+  const history = await conversationsOf(store).items(id);
+  if (!history) throw conversationNotFound(id, 'conversation');
+  return history;
 }

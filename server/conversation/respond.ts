@@ -10,7 +10,8 @@ import type { ModelContext } from '../model/model-decision.ts';
 import { buildResponse } from '../response-object.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
 import { countUsage, tokenChunks } from '../usage.ts';
-import { storedHistory, withStoredMcpOutputs } from './history.ts';
+import { expandCompactions } from './compaction.ts';
+import { enterConversation, storedHistory, withStoredMcpOutputs, type ConversationTurn } from './history.ts';
 import { limitOutput } from './output-limit.ts';
 import { prepareTurn, runTurn, type PreparedTurn, type TurnResult, type TurnServices } from './turn.ts';
 
@@ -52,6 +53,8 @@ export interface PreparedResponse {
   readonly request: ResponseRequest;
   readonly turn: PreparedTurn;
   readonly knobs: Knobs;
+  /** The conversation it is made in, locked until finishResponse (or releasePrepared) lets it go. */
+  readonly conversation?: ConversationTurn;
 }
 
 /**
@@ -61,40 +64,65 @@ export interface PreparedResponse {
  */
 export async function prepareResponse(request: ResponseRequest, deps: RespondDeps): Promise<PreparedResponse> {
   const { body, newInput } = request;
-  const stored = await storedHistory(deps.store, body.previous_response_id);
-  const turn = await prepareTurn(
-    {
-      request: body,
-      history: await withStoredMcpOutputs(deps.store, [...stored, ...newInput]),
-      inputStart: stored.length,
-      clientChecks: request.clientChecks,
-      headers: request.headers,
-    },
-    deps.services,
-  );
-  const knobs = mergeKnobs(deps.scenarioKnobs(turn.context), request.headerKnobs);
-  const injected = simulatedError(knobs, request.retryCount);
-  if (injected) throw injected;
-  return { request, turn, knobs };
+  const conversation = await enterConversation(deps.store, body, newInput);
+  try {
+    const { sealingKeys } = deps.services;
+    // A compaction item is read as the items it holds (server/conversation/compaction.ts).
+    const stored = expandCompactions(conversation ? conversation.history : await storedHistory(deps.store, body.previous_response_id), sealingKeys, () =>
+      conversation ? 'conversation' : 'previous_response_id',
+    );
+    const input = expandCompactions(newInput, sealingKeys, (index) => `input[${index}]`);
+    const turn = await prepareTurn(
+      {
+        request: body,
+        history: await withStoredMcpOutputs(deps.store, [...stored, ...input]),
+        inputStart: stored.length,
+        clientChecks: request.clientChecks,
+        headers: request.headers,
+      },
+      deps.services,
+    );
+    const knobs = mergeKnobs(deps.scenarioKnobs(turn.context), request.headerKnobs);
+    const injected = simulatedError(knobs, request.retryCount);
+    if (injected) throw injected;
+    return { request, turn, knobs, ...(conversation ? { conversation } : {}) };
+  } catch (error) {
+    await conversation?.release();
+    throw error;
+  }
+}
+
+/** Lets go of what a prepared request holds (its conversation's lock) when it will not be finished. */
+export async function releasePrepared(prepared: PreparedResponse): Promise<void> {
+  await prepared.conversation?.release();
 }
 
 /** Runs a prepared request to its finished Response: the `delay_ms` knob, one model turn, the output limit, usage, and the store. */
 export async function finishResponse(prepared: PreparedResponse, deps: RespondDeps, options: FinishOptions = {}): Promise<Responded> {
-  const { request, knobs } = prepared;
-  const { body } = request;
-  const { signal } = options;
-  if (knobs.delay_ms) await sleep(knobs.delay_ms, undefined, signal ? { signal } : {});
-  signal?.throwIfAborted();
-  await options.onStart?.();
-  const turn = await runTurn(prepared.turn, knobs, { ...deps.services, log: request.log, ...(signal ? { signal } : {}) });
-  const limited = limitOutput(turn.output, body.max_output_tokens, knobs, tokenChunks);
-  const usage = countUsage({ instructions: body.instructions ?? null, tools: body.tools ?? [], context: prepared.turn.input.history, output: limited.output });
-  const response = buildResponse(request.id, body, request.createdAt, {
-    status: limited.incomplete ? 'incomplete' : 'completed',
-    output: limited.output,
-    usage,
-  });
-  signal?.throwIfAborted();
-  if (body.store !== false) await deps.store.put({ response, inputItems: request.newInput });
-  return { response, knobs, turn };
+  try {
+    const { request, knobs } = prepared;
+    const { body } = request;
+    const { signal } = options;
+    if (knobs.delay_ms) await sleep(knobs.delay_ms, undefined, signal ? { signal } : {});
+    signal?.throwIfAborted();
+    await options.onStart?.();
+    const turn = await runTurn(prepared.turn, knobs, { ...deps.services, log: request.log, ...(signal ? { signal } : {}) });
+    const limited = limitOutput(turn.output, body.max_output_tokens, knobs, tokenChunks);
+    const usage = countUsage({ instructions: body.instructions ?? null, tools: body.tools ?? [], context: prepared.turn.input.history, output: limited.output });
+    const response = buildResponse(request.id, body, request.createdAt, {
+      status: limited.incomplete ? 'incomplete' : 'completed',
+      output: limited.output,
+      usage,
+    });
+    signal?.throwIfAborted();
+    if (body.store !== false) await deps.store.put({ response, inputItems: request.newInput });
+    if (prepared.conversation) {
+      // The response's input and output join the conversation once it has finished, as hosted.
+      const added = await deps.store.conversations?.append(prepared.conversation.id, [...request.newInput, ...(response.output as ConversationItem[])]);
+      if (!added) request.log.warn({ conversation: prepared.conversation.id, response: response.id }, 'the conversation was deleted while a response was made in it');
+    }
+    return { response, knobs, turn };
+  } finally {
+    await releasePrepared(prepared);
+  }
 }

@@ -13,7 +13,7 @@ import { newId } from '../ids.ts';
 import { listedItem } from '../listed-item.ts';
 import type { JournalDetails } from '../journal.ts';
 import { knobsFromHeaders, retryCountOf } from '../knobs.ts';
-import { parseOrThrow } from '../request-validation.ts';
+import { parseOrThrow, refuseTooManyInputItems } from '../request-validation.ts';
 import { withoutSecrets } from '../response-object.ts';
 import { responseNotFound, storedOrNotFound } from '../stored-response.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
@@ -67,12 +67,7 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
   }
 
   app.post('/v1/responses', async (request, reply) => {
-    // Counted before anything reads the items: each costs the server's loop (checks, history,
-    // usage), so their number is bounded up front.
-    const rawInput = (request.body as { input?: unknown } | null)?.input;
-    if (Array.isArray(rawInput) && rawInput.length > deps.maxInputItems) {
-      throw new ApiError('too_many_input_items', `input has ${rawInput.length} items; a request may carry at most ${deps.maxInputItems} (PTC_MAX_INPUT_ITEMS). Continue a long conversation with previous_response_id.`, 'input');
-    }
+    refuseTooManyInputItems(request.body, deps.maxInputItems);
     const body = parseOrThrow(CreateResponseRequest, request.body);
     deps.note(request, { model: body.model, store: body.store !== false, stream: body.stream === true, background: body.background === true });
     const headerKnobs = knobsFromHeaders(request.headers);
@@ -137,7 +132,14 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
       void place.then((release) => release());
       throw error;
     }
-    const queued = await deps.background.accept(prepared, place);
+    let queued: ResponseObject;
+    try {
+      queued = await deps.background.accept(prepared, place);
+    } catch (error) {
+      // Not queued (the store refused it): its place goes back to the gate.
+      void place.then((release) => release());
+      throw error;
+    }
     deps.note(request, { response_id: queued.id, response_status: 'queued', knobs: prepared.knobs });
     if (!body.stream) return queued;
     const done = await deps.background.finished(queued.id, () => clientGone(request));

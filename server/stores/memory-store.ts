@@ -1,4 +1,5 @@
 import type { ConversationItem } from '../../schemas/items.ts';
+import { MemoryConversationStore } from './memory-conversations.ts';
 import type { ResponseStore, StoredResponse } from './response-store.ts';
 
 /** Responses in this process's memory: gone on restart. Values are copied in and out. */
@@ -6,6 +7,7 @@ export class MemoryResponseStore implements ResponseStore {
   readonly #responses = new Map<string, string>();
   /** The response that last emitted each output item, by item id. */
   readonly #itemOwners = new Map<string, string>();
+  readonly conversations = new MemoryConversationStore();
 
   async get(id: string): Promise<StoredResponse | undefined> {
     const json = this.#responses.get(id);
@@ -40,6 +42,7 @@ export class MemoryResponseStore implements ResponseStore {
   async close(): Promise<void> {
     this.#responses.clear();
     this.#itemOwners.clear();
+    this.conversations.clear();
   }
 
   /** Drops the index entries that still point at this response (a newer one may own an item now). */

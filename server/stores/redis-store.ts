@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import type { ConversationItem } from '../../schemas/items.ts';
+import { RedisConversationStore } from './redis-conversations.ts';
 import { StoreUnavailableError, type ResponseStore, type StoredResponse } from './response-store.ts';
 
 export interface RedisResponseStoreOptions {
@@ -34,9 +35,11 @@ return removed`;
 
 /**
  * Responses in Redis, one JSON string per key `<prefix>response:<id>`, and for each output item
- * the id of the response that emitted it at `<prefix>item:<id>` (with the response's expiry):
- * the store for several emulator instances sharing state. ioredis reconnects forever in the background, so the store
- * recovers by itself when Redis comes back.
+ * the id of the response that emitted it at `<prefix>item:<id>` (with the response's expiry);
+ * conversations under `<prefix>conversation:{<id>}` and keys beginning with it, which never
+ * expire (see RedisConversationStore): the store for several emulator instances sharing state.
+ * ioredis reconnects forever in the background, so the store recovers by itself when Redis
+ * comes back.
  */
 export class RedisResponseStore implements ResponseStore {
   readonly #client: Redis;
@@ -44,6 +47,7 @@ export class RedisResponseStore implements ResponseStore {
   readonly #ttlSeconds: number | undefined;
   /** Why the connection is down, to explain the next failed operation; cleared when it is up. */
   #lastConnectionError: Error | undefined;
+  readonly conversations: RedisConversationStore;
 
   constructor(url: string, options: RedisResponseStoreOptions = {}) {
     const { prefix = DEFAULT_REDIS_PREFIX, ttlSeconds, onConnectionError } = options;
@@ -66,6 +70,8 @@ export class RedisResponseStore implements ResponseStore {
     this.#client.on('ready', () => {
       this.#lastConnectionError = undefined;
     });
+    // The same client and error wrapping: a Redis that is down fails conversations as it fails responses.
+    this.conversations = new RedisConversationStore(this.#client, prefix, (operation, command) => this.#run(operation, command));
   }
 
   async get(id: string): Promise<StoredResponse | undefined> {

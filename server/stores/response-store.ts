@@ -1,5 +1,6 @@
 import type { ConversationItem } from '../../schemas/items.ts';
 import type { ResponseObject } from '../../schemas/response.ts';
+import type { ConversationStore } from './conversation-store.ts';
 
 /** A response kept for `store: true`: the Response itself and the input items of its request. */
 export interface StoredResponse {
@@ -27,6 +28,12 @@ export interface ResponseStore {
    * its output is then refused, as with `store: false`).
    */
   outputItems?(ids: readonly string[]): Promise<Map<string, ConversationItem>>;
+  /**
+   * The conversations kept beside the responses (the Conversations API). Absent: a store that
+   * keeps none; the server then answers the Conversations API, and `conversation` on a
+   * response, with a 400 saying so.
+   */
+  readonly conversations?: ConversationStore;
   /**
    * Resolves when the store can serve now; rejects with StoreUnavailableError saying why when it
    * cannot (what `GET /health` reports). Absent: a store that is always there.

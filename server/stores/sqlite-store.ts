@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { ConversationItem } from '../../schemas/items.ts';
 import type { ResponseStore, StoredResponse } from './response-store.ts';
+import { SqliteConversationStore } from './sqlite-conversations.ts';
 
 /** A row as the `responses` table holds it; `body` is the whole StoredResponse as JSON. */
 interface ResponseRow {
@@ -32,10 +33,12 @@ const CREATE_ITEMS_TABLE = `
   CREATE INDEX IF NOT EXISTS response_items_by_response ON response_items (response_id)`;
 
 /**
- * Responses in one SQLite file: the embedded default, which survives a restart. The file, its
- * directory and the table are created when the store is opened, so a fresh data directory
- * needs no setup; opening in the constructor makes an unwritable path fail at startup rather
- * than at the first `store: true` request.
+ * Responses in one SQLite file: the embedded default, which survives a restart. The same file
+ * holds the conversations (tables `conversations` and `conversation_items`, see
+ * SqliteConversationStore), so one file is the whole state. The file, its directory and the
+ * tables are created when the store is opened, so a fresh data directory needs no setup;
+ * opening in the constructor makes an unwritable path fail at startup rather than at the first
+ * `store: true` request.
  */
 export class SqliteResponseStore implements ResponseStore {
   readonly #db: Database.Database;
@@ -47,6 +50,7 @@ export class SqliteResponseStore implements ResponseStore {
   readonly #selectItemOwner: Database.Statement<[string], Pick<ResponseRow, 'body'>>;
   readonly #putAll: (stored: StoredResponse) => void;
   readonly #deleteAll: (id: string) => boolean;
+  readonly conversations: SqliteConversationStore;
 
   constructor(readonly filePath: string) {
     mkdirSync(dirname(filePath), { recursive: true });
@@ -57,6 +61,7 @@ export class SqliteResponseStore implements ResponseStore {
     this.#db.pragma('synchronous = NORMAL');
     this.#db.exec(CREATE_TABLE);
     this.#db.exec(CREATE_ITEMS_TABLE);
+    this.conversations = new SqliteConversationStore(this.#db);
     this.#select = this.#db.prepare('SELECT body FROM responses WHERE id = ?');
     // Putting an id again replaces it, as the in-memory store does.
     this.#upsert = this.#db.prepare(`

@@ -16,6 +16,10 @@ import type {
   Tool,
 } from 'openai/resources/responses/responses';
 import type { Model } from 'openai/resources/models';
+import type { InputTokenCountResponse } from 'openai/resources/responses/input-tokens';
+import type { CompactedResponse as SdkCompactedResponse, ResponseCompactionItem } from 'openai/resources/responses/responses';
+import type { Conversation, ConversationDeletedResource } from 'openai/resources/conversations/conversations';
+import type { ConversationItem as SdkConversationItem, ConversationItemList } from 'openai/resources/conversations/items';
 import type {
   EmittedApplyPatchCall,
   EmittedCodeInterpreterCall,
@@ -34,7 +38,8 @@ import type {
   EmittedReasoning,
   OutputItem,
 } from '../../schemas/items.ts';
-import type { ModelObject, ResponseObject } from '../../schemas/response.ts';
+import type { ConversationObject, DeletedConversation } from '../../schemas/conversation.ts';
+import type { CompactedResponse, EmittedCompaction, InputTokenCount, ModelObject, ResponseObject } from '../../schemas/response.ts';
 import type { StreamEvent } from '../../schemas/stream-events.ts';
 import type { Usage } from '../../schemas/usage.ts';
 import type { EchoedFunctionTool, ProgrammaticToolCallingTool } from '../../schemas/tools.ts';
@@ -91,3 +96,17 @@ type WithSdkResponse<Event> = Event extends { response: ResponseObject }
 assertTrue<IsAssignable<WithSdkResponse<StreamEvent>, ResponseStreamEvent>>();
 assertTrue<IsAssignable<Usage, ResponseUsage>>();
 assertTrue<IsAssignable<ResponseUsage, Usage>>();
+
+// The Conversations API: its objects, and every item we emit as a conversation lists it (a
+// response's output joins its conversation unchanged).
+assertTrue<IsAssignable<ConversationObject, Conversation>>();
+assertTrue<IsAssignable<DeletedConversation, ConversationDeletedResource>>();
+assertTrue<IsAssignable<SdkOutputItem, SdkConversationItem>>();
+assertTrue<IsAssignable<{ object: 'list'; data: SdkOutputItem[]; first_id: string; last_id: string; has_more: boolean }, ConversationItemList>>();
+
+// compact and input_tokens. The compacted output's user messages are input messages, which the
+// SDK's output type (assistant messages only) does not describe: the rest is checked.
+assertTrue<IsAssignable<EmittedCompaction, ResponseCompactionItem>>();
+assertTrue<IsAssignable<EmittedCompaction, ResponseInputItem>>();
+assertTrue<IsAssignable<Omit<CompactedResponse, 'output'>, Omit<SdkCompactedResponse, 'output'>>>();
+assertTrue<IsAssignable<InputTokenCount, InputTokenCountResponse>>();
