@@ -7,6 +7,8 @@ export class MemoryResponseStore implements ResponseStore {
   readonly #responses = new Map<string, string>();
   /** The response that last emitted each output item, by item id. */
   readonly #itemOwners = new Map<string, string>();
+  /** The ids of each stored response's output items, so a put or delete need not parse its body again. */
+  readonly #itemsOf = new Map<string, readonly string[]>();
   readonly conversations = new MemoryConversationStore();
 
   async get(id: string): Promise<StoredResponse | undefined> {
@@ -17,24 +19,32 @@ export class MemoryResponseStore implements ResponseStore {
   async put(stored: StoredResponse): Promise<void> {
     const { id } = stored.response;
     // A response put again keeps only the items it holds now.
-    const before = await this.get(id);
-    if (before) this.#forgetItems(before);
+    this.#forgetItems(id);
     this.#responses.set(id, JSON.stringify(stored));
-    for (const item of stored.response.output) this.#itemOwners.set(item.id, id);
+    const itemIds = stored.response.output.map((item) => item.id);
+    this.#itemsOf.set(id, itemIds);
+    for (const itemId of itemIds) this.#itemOwners.set(itemId, id);
   }
 
   async delete(id: string): Promise<boolean> {
-    const stored = await this.get(id);
-    if (stored) this.#forgetItems(stored);
+    this.#forgetItems(id);
     return this.#responses.delete(id);
   }
 
   async outputItems(ids: readonly string[]): Promise<Map<string, ConversationItem>> {
     const found = new Map<string, ConversationItem>();
+    // Each owner's body is parsed once, however many of its items are asked for.
+    const outputs = new Map<string, Map<string, ConversationItem>>();
     for (const itemId of ids) {
       const owner = this.#itemOwners.get(itemId);
-      const item = owner === undefined ? undefined : (await this.get(owner))?.response.output.find((candidate) => candidate.id === itemId);
-      if (item) found.set(itemId, item as ConversationItem);
+      if (owner === undefined) continue;
+      let output = outputs.get(owner);
+      if (!output) {
+        output = new Map(((await this.get(owner))?.response.output ?? []).map((item) => [item.id, item as ConversationItem]));
+        outputs.set(owner, output);
+      }
+      const item = output.get(itemId);
+      if (item) found.set(itemId, item);
     }
     return found;
   }
@@ -42,11 +52,13 @@ export class MemoryResponseStore implements ResponseStore {
   async close(): Promise<void> {
     this.#responses.clear();
     this.#itemOwners.clear();
+    this.#itemsOf.clear();
     this.conversations.clear();
   }
 
   /** Drops the index entries that still point at this response (a newer one may own an item now). */
-  #forgetItems(stored: StoredResponse): void {
-    for (const item of stored.response.output) if (this.#itemOwners.get(item.id) === stored.response.id) this.#itemOwners.delete(item.id);
+  #forgetItems(id: string): void {
+    for (const itemId of this.#itemsOf.get(id) ?? []) if (this.#itemOwners.get(itemId) === id) this.#itemOwners.delete(itemId);
+    this.#itemsOf.delete(id);
   }
 }

@@ -47,7 +47,7 @@ export class SqliteResponseStore implements ResponseStore {
   readonly #delete: Database.Statement<[string]>;
   readonly #deleteItems: Database.Statement<[string]>;
   readonly #upsertItem: Database.Statement<[{ item_id: string; response_id: string }]>;
-  readonly #selectItemOwner: Database.Statement<[string], Pick<ResponseRow, 'body'>>;
+  readonly #selectItemOwner: Database.Statement<[string], { response_id: string }>;
   readonly #putAll: (stored: StoredResponse) => void;
   readonly #deleteAll: (id: string) => boolean;
   readonly conversations: SqliteConversationStore;
@@ -76,7 +76,7 @@ export class SqliteResponseStore implements ResponseStore {
     this.#upsertItem = this.#db.prepare(`
       INSERT INTO response_items (item_id, response_id) VALUES (@item_id, @response_id)
       ON CONFLICT (item_id) DO UPDATE SET response_id = excluded.response_id`);
-    this.#selectItemOwner = this.#db.prepare('SELECT r.body FROM response_items i JOIN responses r ON r.id = i.response_id WHERE i.item_id = ?');
+    this.#selectItemOwner = this.#db.prepare('SELECT response_id FROM response_items WHERE item_id = ?');
     // A response and its items' index change together.
     this.#putAll = this.#db.transaction((stored: StoredResponse) => {
       const { response } = stored;
@@ -105,10 +105,19 @@ export class SqliteResponseStore implements ResponseStore {
 
   async outputItems(ids: readonly string[]): Promise<Map<string, ConversationItem>> {
     const found = new Map<string, ConversationItem>();
+    // Each owner's body is read and parsed once, however many of its items are asked for.
+    const outputs = new Map<string, Map<string, ConversationItem>>();
     for (const itemId of ids) {
-      const row = this.#selectItemOwner.get(itemId);
-      const item = row === undefined ? undefined : (JSON.parse(row.body) as StoredResponse).response.output.find((candidate) => candidate.id === itemId);
-      if (item) found.set(itemId, item as ConversationItem);
+      const owner = this.#selectItemOwner.get(itemId)?.response_id;
+      if (owner === undefined) continue;
+      let output = outputs.get(owner);
+      if (!output) {
+        const row = this.#select.get(owner);
+        output = new Map((row === undefined ? [] : (JSON.parse(row.body) as StoredResponse).response.output).map((item) => [item.id, item as ConversationItem]));
+        outputs.set(owner, output);
+      }
+      const item = output.get(itemId);
+      if (item) found.set(itemId, item);
     }
     return found;
   }
