@@ -45,7 +45,7 @@ export function loopSpec(maxEarlierCalls: number): ProgramSpec {
 const MIB = 1024 * 1024;
 
 /** The cache settings of ProgramRuntime's defaults (server/config.ts), used by the in-process runtime too. */
-export const DEFAULT_CACHE = { pausedTtlMs: 600_000, maxPausedPrograms: 1000, maxPausedHeapBytes: 512 * MIB } as const;
+export const DEFAULT_CACHE = { pausedTtlMs: 600_000, maxPausedPrograms: 1000, maxPausedHeapBytes: 512 * MIB, warmIsolates: 2 } as const;
 
 /**
  * Every bench server's settings, given in full rather than read from the environment, so that a

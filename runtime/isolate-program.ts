@@ -1,5 +1,4 @@
 import { createHash, type Hash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import ivm from 'isolated-vm';
 import { assertCanMakeIsolates } from './node-flags.ts';
@@ -24,8 +23,8 @@ import { takesText, toolId, type ProgramTool } from './program-tool.ts';
 import { compileToolSchema } from './schema-compiler.ts';
 import { GUEST_SCHEMA_MODULES } from './tool-schemas.ts';
 import { toolKeys } from './tool-keys.ts';
+import { prepareIsolate, type WarmIsolates } from './warm-isolates.ts';
 
-const PRELUDE_SOURCE = readFileSync(new URL('./guest-prelude.js', import.meta.url), 'utf8');
 /**
  * A replay's record, and a batch's arguments sent to the checker, enter the isolate in parts of
  * at most 1/PART_MEMORY_SHARE of its memory limit as JSON (and at least
@@ -182,9 +181,13 @@ export class IsolateProgram {
   /** During a replay: the seq of the first answer over the size limit, or -1. */
   #oversized = -1;
 
-  constructor(spec: ProgramSpec) {
+  /** `warm`: where to take an isolate made ahead of demand, if the runtime keeps some. */
+  readonly #warm: WarmIsolates | undefined;
+
+  constructor(spec: ProgramSpec, warm?: WarmIsolates) {
     assertCanMakeIsolates();
     this.#spec = spec;
+    this.#warm = warm;
   }
 
   /** Calls the program is paused on, in creation order. Empty unless paused. */
@@ -328,11 +331,15 @@ export class IsolateProgram {
     // Validators first, compiled in the schema thread (cached there by content), so that no
     // isolate waits on them.
     const tools = await sandboxTools(spec.tools);
-    const isolate = new ivm.Isolate({ memoryLimit: spec.limits.memoryMb });
+    // One made ahead when the runtime keeps some, else one made now on the step's clock.
+    const prepared = this.#warm?.take(spec.limits.memoryMb) ?? (await this.#within(started, (timeout) => prepareIsolate(spec.limits.memoryMb, timeout)));
+    const { isolate, script, install } = prepared;
+    if (this.#finished) {
+      // Disposed while the isolate was being made: nothing may keep it.
+      isolate.dispose();
+      throw new Error('The program was disposed while it started');
+    }
     this.#isolate = isolate;
-    const context = await isolate.createContext();
-    const script = await isolate.compileScript(PRELUDE_SOURCE, { filename: 'ptc:prelude' });
-    const install = (await this.#within(started, (timeout) => script.run(context, { reference: true, timeout }))) as ivm.Reference<(configJson: string) => unknown>;
     const config: SandboxConfig = {
       seed: spec.seed,
       clock: spec.clock,

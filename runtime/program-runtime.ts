@@ -1,4 +1,5 @@
 import { IsolateProgram, type ProgramSpec } from './isolate-program.ts';
+import { WarmIsolates } from './warm-isolates.ts';
 import { assertCanMakeIsolates } from './node-flags.ts';
 import type { ProgramEvent, RecordedCall } from './program-events.ts';
 import { ProgramBusyError, type RunawayLimit } from './errors.ts';
@@ -10,6 +11,8 @@ export interface ProgramRuntimeOptions {
   readonly maxPausedPrograms: number;
   /** Heap of all paused isolates together, in bytes, beyond which the least recently used go. */
   readonly maxPausedHeapBytes: number;
+  /** Isolates kept made ahead of demand (WarmIsolates); 0 makes each when its program starts. */
+  readonly warmIsolates: number;
 }
 
 
@@ -62,11 +65,13 @@ export class ProgramRuntime implements ProgramEngine {
   #started = 0;
   readonly #resumes = { warm: 0, replay: 0 };
   readonly #evictions = { ttl: 0, count: 0, memory: 0 };
+  readonly #warm: WarmIsolates;
 
   constructor(options: ProgramRuntimeOptions) {
     // Refused here rather than at the first program: a server built without the flag says so at once.
     assertCanMakeIsolates();
     this.#options = options;
+    this.#warm = new WarmIsolates(options.warmIsolates);
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(1000, Math.min(options.pausedTtlMs, 60_000)));
     this.#sweeper.unref();
   }
@@ -90,7 +95,7 @@ export class ProgramRuntime implements ProgramEngine {
   async start(programId: string, spec: ProgramSpec): Promise<ProgramEvent> {
     if (this.#live.has(programId)) throw new Error(`Program ${programId} already exists`);
     this.#started += 1;
-    return this.#run(programId, new IsolateProgram(spec), (program) => program.start());
+    return this.#run(programId, new IsolateProgram(spec, this.#warm), (program) => program.start());
   }
 
   /**
@@ -111,7 +116,7 @@ export class ProgramRuntime implements ProgramEngine {
     }
     if (entry) this.dispose(programId);
     this.#resumes.replay += 1;
-    return { event: await this.#run(programId, new IsolateProgram(spec), (program) => program.start(recorded)), path: 'replay' };
+    return { event: await this.#run(programId, new IsolateProgram(spec, this.#warm), (program) => program.start(recorded)), path: 'replay' };
   }
 
   dispose(programId: string): void {
@@ -123,6 +128,7 @@ export class ProgramRuntime implements ProgramEngine {
 
   async close(): Promise<void> {
     clearInterval(this.#sweeper);
+    this.#warm.close();
     for (const programId of [...this.#live.keys()]) this.dispose(programId);
   }
 

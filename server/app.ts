@@ -74,7 +74,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   const config: ServerConfig = { ...loaded, ...options.config, limits, ...(typeof options.store === 'string' ? { store: options.store } : {}) };
   const store =
     typeof options.store === 'object' ? options.store : createResponseStore({ kind: config.store, dataDir: dataDirOf(config), redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
-  const runtimeOptions = { pausedTtlMs: config.pausedTtlMs, maxPausedPrograms: config.maxPausedPrograms, maxPausedHeapBytes: config.maxPausedHeapBytes };
+  const runtimeOptions = { pausedTtlMs: config.pausedTtlMs, maxPausedPrograms: config.maxPausedPrograms, maxPausedHeapBytes: config.maxPausedHeapBytes, warmIsolates: config.warmIsolates };
   let onWorkerDeath: (pid: number | undefined, reason: string, detail: string) => void = () => {};
   const runtime: ProgramEngine =
     config.workers > 0

@@ -54,6 +54,10 @@ export const SETTINGS = {
     default: '1000',
     description: 'Paused isolates kept at most; beyond, the least recently used are dropped (they resume by replay). `0` turns the cache off: every resume replays.',
   },
+  PTC_WARM_ISOLATES: {
+    default: '2',
+    description: 'Isolates each process that runs programs keeps made ahead of demand, with the prelude loaded, so that a program does not wait for one (each is fresh: one program, never reused). `0` makes each isolate as its program starts.',
+  },
   PTC_MAX_PAUSED_HEAP_MB: { default: '512', description: 'Heap of all paused isolates together, in MiB; beyond, the least recently used are dropped.' },
   PTC_JOURNAL_SIZE: { default: '200', description: 'Requests kept by the journal (`GET /v1/emulator/journal`); `0` turns it off.' },
   PTC_BODY_LIMIT_BYTES: { default: '33554432', description: 'Largest request body accepted (413 beyond).' },
@@ -115,6 +119,7 @@ export interface ServerConfig {
   readonly mcpAllowedUrls: readonly string[];
   readonly pausedTtlMs: number;
   readonly maxPausedPrograms: number;
+  readonly warmIsolates: number;
   readonly maxPausedHeapBytes: number;
   readonly bodyLimitBytes: number;
   readonly maxInputItems: number;
@@ -249,6 +254,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     mcpAllowedUrls: setting(env, 'PTC_MCP_ALLOWED_URLS').split(',').map((prefix) => prefix.trim()).filter(Boolean),
     pausedTtlMs: integer(env, 'PTC_PAUSED_TTL_MS', SETTINGS.PTC_PAUSED_TTL_MS.default, 1),
     maxPausedPrograms: integer(env, 'PTC_MAX_PAUSED_PROGRAMS', SETTINGS.PTC_MAX_PAUSED_PROGRAMS.default, 0),
+    warmIsolates: integer(env, 'PTC_WARM_ISOLATES', SETTINGS.PTC_WARM_ISOLATES.default, 0),
     maxPausedHeapBytes: integer(env, 'PTC_MAX_PAUSED_HEAP_MB', SETTINGS.PTC_MAX_PAUSED_HEAP_MB.default, 1) * 1024 * 1024,
     bodyLimitBytes: integer(env, 'PTC_BODY_LIMIT_BYTES', SETTINGS.PTC_BODY_LIMIT_BYTES.default, 1024),
     maxInputItems: integer(env, 'PTC_MAX_INPUT_ITEMS', SETTINGS.PTC_MAX_INPUT_ITEMS.default, 1),

@@ -28,7 +28,7 @@ function processExists(pid: number): boolean {
 }
 
 const MISBEHAVING = fileURLToPath(new URL('./fixtures/misbehaving-worker.ts', import.meta.url));
-const RUNTIME: ProgramRuntimeOptions = { pausedTtlMs: 60_000, maxPausedPrograms: 100, maxPausedHeapBytes: 2 ** 30 };
+const RUNTIME: ProgramRuntimeOptions = { pausedTtlMs: 60_000, maxPausedPrograms: 100, maxPausedHeapBytes: 2 ** 30, warmIsolates: 2 };
 const SUPERVISION = { heartbeatMs: 50, heartbeatTimeoutMs: 600, maxRssBytes: 400 * 2 ** 20, maxIdleCpuShare: 0.5 };
 /**
  * Resolves once the server's workers have started `count` programs (their heartbeats report it):

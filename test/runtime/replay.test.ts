@@ -53,7 +53,7 @@ describe('replay', () => {
   });
 
   it('serves a warm resume and a replay of the same history with the same events (ProgramRuntime)', async () => {
-    const runtime = new ProgramRuntime({ pausedTtlMs: 60_000, maxPausedPrograms: 100, maxPausedHeapBytes: 1e9 });
+    const runtime = new ProgramRuntime({ pausedTtlMs: 60_000, maxPausedPrograms: 100, maxPausedHeapBytes: 1e9, warmIsolates: 2 });
     try {
       await fc.assert(
         fc.asyncProperty(generatedProgram, fc.integer({ min: 0, max: 2 ** 32 - 1 }), async (code, seed) => {
@@ -93,7 +93,7 @@ describe('replay', () => {
 
   it('rejects a call answered with an error, live, warm and replayed alike, and never mistakes an error for an output', async () => {
     const code = 'const seen = []; for (const t of ["alpha", "beta"]) { try { seen.push(await tools[t]({})) } catch (e) { seen.push(e.name + ": " + e.message) } } text(seen.join("|"))';
-    const runtime = new ProgramRuntime({ pausedTtlMs: 60_000, maxPausedPrograms: 10, maxPausedHeapBytes: 1e9 });
+    const runtime = new ProgramRuntime({ pausedTtlMs: 60_000, maxPausedPrograms: 10, maxPausedHeapBytes: 1e9, warmIsolates: 2 });
     try {
       const first = await runtime.start('err', spec(code));
       expect(first).toMatchObject({ type: 'paused' });
@@ -192,7 +192,7 @@ describe('tool_output_too_large: a warm resume and a replay end at the same answ
     ['both exactly at the limit', beta('x'.repeat(100)), gamma('e'.repeat(100)), undefined],
   ])('%s', async (_, betaAnswer, gammaAnswer, message) => {
     const history = [first, betaAnswer, gammaAnswer];
-    const runtime = new ProgramRuntime({ pausedTtlMs: 60_000, maxPausedPrograms: 10, maxPausedHeapBytes: 1e9 });
+    const runtime = new ProgramRuntime({ pausedTtlMs: 60_000, maxPausedPrograms: 10, maxPausedHeapBytes: 1e9, warmIsolates: 2 });
     try {
       await runtime.start('live', limited());
       const batch = await runtime.resume('live', limited(), [first]);
@@ -226,7 +226,7 @@ describe('tool_output_too_large: a warm resume and a replay end at the same answ
 
   it('is not fooled by a program that sets Object.prototype.withheld', async () => {
     const polluting = 'Object.prototype.withheld = true; ' + code;
-    const runtime = new ProgramRuntime({ pausedTtlMs: 60_000, maxPausedPrograms: 10, maxPausedHeapBytes: 1e9 });
+    const runtime = new ProgramRuntime({ pausedTtlMs: 60_000, maxPausedPrograms: 10, maxPausedHeapBytes: 1e9, warmIsolates: 2 });
     const pollutingSpec: ProgramSpec = { ...limited(), code: polluting };
     const history = [first, beta('fine'), gamma('no')];
     try {
