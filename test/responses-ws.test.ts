@@ -199,11 +199,53 @@ describe('WebSocket mode', () => {
     const outputs: ResponseInputItem[] = calls.map((call, index) => ({ type: 'function_call_output', call_id: call.call_id, output: `<${index}>`, caller: call.caller ?? null }));
     const second = finalResponse(await socket.create({ model: MODEL, store: false, input: [user, ...toResponseInputItems(first.output), ...outputs], tools: TOOLS }));
     expect(programOutputOf(second)?.result).toBe('<0><1>');
-    // Nothing was kept, on the socket either: the hosted mode's connection-local cache is not
-    // emulated (docs/DEVIATIONS.md).
+    // Nothing was stored.
     await expect(rejectionOf(server.client.responses.retrieve(second.id))).resolves.toMatchObject({ status: 404 });
-    socket.ws.send({ type: 'response.create', model: MODEL, store: false, previous_response_id: first.id, input: outputs, tools: TOOLS });
-    expect(await socket.error()).toMatchObject({ code: 'previous_response_not_found', param: 'previous_response_id', status: 400 });
+  });
+
+  it('continues a store: false response by previous_response_id on the socket that made it, sending only the new items', async () => {
+    const socket = new TestSocket(server.client);
+    const first = finalResponse(await socket.create({ model: MODEL, store: false, input: 'two pauses', tools: TOOLS }));
+    const [a] = functionCallsOf(first);
+    const second = finalResponse(
+      await socket.create({ model: MODEL, store: false, previous_response_id: first.id, tools: TOOLS, input: [{ type: 'function_call_output', call_id: a!.call_id, output: 'A', caller: a!.caller ?? null }] }),
+    );
+    const [b] = functionCallsOf(second);
+    expect(JSON.parse(b!.arguments)).toEqual({ step: 2, a: 'A' });
+    const answerB: ResponseInputItem[] = [{ type: 'function_call_output', call_id: b!.call_id, output: 'B', caller: b!.caller ?? null }];
+    // Another socket holds nothing of it, and neither does the store.
+    const other = new TestSocket(server.client);
+    other.ws.send({ type: 'response.create', model: MODEL, store: false, previous_response_id: second.id, input: answerB, tools: TOOLS });
+    expect(await other.error()).toMatchObject({ code: 'previous_response_not_found', param: 'previous_response_id' });
+    // A store: true request may not continue it: its response could not be continued from the store.
+    socket.ws.send({ type: 'response.create', model: MODEL, previous_response_id: second.id, input: answerB, tools: TOOLS });
+    expect(await socket.error()).toMatchObject({ code: 'previous_response_not_found' });
+    // The socket still holds it after those errors.
+    const third = finalResponse(await socket.create({ model: MODEL, store: false, previous_response_id: second.id, tools: TOOLS, input: answerB }));
+    expect(programOutputOf(third)?.result).toBe('A then B');
+    expect(third.previous_response_id).toBe(second.id);
+    // Only the latest response is held.
+    socket.ws.send({ type: 'response.create', model: MODEL, store: false, previous_response_id: first.id, input: 'again', tools: TOOLS });
+    expect(await socket.error()).toMatchObject({ code: 'previous_response_not_found' });
+  });
+
+  it('holds a store: false response only while its conversation fits in one request (PTC_MAX_INPUT_ITEMS)', async () => {
+    const small = await startServer({ scenarios: SCENARIOS, config: { maxInputItems: 4 } });
+    try {
+      const socket = new TestSocket(small.client);
+      // user message + program + call: 3 items, held.
+      const first = finalResponse(await socket.create({ model: MODEL, store: false, input: inlineProgram('text(await tools.get_a({}) + await tools.get_b({}))'), tools: TOOLS }));
+      const [a] = functionCallsOf(first);
+      // + output, call: 5 items, over the bound: not held.
+      const second = finalResponse(
+        await socket.create({ model: MODEL, store: false, previous_response_id: first.id, tools: TOOLS, input: [{ type: 'function_call_output', call_id: a!.call_id, output: '1', caller: a!.caller ?? null }] }),
+      );
+      const [b] = functionCallsOf(second);
+      socket.ws.send({ type: 'response.create', model: MODEL, store: false, previous_response_id: second.id, tools: TOOLS, input: [{ type: 'function_call_output', call_id: b!.call_id, output: '2', caller: b!.caller ?? null }] });
+      expect(await socket.error()).toMatchObject({ code: 'previous_response_not_found' });
+    } finally {
+      await small.close();
+    }
   });
 
   it('answers a request that fails with an error event carrying the HTTP error, and serves the next request on the same socket', async () => {

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import type { ConversationItem } from '../../schemas/items.ts';
 import type { Knobs } from '../../schemas/knobs.ts';
 import { CreateResponseRequest } from '../../schemas/request.ts';
 import { ApiError } from '../api-error.ts';
@@ -64,20 +65,25 @@ export function responseRequest(request: FastifyRequest, body: CreateResponseReq
   };
 }
 
+export interface RespondedInPlace extends Responded {
+  /** The conversation the turn ran on: the history it continued, then the request's own input. */
+  readonly context: readonly ConversationItem[];
+}
+
 /**
  * Runs a request's turn once the gate gives it a place (`place`, from `TurnGate.enter`), and
  * frees the place as soon as the Response is made: streaming it back does not hold one.
  * `abandoned` is asked when the place comes: true (the client left while it waited) skips the
  * turn, and undefined is returned.
  */
-export async function respondInPlace(request: ResponseRequest, place: Promise<() => void>, deps: RespondDeps): Promise<Responded>;
-export async function respondInPlace(request: ResponseRequest, place: Promise<() => void>, deps: RespondDeps, abandoned: () => boolean): Promise<Responded | undefined>;
-export async function respondInPlace(request: ResponseRequest, place: Promise<() => void>, deps: RespondDeps, abandoned?: () => boolean): Promise<Responded | undefined> {
+export async function respondInPlace(request: ResponseRequest, place: Promise<() => void>, deps: RespondDeps): Promise<RespondedInPlace>;
+export async function respondInPlace(request: ResponseRequest, place: Promise<() => void>, deps: RespondDeps, abandoned: () => boolean): Promise<RespondedInPlace | undefined>;
+export async function respondInPlace(request: ResponseRequest, place: Promise<() => void>, deps: RespondDeps, abandoned?: () => boolean): Promise<RespondedInPlace | undefined> {
   const release = await place;
   try {
     if (abandoned?.()) return undefined;
     const prepared = await prepareResponse(request, deps);
-    return await finishResponse(prepared, deps);
+    return { ...(await finishResponse(prepared, deps)), context: prepared.turn.input.history };
   } finally {
     release();
   }

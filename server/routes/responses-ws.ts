@@ -16,7 +16,8 @@ import { deltaChunks } from '../streaming/delta-chunks.ts';
 import { responseEvents } from '../streaming/response-events.ts';
 import { sendSocketEvents } from '../streaming/socket-writer.ts';
 import type { TurnGate } from '../turn-gate.ts';
-import { CLIENT_CHECKS_HEADER, clientChecksFor, createBodyOf, finishedJournal, requestJournal, respondInPlace, responseRequest, turnPriority, type RequestSettings } from './create-response.ts';
+import type { ResponseStore, StoredResponse } from '../stores/response-store.ts';
+import { CLIENT_CHECKS_HEADER, clientChecksFor, createBodyOf, finishedJournal, requestJournal, respondInPlace, responseRequest, turnPriority, type RequestSettings, type RespondedInPlace } from './create-response.ts';
 
 // WebSocket mode (docs/STREAMING.md): the SDK's `ResponsesWS` opens a socket on the Responses
 // URL and sends `response.create` client events, each the body of a POST /v1/responses plus
@@ -130,6 +131,22 @@ export function registerResponsesSocketRoute(app: FastifyInstance, deps: Respons
   });
 }
 
+/** The server's store, in which the socket's held response (if any) is found as well. */
+function withHeld(store: ResponseStore, held: () => StoredResponse | undefined): ResponseStore {
+  const get = async (id: string): Promise<StoredResponse | undefined> => {
+    const latest = held();
+    return latest?.response.id === id ? latest : store.get(id);
+  };
+  // Every other member is the store's own, called on the store (its private fields need it).
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === 'get') return get;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
 /** Parses a message's text as the HTTP body parser would. */
 type JsonParse = (text: string) => { readonly error: Error | null; readonly value: unknown };
 
@@ -160,6 +177,17 @@ class SocketSession {
    * that retries sends its request again on the socket).
    */
   #failedAttempts = 0;
+  /**
+   * The socket's latest response when it was made with `store: false`, held as a stored one
+   * whose input items are the whole conversation it continued: what the hosted WebSocket mode
+   * keeps in the connection's memory so that `previous_response_id` may name it.
+   */
+  #latest: StoredResponse | undefined;
+  /**
+   * The conversation code's dependencies with a store that finds `#latest` too: for `store: false`
+   * requests only, as a stored response continuing it could not be continued from the store.
+   */
+  readonly #respondWithHeld: RespondDeps;
 
   constructor(socket: WebSocket, upgrade: FastifyRequest, settings: Omit<RequestSettings, 'retryCount'>, deps: ResponsesSocketDeps, parseJson: JsonParse) {
     this.#socket = socket;
@@ -167,6 +195,7 @@ class SocketSession {
     this.#settings = settings;
     this.#deps = deps;
     this.#parseJson = parseJson;
+    this.#respondWithHeld = { ...deps.respond, store: withHeld(deps.respond.store, () => this.#latest) };
     this.#closed = new Promise((resolve) => {
       socket.once('close', () => {
         // A client that has gone costs nothing more: what it had sent and not yet been served is
@@ -251,12 +280,14 @@ class SocketSession {
       const retryCount = this.#failedAttempts;
       // A place among the turns allowed to run, or server_busy (429) now when too many wait.
       const place = this.#deps.gate.enter(turnPriority(body, retryCount));
-      const finished = await respondInPlace(responseRequest(this.#upgrade, body, { ...this.#settings, retryCount }, log), place, this.#deps.respond, () => !this.#open());
+      const request = responseRequest(this.#upgrade, body, { ...this.#settings, retryCount }, log);
+      const finished = await respondInPlace(request, place, body.store === false ? this.#respondWithHeld : this.#deps.respond, () => !this.#open());
       if (!finished) {
         // The client left while the request waited for a place: its turn was not run.
         status = 499;
       } else {
         this.#failedAttempts = 0;
+        this.#latest = body.store === false ? this.#held(finished) : undefined;
         details = { ...details, ...finishedJournal(body, finished) };
         if (this.#open()) details = { ...details, stream_report: await sendSocketEvents(this.#socket, responseEvents(finished.response, deltaChunks), finished.knobs) };
       }
@@ -268,6 +299,19 @@ class SocketSession {
       if (this.#open()) this.#socket.send(JSON.stringify(socketErrorEvent(apiError)));
     }
     this.#deps.recordSocketMessage({ requestId, path: RESPONSES_SOCKET_PATH, status, durationMs: performance.now() - started, ...details });
+  }
+
+  /**
+   * A `store: false` response as the socket holds it, or undefined when its conversation is more
+   * than one request could carry (PTC_MAX_INPUT_ITEMS items, PTC_BODY_LIMIT_BYTES of JSON): what
+   * the client could have resent instead is all a socket keeps, so its memory stays bounded.
+   */
+  #held(finished: RespondedInPlace): StoredResponse | undefined {
+    const { response, context } = finished;
+    if (context.length + response.output.length > this.#deps.maxInputItems) return undefined;
+    // Its own previous_response_id is left out: the conversation it continued is in its items.
+    const held: StoredResponse = { response: { ...response, previous_response_id: null }, inputItems: context };
+    return JSON.stringify(held).length > this.#deps.bodyLimitBytes ? undefined : held;
   }
 
   /** A message as the body of a POST /v1/responses: checked as that body would be, and refused the same way. */
