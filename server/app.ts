@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { jsonDepthExceeds, MAX_JSON_DEPTH, ProgramRuntime, resolveLimits, WorkerPool, type ProgramEngine, type ProgramLimits } from '../runtime/index.ts';
 import { ApiError } from './api-error.ts';
@@ -26,6 +27,7 @@ import { registerIndexRoutes } from './routes/index.ts';
 import { registerMetricsRoutes } from './routes/metrics.ts';
 import { registerModelRoutes } from './routes/models.ts';
 import { registerResponseRoutes } from './routes/responses.ts';
+import { registerResponsesSocketRoute, socketErrorHandler } from './routes/responses-ws.ts';
 import { createResponseStore, type StoreKind } from './stores/create-store.ts';
 import type { ResponseStore } from './stores/response-store.ts';
 
@@ -117,6 +119,15 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     clientErrorHandler: answerClientError,
   });
 
+  // WebSocket mode (routes/responses-ws.ts). A message is bounded as a body is; the route closes
+  // its sockets at shutdown, after the request each is serving, so the plugin's own closing
+  // (every socket at once, with no close code) is left out.
+  await app.register(fastifyWebsocket, {
+    options: { maxPayload: config.bodyLimitBytes },
+    errorHandler: socketErrorHandler,
+    preClose: (done) => done(),
+  });
+
   onWorkerDeath = (pid, reason, detail) => app.log.warn({ worker: pid, reason }, `worker replaced: ${detail}`);
 
   // Bodies are JSON only: Fastify would otherwise read text/plain into a string.
@@ -179,13 +190,24 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   };
   const background = new BackgroundResponses({ store, respond, recordBackground: recorder.recordBackground });
 
+  // One gate for every turn, whichever way its request came (HTTP or a WebSocket message).
+  const gate = new TurnGate({ maxConcurrent: config.maxConcurrentTurns, maxQueued: config.maxQueuedTurns, retryAfterMs: config.busyRetryAfterMs });
+  registerResponsesSocketRoute(app, {
+    respond,
+    gate,
+    clientChecks: config.clientChecks,
+    maxInputItems: config.maxInputItems,
+    bodyLimitBytes: config.bodyLimitBytes,
+    draining: () => draining,
+    recordSocketMessage: recorder.recordSocketMessage,
+  });
   registerResponseRoutes(app, {
     store,
     clientChecks: config.clientChecks,
     maxInputItems: config.maxInputItems,
     respond,
     background,
-    gate: new TurnGate({ maxConcurrent: config.maxConcurrentTurns, maxQueued: config.maxQueuedTurns, retryAfterMs: config.busyRetryAfterMs }),
+    gate,
     note: recorder.note,
     recordStream: recorder.recordStream,
   });

@@ -1,10 +1,11 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { API_ERRORS, type ApiErrorDefinition } from '../schemas/error-codes.ts';
 import { ApiError } from './api-error.ts';
 import { newId } from './ids.ts';
 import type { JournalRecorder } from './journal-hooks.ts';
+import type { JournalDetails } from './journal.ts';
 import { StoreUnavailableError } from './stores/response-store.ts';
 
 /**
@@ -35,23 +36,32 @@ export function apiErrorFor(error: FastifyError | Error, bodyLimitBytes: number)
   return undefined;
 }
 
+/** The ApiError a request is answered with for what it threw; a fault of ours is logged, and answered 500 server_error. */
+export function answerableError(error: FastifyError | Error, bodyLimitBytes: number, request: { readonly id: string; readonly log: FastifyBaseLogger }): ApiError {
+  const apiError = apiErrorFor(error, bodyLimitBytes);
+  if (apiError) return apiError;
+  request.log.error({ err: error }, 'unexpected error');
+  return new ApiError('server_error', `The server had an error while processing your request (request id ${request.id}).`);
+}
+
+/** What the journal keeps of an error answer: its envelope, and the client-loop mistake it names. */
+export function errorJournal(apiError: ApiError): JournalDetails {
+  const envelope = apiError.toEnvelope();
+  return {
+    error: envelope.error as { code: string; type: string; message: string; param: string | null },
+    ...((API_ERRORS[apiError.code] as ApiErrorDefinition).clientLoop ? { client_loop: { rejected: apiError.code, tolerated: [] } } : {}),
+  };
+}
+
 /**
  * Answers every error a request meets after routing, and every unrouted request, in OpenAI's
  * envelope, and notes the error (and a client-loop violation) in the request's journal entry.
  */
 export function registerErrorHandlers(app: FastifyInstance, options: { readonly bodyLimitBytes: number; readonly journal: Pick<JournalRecorder, 'note'> }): void {
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {
-    let apiError = apiErrorFor(error, options.bodyLimitBytes);
-    if (!apiError) {
-      request.log.error({ err: error }, 'unexpected error');
-      apiError = new ApiError('server_error', `The server had an error while processing your request (request id ${request.id}).`);
-    }
-    const envelope = apiError.toEnvelope();
-    options.journal.note(request, {
-      error: envelope.error as { code: string; type: string; message: string; param: string | null },
-      ...((API_ERRORS[apiError.code] as ApiErrorDefinition).clientLoop ? { client_loop: { rejected: apiError.code, tolerated: [] } } : {}),
-    });
-    return reply.status(apiError.status).headers(apiError.headers).send(envelope);
+    const apiError = answerableError(error, options.bodyLimitBytes, request);
+    options.journal.note(request, errorJournal(apiError));
+    return reply.status(apiError.status).headers(apiError.headers).send(apiError.toEnvelope());
   });
 
   app.setNotFoundHandler((request) => {
@@ -59,7 +69,8 @@ export function registerErrorHandlers(app: FastifyInstance, options: { readonly 
   });
 }
 
-function unknownUrl(request: { readonly method: string; readonly url: string }): ApiError {
+/** A path no route serves (or a method it does not take). */
+export function unknownUrl(request: { readonly method: string; readonly url: string }): ApiError {
   return new ApiError('unknown_url', `Invalid URL (${request.method} ${request.url.split('?')[0]}).`);
 }
 

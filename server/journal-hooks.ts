@@ -18,6 +18,12 @@ export interface JournalRecorder {
   recordStream(request: FastifyRequest, reply: FastifyReply): void;
   /** Records how a background response ended, as an entry of its own. */
   recordBackground(details: JournalDetails & { readonly requestId: string; readonly status: number }): void;
+  /**
+   * Records a request that came as a WebSocket message (a `response.create` event), as an entry
+   * of its own with `method: "WS"`: the upgrade is one HTTP request for all of them. `status` is
+   * the HTTP status the same request would have had.
+   */
+  recordSocketMessage(details: JournalDetails & { readonly requestId: string; readonly path: string; readonly status: number; readonly durationMs: number }): void;
 }
 
 /**
@@ -51,5 +57,7 @@ export function journalRequests(app: FastifyInstance, journal: RequestJournal): 
     recordStream: (request, reply) => record(request, reply.raw.statusCode, reply.elapsedTime),
     recordBackground: ({ requestId, status, ...details }) =>
       journal.record({ request_id: requestId, at: new Date().toISOString(), method: 'BACKGROUND', path: `/v1/responses/${requestId}`, status, duration_ms: 0, ...details }),
+    recordSocketMessage: ({ requestId, path, status, durationMs, ...details }) =>
+      journal.record({ request_id: requestId, at: new Date().toISOString(), method: 'WS', path, status, duration_ms: Math.round(durationMs * 1000) / 1000, ...details }),
   };
 }

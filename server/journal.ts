@@ -1,6 +1,6 @@
 import type { Knobs } from '../schemas/knobs.ts';
 import type { ProgramTrace } from './conversation/turn.ts';
-import type { StreamReport } from './streaming/sse-writer.ts';
+import type { StreamReport } from './streaming/paced-events.ts';
 
 /** One request as the journal keeps it: what came in, what went out, and what programs did. */
 export interface JournalEntry {

@@ -1,25 +1,22 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Knobs } from '../../schemas/knobs.ts';
-import { CreateResponseRequest, InputItemsQuery, RetrieveResponseQuery } from '../../schemas/request.ts';
+import { InputItemsQuery, RetrieveResponseQuery, type CreateResponseRequest } from '../../schemas/request.ts';
 import type { DeletedResponse, ResponseObject } from '../../schemas/response.ts';
 import { ApiError } from '../api-error.ts';
 import type { BackgroundResponses } from '../background.ts';
-import type { TurnGate, TurnPriority } from '../turn-gate.ts';
+import type { TurnGate } from '../turn-gate.ts';
 import type { ClientChecks } from '../config.ts';
-import { inputItems } from '../conversation/history.ts';
-import { MCP_APPROVAL } from '../conversation/tool-kinds.ts';
-import { finishResponse, prepareResponse, type PreparedResponse, type RespondDeps, type ResponseRequest } from '../conversation/respond.ts';
-import { newId } from '../ids.ts';
+import { prepareResponse, type PreparedResponse, type RespondDeps } from '../conversation/respond.ts';
 import { listedItem } from '../listed-item.ts';
 import type { JournalDetails } from '../journal.ts';
 import { knobsFromHeaders, retryCountOf } from '../knobs.ts';
-import { parseOrThrow, refuseTooManyInputItems } from '../request-validation.ts';
-import { withoutSecrets } from '../response-object.ts';
+import { parseOrThrow } from '../request-validation.ts';
 import { responseNotFound, storedOrNotFound } from '../stored-response.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
 import { responseEvents } from '../streaming/response-events.ts';
 import { deltaChunks } from '../streaming/delta-chunks.ts';
 import { writeEventStream } from '../streaming/sse-writer.ts';
+import { CLIENT_CHECKS_HEADER, clientChecksFor, createBodyOf, finishedJournal, requestJournal, respondInPlace, responseRequest, turnPriority, type RequestSettings } from './create-response.ts';
 
 export interface ResponsesRouteDeps {
   readonly store: ResponseStore;
@@ -33,18 +30,6 @@ export interface ResponsesRouteDeps {
   readonly note: (request: FastifyRequest, details: JournalDetails) => void;
   /** Records a request whose reply was written by hand (a stream), in place of the onResponse hook. */
   readonly recordStream: (request: FastifyRequest, reply: FastifyReply) => void;
-}
-
-const CLIENT_CHECKS_HEADER = 'x-ptc-client-checks';
-
-function clientChecksFor(header: string | string[] | undefined, fallback: ClientChecks): ClientChecks {
-  if (header === undefined) return fallback;
-  if (header === 'strict' || header === 'lenient') return header;
-  throw new ApiError('invalid_value', `Invalid value for header '${CLIENT_CHECKS_HEADER}': ${JSON.stringify(header)}. Supported values are: 'strict', 'lenient'.`, CLIENT_CHECKS_HEADER);
-}
-
-function flatHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | undefined> {
-  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value]));
 }
 
 /**
@@ -67,67 +52,30 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
   }
 
   app.post('/v1/responses', async (request, reply) => {
-    refuseTooManyInputItems(request.body, deps.maxInputItems);
-    const body = parseOrThrow(CreateResponseRequest, request.body);
-    deps.note(request, { model: body.model, store: body.store !== false, stream: body.stream === true, background: body.background === true });
+    const body = createBodyOf(request.body, deps.maxInputItems);
+    deps.note(request, requestJournal(body, body.stream === true));
     const headerKnobs = knobsFromHeaders(request.headers);
     if (body.background && body.store === false) {
       throw new ApiError('invalid_value', 'background: true needs store: true: a background response is read back with GET /v1/responses/{id}.', 'background');
     }
+    const retryCount = retryCountOf(request.headers);
+    const settings = { headerKnobs, clientChecks: clientChecksFor(request.headers[CLIENT_CHECKS_HEADER], deps.clientChecks), retryCount };
     // A place among the turns allowed to run, or a 429 now when too many already wait.
-    const place = deps.gate.enter(turnPriority(body, request));
-    if (body.background) return acceptBackground(request, reply, body, headerKnobs, place);
+    const place = deps.gate.enter(turnPriority(body, retryCount));
+    if (body.background) return acceptBackground(request, reply, body, settings, place);
 
-    let response: ResponseObject;
-    let knobs: Knobs;
-    const release = await place;
-    try {
-      const prepared = await prepareResponse(responseRequest(request, body, headerKnobs), deps.respond);
-      const finished = await finishResponse(prepared, deps.respond);
-      ({ response, knobs } = finished);
-      deps.note(request, {
-        response_id: response.id,
-        response_status: response.status,
-        output: response.output.map((item) => item.type),
-        programs: finished.turn.trace,
-        knobs,
-        client_loop: { tolerated: finished.turn.tolerated },
-        ...(body.store !== false ? { request: { ...body, ...(body.tools ? { tools: body.tools.map(withoutSecrets) } : {}) }, response } : {}),
-      });
-    } finally {
-      // Streaming the result back does not hold a place.
-      release();
-    }
-    if (!body.stream) return response;
-    await stream(request, reply, response, knobs);
+    const finished = await respondInPlace(responseRequest(request, body, settings), place, deps.respond);
+    deps.note(request, finishedJournal(body, finished));
+    if (!body.stream) return finished.response;
+    await stream(request, reply, finished.response, finished.knobs);
     return reply;
   });
 
-  /** Work under way (tool outputs to deliver, a stored conversation, a retry) goes before new conversations. */
-  function turnPriority(body: CreateResponseRequest, request: FastifyRequest): TurnPriority {
-    const continues = typeof body.input !== 'string' && (body.input ?? []).some((item) => item.type.endsWith('_output') || item.type === MCP_APPROVAL.response.type);
-    return continues || body.previous_response_id || retryCountOf(request.headers) > 0 ? 'in_progress' : 'new';
-  }
-
-  function responseRequest(request: FastifyRequest, body: CreateResponseRequest, headerKnobs: Knobs): ResponseRequest {
-    return {
-      id: newId('resp'),
-      createdAt: Math.floor(Date.now() / 1000),
-      body,
-      newInput: inputItems(body.input),
-      headers: flatHeaders(request.headers),
-      headerKnobs,
-      retryCount: retryCountOf(request.headers),
-      clientChecks: clientChecksFor(request.headers[CLIENT_CHECKS_HEADER], deps.clientChecks),
-      log: request.log,
-    };
-  }
-
   /** Checks a background request like any other, stores it queued, and leaves its turn to a job that waits for `place`. */
-  async function acceptBackground(request: FastifyRequest, reply: FastifyReply, body: CreateResponseRequest, headerKnobs: Knobs, place: Promise<() => void>) {
+  async function acceptBackground(request: FastifyRequest, reply: FastifyReply, body: CreateResponseRequest, settings: RequestSettings, place: Promise<() => void>) {
     let prepared: PreparedResponse;
     try {
-      prepared = await prepareResponse(responseRequest(request, body, headerKnobs), deps.respond);
+      prepared = await prepareResponse(responseRequest(request, body, settings), deps.respond);
     } catch (error) {
       void place.then((release) => release());
       throw error;

@@ -1,0 +1,434 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
+import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
+import type { ResponsesStreamMessage } from 'openai/resources/responses/internal-base';
+import type { Response, ResponseErrorEvent, ResponseInputItem, ResponsesClientEvent, ResponsesServerEvent, ResponseStreamEvent } from 'openai/resources/responses/responses';
+import { ResponsesWS, type ResponsesWSClientOptions } from 'openai/resources/responses/ws';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { CreateResponseRequest } from '../schemas/request.ts';
+import { buildServer } from '../server/app.ts';
+import type { ScenarioFile } from '../server/model/scenario-model.ts';
+import type { SocketErrorEvent } from '../server/routes/responses-ws.ts';
+import { rejectionOf } from './support/api-errors.ts';
+import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
+import { startServer, type RunningServer } from './support/server.ts';
+
+// WebSocket mode through the SDK's own ResponsesWS: `response.create` in, the events of the
+// same request's Server-Sent Events out, errors as `error` events on a socket that stays open.
+
+// Compile-time: the error event is one the SDK types, and a client event's body is a create body.
+type IsAssignable<From, To> = [From] extends [To] ? true : false;
+const errorEventFits: IsAssignable<SocketErrorEvent, ResponseErrorEvent> = true;
+const clientEventFits: IsAssignable<Omit<ResponsesClientEvent, 'type'>, Partial<Record<keyof CreateResponseRequest, unknown>>> = true;
+void [errorEventFits, clientEventFits];
+
+const MODEL = 'ptc-emulator';
+const SCENARIOS: ScenarioFile = {
+  rules: [
+    { match: { user: 'plain message' }, message: 'Here is a plain answer, long enough to travel as several deltas over the stream.' },
+    { match: { user: 'with reasoning' }, reasoning: 'The user wants a short answer; one sentence will do.', message: 'Short answer.' },
+    { match: { user: 'two pauses' }, program: 'const a = await tools.get_a({ step: 1 }); const b = await tools.get_b({ step: 2, a }); text(`${a} then ${b}`);', message: 'The program said: {{result}}' },
+  ],
+};
+const TOOLS = programTools('get_a', 'get_b');
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
+/** A ResponsesWS whose messages a test reads in order; every one opened is closed after its test. */
+class TestSocket {
+  readonly ws: ResponsesWS;
+  readonly #messages: AsyncIterableIterator<ResponsesStreamMessage>;
+
+  constructor(client: OpenAI, options?: ResponsesWSClientOptions) {
+    this.ws = new ResponsesWS(client, options);
+    // Errors reach the test through the iterator; this listener keeps a late one (after the
+    // iterator ended) from becoming an unhandled rejection inside the SDK.
+    this.ws.on('error', () => {});
+    this.#messages = this.ws.stream();
+    opened.push(this);
+  }
+
+  /** The next message other than the socket's lifecycle (`connecting`, `open`). */
+  async next(timeoutMs = 10_000): Promise<ResponsesStreamMessage> {
+    for (;;) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no message on the socket within ${timeoutMs} ms`)), timeoutMs);
+      });
+      const result = await Promise.race([this.#messages.next(), timeout]).finally(() => clearTimeout(timer));
+      if (result.done) throw new Error('the socket closed');
+      if (result.value.type === 'connecting' || result.value.type === 'open') continue;
+      return result.value;
+    }
+  }
+
+  /** Sends a response.create and reads its events up to the terminal one. */
+  async create(body: Omit<ResponsesClientEvent, 'type'>): Promise<ResponsesServerEvent[]> {
+    this.ws.send({ type: 'response.create', ...body });
+    return this.events();
+  }
+
+  /** The events of the next request, up to its terminal event. */
+  async events(): Promise<ResponsesServerEvent[]> {
+    const events: ResponsesServerEvent[] = [];
+    for (;;) {
+      const message = await this.next();
+      if (message.type !== 'message') throw new Error(`expected an event, got ${JSON.stringify(message).slice(0, 500)}`);
+      events.push(message.message);
+      if (TERMINAL.has(message.message.type)) return events;
+    }
+  }
+
+  /** The error event the next request is answered with. */
+  async error(): Promise<SocketErrorEvent> {
+    const message = await this.next();
+    if (message.type !== 'error') throw new Error(`expected an error, got ${JSON.stringify(message).slice(0, 500)}`);
+    return message.error.error as unknown as SocketErrorEvent;
+  }
+
+  /** Waits for the socket to close (after closing it, or the server's doing). */
+  async closed(): Promise<{ code: number; reason: string }> {
+    for (;;) {
+      const message = await this.next();
+      if (message.type === 'close') return { code: message.code, reason: message.reason };
+    }
+  }
+
+  get isOpen(): boolean {
+    return this.ws.socket.readyState === 1;
+  }
+}
+
+const opened: TestSocket[] = [];
+afterEach(async () => {
+  // However the test ended, no socket stays open.
+  for (const socket of opened.splice(0)) {
+    if (socket.ws.socket.readyState === 0 || socket.ws.socket.readyState === 1) {
+      const closed = new Promise((resolve) => socket.ws.socket.on('close', resolve));
+      if (socket.ws.socket.readyState === 1) socket.ws.close();
+      else socket.ws.socket.platformSocket.terminate();
+      await closed;
+    }
+  }
+});
+
+/** The terminal event's Response. */
+function finalResponse(events: readonly ResponsesServerEvent[]): Response {
+  const last = events.at(-1)!;
+  if (!('response' in last) || !TERMINAL.has(last.type)) throw new Error(`no terminal event: ${last.type}`);
+  return last.response;
+}
+
+/** The same request's Server-Sent Events, through the SDK. */
+async function sseEvents(client: OpenAI, body: Omit<ResponsesClientEvent, 'type'>): Promise<ResponseStreamEvent[]> {
+  const events: ResponseStreamEvent[] = [];
+  for await (const event of await client.responses.create({ ...(body as OpenAI.Responses.ResponseCreateParamsNonStreaming), stream: true })) events.push(event);
+  return events;
+}
+
+/** What an event says apart from the ids, times and seals that differ between two responses. */
+function shapeOf(event: ResponsesServerEvent | ResponseStreamEvent): unknown {
+  const { type, sequence_number } = event as { type: string; sequence_number: number };
+  const delta = 'delta' in event ? event.delta : undefined;
+  const item = 'item' in event ? (event.item as { type: string; status?: string }) : undefined;
+  return { type, sequence_number, delta, item: item && { type: item.type, status: item.status } };
+}
+
+let server: RunningServer;
+beforeAll(async () => {
+  server = await startServer({ scenarios: SCENARIOS });
+});
+afterAll(async () => {
+  await server.close();
+});
+
+describe('WebSocket mode', () => {
+  it('connects at the Responses URL and answers response.create with the events SSE sends for the same request', async () => {
+    const socket = new TestSocket(server.client);
+    expect(socket.ws.url.href).toBe(`${server.baseURL.replace(/^http/, 'ws')}/responses`);
+    const bodies: Omit<ResponsesClientEvent, 'type'>[] = [
+      { model: MODEL, input: 'plain message', tools: TOOLS },
+      { model: MODEL, input: 'with reasoning', tools: TOOLS },
+      { model: MODEL, input: 'two pauses', tools: TOOLS },
+      // Cut short: response.incomplete is its terminal event.
+      { model: MODEL, input: 'plain message', max_output_tokens: 4 },
+    ];
+    const terminals: string[] = [];
+    for (const body of bodies) {
+      const overSocket = await socket.create(body);
+      terminals.push(overSocket.at(-1)!.type);
+      const overSse = await sseEvents(server.client, body);
+      expect(overSocket.map(shapeOf)).toEqual(overSse.map(shapeOf));
+      expect(overSocket.map((event) => event.sequence_number)).toEqual(overSocket.map((_, index) => index));
+      expect(overSocket[0]!.type).toBe('response.created');
+      expect(overSocket.filter((event) => TERMINAL.has(event.type))).toHaveLength(1);
+      // The terminal event carries the Response the server stored.
+      const response = finalResponse(overSocket);
+      expect(JSON.parse(JSON.stringify(await server.client.responses.retrieve(response.id)))).toMatchObject(JSON.parse(JSON.stringify({ ...response, output_text: undefined })));
+    }
+    expect(terminals).toEqual(['response.completed', 'response.completed', 'response.completed', 'response.incomplete']);
+  });
+
+  it('serves the requests of one socket one after another, in the order they were sent', async () => {
+    const socket = new TestSocket(server.client);
+    // Sent together, before the first is answered (the SDK queues them until the socket opens).
+    for (const input of ['plain message', 'with reasoning', 'plain message']) socket.ws.send({ type: 'response.create', model: MODEL, input });
+    const turns = [await socket.events(), await socket.events(), await socket.events()];
+    expect(turns.map((events) => finalResponse(events).output.map((item) => item.type))).toEqual([['message'], ['reasoning', 'message'], ['message']]);
+    for (const events of turns) expect(events.map((event) => event.sequence_number)).toEqual(events.map((_, index) => index));
+  });
+
+  it('continues a paused program on the same socket with previous_response_id', async () => {
+    const socket = new TestSocket(server.client);
+    const first = finalResponse(await socket.create({ model: MODEL, input: inlineProgram('const a = await tools.get_a({}); text(`got ${a}`);'), tools: TOOLS }));
+    const [call] = functionCallsOf(first);
+    expect(call?.caller).toMatchObject({ type: 'program' });
+    const second = finalResponse(
+      await socket.create({ model: MODEL, previous_response_id: first.id, tools: TOOLS, input: [{ type: 'function_call_output', call_id: call!.call_id, output: '42', caller: call!.caller ?? null }] }),
+    );
+    expect(second.status).toBe('completed');
+    expect(programOutputOf(second)?.result).toBe('got 42');
+  });
+
+  it('continues a paused program on the same socket with store: false, the client resending every item', async () => {
+    const socket = new TestSocket(server.client);
+    const user: ResponseInputItem = { role: 'user', content: inlineProgram('const [a, b] = await Promise.all([tools.get_a({}), tools.get_b({})]); text(a + b);') };
+    const first = finalResponse(await socket.create({ model: MODEL, store: false, input: [user], tools: TOOLS }));
+    const calls = functionCallsOf(first);
+    expect(calls).toHaveLength(2);
+    const outputs: ResponseInputItem[] = calls.map((call, index) => ({ type: 'function_call_output', call_id: call.call_id, output: `<${index}>`, caller: call.caller ?? null }));
+    const second = finalResponse(await socket.create({ model: MODEL, store: false, input: [user, ...toResponseInputItems(first.output), ...outputs], tools: TOOLS }));
+    expect(programOutputOf(second)?.result).toBe('<0><1>');
+    // Nothing was stored.
+    await expect(rejectionOf(server.client.responses.retrieve(second.id))).resolves.toMatchObject({ status: 404 });
+  });
+
+  it('continues a store: false response by previous_response_id on the socket that made it, sending only the new items', async () => {
+    const socket = new TestSocket(server.client);
+    const first = finalResponse(await socket.create({ model: MODEL, store: false, input: 'two pauses', tools: TOOLS }));
+    const [a] = functionCallsOf(first);
+    const second = finalResponse(
+      await socket.create({ model: MODEL, store: false, previous_response_id: first.id, tools: TOOLS, input: [{ type: 'function_call_output', call_id: a!.call_id, output: 'A', caller: a!.caller ?? null }] }),
+    );
+    const [b] = functionCallsOf(second);
+    expect(JSON.parse(b!.arguments)).toEqual({ step: 2, a: 'A' });
+    const answerB: ResponseInputItem[] = [{ type: 'function_call_output', call_id: b!.call_id, output: 'B', caller: b!.caller ?? null }];
+    // Another socket holds nothing of it, and neither does the store.
+    const other = new TestSocket(server.client);
+    other.ws.send({ type: 'response.create', model: MODEL, store: false, previous_response_id: second.id, input: answerB, tools: TOOLS });
+    expect(await other.error()).toMatchObject({ code: 'previous_response_not_found', param: 'previous_response_id' });
+    // A store: true request may not continue it: its response could not be continued from the store.
+    socket.ws.send({ type: 'response.create', model: MODEL, previous_response_id: second.id, input: answerB, tools: TOOLS });
+    expect(await socket.error()).toMatchObject({ code: 'previous_response_not_found' });
+    // The socket still holds it after those errors.
+    const third = finalResponse(await socket.create({ model: MODEL, store: false, previous_response_id: second.id, tools: TOOLS, input: answerB }));
+    expect(programOutputOf(third)?.result).toBe('A then B');
+    expect(third.previous_response_id).toBe(second.id);
+    // Only the latest response is held.
+    socket.ws.send({ type: 'response.create', model: MODEL, store: false, previous_response_id: first.id, input: 'again', tools: TOOLS });
+    expect(await socket.error()).toMatchObject({ code: 'previous_response_not_found' });
+  });
+
+  it('holds a store: false response only while its conversation fits in one request (PTC_MAX_INPUT_ITEMS)', async () => {
+    const small = await startServer({ scenarios: SCENARIOS, config: { maxInputItems: 4 } });
+    try {
+      const socket = new TestSocket(small.client);
+      // user message + program + call: 3 items, held.
+      const first = finalResponse(await socket.create({ model: MODEL, store: false, input: inlineProgram('text(await tools.get_a({}) + await tools.get_b({}))'), tools: TOOLS }));
+      const [a] = functionCallsOf(first);
+      // + output, call: 5 items, over the bound: not held.
+      const second = finalResponse(
+        await socket.create({ model: MODEL, store: false, previous_response_id: first.id, tools: TOOLS, input: [{ type: 'function_call_output', call_id: a!.call_id, output: '1', caller: a!.caller ?? null }] }),
+      );
+      const [b] = functionCallsOf(second);
+      socket.ws.send({ type: 'response.create', model: MODEL, store: false, previous_response_id: second.id, tools: TOOLS, input: [{ type: 'function_call_output', call_id: b!.call_id, output: '2', caller: b!.caller ?? null }] });
+      expect(await socket.error()).toMatchObject({ code: 'previous_response_not_found' });
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('answers a request that fails with an error event carrying the HTTP error, and serves the next request on the same socket', async () => {
+    const socket = new TestSocket(server.client);
+    const cases: { body: Record<string, unknown> }[] = [
+      { body: { model: MODEL, input: 'plain message', bogus: 1 } },
+      { body: { model: MODEL, input: 'plain message', previous_response_id: 'resp_nowhere' } },
+      { body: { input: 'plain message' } },
+    ];
+    for (const { body } of cases) {
+      socket.ws.send({ type: 'response.create', ...body } as ResponsesClientEvent);
+      const event = await socket.error();
+      const http = (await rejectionOf(server.client.responses.create(body as never))) as InstanceType<typeof OpenAI.APIError>;
+      const envelope = http.error as { code: string; message: string; param: string | null; type: string };
+      expect(event).toEqual({ type: 'error', sequence_number: 0, code: envelope.code, message: envelope.message, param: envelope.param, status: http.status, error: envelope });
+      expect(socket.isOpen).toBe(true);
+    }
+    expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
+  });
+
+  it('answers a message that is not JSON, not an object, or not a response.create with an error event too', async () => {
+    const socket = new TestSocket(server.client);
+    const sent: [string | Uint8Array, Partial<SocketErrorEvent>][] = [
+      ['{"type": "response.create",', { code: 'invalid_json' }],
+      ['', { code: 'invalid_json' }],
+      ['[1, 2]', { code: 'invalid_json' }],
+      ['{"type": "response.create", "__proto__": {"model": "m"}}', { code: 'invalid_json' }],
+      [JSON.stringify({ type: 'response.cancel', response_id: 'resp_x' }), { code: 'invalid_value', param: 'type' }],
+      [JSON.stringify({ model: MODEL }), { code: 'invalid_value', param: 'type' }],
+      [new TextEncoder().encode(JSON.stringify({ type: 'response.create', model: MODEL })), { code: 'invalid_json' }],
+      [JSON.stringify({ type: 'response.create', model: MODEL, background: true }), { code: 'invalid_value', param: 'background' }],
+    ];
+    for (const [data, expected] of sent) {
+      socket.ws.sendRaw(data);
+      expect(await socket.error()).toMatchObject({ type: 'error', status: 400, ...expected });
+    }
+    expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
+  });
+
+  it('refuses a bad API key at the upgrade, which the SDK reports as an error and a closed socket', async () => {
+    const guarded = await startServer({ scenarios: SCENARIOS, config: { apiKey: 'the-key' } });
+    try {
+      const refused = new TestSocket(new OpenAI({ apiKey: 'not-the-key', baseURL: guarded.baseURL }));
+      const message = await refused.next();
+      expect(message.type).toBe('error');
+      expect(message.type === 'error' && message.error.message).toContain('401');
+      expect((await refused.closed()).code).toBe(1006);
+      const journal = (await guarded.client.get('/emulator/journal')) as { data: { method: string; path: string; status: number; error?: { code: string } }[] };
+      expect(journal.data[0]).toMatchObject({ method: 'GET', path: '/v1/responses', status: 401, error: { code: 'invalid_api_key' } });
+      // The right key gets its socket.
+      const accepted = new TestSocket(guarded.client);
+      expect(finalResponse(await accepted.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
+    } finally {
+      await guarded.close();
+    }
+  });
+});
+
+describe('WebSocket mode: knobs, bounds and the journal', () => {
+  it('applies the knob headers of the upgrade to every request, and refuses the upgrade for a bad one', async () => {
+    const paced = new TestSocket(server.client, { headers: { 'x-ptc-event-latency-ms': '1', 'x-ptc-final-message': 'next' } });
+    const first = finalResponse(await paced.create({ model: MODEL, input: inlineProgram('text("done")'), tools: TOOLS }));
+    // final_message: next: the program's output without its message.
+    expect(first.output.map((item) => item.type)).toEqual(['program', 'program_output']);
+    const journal = (await server.client.get('/emulator/journal', { query: { limit: 5 } })) as { data: Record<string, unknown>[] };
+    const entry = journal.data.find((candidate) => candidate.response_id === first.id)!;
+    expect(entry).toMatchObject({ method: 'WS', path: '/v1/responses', status: 200, stream: true, knobs: { event_latency_ms: 1, final_message: 'next' }, output: ['program', 'program_output'] });
+    expect((entry.stream_report as { pauses_ms: number[] }).pauses_ms.every((pause) => pause === 1)).toBe(true);
+
+    const refused = new TestSocket(server.client, { headers: { 'x-ptc-no-such-knob': '1' } });
+    const message = await refused.next();
+    expect(message.type === 'error' && message.error.message).toContain('400');
+  });
+
+  it('ends the connection without a close frame after stream_cut_after events, every event before it delivered', async () => {
+    const socket = new TestSocket(server.client, { headers: { 'x-ptc-stream-cut-after': '3' } });
+    socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message' });
+    const received: string[] = [];
+    for (;;) {
+      const message = await socket.next();
+      if (message.type === 'close') {
+        expect(message.code).toBe(1006);
+        break;
+      }
+      if (message.type === 'message') received.push(message.message.type);
+    }
+    expect(received).toEqual(['response.created', 'response.in_progress', 'response.output_item.added']);
+  });
+
+  it('counts a simulated error toward error_times, so a client that sends its request again gets through', async () => {
+    const socket = new TestSocket(server.client, { headers: { 'x-ptc-error-status': '503', 'x-ptc-error-times': '2' } });
+    for (let attempt = 1; attempt <= 2; attempt += 1) {
+      socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message' });
+      expect(await socket.error()).toMatchObject({ code: 'simulated_error', status: 503, error: { type: 'server_error' } });
+    }
+    expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
+  });
+
+  it('closes the socket with 1009 for a message over PTC_BODY_LIMIT_BYTES', async () => {
+    const small = await startServer({ scenarios: SCENARIOS, config: { bodyLimitBytes: 4096 } });
+    try {
+      const socket = new TestSocket(small.client);
+      expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
+      socket.ws.send({ type: 'response.create', model: MODEL, input: 'x'.repeat(5000) });
+      expect((await socket.closed()).code).toBe(1009);
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('takes a place in the same turn gate as HTTP requests: server_busy when it is full', async () => {
+    const busy = await startServer({ scenarios: SCENARIOS, config: { maxConcurrentTurns: 1, maxQueuedTurns: 0 } });
+    try {
+      const running = busy.client.responses.create({ model: MODEL, input: 'plain message' }, { headers: { 'x-ptc-delay-ms': '500' } });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const socket = new TestSocket(busy.client);
+      socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message' });
+      expect(await socket.error()).toMatchObject({ code: 'server_busy', status: 429, error: { type: 'rate_limit_error' } });
+      await running;
+      expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
+    } finally {
+      await busy.close();
+    }
+  });
+
+  it('a client that closes mid-turn costs nothing after the turn: its place is freed, and the server serves others', async () => {
+    const busy = await startServer({ scenarios: SCENARIOS, config: { maxConcurrentTurns: 1, maxQueuedTurns: 4 } });
+    try {
+      const socket = new TestSocket(busy.client, { headers: { 'x-ptc-delay-ms': '500' } });
+      socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message' });
+      // A second request, waiting behind the first on the socket, is dropped with it.
+      socket.ws.send({ type: 'response.create', model: MODEL, input: 'with reasoning' });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      socket.ws.close();
+      // The server sees the client leave while the turn still runs, not after it.
+      await socket.closed();
+      const during = (await busy.client.get('/emulator/journal')) as { data: { method: string }[] };
+      expect(during.data.filter((entry) => entry.method === 'WS')).toEqual([]);
+      // The only place is taken until the turn ends, then free: this request waits for it.
+      expect((await busy.client.responses.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
+      const journal = (await busy.client.get('/emulator/journal')) as { data: { method: string; status: number; stream_report?: { events_sent: number } }[] };
+      const overSocket = journal.data.filter((entry) => entry.method === 'WS');
+      // The turn ran (and its response was stored), but none of its events were sent.
+      expect(overSocket).toHaveLength(1);
+      expect(overSocket[0]).toMatchObject({ status: 200 });
+      expect(overSocket[0]!.stream_report).toBeUndefined();
+    } finally {
+      await busy.close();
+    }
+  });
+
+  it('finishes the request a socket is serving when the server closes, then closes the socket with 1001', async () => {
+    const closing = await startServer({ scenarios: SCENARIOS });
+    let closed: Promise<void> | undefined;
+    try {
+      const socket = new TestSocket(closing.client, { headers: { 'x-ptc-delay-ms': '200' } });
+      socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message' });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      closed = closing.close();
+      expect(finalResponse(await socket.events()).status).toBe('completed');
+      expect((await socket.closed()).code).toBe(1001);
+    } finally {
+      await (closed ?? closing.close());
+    }
+  });
+
+  it('answers shutting_down while the server drains, then closes the socket with 1001', async () => {
+    const app = await buildServer({ logger: false, scenarios: SCENARIOS, config: { fingerprintKey: randomUUID(), store: 'memory', workers: 0 } });
+    try {
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      const client = new OpenAI({ apiKey: 'k', baseURL: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/v1`, maxRetries: 0 });
+      const socket = new TestSocket(client);
+      expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
+      app.drain();
+      socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message' });
+      expect(await socket.error()).toMatchObject({ code: 'shutting_down', status: 503 });
+      expect((await socket.closed()).code).toBe(1001);
+      // New sockets are refused at the upgrade.
+      const late = new TestSocket(client);
+      const message = await late.next();
+      expect(message.type === 'error' && message.error.message).toContain('503');
+    } finally {
+      await app.close();
+    }
+  });
+});
