@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
@@ -12,6 +15,7 @@ import type { ScenarioFile } from '../server/model/scenario-model.ts';
 import type { SocketErrorEvent } from '../server/routes/responses-ws.ts';
 import { rejectionOf } from './support/api-errors.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
+import { startTestRedis } from './support/redis.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 
 // WebSocket mode through the SDK's own ResponsesWS: `response.create` in, the events of the
@@ -429,6 +433,39 @@ describe('WebSocket mode: knobs, bounds and the journal', () => {
       expect(message.type === 'error' && message.error.message).toContain('503');
     } finally {
       await app.close();
+    }
+  });
+});
+
+describe.each(['memory', 'sqlite', 'redis'] as const)('WebSocket mode on the %s store', (store) => {
+  it('continues a paused program on one socket by previous_response_id and in a conversation, and what it stored reads back over HTTP', async ({ skip }) => {
+    const redis = store === 'redis' ? await startTestRedis() : undefined;
+    skip(store === 'redis' && !redis, 'no Redis available');
+    const dataDir = store === 'sqlite' ? mkdtempSync(join(tmpdir(), 'ptc-ws-store-')) : undefined;
+    const stored = await startServer({ scenarios: SCENARIOS, config: { store, ...(dataDir ? { dataDir } : {}), ...(redis ? { redisUrl: redis.url, redisPrefix: redis.keyPrefix } : {}) } });
+    try {
+      const socket = new TestSocket(stored.client);
+      const program = inlineProgram('const a = await tools.get_a({}); text(`got ${a}`);');
+      const first = finalResponse(await socket.create({ model: MODEL, input: program, tools: TOOLS }));
+      const [call] = functionCallsOf(first);
+      const output = (value: string): ResponseInputItem[] => [{ type: 'function_call_output', call_id: call!.call_id, output: value, caller: call!.caller ?? null }];
+      const second = finalResponse(await socket.create({ model: MODEL, previous_response_id: first.id, tools: TOOLS, input: output('42') }));
+      expect(programOutputOf(second)?.result).toBe('got 42');
+      expect((await stored.client.responses.retrieve(second.id)).previous_response_id).toBe(first.id);
+
+      const conversation = await stored.client.conversations.create();
+      const inConversation = finalResponse(await socket.create({ model: MODEL, conversation: conversation.id, input: program, tools: TOOLS }));
+      const [conversationCall] = functionCallsOf(inConversation);
+      const resumed = finalResponse(
+        await socket.create({ model: MODEL, conversation: conversation.id, tools: TOOLS, input: [{ type: 'function_call_output', call_id: conversationCall!.call_id, output: '7', caller: conversationCall!.caller ?? null }] }),
+      );
+      expect(programOutputOf(resumed)?.result).toBe('got 7');
+      const items = await stored.client.conversations.items.list(conversation.id, { order: 'asc', limit: 100 });
+      expect(items.data.map((item) => item.type)).toEqual(['message', 'program', 'function_call', 'function_call_output', 'program_output', 'message']);
+    } finally {
+      await stored.close();
+      await redis?.stop();
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
