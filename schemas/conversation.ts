@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { InputItemWithDefaultType, Metadata } from './request.ts';
+import { IncludeQuery, InputItemWithDefaultType, Metadata } from './request.ts';
 
 /** Items one request may add to a conversation (`POST /v1/conversations` and `…/items`), as the SDK's doc comments say. */
 export const MAX_ITEMS_PER_CONVERSATION_REQUEST = 20;
@@ -35,19 +35,17 @@ export const UpdateConversationRequest = z.strictObject({
 
 /** `POST /v1/conversations/{id}/items`. */
 export const CreateItemsRequest = z.strictObject({
-  items: NewItems,
+  items: NewItems.min(1),
 });
 
-/** `include`, accepted on every item route and not acted on (the emulator always includes what it has). */
-const Include = z.union([z.string(), z.array(z.string())]).optional();
 
 /** `GET /v1/conversations/{id}/items`. */
 export const ListItemsQuery = z.strictObject({
   after: z.string().optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
   order: z.enum(['asc', 'desc']).default('desc'),
-  include: Include,
+  ...IncludeQuery,
 });
 
 /** The query of the item routes other than listing. */
-export const ItemQuery = z.strictObject({ include: Include });
+export const ItemQuery = z.strictObject({ ...IncludeQuery });

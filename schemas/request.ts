@@ -83,12 +83,22 @@ export const CreateResponseRequest = z.strictObject({
 });
 export type CreateResponseRequest = z.infer<typeof CreateResponseRequest>;
 
+/**
+ * `include`, accepted on the routes that list or retrieve items and not acted on (the emulator
+ * always includes what it has). The SDK writes an array as `include[]=…`, a single value may
+ * come as `include=…`.
+ */
+export const IncludeQuery = {
+  include: z.union([z.string(), z.array(z.string())]).optional(),
+  'include[]': z.union([z.string(), z.array(z.string())]).optional(),
+};
+
 /** `GET /v1/responses/{id}/input_items` query. */
 export const InputItemsQuery = z.strictObject({
   after: z.string().optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
   order: z.enum(['asc', 'desc']).default('desc'),
-  include: z.union([z.string(), z.array(z.string())]).optional(),
+  ...IncludeQuery,
 });
 export type InputItemsQuery = z.infer<typeof InputItemsQuery>;
 
@@ -96,7 +106,7 @@ export type InputItemsQuery = z.infer<typeof InputItemsQuery>;
 export const RetrieveResponseQuery = z.strictObject({
   stream: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
   starting_after: z.coerce.number().int().min(-1).optional(),
-  include: z.union([z.string(), z.array(z.string())]).optional(),
+  ...IncludeQuery,
   include_obfuscation: z.enum(['true', 'false']).optional(),
 });
 

@@ -212,7 +212,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     recordStream: recorder.recordStream,
   });
   registerCompactAndCountRoutes(app, { store, sealingKeys, maxInputItems: config.maxInputItems });
-  registerConversationRoutes(app, store);
+  registerConversationRoutes(app, store, sealingKeys);
   registerJournalRoutes(app, journal);
   registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));
   registerIndexRoutes(app);

@@ -95,6 +95,8 @@ export class BackgroundResponses {
     this.#detach(
       id,
       async (signal) => {
+        // Cancelled or stopped, it lets its conversation go at once, not when it gets a place.
+        signal.addEventListener('abort', () => void releasePrepared(prepared), { once: true });
         const release = await place;
         try {
           const { response, knobs, turn } = await finishResponse(prepared, respond, { signal, onStart: () => put(buildResponse(id, body, createdAt, { status: 'in_progress' })) });

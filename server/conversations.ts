@@ -1,5 +1,7 @@
 import type { ConversationItem } from '../schemas/items.ts';
 import type { CreateResponseRequest } from '../schemas/request.ts';
+import type { SealingKeys } from '../runtime/index.ts';
+import { expandCompactions } from './conversation/compaction.ts';
 import { ApiError } from './api-error.ts';
 import type { ConversationStore } from './stores/conversation-store.ts';
 import type { ResponseStore } from './stores/response-store.ts';
@@ -17,6 +19,11 @@ export function conversationsOf(store: ResponseStore): ConversationStore {
     throw new ApiError('conversations_unsupported', "This server's response store keeps no conversations (a store given to buildServer() without a `conversations` member).", null);
   }
   return store.conversations;
+}
+
+/** The hosted refusal of a request while a response is being made in the conversation. */
+export function conversationLocked(): ApiError {
+  return new ApiError('conversation_locked', 'Another process is currently operating on this conversation. Please retry in a few seconds.', 'conversation');
 }
 
 /** The 404 for an id that names no conversation; `param` is where the id came from. */
@@ -42,4 +49,28 @@ export function refuseHeldIds(conversationId: string, held: ReadonlySet<string>,
 /** The hosted refusal of `conversation` and `previous_response_id` in one request. */
 export function bothConversationAndPrevious(): ApiError {
   return new ApiError('mutually_exclusive_parameters', "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.", 'conversation');
+}
+
+/**
+ * The longest item id a conversation keeps: its items are addressed by id in URL paths
+ * (`/v1/conversations/{id}/items/{item_id}`), which must be able to name every one.
+ */
+export const MAX_CONVERSATION_ITEM_ID_CHARS = 256;
+
+/**
+ * Refuses items that cannot join a conversation as they are, naming the first at `param[i]`:
+ * an id repeated within them, an id empty or longer than MAX_CONVERSATION_ITEM_ID_CHARS, a
+ * compaction item the emulator did not seal (it would make every later response in the
+ * conversation fail).
+ */
+export function refuseUnfitItems(items: readonly ConversationItem[], param: string, keys: SealingKeys): void {
+  const seen = new Set<string>();
+  items.forEach((item, index) => {
+    if (item.id.length === 0 || item.id.length > MAX_CONVERSATION_ITEM_ID_CHARS) {
+      throw new ApiError('invalid_value', `Invalid id at ${param}[${index}]: a conversation's item ids are 1 to ${MAX_CONVERSATION_ITEM_ID_CHARS} characters, this one has ${item.id.length}.`, `${param}[${index}].id`);
+    }
+    if (seen.has(item.id)) throw new ApiError('duplicate_item_id', `Duplicate item id '${item.id}': ${param}[${index}] repeats an earlier item of this request.`, `${param}[${index}].id`);
+    seen.add(item.id);
+  });
+  expandCompactions(items, keys, (index) => `${param}[${index}]`);
 }

@@ -130,6 +130,42 @@ describe.each(stores)('conversations on the %s store', (store, available) => {
     expectSdkError(await rejectionOf(client.conversations.items.list(created.id, { limit: 101 })), { code: 'invalid_value', param: 'limit' });
   });
 
+  test('include, as the SDK sends it (include[]=…), is accepted on every route that takes it', async () => {
+    const include = ['message.output_text.logprobs', 'code_interpreter_call.outputs'] as const;
+    const created = await client.conversations.create({ items: [{ type: 'message', role: 'user', content: 'x' }] });
+    const added = await client.conversations.items.create(created.id, { items: [{ type: 'message', role: 'user', content: 'y' }], include: [...include] });
+    const listed = await client.conversations.items.list(created.id, { include: [...include] });
+    expect(listed.data).toHaveLength(2);
+    expect(await client.conversations.items.retrieve(added.data[0]!.id!, { conversation_id: created.id, include: [...include] })).toEqual(added.data[0]);
+    const response = await client.responses.create({ model: 'm', input: 'hi' });
+    expect((await client.responses.retrieve(response.id, { include: [...include] })).id).toBe(response.id);
+    expect((await client.responses.inputItems.list(response.id, { include: [...include] })).data).toHaveLength(1);
+  });
+
+  test('items that cannot join a conversation are refused before anything is added, naming the item', async () => {
+    const conversation = await client.conversations.create();
+    // Two items of one request with one id: the conversation would keep one.
+    expectSdkError(
+      await rejectionOf(client.responses.create({ model: 'm', conversation: conversation.id, input: [{ role: 'user', content: 'A', id: 'msg_twice' }, { role: 'user', content: 'B', id: 'msg_twice' }] as never })),
+      { code: 'duplicate_item_id', param: 'input[1].id', mentions: ['msg_twice'] },
+    );
+    // A compaction item the emulator did not seal would make every later response here fail.
+    expectSdkError(await rejectionOf(client.conversations.items.create(conversation.id, { items: [{ type: 'compaction', id: 'cmp_forged', encrypted_content: 'opaque' }] })), {
+      code: 'invalid_value',
+      param: 'items[0].encrypted_content',
+      mentions: ['cmp_forged'],
+    });
+    expectSdkError(await rejectionOf(client.conversations.create({ items: [{ type: 'message', role: 'user', content: 'x', id: 'm'.repeat(257) } as never] })), {
+      code: 'invalid_value',
+      param: 'items[0].id',
+    });
+    expectSdkError(await rejectionOf(client.conversations.items.create(conversation.id, { items: [] })), { code: 'invalid_value', param: 'items' });
+    expect(await allItems(client, conversation.id)).toEqual([]);
+    // What a stored item of the conversation gets wrong is named as the conversation's.
+    const broken = await client.conversations.create({ items: [{ type: 'function_call_output', call_id: 'call_nope', output: 'x' }] });
+    expectSdkError(await rejectionOf(client.responses.create({ model: 'm', conversation: broken.id, input: 'go on' })), { code: 'tool_output_unknown_call', param: 'conversation' });
+  });
+
   test('a paused program in a conversation resumes from only the new outputs, and every item joins the conversation', async () => {
     const conversation = await client.conversations.create({ metadata: { run: store } });
     const tools = programTools('get');
@@ -213,7 +249,11 @@ describe.each(stores)('conversations on the %s store', (store, available) => {
       param: 'conversation',
       message: 'Another process is currently operating on this conversation. Please retry in a few seconds.',
     });
-    // Cancelled, it lets the conversation go (its job stops at once, then releases the lock).
+    // Items cannot be added meanwhile either: they would land before the response's.
+    expectSdkError(await rejectionOf(client.conversations.items.create(conversation.id, { items: [{ type: 'message', role: 'user', content: 'sneaked in' }] })), {
+      code: 'conversation_locked',
+    });
+    // Cancelled, it lets the conversation go (its job stops at once and releases the lock).
     await client.responses.cancel(waiting.id);
     let after: unknown;
     for (let attempt = 0; attempt < 200 && !(after && typeof after === 'object' && 'id' in after); attempt++) {

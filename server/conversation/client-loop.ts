@@ -67,9 +67,12 @@ export interface ConversationState {
  * The `param` naming an item of the conversation: `input[i]` when it is in this request's input
  * (which starts at `inputStart`), `previous_response_id` when it came from a stored response.
  */
-export function locateItem(index: number, inputStart: number): string {
+/** Where the items before a request's own input came from: the parameter that brought them. */
+export type StoredParam = 'previous_response_id' | 'conversation';
+
+export function locateItem(index: number, inputStart: number, storedParam: StoredParam = 'previous_response_id'): string {
   if (index < 0) return 'input';
-  return index < inputStart ? 'previous_response_id' : `input[${index - inputStart}]`;
+  return index < inputStart ? storedParam : `input[${index - inputStart}]`;
 }
 
 function messageText(content: string | readonly ContentPart[]): string {
@@ -94,12 +97,12 @@ function sameCaller(a: Caller | null | undefined, b: Caller | null | undefined):
  * program items present and in order. In `strict` mode (the default) each mistake is a 400
  * naming it; `lenient` lets through what can be resolved unambiguously and records it.
  */
-export function readConversation(items: readonly ConversationItem[], mode: ClientChecks, inputStart = 0): ConversationState {
+export function readConversation(items: readonly ConversationItem[], mode: ClientChecks, inputStart = 0, storedParam: StoredParam = 'previous_response_id'): ConversationState {
   const tolerated: string[] = [];
   /** Where an item is, for messages and `param`: `input[i]` of this request, or a stored item. */
   const locate = (index: number, field?: string): { where: string; param: string } => {
-    if (index < inputStart) return { where: `stored item ${items[index]?.id ?? index}`, param: locateItem(index, inputStart) };
-    const where = locateItem(index, inputStart);
+    if (index < inputStart) return { where: `stored item ${items[index]?.id ?? index}`, param: locateItem(index, inputStart, storedParam) };
+    const where = locateItem(index, inputStart, storedParam);
     return { where, param: field === undefined ? where : `${where}.${field}` };
   };
   const later = laterItems(items);

@@ -1,7 +1,8 @@
 import type { ConversationItem, InputItem } from '../../schemas/items.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';
 import { ApiError } from '../api-error.ts';
-import { bothConversationAndPrevious, CONVERSATION_LOCK_MS, conversationIdOf, conversationNotFound, conversationsOf, refuseHeldIds } from '../conversations.ts';
+import type { SealingKeys } from '../../runtime/index.ts';
+import { bothConversationAndPrevious, CONVERSATION_LOCK_MS, conversationIdOf, conversationLocked, conversationNotFound, conversationsOf, refuseHeldIds, refuseUnfitItems } from '../conversations.ts';
 import { newId } from '../ids.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
 import { MCP_APPROVAL, TOOL_KINDS } from './tool-kinds.ts';
@@ -55,7 +56,7 @@ export async function storedHistory(store: ResponseStore, previousResponseId: st
       // Its own input and output are only part of what it continued: the rest is the conversation's.
       throw new ApiError(
         'invalid_value',
-        `Response '${id}' was made in conversation '${madeIn}': continue it with conversation: '${madeIn}', not previous_response_id.`,
+        `Response '${id}' was made in conversation '${madeIn}': continue it with conversation: '${madeIn}', not previous_response_id (to compact it, send the conversation's items as input).`,
         'previous_response_id',
       );
     }
@@ -78,7 +79,7 @@ export interface ConversationTurn {
  * item repeats an id it holds, and takes its lock (a second response in the same conversation
  * meanwhile gets `conversation_locked`, as from the hosted API).
  */
-export async function enterConversation(store: ResponseStore, body: CreateResponseRequest, newInput: readonly ConversationItem[]): Promise<ConversationTurn | undefined> {
+export async function enterConversation(store: ResponseStore, body: CreateResponseRequest, newInput: readonly ConversationItem[], keys: SealingKeys): Promise<ConversationTurn | undefined> {
   const id = conversationIdOf(body);
   if (id === undefined) return undefined;
   if (body.previous_response_id) {
@@ -89,10 +90,11 @@ export async function enterConversation(store: ResponseStore, body: CreateRespon
   }
   const conversations = conversationsOf(store);
   const release = await conversations.lock(id, CONVERSATION_LOCK_MS);
-  if (!release) throw new ApiError('conversation_locked', 'Another process is currently operating on this conversation. Please retry in a few seconds.', 'conversation');
+  if (!release) throw conversationLocked();
   try {
     const history = await conversations.items(id);
     if (!history) throw conversationNotFound(id, 'conversation');
+    refuseUnfitItems(newInput, 'input', keys);
     refuseHeldIds(id, new Set(history.map((item) => item.id)), newInput, 'input');
     // A lock that cannot be released (the store went away) lapses after CONVERSATION_LOCK_MS:
     // that must not fail a response already made and added to the conversation.

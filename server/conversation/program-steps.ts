@@ -4,7 +4,7 @@ import type { ConversationItem, EmittedProgramOutput, McpApprovalRequestItem, Mc
 import { ApiError } from '../api-error.ts';
 import { callItemId, programOutputId } from '../ids.ts';
 import { callInput, describeCall, emittedCall, isServerCall, outputForProgram, sealedIdOf, type ProgramCallItem, type ServerCallItem } from './call-items.ts';
-import { callerLabel, locateItem, type ConversationState, type ProgramThread } from './client-loop.ts';
+import { callerLabel, locateItem, type ConversationState, type ProgramThread, type StoredParam } from './client-loop.ts';
 import { programBusy, type ProgramClaims } from './program-claims.ts';
 import { sealCall, sealedBatchEndOf, sealMatches, type CallAnswer, type SealedCall } from './call-seals.ts';
 import { answerServerCall, codeInterpreterAnswer, mcpCallAnswer, runMcpCall, type ServerCallServices } from './server-calls.ts';
@@ -137,6 +137,7 @@ export async function startProgram(
 export interface ResumeInput {
   readonly history: readonly ConversationItem[];
   readonly inputStart: number;
+  readonly storedParam: StoredParam;
   readonly state: ConversationState;
   readonly toolSet: ToolSet;
 }
@@ -197,7 +198,7 @@ export function sealedByUs(program: ProgramItem, sealingKeys: SealingKeys): bool
  */
 function prepareResume(thread: ProgramThread, input: ResumeInput, services: ProgramServices, record: StepRecorder, placement: PlacementBudget): PreparedResume | OutputItem[] {
   const { program } = thread;
-  const programParam = locateItem(input.history.indexOf(program as ConversationItem), input.inputStart);
+  const programParam = locateItem(input.history.indexOf(program as ConversationItem), input.inputStart, input.storedParam);
   let claims;
   try {
     claims = openFingerprint(program.fingerprint, services.sealingKeys);
@@ -264,7 +265,7 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
       throw new ApiError(
         'program_item_altered',
         `The ${describeCall(call)} is not call ${seq} of program ${program.call_id} as the program made it: its name, namespace, ${text ? 'input' : 'arguments'}${carried ? ', answer' : ''} or id were changed, or the program's calls were dropped, reordered or forged. Resend call items unchanged and in order.`,
-        locateItem(input.history.indexOf(call as ConversationItem), input.inputStart),
+        locateItem(input.history.indexOf(call as ConversationItem), input.inputStart, input.storedParam),
       );
     }
     let answer: CallAnswer;
@@ -287,7 +288,7 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
             throw new ApiError(
               'program_item_altered',
               `The mcp_call that ran after ${describeCall(call)} was approved is missing from the conversation; resend every output item in order.`,
-              locateItem(input.history.indexOf(decision as ConversationItem), input.inputStart),
+              locateItem(input.history.indexOf(decision as ConversationItem), input.inputStart, input.storedParam),
             );
           }
           approvedNow.push({ seq, tool, argumentsJson, requestId: call.id });
@@ -346,7 +347,7 @@ async function runResume(prepared: PreparedResume, input: ResumeInput, services:
  */
 function requireMcpOutput(call: McpCallItem & { id: string }, input: ResumeInput): void {
   if (call.output != null || call.error) return;
-  const at = locateItem(input.history.indexOf(call as ConversationItem), input.inputStart);
+  const at = locateItem(input.history.indexOf(call as ConversationItem), input.inputStart, input.storedParam);
   throw new ApiError(
     'missing_required_parameter',
     `${at}: ${describeCall(call)} was resent without its output, which its program needs to resume, and no stored response holds it (the response that made the call was created with store: false, or deleted). Resend the mcp_call with the output its response gave it.`,
@@ -399,7 +400,7 @@ function sealedAt(call: ServerCallItem, programCallId: string, seq: number, keys
 
 /** The 400 for a call of program `programCallId` resent with another caller, naming that caller. */
 function wrongCaller(item: ServerCallItem, seq: number, programCallId: string, input: ResumeInput): ApiError {
-  const at = locateItem(input.history.indexOf(item as ConversationItem), input.inputStart);
+  const at = locateItem(input.history.indexOf(item as ConversationItem), input.inputStart, input.storedParam);
   return new ApiError(
     item.caller ? 'caller_mismatch' : 'caller_missing',
     `${at}: the ${describeCall(item)} is call ${seq} of program ${programCallId}, but it was resent with ${item.caller ? `caller ${callerLabel(item.caller)}` : 'no caller'}. Resend it with the caller its response gave it, {type: "program", caller_id: "${programCallId}"}.`,
@@ -446,7 +447,7 @@ function checkApprovedCall(done: McpCallItem & { id: string }, request: McpAppro
     throw new ApiError(
       'program_item_altered',
       `The mcp_call for approval request ${request.id} is not the call the emulator made after the approval: its id, server_label, name, arguments or answer were changed. Resend call items unchanged.`,
-      locateItem(input.history.indexOf(done as ConversationItem), input.inputStart),
+      locateItem(input.history.indexOf(done as ConversationItem), input.inputStart, input.storedParam),
     );
   }
 }
@@ -458,7 +459,7 @@ function checkHostedShellOutput(callId: string, thread: ProgramThread, sealed: S
     throw new ApiError(
       'program_item_altered',
       `The shell_call_output for ${callId} is not the one the emulator made for the hosted shell: its output was changed, or it was sent without the id the response gave it (that id seals the output). Resend it unchanged, id included.`,
-      locateItem(input.history.indexOf(item as ConversationItem), input.inputStart),
+      locateItem(input.history.indexOf(item as ConversationItem), input.inputStart, input.storedParam),
     );
   }
 }

@@ -64,7 +64,7 @@ export interface PreparedResponse {
  */
 export async function prepareResponse(request: ResponseRequest, deps: RespondDeps): Promise<PreparedResponse> {
   const { body, newInput } = request;
-  const conversation = await enterConversation(deps.store, body, newInput);
+  const conversation = await enterConversation(deps.store, body, newInput, deps.services.sealingKeys);
   try {
     const { sealingKeys } = deps.services;
     // A compaction item is read as the items it holds (server/conversation/compaction.ts).
@@ -77,6 +77,7 @@ export async function prepareResponse(request: ResponseRequest, deps: RespondDep
         request: body,
         history: await withStoredMcpOutputs(deps.store, [...stored, ...input]),
         inputStart: stored.length,
+        storedParam: conversation ? 'conversation' : 'previous_response_id',
         clientChecks: request.clientChecks,
         headers: request.headers,
       },
@@ -117,6 +118,9 @@ export async function finishResponse(prepared: PreparedResponse, deps: RespondDe
     signal?.throwIfAborted();
     if (body.store !== false) await deps.store.put({ response, inputItems: request.newInput });
     if (prepared.conversation) {
+      // A background response cancelled while it was being stored adds nothing (the cancel
+      // has stored it cancelled, or is storing it).
+      signal?.throwIfAborted();
       // The response's input and output join the conversation once it has finished, as hosted.
       const added = await deps.store.conversations?.append(prepared.conversation.id, [...request.newInput, ...(response.output as ConversationItem[])]);
       if (!added) request.log.warn({ conversation: prepared.conversation.id, response: response.id }, 'the conversation was deleted while a response was made in it');

@@ -9,7 +9,7 @@ import { newCallId, newId } from '../ids.ts';
 import type { DirectCallDecision, ModelContext, ModelDecision } from '../model/model-decision.ts';
 import type { ModelStandIn } from '../model/stand-in.ts';
 import { callInput, emittedCall, waitsOnClient } from './call-items.ts';
-import { readConversation, type ConversationState } from './client-loop.ts';
+import { readConversation, type ConversationState, type StoredParam } from './client-loop.ts';
 import { APPLY_PATCH_PROGRAM_TOOL, SHELL_PROGRAM_TOOL } from './local-tools.ts';
 import { listMcpServers } from './mcp-listing.ts';
 import { resumePrograms, sealedByUs, startProgram, type ProgramServices, type StepRecorder } from './program-steps.ts';
@@ -34,6 +34,8 @@ export interface TurnInput {
   readonly history: readonly ConversationItem[];
   /** Where this request's own input starts in `history` (errors name items as `input[i]`). */
   readonly inputStart: number;
+  /** What brought the items before it: errors name that parameter. */
+  readonly storedParam: StoredParam;
   readonly clientChecks: ClientChecks;
   readonly headers: Readonly<Record<string, string | undefined>>;
 }
@@ -65,7 +67,7 @@ export interface PreparedTurn {
 
 /** Reads and checks the request's tools and conversation; every client-loop mistake is thrown here. */
 export async function prepareTurn(input: TurnInput, services: Pick<TurnServices, 'schemaBounds'>): Promise<PreparedTurn> {
-  const state = readConversation(input.history, input.clientChecks, input.inputStart);
+  const state = readConversation(input.history, input.clientChecks, input.inputStart, input.storedParam);
   // MCP servers listed earlier in the conversation bring their tools.
   const toolSet = withMcpListings(readToolSet(input.request.tools, state.loadedTools), state.mcpListings);
   await checkToolSchemas(toolSet, services.schemaBounds);
@@ -95,7 +97,7 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
   // program item with another conversation's call_id leaves that program as it was.
   for (const thread of state.programs) if (thread.closedBy && sealedByUs(thread.program, services.sealingKeys)) services.runtime.dispose(thread.program.call_id);
   const open = state.programs.filter((thread) => !thread.closedBy);
-  const resumed = await resumePrograms(open, { history: input.history, inputStart: input.inputStart, state, toolSet: turn.toolSet }, services, record);
+  const resumed = await resumePrograms(open, { history: input.history, inputStart: input.inputStart, storedParam: input.storedParam, state, toolSet: turn.toolSet }, services, record);
   for (const [index, items] of resumed.entries()) {
     output.push(...items);
     const programOutput = items.find((item): item is EmittedProgramOutput => item.type === 'program_output');

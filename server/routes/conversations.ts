@@ -10,7 +10,8 @@ import {
 } from '../../schemas/conversation.ts';
 import type { ConversationItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
-import { conversationNotFound, conversationsOf, refuseHeldIds } from '../conversations.ts';
+import type { SealingKeys } from '../../runtime/index.ts';
+import { CONVERSATION_LOCK_MS, conversationLocked, conversationNotFound, conversationsOf, refuseHeldIds, refuseUnfitItems } from '../conversations.ts';
 import { inputItems } from '../conversation/history.ts';
 import { newId } from '../ids.ts';
 import { listedItem } from '../listed-item.ts';
@@ -27,22 +28,18 @@ function itemList(items: readonly ConversationItem[], hasMore: boolean) {
   return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
 }
 
-/** Items a request adds, with ids; the first id the request itself repeats is a 400. */
-function newItems(items: Parameters<typeof inputItems>[0]): ConversationItem[] {
-  const withIds = inputItems(items);
-  const seen = new Set<string>();
-  withIds.forEach((item, index) => {
-    if (seen.has(item.id)) throw new ApiError('duplicate_item_id', `Duplicate item id '${item.id}': items[${index}] repeats an earlier item of this request.`, `items[${index}].id`);
-    seen.add(item.id);
-  });
-  return withIds;
-}
-
 /**
  * The Conversations API (`client.conversations.*` of the SDK 6.49.0): conversations with
  * metadata, and their items as the Responses API lists them, paged by cursor.
  */
-export function registerConversationRoutes(app: FastifyInstance, store: ResponseStore): void {
+export function registerConversationRoutes(app: FastifyInstance, store: ResponseStore, sealingKeys: SealingKeys): void {
+  /** Items a request adds, with ids, each fit to join a conversation. */
+  const newItems = (items: Parameters<typeof inputItems>[0]): ConversationItem[] => {
+    const withIds = inputItems(items);
+    refuseUnfitItems(withIds, 'items', sealingKeys);
+    return withIds;
+  };
+
   const found = async (conversations: ConversationStore, id: string): Promise<ConversationObject> => {
     const conversation = await conversations.get(id);
     if (!conversation) throw conversationNotFound(id);
@@ -81,8 +78,16 @@ export function registerConversationRoutes(app: FastifyInstance, store: Response
     const body = parseOrThrow(CreateItemsRequest, request.body ?? {});
     await found(conversations, id);
     const items = newItems(body.items);
-    refuseHeldIds(id, await conversations.existingIds(id, items.map((item) => item.id)), items, 'items');
-    if (!(await conversations.append(id, items))) throw conversationNotFound(id);
+    // Not while a response is being made in the conversation: its items would land before the
+    // response's, which never saw them, and an id the response adds too would be overwritten.
+    const release = await conversations.lock(id, CONVERSATION_LOCK_MS);
+    if (!release) throw conversationLocked();
+    try {
+      refuseHeldIds(id, await conversations.existingIds(id, items.map((item) => item.id)), items, 'items');
+      if (!(await conversations.append(id, items))) throw conversationNotFound(id);
+    } finally {
+      await release().catch(() => undefined);
+    }
     return itemList(items, false);
   });
 
