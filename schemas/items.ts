@@ -308,6 +308,17 @@ export const ReasoningItem = z.strictObject({
 });
 export type ReasoningItem = z.infer<typeof ReasoningItem>;
 
+/**
+ * A compaction item, as `POST /v1/responses/compact` returns it and a client sends it back: read
+ * as the items it holds (server/conversation/compaction.ts).
+ */
+export const CompactionItem = z.strictObject({
+  type: z.literal('compaction'),
+  id: z.string().nullish(),
+  encrypted_content: z.string(),
+  created_by: z.string().optional(),
+});
+
 /** Item types the SDK knows that the emulator keeps in the conversation without acting on. */
 export const KEPT_ITEM_TYPES = [
   'item_reference',
@@ -316,7 +327,6 @@ export const KEPT_ITEM_TYPES = [
   'computer_call_output',
   'web_search_call',
   'additional_tools',
-  'compaction',
   'compaction_trigger',
   'image_generation_call',
   'local_shell_call',
@@ -344,6 +354,7 @@ export const InputItem = z.discriminatedUnion('type', [
   ToolSearchCallItem,
   ToolSearchOutputItem,
   ReasoningItem,
+  CompactionItem,
   ...KEPT_ITEM_TYPES.map((type) => KeptItem.extend({ type: z.literal(type) })),
 ]);
 export type InputItem = z.infer<typeof InputItem>;

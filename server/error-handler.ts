@@ -80,6 +80,13 @@ export function unknownUrl(request: { readonly method: string; readonly url: str
  */
 export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const apiError = error.code === 'FST_ERR_BAD_URL' ? new ApiError('invalid_value', `The URL ${request.url} is not valid (malformed percent-encoding).`) : unknownUrl(request);
+  if (request.headers.upgrade !== undefined) {
+    // An upgrade request's socket has left the HTTP server (the WebSocket plugin took it) and
+    // these refusals come before the plugin's hooks, which would close it: close it here, or
+    // the client would wait on it for ever.
+    reply.header('connection', 'close');
+    reply.raw.once('finish', () => request.raw.socket?.destroy());
+  }
   void reply.status(apiError.status).header('x-request-id', request.id).send(apiError.toEnvelope());
 }
 

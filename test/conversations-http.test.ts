@@ -9,6 +9,8 @@ import type OpenAI from 'openai';
 import type { ConversationItem } from 'openai/resources/conversations/items';
 import { afterAll, afterEach, beforeEach, describe, expect, test } from 'vitest';
 import type { StoreKind } from '../server/stores/create-store.ts';
+import { MemoryResponseStore } from '../server/stores/memory-store.ts';
+import type { ResponseStore } from '../server/stores/response-store.ts';
 import { expectSdkError, rejectionOf } from './support/api-errors.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
 import { startTestRedis } from './support/redis.ts';
@@ -294,5 +296,22 @@ describe.each(stores)('conversations on the %s store', (store, available) => {
     server = await startServer({ config });
     const resumed = await server.client.responses.create({ model: 'm', conversation: conversation.id, input: [{ type: 'function_call_output', call_id: call!.call_id, output: 'after restart', caller: call!.caller ?? null }], tools });
     expect(programOutputOf(resumed)).toMatchObject({ status: 'completed', result: 'after restart' });
+  });
+});
+
+describe('a server built with a store of its own that keeps no conversations', () => {
+  test('answers the Conversations API and conversation on a response with a 400 saying so', async () => {
+    const memory = new MemoryResponseStore();
+    // What an embedder might write: responses only.
+    const store: ResponseStore = { get: (id) => memory.get(id), put: (stored) => memory.put(stored), delete: (id) => memory.delete(id), close: () => memory.close() };
+    const server = await startServer({ store });
+    try {
+      expectSdkError(await rejectionOf(server.client.conversations.create()), { code: 'conversations_unsupported', mentions: ['conversations'] });
+      expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', conversation: 'conv_x', input: 'hi' })), { code: 'conversations_unsupported' });
+      // Responses still work.
+      expect((await server.client.responses.create({ model: 'm', input: 'hi' })).status).toBe('completed');
+    } finally {
+      await server.close();
+    }
   });
 });

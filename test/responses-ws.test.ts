@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -467,5 +468,29 @@ describe.each(['memory', 'sqlite', 'redis'] as const)('WebSocket mode on the %s 
       await redis?.stop();
       if (dataDir) rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('an upgrade request the router refuses before any hook', () => {
+  it('is answered in the envelope and its connection closed, not left open (a malformed URL)', async () => {
+    const { port } = new URL(server.baseURL);
+    const answer = await new Promise<{ text: string; closed: boolean }>((resolve) => {
+      const socket = connect(Number(port), '127.0.0.1');
+      let text = '';
+      // A wide margin: the answer and the close come at once.
+      const timer = setTimeout(() => {
+        socket.destroy();
+        resolve({ text, closed: false });
+      }, 10_000);
+      socket.on('data', (chunk) => (text += chunk));
+      socket.on('close', () => {
+        clearTimeout(timer);
+        resolve({ text, closed: true });
+      });
+      socket.write('GET /%ff HTTP/1.1\r\nhost: x\r\nconnection: keep-alive, upgrade\r\nupgrade: websocket\r\n\r\n');
+    });
+    expect(answer.closed).toBe(true);
+    expect(answer.text).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer.text).toContain('"code":"invalid_value"');
   });
 });

@@ -50,7 +50,7 @@ function openCompaction(itemId: string, content: unknown, keys: SealingKeys, par
  */
 export function expandCompactions(items: readonly ConversationItem[], keys: SealingKeys, param: (index: number) => string): ConversationItem[] {
   if (!items.some((item) => item.type === 'compaction')) return [...items];
-  return items.flatMap((item, index) => (item.type === 'compaction' ? [...openCompaction(item.id, (item as { encrypted_content?: unknown }).encrypted_content, keys, param(index))] : [item]));
+  return items.flatMap((item, index) => (item.type === 'compaction' ? [...openCompaction(item.id, item.encrypted_content, keys, param(index))] : [item]));
 }
 
 /**
