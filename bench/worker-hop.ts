@@ -109,6 +109,30 @@ function recordedFrom(label: string, event: ProgramEvent): RecordedCall[] {
   }));
 }
 
+/** The peer bench's W3: 1,000 calls in 20 batches of 50, each batch a pause the engine resumes warm. */
+const LONG_RECORD_SPEC: ProgramSpec = {
+  code: 'let n = 0; for (let b = 0; b < 20; b++) { const r = await Promise.all(Array.from({ length: 50 }, (_, i) => tools.get({ b, i }))); n += r.length; } text(String(n))',
+  tools: [{ name: 'get', input: 'json', parseOutputAsJson: false }],
+  seed: 1,
+  clock: 0,
+  limits: DEFAULT_LIMITS,
+};
+
+/** Runs LONG_RECORD_SPEC to its end, every resume warm; the milliseconds it took. */
+async function longRecord(label: string, engine: ProgramEngine, programId: string): Promise<number> {
+  const started = performance.now();
+  let event = await engine.start(programId, LONG_RECORD_SPEC);
+  const recorded: RecordedCall[] = [];
+  while (event.type === 'paused') {
+    for (const call of event.calls) recorded.push({ tool: call.tool, argumentsJson: call.argumentsJson, output: '1' });
+    const resumed = await engine.resume(programId, LONG_RECORD_SPEC, recorded);
+    if (resumed.path !== 'warm') throw new Error(`${label}: expected every resume of the long record warm, got ${resumed.path}`);
+    event = resumed.event;
+  }
+  if (event.type !== 'completed' || event.result !== '1000') throw new Error(`${label}: expected the long record to complete with 1000, got ${JSON.stringify(event)}`);
+  return performance.now() - started;
+}
+
 function checkCompleted(label: string, result: { event: ProgramEvent; path: ResumePath }): void {
   if (result.path !== 'warm') throw new Error(`${label}: expected a warm resume, got ${result.path}`);
   if (result.event.type !== 'completed' || result.event.result !== SEED_EXPECTED_RESULT) {
@@ -149,7 +173,8 @@ export async function measureEngineHop(options: MeasureOptions, progress: (messa
         const finished = await engine.resume(programId, SEED_SPEC, recorded);
         const ended = performance.now();
         checkCompleted(label, finished);
-        return { 'start + resume': pausedAt - started + (ended - resumedAt), start: pausedAt - started, resume: ended - resumedAt };
+        const long = await longRecord(label, engine, `${programId}-long`);
+        return { 'start + resume': pausedAt - started + (ended - resumedAt), start: pausedAt - started, resume: ended - resumedAt, '1,000 calls, 20 warm resumes': long };
       },
     }));
     const samples = await roundRobin(targets, options);

@@ -17,7 +17,7 @@ import {
 } from './guest-protocol.ts';
 import { limitMessage, limitNamed, type PlainLimitCode, type ProgramLimits } from './limits.ts';
 import type { RunawayLimit } from './errors.ts';
-import { answerDigestPart, type ProgramEvent, type ProgramFailure, type ProgramStats, type RecordedCall, type ToolCallOutput, type ToolCallRequest } from './program-events.ts';
+import { answersDigest, hashOutputs, type ProgramEvent, type ProgramFailure, type ProgramStats, type RecordedCall, type ToolCallOutput, type ToolCallRequest } from './program-events.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 import { takesText, toolId, type ProgramTool } from './program-tool.ts';
 import { compileToolSchema } from './schema-compiler.ts';
@@ -58,12 +58,6 @@ const REPORT = { op: 'report', payload: null } as const satisfies GuestOp;
 const REPEAT = { op: 'repeat', payload: null } as const satisfies GuestOp;
 /** Each call throws at most one unhandled rejection; more in a row than this is a fault, not the program. */
 const UNHANDLED_REJECTIONS_BEFORE_FAULT = 8;
-
-/** Adds answers, length-prefixed so that no two sequences hash alike, to a running digest. */
-function hashOutputs(hash: Hash, answers: readonly { readonly output: string; readonly error?: string | undefined }[]): Hash {
-  // One update of the joined text: a thousand small updates cost more than the hashing.
-  return hash.update(answers.map(answerDigestPart).join(''), 'utf8');
-}
 
 /**
  * The index of the first answer, in the order given, larger than a program may receive
@@ -277,10 +271,14 @@ export class IsolateProgram {
    */
   isPausedAt(recorded: readonly RecordedCall[]): boolean {
     if (this.#finished || this.#calls !== recorded.length || this.#pending.length === 0) return false;
-    const answered = recorded.length - this.#pending.length;
-    if (this.#pending[0]!.seq !== answered) return false;
-    const earlier = hashOutputs(createHash('sha256'), recorded.slice(0, answered));
-    return earlier.digest('base64') === this.#received.copy().digest('base64');
+    return this.isPausedWith(recorded.length, answersDigest(recorded.slice(0, recorded.length - this.#pending.length)));
+  }
+
+  /** isPausedAt, given the number of calls made and the digest of the answers received before the pending batch (answersDigest). */
+  isPausedWith(calls: number, answeredDigest: string): boolean {
+    if (this.#finished || this.#calls !== calls || this.#pending.length === 0) return false;
+    if (this.#pending[0]!.seq !== calls - this.#pending.length) return false;
+    return answeredDigest === this.#received.copy().digest('base64');
   }
 
   /** Delivers one output for every pending call (matched by `seq`) and runs the program on. */

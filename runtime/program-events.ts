@@ -1,3 +1,4 @@
+import { createHash, type Hash } from 'node:crypto';
 import type { ProgramErrorCode } from '../schemas/error-codes.ts';
 
 /** A call the program made that the host must answer: `seq` is its creation order. */
@@ -55,3 +56,18 @@ export type ProgramEvent =
 export function failureResult(error: ProgramFailure): string {
   return JSON.stringify({ error: { code: error.code, message: error.message } });
 }
+
+/**
+ * The digest of a program's received answers, in order (what a warm resume checks the earlier
+ * answers of a resume against): the same for the same answers, different for any other.
+ */
+export function answersDigest(answers: readonly { readonly output: string; readonly error?: string | undefined }[]): string {
+  return hashOutputs(createHash('sha256'), answers).digest('base64');
+}
+
+/** Adds answers, length-prefixed so that no two sequences hash alike, to a running digest. */
+export function hashOutputs(hash: Hash, answers: readonly { readonly output: string; readonly error?: string | undefined }[]): Hash {
+  // One update of the joined text: a thousand small updates cost more than the hashing.
+  return hash.update(answers.map(answerDigestPart).join(''), 'utf8');
+}
+

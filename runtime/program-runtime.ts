@@ -1,7 +1,7 @@
 import { IsolateProgram, type ProgramSpec } from './isolate-program.ts';
 import { WarmIsolates } from './warm-isolates.ts';
 import { assertCanMakeIsolates } from './node-flags.ts';
-import type { ProgramEvent, RecordedCall } from './program-events.ts';
+import type { ProgramEvent, RecordedCall, ToolCallOutput } from './program-events.ts';
 import { ProgramBusyError, type RunawayLimit } from './errors.ts';
 
 export interface ProgramRuntimeOptions {
@@ -117,6 +117,21 @@ export class ProgramRuntime implements ProgramEngine {
     if (entry) this.dispose(programId);
     this.#resumes.replay += 1;
     return { event: await this.#run(programId, new IsolateProgram(spec, this.#warm), (program) => program.start(recorded)), path: 'replay' };
+  }
+
+  /**
+   * A warm resume given only the pending batch's answers: runs the program on when it is
+   * paused here after `calls` calls, having received answers of `answeredDigest` before them;
+   * undefined when it is not (the caller resumes with the whole record instead). Throws
+   * ProgramBusyError while another caller runs a step of it.
+   */
+  async continueWarm(programId: string, calls: number, answeredDigest: string, outputs: readonly ToolCallOutput[]): Promise<ProgramEvent | undefined> {
+    const entry = this.#get(programId);
+    if (entry?.busy) throw new ProgramBusyError(programId);
+    if (!entry?.program.isPausedWith(calls, answeredDigest)) return undefined;
+    this.#resumes.warm += 1;
+    entry.busy = true;
+    return this.#settle(programId, entry, entry.program.resume(outputs));
   }
 
   dispose(programId: string): void {

@@ -223,6 +223,32 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
   });
 });
 
+describe('a warm resume through a worker carries only the pending answers', () => {
+  const spec = { code: 'const a = await tools.get({ n: 1 }); const b = await tools.get({ n: a }); text(a + "," + b)', tools: [{ name: 'get', input: 'json' as const, parseOutputAsJson: false }], seed: 7, clock: 0, limits: DEFAULT_LIMITS };
+  // The program's calls as it makes them: `{n: 1}`, then `{n: a}` with the string it got.
+  const call = (argumentsJson: string, output: string) => ({ tool: 'get', argumentsJson, output });
+
+  it('resumes warm where the record leaves the program, and replays when an earlier answer differs from the one it received', async () => {
+    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: RUNTIME });
+    try {
+      expect((await pool.start('brief', spec)).type).toBe('paused');
+      const second = await pool.resume('brief', spec, [call('{"n":1}', '5')]);
+      expect(second).toMatchObject({ path: 'warm', event: { type: 'paused', calls: [{ seq: 1, argumentsJson: '{"n":"5"}' }] } });
+      const done = await pool.resume('brief', spec, [call('{"n":1}', '5'), call('{"n":"5"}', '9')]);
+      expect(done).toMatchObject({ path: 'warm', event: { type: 'completed', result: '5,9' } });
+
+      // Paused again at its second call, then resumed with another first answer than it got:
+      // the digest of the earlier answers differs, so the worker replays from the whole record.
+      expect((await pool.start('changed', spec)).type).toBe('paused');
+      await pool.resume('changed', spec, [call('{"n":1}', '5')]);
+      const replayed = await pool.resume('changed', spec, [call('{"n":1}', '6'), call('{"n":"6"}', '9')]);
+      expect(replayed).toMatchObject({ path: 'replay', event: { type: 'completed', result: '6,9' } });
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
 describe('programs in worker processes, through the API', () => {
   let server: RunningServer;
   beforeAll(async () => {

@@ -9,7 +9,7 @@ import { RUNAWAY_LIMITS, type RunawayLimit } from '../errors.ts';
  * sides check every message against these schemas: a worker runs hostile code, and a message
  * of another version is refused, not misread. Bump PROTOCOL_VERSION on any change.
  */
-export const PROTOCOL_VERSION = 6;
+export const PROTOCOL_VERSION = 7;
 const v = z.literal(PROTOCOL_VERSION);
 const id = z.number().int().min(0);
 
@@ -28,6 +28,17 @@ const Recorded = z.array(z.strictObject({ tool: z.string(), argumentsJson: z.str
 export const HostMessage = z.discriminatedUnion('kind', [
   z.strictObject({ v, kind: z.literal('start'), id, programId: z.string(), spec: Spec }),
   z.strictObject({ v, kind: z.literal('resume'), id, programId: z.string(), spec: Spec, recorded: Recorded }),
+  // A warm resume where the host knows the program paused: only the answers of its pending
+  // batch, and a digest of the answers it received before (answersDigest), not the whole record.
+  z.strictObject({
+    v,
+    kind: z.literal('continue'),
+    id,
+    programId: z.string(),
+    calls: z.number().int().min(0),
+    answeredDigest: z.string(),
+    outputs: z.array(z.strictObject({ seq: z.number().int().min(0), output: z.string(), error: z.string().optional() })),
+  }),
   z.strictObject({ v, kind: z.literal('dispose'), programId: z.string() }),
   z.strictObject({ v, kind: z.literal('ping'), id }),
 ]);
@@ -77,6 +88,9 @@ export const WorkerMessage = z.discriminatedUnion('kind', [
   z.strictObject({ v, kind: z.literal('ready'), pid: z.number().int() }),
   z.strictObject({ v, kind: z.literal('step'), id, event: WireEvent, path: z.enum(['warm', 'replay']).optional() }),
   z.strictObject({ v, kind: z.literal('busy'), id, programId: z.string() }),
+  // The answer to a `continue` for a program not paused there (evicted, or at another point):
+  // the host sends the whole `resume` instead.
+  z.strictObject({ v, kind: z.literal('not_paused'), id }),
   z.strictObject({ v, kind: z.literal('failed'), id, message: z.string() }),
   // Sent unasked between heartbeats, as soon as a runaway appears or passes its grace.
   z.strictObject({ v, kind: z.literal('runaways'), runaways: Runaways }),

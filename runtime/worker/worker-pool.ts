@@ -1,9 +1,9 @@
 import type { ProgramSpec } from '../isolate-program.ts';
-import type { ProgramEvent, RecordedCall } from '../program-events.ts';
+import { answersDigest, type ProgramEvent, type RecordedCall } from '../program-events.ts';
 import { ProgramBusyError, WorkerDeathError, type RunawayLimit } from '../errors.ts';
 import type { ProgramLimits } from '../limits.ts';
 import type { ProgramEngine, ProgramRuntimeOptions, ProgramRuntimeStats, ResumePath } from '../program-runtime.ts';
-import { WorkerProcess, type StepRequest, type WorkerDeath, type WorkerLimits } from './worker-process.ts';
+import { WorkerProcess, type ContinueRequest, type StepRequest, type WorkerDeath, type WorkerLimits } from './worker-process.ts';
 
 export interface WorkerPoolOptions extends WorkerLimits {
   /** How many worker processes run isolates. */
@@ -19,9 +19,17 @@ export interface WorkerPoolOptions extends WorkerLimits {
 interface Placement {
   readonly worker: WorkerProcess;
   lastUsed: number;
+  /** Where its last step left it paused there: calls made, and how many of them it waits on. */
+  readonly pausedAt?: { readonly calls: number; readonly pending: number };
 }
 
 type Reply = Awaited<ReturnType<WorkerProcess['request']>>;
+
+/** How one attempt at a step ended: an event, the worker's death, or (a brief resume) a program not paused there. */
+type Attempted =
+  | { readonly event: ProgramEvent; readonly path: ResumePath; readonly slowed: boolean }
+  | { readonly death: WorkerDeathError; readonly overran: boolean; readonly deadlineMs: number; readonly ranMs: number }
+  | { readonly notPaused: true };
 
 /**
  * How long a step may take before its worker is killed: well past the program's own limits
@@ -143,7 +151,24 @@ export class WorkerPool implements ProgramEngine {
   async resume(programId: string, spec: ProgramSpec, recorded: readonly RecordedCall[]): Promise<{ event: ProgramEvent; path: ResumePath }> {
     const placed = this.#placement.get(programId);
     const worker = placed?.worker.alive && !placed.worker.demoted ? placed.worker : this.#leastLoaded();
-    return this.#run(programId, worker, { kind: 'resume', programId, spec: { ...spec, tools: [...spec.tools] }, recorded: [...recorded] });
+    const full: StepRequest = { kind: 'resume', programId, spec: { ...spec, tools: [...spec.tools] }, recorded: [...recorded] };
+    const pausedAt = worker === placed?.worker ? placed.pausedAt : undefined;
+    if (!pausedAt || pausedAt.calls !== recorded.length) return this.#run(programId, worker, full);
+    // Paused there where the record leaves it, as far as this process knows: the worker gets the
+    // pending batch's answers and a digest of the earlier ones, not the whole record (which
+    // grows with every pause), and checks the digest against what the program received.
+    const answered = recorded.length - pausedAt.pending;
+    const brief: ContinueRequest = {
+      kind: 'continue',
+      programId,
+      calls: recorded.length,
+      answeredDigest: answersDigest(recorded.slice(0, answered)),
+      outputs: recorded.slice(answered).map((call, index) => ({ seq: answered + index, output: call.output, ...(call.error !== undefined ? { error: call.error } : {}) })),
+    };
+    const first = await this.#attempt(programId, worker, full, true, brief);
+    // Not paused there after all (evicted, say): the whole record, to the same worker.
+    if ('notPaused' in first) return this.#run(programId, worker, full);
+    return this.#run(programId, worker, full, false, first);
   }
 
   dispose(programId: string): void {
@@ -165,8 +190,9 @@ export class WorkerPool implements ProgramEngine {
    * the worker for a runaway it reported, the cause is known: the others run again on the pool.
    * A step that reached a time limit on a worker demoted under it runs again on the pool too.
    */
-  async #run(programId: string, worker: WorkerProcess, message: StepRequest, slowedBefore = false): Promise<{ event: ProgramEvent; path: ResumePath }> {
-    const first = await this.#attempt(programId, worker, message, true);
+  async #run(programId: string, worker: WorkerProcess, message: StepRequest, slowedBefore = false, firstAttempt?: Attempted): Promise<{ event: ProgramEvent; path: ResumePath }> {
+    const first = firstAttempt ?? (await this.#attempt(programId, worker, message, true));
+    if ('notPaused' in first) throw new Error(`The worker answered a full resume of program ${programId} as if it were brief`);
     if (!('death' in first)) {
       // A step that shared a demoted worker with a runaway ran at its priority: a time limit it
       // reached there may be the runaway's doing, so it runs again on the pool, once.
@@ -187,6 +213,7 @@ export class WorkerPool implements ProgramEngine {
       ? await this.#alone(first.death, first.ranMs, (spare) => this.#attempt(programId, spare, message, false))
       : await this.#attempt(programId, this.#leastLoaded(), message, true);
     if (second === undefined) return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}`);
+    if ('notPaused' in second) throw new Error(`The worker answered a full resume of program ${programId} as if it were brief`);
     if (!('death' in second)) return second;
     if (second.overran) return pastHardDeadline(second.deadlineMs);
     const secondRunaway = second.death.runaways.get(programId);
@@ -194,12 +221,8 @@ export class WorkerPool implements ProgramEngine {
     return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}; run again${alone ? ' by itself' : ''}, it died again: ${second.death.message}`);
   }
 
-  async #attempt(
-    programId: string,
-    worker: WorkerProcess,
-    message: StepRequest,
-    place: boolean,
-  ): Promise<{ event: ProgramEvent; path: ResumePath; slowed: boolean } | { death: WorkerDeathError; overran: boolean; deadlineMs: number; ranMs: number }> {
+  /** `brief`: what to send in place of `message` (a warm resume as its pending answers); the deadline is `message`'s. */
+  async #attempt(programId: string, worker: WorkerProcess, message: StepRequest, place: boolean, brief?: ContinueRequest): Promise<Attempted> {
     // Some builtins loop in native code that isolated-vm's timeout cannot interrupt, and the
     // worker still answers heartbeats meanwhile: a step past its hard deadline kills the worker.
     const deadlineMs = hardDeadline(message);
@@ -216,7 +239,7 @@ export class WorkerPool implements ProgramEngine {
     };
     let reply: Reply;
     try {
-      reply = await worker.request(message, sent);
+      reply = await worker.request(brief ?? message, sent);
     } catch (error) {
       if (!(error instanceof WorkerDeathError)) throw error;
       this.#placement.delete(programId);
@@ -226,9 +249,13 @@ export class WorkerPool implements ProgramEngine {
       this.#retireIfDone(worker);
     }
     if (reply.kind === 'busy') throw new ProgramBusyError(programId);
+    if (reply.kind === 'not_paused') return { notPaused: true };
     if (reply.kind === 'failed') throw new Error(`The worker could not run program ${programId}: ${reply.message}`);
     const { event } = reply;
-    if (event.type === 'paused' && place && !worker.demoted) this.#placement.set(programId, { worker, lastUsed: Date.now() });
+    if (event.type === 'paused' && place && !worker.demoted) {
+      const last = event.calls.at(-1);
+      this.#placement.set(programId, { worker, lastUsed: Date.now(), ...(last ? { pausedAt: { calls: last.seq + 1, pending: event.calls.length } } : {}) });
+    }
     else this.#placement.delete(programId);
     return { event, path: reply.path ?? 'replay', slowed: worker.demoted && !worker.reportedRunaway(programId) };
   }

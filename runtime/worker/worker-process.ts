@@ -67,6 +67,8 @@ type Reply = Exclude<WorkerMessage, { kind: 'ready' | 'pong' | 'runaways' }>;
 
 /** A step to run: a start or a resume message, before the channel adds its version and id. */
 export type StepRequest = { [Kind in 'start' | 'resume']: Omit<Extract<HostMessage, { kind: Kind }>, 'v' | 'id'> }['start' | 'resume'];
+/** A warm resume sent as its pending answers only (see the `continue` message). */
+export type ContinueRequest = Omit<Extract<HostMessage, { kind: 'continue' }>, 'v' | 'id'>;
 
 interface Waiting {
   readonly programId: string;
@@ -244,7 +246,7 @@ export class WorkerProcess {
    * first. `onSent` is called when the request goes out (at once, or once a starting worker is
    * ready): a step's clock starts then, not while its worker loads.
    */
-  request(message: StepRequest, onSent: () => void = () => {}): Promise<Reply> {
+  request(message: StepRequest | ContinueRequest, onSent: () => void = () => {}): Promise<Reply> {
     if (!this.#alive) return Promise.reject(new WorkerDeathError(this.#killedFor?.reason ?? 'exit', 'the worker process is gone'));
     const id = this.#nextId++;
     this.#idleSince = undefined;
