@@ -32,6 +32,9 @@ export class ProgramBusyError extends Error {
 /** A fingerprint or sealed id that does not verify, or that this version cannot read. */
 export class FingerprintError extends Error {}
 
+/** A program's claims (its tools, mostly) too large to seal: it could never be resumed. */
+export class FingerprintTooLargeError extends Error {}
+
 /** A schema ajv could not compile: the message says why. */
 export class ToolSchemaError extends Error {}
 

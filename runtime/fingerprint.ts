@@ -4,15 +4,19 @@ import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 import { LIMIT_DEFINITIONS, type LimitName, type ProgramLimits } from './limits.ts';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 import { SealedTool } from './program-tool.ts';
-import { FingerprintError } from './errors.ts';
+import { FingerprintError, FingerprintTooLargeError } from './errors.ts';
 
 export { canonicalJson, sha256Hex };
 
 // ptcfp2: the ids of items the emulator answers seal their answers (and an approval request's, its batch).
 // ptcfp3: a sealed tool says what its calls take (`input`) and carries its embedder's `tag`, not a server `kind`.
 const VERSION = 'ptcfp3';
-/** Claims are a few hundred bytes; anything far longer is not ours and is not worth hashing. */
-const MAX_FINGERPRINT_LENGTH = 16 * 1024;
+/**
+ * The longest fingerprint sealed or opened. Claims grow with the program's tools (~200
+ * characters each), so this admits several thousand; sealing refuses what opening would, so
+ * that no program is started that could never be resumed.
+ */
+export const MAX_FINGERPRINT_LENGTH = 1024 * 1024;
 
 /** What a program's fingerprint binds: enough to re-run it identically and to detect edits. */
 export interface FingerprintClaims {
@@ -51,7 +55,11 @@ function sameBytes(given: Buffer, expected: Buffer): boolean {
 /** `ptcfp3.<base64url canonical claims>.<base64url HMAC-SHA256>`: opaque to clients, tamper-evident. */
 export function sealFingerprint(claims: FingerprintClaims, key: Buffer): string {
   const payload = Buffer.from(canonicalJson(claims), 'utf8').toString('base64url');
-  return `${VERSION}.${payload}.${mac(key, payload).toString('base64url')}`;
+  const fingerprint = `${VERSION}.${payload}.${mac(key, payload).toString('base64url')}`;
+  if (fingerprint.length > MAX_FINGERPRINT_LENGTH) {
+    throw new FingerprintTooLargeError(`the fingerprint of a program with ${claims.tools.length} tools would be ${fingerprint.length} characters, over the ${MAX_FINGERPRINT_LENGTH} a server opens`);
+  }
+  return fingerprint;
 }
 
 /**

@@ -7,7 +7,7 @@ import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FingerprintError } from '../runtime/errors.ts';
-import { canonicalJson, openFingerprint, sealFingerprint, type FingerprintClaims } from '../runtime/fingerprint.ts';
+import { canonicalJson, MAX_FINGERPRINT_LENGTH, openFingerprint, sealFingerprint, type FingerprintClaims } from '../runtime/fingerprint.ts';
 import { DEFAULT_LIMITS } from '../runtime/limits.ts';
 import type { ApiErrorCode } from '../schemas/error-codes.ts';
 import { loadSealingKeys } from '../server/sealing-keys.ts';
@@ -80,7 +80,7 @@ describe('a tampered fingerprint is a 400 with its own code', () => {
     ['with an altered payload', (fingerprint: string) => fingerprint.replace(/\.(.)/, (_, c: string) => `.${c === 'A' ? 'B' : 'A'}`), 'fingerprint_invalid', 'its seal does not verify'],
     ['forged with a made-up seal', (fingerprint: string) => `${fingerprint.split('.').slice(0, 2).join('.')}.${Buffer.alloc(32, 7).toString('base64url')}`, 'fingerprint_invalid', 'its seal does not verify'],
     ['of an unknown version', (fingerprint: string) => fingerprint.replace(/^ptcfp3/, 'ptcfp9'), 'fingerprint_invalid', 'known version'],
-    ['absurdly long', (fingerprint: string) => fingerprint + 'x'.repeat(20_000), 'fingerprint_invalid', 'longer than any fingerprint'],
+    ['absurdly long', (fingerprint: string) => fingerprint + 'x'.repeat(MAX_FINGERPRINT_LENGTH), 'fingerprint_invalid', 'longer than any fingerprint'],
   ])('%s', async (_, tamper, code, mention) => {
     server ??= await startServer();
     const { program, input } = await paused(server);

@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { checkAgainstSchema, sealFingerprint, sealTool, sha256Hex, toolId, ToolSchemaError, type ProgramEvent, type ProgramLimits, type ResumePath, type SealingKeys } from '../../runtime/index.ts';
+import { checkAgainstSchema, FingerprintTooLargeError, sealFingerprint, sealTool, sha256Hex, toolId, ToolSchemaError, type ProgramEvent, type ProgramLimits, type ResumePath, type SealingKeys } from '../../runtime/index.ts';
 import type { ConversationItem, EmittedProgramOutput, McpListToolsItem, OutputItem } from '../../schemas/items.ts';
 import type { Knobs } from '../../schemas/knobs.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';
@@ -172,10 +172,18 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
         const seed = randomInt(2 ** 32);
         const clock = Date.now();
         const tools = toolSet.programTools;
-        const fingerprint = sealFingerprint(
-          { programCallId, codeSha256: sha256Hex(decision.code), seed, clock, limits: services.limits, tools: tools.map(sealTool) },
-          services.sealingKeys[0],
-        );
+        let fingerprint: string;
+        try {
+          fingerprint = sealFingerprint(
+            { programCallId, codeSha256: sha256Hex(decision.code), seed, clock, limits: services.limits, tools: tools.map(sealTool) },
+            services.sealingKeys[0],
+          );
+        } catch (error) {
+          if (!(error instanceof FingerprintTooLargeError)) throw error;
+          // A program that could never be resumed is not started.
+          items.push(messageItem(`ptc-emulator: the stand-in wanted to run a program, but ${error.message}: give programs fewer tools.`));
+          break;
+        }
         items.push({ type: 'program', id: newId('prog'), call_id: programCallId, code: decision.code, fingerprint });
         const stepped = await startProgram(programCallId, { code: decision.code, tools, seed, clock, limits: services.limits }, toolSet, services, record);
         items.push(...stepped);

@@ -39,7 +39,7 @@ export function createBodyOf(raw: unknown, maxInputItems: number): CreateRespons
 /** Work under way (tool outputs to deliver, a stored conversation, a retry) goes before new conversations. */
 export function turnPriority(body: CreateResponseRequest, retryCount: number): TurnPriority {
   const continues = typeof body.input !== 'string' && (body.input ?? []).some((item) => item.type.endsWith('_output') || item.type === MCP_APPROVAL.response.type);
-  return continues || body.previous_response_id || retryCount > 0 ? 'in_progress' : 'new';
+  return continues || body.previous_response_id || body.conversation || retryCount > 0 ? 'in_progress' : 'new';
 }
 
 /** What a request's headers (an HTTP request's, or a WebSocket upgrade's) ask for. */
