@@ -117,7 +117,7 @@ export const API_ERRORS = {
     status: 400,
     type: 'invalid_request_error',
     clientLoop: true,
-    description: 'Client loop: two outputs answer the same `call_id`.',
+    description: 'Client loop: two outputs answer the same `call_id` (or two `program_output` items end one program).',
   },
   caller_missing: {
     status: 400,

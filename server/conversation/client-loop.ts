@@ -157,7 +157,12 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
             locate(index, 'call_id').param,
           );
         }
-        if (!thread.closedBy) thread.closedBy = item;
+        if (thread.closedBy) {
+          // A program ends once: lenient checks keep the first program_output, as for any duplicate output.
+          violation(new ApiError('tool_output_duplicate', `${where}: a second program_output for program ${item.call_id}; a program ends once.`, param), true);
+          break;
+        }
+        thread.closedBy = item;
         break;
       }
       case MCP_APPROVAL.response.type:

@@ -286,16 +286,6 @@ describe('readConversation reads', () => {
       },
     ],
     [
-      'a program_output sent twice: the first closes the program',
-      [user('go'), program('p1'), programOutput('p1', 'po_first'), programOutput('p1', 'po_second')],
-      0,
-      {
-        ...GO,
-        programs: [{ program: 'prog_p1', index: 1, calls: [], outputs: {}, approved: {}, closedBy: 'po_first' }],
-        tail: { kind: 'after_program', output: 'po_second', code: '// p1' },
-      },
-    ],
-    [
       'two programs, each with its own calls',
       [
         user('go'),
@@ -498,6 +488,12 @@ const RECOVERABLE: ErrorCase[] = [
     [user('go'), searchCall('ts1', 'client'), searchOutput('ts1', ['find']), searchOutput('ts1', ['add'])],
     0,
     { code: 'tool_output_duplicate', param: 'input[3]', message: 'input[3]: a second tool_search_output for ts1; each search takes exactly one.' },
+  ],
+  [
+    'a second program_output for one program',
+    [user('go'), program('p1'), programOutput('p1'), programOutput('p1')],
+    0,
+    { code: 'tool_output_duplicate', param: 'input[3]', message: 'input[3]: a second program_output for program p1; a program ends once.' },
   ],
   [
     "a call after its program's program_output",
