@@ -3,63 +3,18 @@
  * the server uses: what is put is what comes back, pages walk the items in both orders, a
  * deleted conversation is gone with its items, and the lock is held by one response at a time.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import type { ConversationObject } from '../schemas/conversation.ts';
 import type { ConversationItem } from '../schemas/items.ts';
 import { UnknownCursorError, type ConversationStore } from '../server/stores/conversation-store.ts';
-import { createResponseStore, type StoreKind } from '../server/stores/create-store.ts';
 import { RedisResponseStore } from '../server/stores/redis-store.ts';
-import { StoreUnavailableError, type ResponseStore } from '../server/stores/response-store.ts';
-import { freeLoopbackPort, startTestRedis } from './support/redis.ts';
+import { StoreUnavailableError } from '../server/stores/response-store.ts';
+import { freeLoopbackPort } from './support/redis.ts';
+import { storeCases } from './support/store-cases.ts';
 
-const redis = await startTestRedis();
-afterAll(() => redis?.stop());
-
-let tempDir = '';
-beforeAll(async () => {
-  tempDir = await mkdtemp(join(tmpdir(), 'ptc-conversation-stores-'));
-});
-afterAll(() => rm(tempDir, { recursive: true, force: true }));
-
-const openStores: ResponseStore[] = [];
-afterEach(async () => {
-  await Promise.all(openStores.splice(0).map((store) => store.close()));
-});
-
-let placeCounter = 0;
-
-interface StoreCase {
-  readonly kind: StoreKind;
-  readonly skipReason: string | undefined;
-  newPlace(): string;
-  open(place: string): ResponseStore;
-}
-
-function tracked(store: ResponseStore): ResponseStore {
-  openStores.push(store);
-  return store;
-}
-
-const STORE_CASES: readonly StoreCase[] = [
-  { kind: 'memory', skipReason: undefined, newPlace: () => '', open: () => tracked(createResponseStore({ kind: 'memory', dataDir: tempDir })) },
-  {
-    kind: 'sqlite',
-    skipReason: undefined,
-    newPlace: () => join(tempDir, `data-${++placeCounter}`),
-    open: (dataDir) => tracked(createResponseStore({ kind: 'sqlite', dataDir })),
-  },
-  {
-    kind: 'redis',
-    skipReason: redis ? undefined : 'no Redis available (see the warning above)',
-    newPlace: () => `${redis?.keyPrefix}${++placeCounter}:`,
-    open: (redisPrefix) => tracked(createResponseStore({ kind: 'redis', dataDir: tempDir, redisUrl: redis?.url, redisPrefix })),
-  },
-];
+const { cases: STORE_CASES, redis, tracked } = await storeCases('ptc-conversation-stores-');
 
 let idCounter = 0;
 function conversation(metadata: Record<string, string> = {}): ConversationObject {

@@ -1,72 +1,20 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest';
 import type { ConversationItem } from '../schemas/items.ts';
 import type { ResponseObject } from '../schemas/response.ts';
-import { createResponseStore, SQLITE_FILE_NAME, STORE_KINDS, type StoreKind } from '../server/stores/create-store.ts';
+import { createResponseStore, SQLITE_FILE_NAME, STORE_KINDS } from '../server/stores/create-store.ts';
 import { MemoryResponseStore } from '../server/stores/memory-store.ts';
 import { RedisResponseStore } from '../server/stores/redis-store.ts';
 import type { ResponseStore, StoredResponse } from '../server/stores/response-store.ts';
 import { SqliteResponseStore } from '../server/stores/sqlite-store.ts';
-import { freeLoopbackPort, redisServerBinary, spawnRedisServer, startTestRedis } from './support/redis.ts';
+import { freeLoopbackPort, redisServerBinary, spawnRedisServer } from './support/redis.ts';
+import { storeCases } from './support/store-cases.ts';
 
-const redis = await startTestRedis();
-afterAll(() => redis?.stop());
-
-let tempDir = '';
-beforeAll(async () => {
-  tempDir = await mkdtemp(join(tmpdir(), 'ptc-stores-'));
-});
-afterAll(() => rm(tempDir, { recursive: true, force: true }));
-
-/** Stores opened by the running test, closed after it whatever happened. */
-const openStores: ResponseStore[] = [];
-afterEach(async () => {
-  await Promise.all(openStores.splice(0).map((store) => store.close()));
-});
-
-let placeCounter = 0;
-
-interface StoreCase {
-  readonly kind: StoreKind;
-  /** Why this store cannot be tested here; undefined when it can. */
-  readonly skipReason: string | undefined;
-  /** A fresh, empty place for a store to live: a new data directory or a new key prefix. */
-  newPlace(): string;
-  /** Opens the store at a place, through the same factory the server uses. */
-  open(place: string): ResponseStore;
-}
-
-function openTracked(store: ResponseStore): ResponseStore {
-  openStores.push(store);
-  return store;
-}
-
-const STORE_CASES: readonly StoreCase[] = [
-  {
-    kind: 'memory',
-    skipReason: undefined,
-    newPlace: () => '',
-    open: () => openTracked(createResponseStore({ kind: 'memory', dataDir: tempDir })),
-  },
-  {
-    kind: 'sqlite',
-    skipReason: undefined,
-    newPlace: () => join(tempDir, `data-${++placeCounter}`),
-    open: (dataDir) => openTracked(createResponseStore({ kind: 'sqlite', dataDir })),
-  },
-  {
-    kind: 'redis',
-    skipReason: redis ? undefined : 'no Redis available (see the warning above)',
-    newPlace: () => `${redis?.keyPrefix}${++placeCounter}:`,
-    open: (redisPrefix) => openTracked(createResponseStore({ kind: 'redis', dataDir: tempDir, redisUrl: redis?.url, redisPrefix })),
-  },
-];
+const { cases: STORE_CASES, redis, tempDir, tracked: openTracked } = await storeCases('ptc-stores-');
 
 /** A stored turn shaped like the server's: a program that called a tool, then an answer. */
 function storedResponse(id: string, options: { previousResponseId?: string; answer?: string } = {}): StoredResponse {
@@ -246,20 +194,20 @@ describe.each(STORE_CASES.filter((storeCase) => storeCase.kind !== 'memory'))('$
 
 describe('sqlite store file', () => {
   test('creates the missing directories of its file', async () => {
-    const filePath = join(tempDir, 'not', 'yet', 'there', 'responses.sqlite');
+    const filePath = join(tempDir(), 'not', 'yet', 'there', 'responses.sqlite');
     const store = openTracked(new SqliteResponseStore(filePath));
     await store.put(storedResponse('resp_in_new_dir'));
     expect(existsSync(filePath)).toBe(true);
   });
 
   test('the factory puts the database at <dataDir>/ptc-emulator.sqlite', async () => {
-    const dataDir = join(tempDir, 'factory-data');
+    const dataDir = join(tempDir(), 'factory-data');
     openTracked(createResponseStore({ kind: 'sqlite', dataDir }));
     expect(existsSync(join(dataDir, SQLITE_FILE_NAME))).toBe(true);
   });
 
   test('is in WAL mode, with the chain and creation time in their own columns', async () => {
-    const filePath = join(tempDir, 'inspected', 'responses.sqlite');
+    const filePath = join(tempDir(), 'inspected', 'responses.sqlite');
     const store = openTracked(new SqliteResponseStore(filePath));
     await store.put(storedResponse('resp_child', { previousResponseId: 'resp_parent' }));
 
@@ -356,13 +304,13 @@ describe('createResponseStore', () => {
   });
 
   test('refuses the redis store without a URL, saying so', () => {
-    expect(() => createResponseStore({ kind: 'redis', dataDir: tempDir })).toThrow(/needs a Redis URL/);
+    expect(() => createResponseStore({ kind: 'redis', dataDir: tempDir() })).toThrow(/needs a Redis URL/);
   });
 
   test('opens the store of each kind', () => {
-    expect(openTracked(createResponseStore({ kind: 'memory', dataDir: tempDir }))).toBeInstanceOf(MemoryResponseStore);
-    expect(openTracked(createResponseStore({ kind: 'sqlite', dataDir: join(tempDir, 'kinds') }))).toBeInstanceOf(SqliteResponseStore);
+    expect(openTracked(createResponseStore({ kind: 'memory', dataDir: tempDir() }))).toBeInstanceOf(MemoryResponseStore);
+    expect(openTracked(createResponseStore({ kind: 'sqlite', dataDir: join(tempDir(), 'kinds') }))).toBeInstanceOf(SqliteResponseStore);
     // Constructing does not wait for a connection, so this needs no Redis.
-    expect(openTracked(createResponseStore({ kind: 'redis', dataDir: tempDir, redisUrl: 'redis://127.0.0.1:1' }))).toBeInstanceOf(RedisResponseStore);
+    expect(openTracked(createResponseStore({ kind: 'redis', dataDir: tempDir(), redisUrl: 'redis://127.0.0.1:1' }))).toBeInstanceOf(RedisResponseStore);
   });
 });
