@@ -3,39 +3,22 @@
  * against a listening server, on every store: a count equals the usage of the response it
  * predicts, and a program paused across a compaction resumes from the compacted items.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type OpenAI from 'openai';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
-import { afterAll, afterEach, beforeEach, describe, expect, test } from 'vitest';
-import type { StoreKind } from '../server/stores/create-store.ts';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { expectSdkError, rejectionOf } from './support/api-errors.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
-import { startTestRedis } from './support/redis.ts';
 import { startServer, type RunningServer } from './support/server.ts';
+import { serverStores } from './support/store-cases.ts';
 
-const redis = await startTestRedis();
-const dataRoot = mkdtempSync(join(tmpdir(), 'ptc-compact-http-'));
-afterAll(async () => {
-  await redis?.stop();
-  rmSync(dataRoot, { recursive: true, force: true });
-});
-
-const stores: [StoreKind, boolean][] = [
-  ['memory', true],
-  ['sqlite', true],
-  ['redis', redis !== undefined],
-];
-let placeCounter = 0;
+const { stores, configFor } = await serverStores('ptc-compact-http-');
 
 describe.each(stores)('input_tokens and compact on the %s store', (store, available) => {
   let server: RunningServer;
   let client: OpenAI;
   beforeEach(async ({ skip }) => {
     skip(!available, 'no Redis available');
-    const place = ++placeCounter;
-    server = await startServer({ config: { store, dataDir: join(dataRoot, `data-${place}`), redisUrl: redis?.url, redisPrefix: `${redis?.keyPrefix}${place}:` } });
+    server = await startServer({ config: configFor(store) });
     client = server.client;
   });
   afterEach(async () => {
@@ -102,7 +85,7 @@ describe.each(stores)('input_tokens and compact on the %s store', (store, availa
     );
   });
 
-  test('compact of input alone, and of a conversation through its last response', async () => {
+  test('compact of input alone: its user messages kept in order, the assistant message dropped', async () => {
     const compacted = await client.responses.compact({ model: 'm', input: [{ role: 'user', content: 'one' }, { role: 'assistant', content: 'two' }, { role: 'user', content: 'three' }] });
     expect(compacted.output.map((item) => (item.type === 'message' ? `${item.role}:${(item.content[0] as { text: string }).text}` : item.type))).toEqual(['user:one', 'user:three', 'compaction']);
     // A compaction with nothing running holds nothing; the next response reads it as no items.

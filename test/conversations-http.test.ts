@@ -2,34 +2,17 @@
  * The Conversations API and `conversation` on `POST /v1/responses`, through the openai SDK
  * against a listening server, on every store: what a user of `client.conversations.*` does.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type OpenAI from 'openai';
 import type { ConversationItem } from 'openai/resources/conversations/items';
-import { afterAll, afterEach, beforeEach, describe, expect, test } from 'vitest';
-import type { StoreKind } from '../server/stores/create-store.ts';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { MemoryResponseStore } from '../server/stores/memory-store.ts';
 import type { ResponseStore } from '../server/stores/response-store.ts';
 import { expectSdkError, rejectionOf } from './support/api-errors.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
-import { startTestRedis } from './support/redis.ts';
 import { startServer, type RunningServer } from './support/server.ts';
+import { serverStores } from './support/store-cases.ts';
 
-const redis = await startTestRedis();
-const dataRoot = mkdtempSync(join(tmpdir(), 'ptc-conversations-http-'));
-afterAll(async () => {
-  await redis?.stop();
-  rmSync(dataRoot, { recursive: true, force: true });
-});
-
-const stores: [StoreKind, boolean][] = [
-  ['memory', true],
-  ['sqlite', true],
-  ['redis', redis !== undefined],
-];
-
-let placeCounter = 0;
+const { stores, configFor } = await serverStores('ptc-conversations-http-');
 
 /** Every item of a conversation, oldest first, through the SDK's auto-pagination. */
 async function allItems(client: OpenAI, conversationId: string, pageSize = 2): Promise<ConversationItem[]> {
@@ -44,8 +27,7 @@ describe.each(stores)('conversations on the %s store', (store, available) => {
   let config: Record<string, unknown>;
   beforeEach(async ({ skip }) => {
     skip(!available, 'no Redis available');
-    const place = ++placeCounter;
-    config = { store, dataDir: join(dataRoot, `data-${place}`), fingerprintKey: 'conversations-http-key', redisUrl: redis?.url, redisPrefix: `${redis?.keyPrefix}${place}:` };
+    config = { ...configFor(store), fingerprintKey: 'conversations-http-key' };
     server = await startServer({ config });
     client = server.client;
   });

@@ -1,28 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import type { StoreKind } from '../server/stores/create-store.ts';
+import { describe, expect, it } from 'vitest';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
-import { startTestRedis } from './support/redis.ts';
 import { startServer, type RunningServer } from './support/server.ts';
+import { serverStores } from './support/store-cases.ts';
 
-const redis = await startTestRedis();
-const dataDir = mkdtempSync(join(tmpdir(), 'ptc-stores-http-'));
-afterAll(async () => {
-  await redis?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-const stores: [StoreKind, boolean][] = [
-  ['memory', true],
-  ['sqlite', true],
-  ['redis', redis !== undefined],
-];
+const { stores, configFor } = await serverStores('ptc-stores-http-');
 
 describe.each(stores)('the Responses API on the %s store', (store, available) => {
   it.skipIf(!available)('keeps responses, chains, input items and deletes alike', async () => {
-    const server: RunningServer = await startServer({ config: { store, dataDir, redisUrl: redis?.url, redisPrefix: redis?.keyPrefix } });
+    const server: RunningServer = await startServer({ config: configFor(store) });
     try {
       const tools = programTools('get');
       const first = await server.client.responses.create({ model: 'm', input: inlineProgram('text(await tools.get({}))'), tools, metadata: { run: store } });

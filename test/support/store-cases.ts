@@ -1,3 +1,4 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,4 +66,36 @@ export async function storeCases(tempPrefix: string): Promise<StoreCases> {
     },
   ];
   return { cases, redis, tempDir: () => tempDir, tracked };
+}
+
+export interface ServerStores {
+  /** Each store kind, and whether it can be tested here (Redis needs a Redis): for describe.each. */
+  readonly stores: [StoreKind, boolean][];
+  /** A server's store settings for `store` in a place of its own: a new data directory, a new Redis key prefix. */
+  configFor(store: StoreKind): { store: StoreKind; dataDir: string; redisUrl: string | undefined; redisPrefix: string };
+}
+
+/**
+ * Every store kind for a test file that runs servers on each: registers the hooks that stop
+ * the test Redis and remove the file's data directories after its tests.
+ */
+export async function serverStores(tempPrefix: string): Promise<ServerStores> {
+  const redis = await startTestRedis();
+  const dataRoot = mkdtempSync(join(tmpdir(), tempPrefix));
+  afterAll(async () => {
+    await redis?.stop();
+    rmSync(dataRoot, { recursive: true, force: true });
+  });
+  let placeCounter = 0;
+  return {
+    stores: [
+      ['memory', true],
+      ['sqlite', true],
+      ['redis', redis !== undefined],
+    ],
+    configFor(store) {
+      const place = ++placeCounter;
+      return { store, dataDir: join(dataRoot, `data-${place}`), redisUrl: redis?.url, redisPrefix: `${redis?.keyPrefix}${place}:` };
+    },
+  };
 }
