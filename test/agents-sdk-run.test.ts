@@ -1,9 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Agent, MaxTurnsExceededError, OpenAIProvider, programmaticToolCallingTool, Runner, RunState, tool, type Tool } from '@openai/agents';
+import { Agent, MaxTurnsExceededError, programmaticToolCallingTool, Runner, RunState, tool, type Tool } from '@openai/agents';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { note, runnerFor } from './support/agents.ts';
 import { inlineProgram } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 
@@ -30,10 +31,6 @@ const dataDir = mkdtempSync(join(tmpdir(), 'ptc-agents-run-'));
 // SQLite and a fixed key, so that a restarted server resumes the programs the first one paused.
 const config = { store: 'sqlite' as const, dataDir, fingerprintKey: 'agents-run-key' };
 
-function runnerFor(running: RunningServer): Runner {
-  return new Runner({ modelProvider: new OpenAIProvider({ apiKey: 'test-key', baseURL: running.baseURL, useResponses: true }), tracingDisabled: true });
-}
-
 beforeAll(async () => {
   server = await startServer({ config });
   globalThis.fetch = (async (url: string | URL | Request, init?: RequestInit) => {
@@ -46,15 +43,6 @@ afterAll(async () => {
   globalThis.fetch = realFetch;
   await server?.close();
   rmSync(dataDir, { recursive: true, force: true });
-});
-
-/** Function tools only programs may call; the Agents SDK runs them. */
-const note = tool({
-  name: 'note',
-  description: 'Notes what it is given.',
-  parameters: z.object({ echoed: z.string() }),
-  allowedCallers: ['programmatic'],
-  execute: async ({ echoed }) => `noted ${echoed}`,
 });
 
 type TextAgent = Agent<undefined, 'text'>;

@@ -1,6 +1,6 @@
-import { Agent, hostedMcpTool, OpenAIProvider, programmaticToolCallingTool, Runner, RunState, tool } from '@openai/agents';
+import { Agent, hostedMcpTool, programmaticToolCallingTool, Runner, RunState } from '@openai/agents';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import { note, runnerFor } from './support/agents.ts';
 import { startStreamableMcpServer, type McpTestServer } from './support/mcp-servers.ts';
 import { inlineProgram } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';
@@ -24,7 +24,7 @@ beforeAll(async () => {
     if (String(url) === responsesUrl && typeof init?.body === 'string') sent.push(JSON.parse(init.body) as (typeof sent)[number]);
     return realFetch(url, init);
   }) as typeof fetch;
-  runner = new Runner({ modelProvider: new OpenAIProvider({ apiKey: 'test-key', baseURL: server.baseURL, useResponses: true }), tracingDisabled: true });
+  runner = runnerFor(server);
 });
 afterAll(async () => {
   globalThis.fetch = realFetch;
@@ -41,15 +41,6 @@ function calc(requireApproval: 'always' | 'never') {
   const server = { serverLabel: 'calc', serverUrl: mcp.url, allowedCallers: ['direct', 'programmatic'] } as const;
   return requireApproval === 'always' ? hostedMcpTool({ ...server, requireApproval }) : hostedMcpTool({ ...server, requireApproval });
 }
-
-/** A function tool only programs may call; the Agents SDK runs it. */
-const note = tool({
-  name: 'note',
-  description: 'Notes what it is given.',
-  parameters: z.object({ echoed: z.string() }),
-  allowedCallers: ['programmatic'],
-  execute: async ({ echoed }) => `noted ${echoed}`,
-});
 
 function agentWith(store: boolean, tools: PtcAgent['tools']): PtcAgent {
   return new Agent<undefined, 'text'>({ name: 'ptc', model: 'ptc-emulator', modelSettings: { store }, tools: [...tools, programmaticToolCallingTool()] });
