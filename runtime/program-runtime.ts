@@ -106,13 +106,11 @@ export class ProgramRuntime implements ProgramEngine {
     const entry = this.#get(programId);
     if (entry?.busy) throw new ProgramBusyError(programId);
     if (entry?.program.isPausedAt(recorded)) {
-      this.#resumes.warm += 1;
       const outputs = entry.program.pendingCalls.map((call) => {
         const { output, error } = recorded[call.seq]!;
         return error === undefined ? { seq: call.seq, output } : { seq: call.seq, output, error };
       });
-      entry.busy = true;
-      return { event: await this.#settle(programId, entry, entry.program.resume(outputs)), path: 'warm' };
+      return { event: await this.#resumeWarm(programId, entry, outputs), path: 'warm' };
     }
     if (entry) this.dispose(programId);
     this.#resumes.replay += 1;
@@ -129,6 +127,11 @@ export class ProgramRuntime implements ProgramEngine {
     const entry = this.#get(programId);
     if (entry?.busy) throw new ProgramBusyError(programId);
     if (!entry?.program.isPausedWith(calls, answeredDigest)) return undefined;
+    return this.#resumeWarm(programId, entry, outputs);
+  }
+
+  /** Delivers the pending batch's answers to the isolate paused in `entry` and runs it on. */
+  #resumeWarm(programId: string, entry: LiveProgram, outputs: readonly ToolCallOutput[]): Promise<ProgramEvent> {
     this.#resumes.warm += 1;
     entry.busy = true;
     return this.#settle(programId, entry, entry.program.resume(outputs));

@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { SealingKeys } from '../../runtime/index.ts';
 import type { ConversationItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
+import type { StoredParam } from './client-loop.ts';
 import { MCP_APPROVAL } from './tool-kinds.ts';
 
 /**
@@ -51,6 +52,19 @@ function openCompaction(itemId: string, content: unknown, keys: SealingKeys, par
 export function expandCompactions(items: readonly ConversationItem[], keys: SealingKeys, param: (index: number) => string): ConversationItem[] {
   if (!items.some((item) => item.type === 'compaction')) return [...items];
   return items.flatMap((item, index) => (item.type === 'compaction' ? [...openCompaction(item.id, item.encrypted_content, keys, param(index))] : [item]));
+}
+
+/**
+ * A request's history and input with their compaction items read (expandCompactions): errors
+ * name a stored item by the parameter that brought it, an input item as `input[i]`.
+ */
+export function expandHistory(
+  stored: readonly ConversationItem[],
+  input: readonly ConversationItem[],
+  keys: SealingKeys,
+  storedParam: StoredParam,
+): { stored: ConversationItem[]; input: ConversationItem[] } {
+  return { stored: expandCompactions(stored, keys, () => storedParam), input: expandCompactions(input, keys, (index) => `input[${index}]`) };
 }
 
 /**

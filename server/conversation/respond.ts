@@ -10,7 +10,7 @@ import type { ModelContext } from '../model/model-decision.ts';
 import { buildResponse } from '../response-object.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
 import { countUsage, tokenChunks } from '../usage.ts';
-import { expandCompactions } from './compaction.ts';
+import { expandHistory } from './compaction.ts';
 import { enterConversation, storedHistory, withStoredMcpOutputs, type ConversationTurn } from './history.ts';
 import { limitOutput } from './output-limit.ts';
 import { prepareTurn, runTurn, type PreparedTurn, type TurnResult, type TurnServices } from './turn.ts';
@@ -66,18 +66,20 @@ export async function prepareResponse(request: ResponseRequest, deps: RespondDep
   const { body, newInput } = request;
   const conversation = await enterConversation(deps.store, body, newInput, deps.services.sealingKeys);
   try {
-    const { sealingKeys } = deps.services;
+    const storedParam = conversation ? 'conversation' : 'previous_response_id';
     // A compaction item is read as the items it holds (server/conversation/compaction.ts).
-    const stored = expandCompactions(conversation ? conversation.history : await storedHistory(deps.store, body.previous_response_id), sealingKeys, () =>
-      conversation ? 'conversation' : 'previous_response_id',
+    const { stored, input } = expandHistory(
+      conversation ? conversation.history : await storedHistory(deps.store, body.previous_response_id),
+      newInput,
+      deps.services.sealingKeys,
+      storedParam,
     );
-    const input = expandCompactions(newInput, sealingKeys, (index) => `input[${index}]`);
     const turn = await prepareTurn(
       {
         request: body,
         history: await withStoredMcpOutputs(deps.store, [...stored, ...input]),
         inputStart: stored.length,
-        storedParam: conversation ? 'conversation' : 'previous_response_id',
+        storedParam,
         clientChecks: request.clientChecks,
         headers: request.headers,
       },

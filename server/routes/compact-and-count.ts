@@ -3,7 +3,7 @@ import type { SealingKeys } from '../../runtime/index.ts';
 import type { ConversationItem } from '../../schemas/items.ts';
 import { CompactRequest, InputTokensRequest } from '../../schemas/request.ts';
 import type { CompactedResponse, EmittedCompaction, InputTokenCount } from '../../schemas/response.ts';
-import { expandCompactions, runningProgramItems, sealCompaction } from '../conversation/compaction.ts';
+import { expandHistory, runningProgramItems, sealCompaction } from '../conversation/compaction.ts';
 import { historyOf, inputItems } from '../conversation/history.ts';
 import { newId } from '../ids.ts';
 import { listedItem } from '../listed-item.ts';
@@ -28,8 +28,7 @@ export function registerCompactAndCountRoutes(app: FastifyInstance, deps: Compac
 
   /** The stored history and this request's input, each compaction item read as what it holds. */
   async function contextOf(body: { input?: InputTokensRequest['input']; conversation?: InputTokensRequest['conversation']; previous_response_id?: string | null }) {
-    const stored = expandCompactions(await historyOf(store, body), sealingKeys, () => (body.conversation ? 'conversation' : 'previous_response_id'));
-    const input = expandCompactions(inputItems(body.input ?? undefined), sealingKeys, (index) => `input[${index}]`);
+    const { stored, input } = expandHistory(await historyOf(store, body), inputItems(body.input ?? undefined), sealingKeys, body.conversation ? 'conversation' : 'previous_response_id');
     return [...stored, ...input];
   }
 
