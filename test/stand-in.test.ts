@@ -186,7 +186,12 @@ describe('an in-process model function', () => {
       expect(second.output_text).toBe('done: found');
       expect(seen.map((context) => context.phase)).toEqual(['user_turn', 'after_program']);
       expect(seen[0]).toMatchObject({ model: 'm', lastUserText: 'find it', turn: 1, instructions: 'be brief', programmaticToolCalling: true });
-      expect(seen[0]?.tools).toEqual([{ name: 'lookup', type: 'function', callers: ['programmatic'] }]);
+      expect(seen[0]?.tools).toEqual([
+        { name: 'lookup', type: 'function', callers: ['programmatic'], parameters: { type: 'object', properties: {}, additionalProperties: true } },
+      ]);
+      expect(seen[0]?.history).toMatchObject([{ type: 'message', role: 'user', content: 'find it' }]);
+      // The second turn sees the whole conversation: the first input and output, then the call's output.
+      expect(seen[1]?.history.map((item) => item.type)).toEqual(['message', 'reasoning', 'program', 'function_call', 'function_call_output']);
 
       const passed = await server.client.responses.create({ model: 'm', input: 'inline please' });
       expect(passed.output_text).toContain('```js');

@@ -34,6 +34,8 @@ export interface CallableTool {
   readonly param: string;
   /** An MCP tool's annotations from its server's listing (`readOnlyHint` matters to the policies). */
   readonly annotations?: unknown;
+  /** An MCP tool's description and input schema from its server's listing. */
+  readonly listed?: { readonly description?: string; readonly inputSchema: unknown };
 }
 
 /** An MCP server of the request, by `server_label`. */
@@ -49,6 +51,12 @@ export interface ToolSummary {
   readonly name: string;
   readonly type: ToolKind;
   readonly callers: readonly AllowedCaller[];
+  /** What the request (or an MCP server's listing) says the tool is for. */
+  readonly description?: string;
+  /** A function's `parameters`, or an MCP tool's `input_schema`: JSON Schema, as sent. */
+  readonly parameters?: unknown;
+  /** A function's `output_schema`, as sent. */
+  readonly outputSchema?: unknown;
 }
 
 /** The request's tools, read once: who may call what, and what a program gets on `tools`. */
@@ -194,8 +202,26 @@ function completed(base: Omit<ToolSet, 'tools' | 'programTools' | 'summaries'>, 
     ...base,
     tools: callable,
     programTools: base.programmaticToolCalling ? all.filter((tool) => tool.callers.includes('programmatic')).map(programTool) : [],
-    summaries: all.map((tool) => ({ name: tool.id, type: tool.kind, callers: tool.callers })),
+    summaries: all.map(summary),
   };
+}
+
+function summary(tool: CallableTool): ToolSummary {
+  const base = { name: tool.id, type: tool.kind, callers: tool.callers };
+  const { definition } = tool;
+  if (tool.listed) {
+    return { ...base, ...(tool.listed.description ? { description: tool.listed.description } : {}), parameters: tool.listed.inputSchema };
+  }
+  if (definition.type === 'function') {
+    return {
+      ...base,
+      ...(definition.description ? { description: definition.description } : {}),
+      ...(definition.parameters != null ? { parameters: definition.parameters } : {}),
+      ...(definition.output_schema != null ? { outputSchema: definition.output_schema } : {}),
+    };
+  }
+  if (definition.type === 'custom' && definition.description) return { ...base, description: definition.description };
+  return base;
 }
 
 /** The names a tool definition loads: a tool's name, a namespace's `namespace.member`s, an MCP server's label, a built-in's type. */
@@ -438,6 +464,7 @@ export function withMcpListings(toolSet: ToolSet, listings: ReadonlyMap<string, 
         definition: server.definition,
         param: server.param,
         ...(tool.annotations == null ? {} : { annotations: tool.annotations }),
+        listed: { ...(tool.description ? { description: tool.description } : {}), inputSchema: tool.input_schema },
       });
     }
   }

@@ -205,6 +205,7 @@ function modelContext(input: TurnInput, state: ConversationState, toolSet: ToolS
     instructions: input.request.instructions ?? null,
     metadata: input.request.metadata ?? {},
     tools: toolSet.summaries,
+    history: input.history,
     programmaticToolCalling: toolSet.programmaticToolCalling,
     headers: input.headers,
   };

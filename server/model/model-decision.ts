@@ -1,5 +1,5 @@
-import type { AllowedCaller } from '../../schemas/tools.ts';
-import type { ToolKind } from '../conversation/tool-kinds.ts';
+import type { ConversationItem } from '../../schemas/items.ts';
+import type { ToolSummary } from '../conversation/tool-set.ts';
 
 /**
  * What the stand-in "model" sees each turn. `phase` says what it reacts to: a user message,
@@ -15,12 +15,16 @@ export interface ModelContext {
   readonly turn: number;
   readonly instructions: string | null;
   readonly metadata: Readonly<Record<string, string>>;
-  /** Tools of the request the model or a program can call (a namespace's as `namespace.name`), and who may call them. */
-  readonly tools: readonly {
-    readonly name: string;
-    readonly type: ToolKind;
-    readonly callers: readonly AllowedCaller[];
-  }[];
+  /**
+   * Tools of the request the model or a program can call (a namespace's as `namespace.name`),
+   * who may call them, and, where the request has them, their description and schemas.
+   */
+  readonly tools: readonly ToolSummary[];
+  /**
+   * The conversation so far, oldest first: the stored history (previous_response_id,
+   * conversation) and this request's input, as items. This response's output is not in it.
+   */
+  readonly history: readonly ConversationItem[];
   /** True when the request enables programs (`{type: "programmatic_tool_calling"}`). */
   readonly programmaticToolCalling: boolean;
   /** In `after_program`: the program that ended. */
