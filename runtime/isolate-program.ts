@@ -330,7 +330,7 @@ export class IsolateProgram {
     // isolate waits on them.
     const tools = await sandboxTools(spec.tools);
     // One made ahead when the runtime keeps some, else one made now on the step's clock.
-    const prepared = this.#warm?.take(spec.limits.memoryMb) ?? (await this.#within(started, (timeout) => prepareIsolate(spec.limits.memoryMb, timeout)));
+    const prepared = this.#warm?.take(spec.limits.memoryMb) ?? (await this.#within(started, async (timeout) => prepareIsolate(spec.limits.memoryMb, timeout)));
     const { isolate, script, install } = prepared;
     if (this.#finished) {
       // Disposed while the isolate was being made: nothing may keep it.
@@ -352,7 +352,9 @@ export class IsolateProgram {
       },
       limitMessages: guestLimitMessages(),
     };
-    this.#dispatch = (await this.#within(started, (timeout) => install.apply(undefined, [JSON.stringify(config)], { result: { reference: true }, timeout }))) as ivm.Reference<Dispatch>;
+    // Synchronous: the prelude's own code on a configuration bounded by the tool limits, no
+    // program code (see prepareIsolate for why a thread hop costs more).
+    this.#dispatch = (await this.#within(started, async (timeout) => install.applySync(undefined, [JSON.stringify(config)], { result: { reference: true }, timeout }))) as ivm.Reference<Dispatch>;
     install.release();
     if (tools.some((tool) => tool.checkInput !== undefined)) {
       // The checker needs only the strict tools' argument validators; it starts on the first call to one.
@@ -438,7 +440,7 @@ export class IsolateProgram {
    * (parseGuestReply). A `fault` reply, or one the protocol does not have, throws: the emulator
    * failed to run the program.
    */
-  async #call<Op extends GuestOp & { readonly op: RepliedGuestOp }>(op: Op, started: number): Promise<Exclude<GuestReplyTo<Op['op']>, { state: 'fault' }>> {
+  async #call<Op extends GuestOp & { readonly op: RepliedGuestOp }>(op: Op, started: number, crossing: 'async' | 'sync' = 'async'): Promise<Exclude<GuestReplyTo<Op['op']>, { state: 'fault' }>> {
     const dispatch = this.#dispatch;
     if (!dispatch) throw new Error('The program is not running');
     let request = dispatchArguments(op);
@@ -448,7 +450,7 @@ export class IsolateProgram {
     for (let rejections = 0; ; rejections++) {
       let text: unknown;
       try {
-        text = await this.#within(started, (timeout) => dispatch.apply(undefined, request, { timeout }));
+        text = await this.#within(started, async (timeout) => (crossing === 'sync' ? dispatch.applySync(undefined, request, { timeout }) : dispatch.apply(undefined, request, { timeout })));
       } catch (error) {
         if (error instanceof LimitReached || this.#isolate?.isDisposed || rejections >= UNHANDLED_REJECTIONS_BEFORE_FAULT) throw error;
         request = dispatchArguments(REPEAT);
@@ -460,11 +462,24 @@ export class IsolateProgram {
     }
   }
 
+  /**
+   * Asks where the program stands. Outside a replay the report runs none of the program's code
+   * (it settles nothing, so no microtask of the program is queued) and its reply is bounded by
+   * the batch limits: it is asked synchronously, on this thread, which spares the two thread
+   * hand-overs of an asynchronous call (most of a pause's cost). A replay's report answers
+   * recorded calls, and the program runs on as it returns: that one stays asynchronous.
+   */
+  #report(started: number): Promise<Exclude<GuestReplyTo<'report'>, { state: 'fault' }>> {
+    return this.#call(REPORT, started, this.#record.length === 0 ? 'sync' : 'async');
+  }
+
   async #step(run: (started: number) => Promise<void>): Promise<ProgramEvent> {
+    this.#warm?.stepBegan();
     try {
       return await this.#runStep(run);
     } finally {
       this.#stepStartedAt = undefined;
+      this.#warm?.stepEnded();
     }
   }
 
@@ -477,7 +492,7 @@ export class IsolateProgram {
     let state: ProgramState;
     try {
       await run(started);
-      let reply = await this.#call(REPORT, started);
+      let reply = await this.#report(started);
       // Each recorded batch answered during a replay is a step of its own, with its own wall-clock
       // budget, as it was in the recorded run; CPU time keeps adding up across all of them.
       for (;;) {
@@ -486,7 +501,7 @@ export class IsolateProgram {
           const part = this.#entriesFrom(reply.from);
           if (part.length === 0) throw new Error(`The replay asked for recorded calls from call ${reply.from}, which the record does not have`);
           await this.#call({ op: 'answers', payload: part }, started);
-          reply = await this.#call(REPORT, started);
+          reply = await this.#report(started);
           continue;
         }
         if (reply.state === 'resume_limit') throw new LimitReached('resume_limit_exceeded');
@@ -499,7 +514,7 @@ export class IsolateProgram {
         this.#steps += 1;
         started = this.#readWallTime();
         this.#stepStartedAt = started;
-        reply = await this.#call(REPORT, started);
+        reply = await this.#report(started);
       }
     } catch (error) {
       return this.#fail(this.#classify(error));

@@ -11,8 +11,8 @@ export interface ProgramRuntimeOptions {
   readonly maxPausedPrograms: number;
   /** Heap of all paused isolates together, in bytes, beyond which the least recently used go. */
   readonly maxPausedHeapBytes: number;
-  /** Isolates kept made ahead of demand (WarmIsolates); 0 makes each when its program starts. */
-  readonly warmIsolates: number;
+  /** Isolates kept made ahead of demand (WarmIsolates; default DEFAULT_WARM_ISOLATES); 0 makes each when its program starts. */
+  readonly warmIsolates?: number;
 }
 
 

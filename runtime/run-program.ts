@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import { IsolateProgram } from './isolate-program.ts';
 import { resolveLimits, type ProgramLimits } from './limits.ts';
 import type { ProgramEvent, ProgramFailure, ProgramStats, ToolCallRequest } from './program-events.ts';
+import { sharedWarmIsolates } from './warm-isolates.ts';
 
 /**
  * A host tool for `runProgram`: `json` tools hand the program parsed JSON (as `output_schema`
@@ -41,7 +42,9 @@ export async function runProgram(code: string, options: RunProgramOptions = {}):
     seed: options.seed ?? randomInt(2 ** 32),
     clock: options.clock ?? Date.now(),
     limits: resolveLimits(options.limits),
-  });
+    // Isolates made ahead and shared by every runProgram of the process: each is still fresh,
+    // taken by one program only.
+  }, sharedWarmIsolates());
   const calls: ToolCallRequest[] = [];
   let event: ProgramEvent = await program.start();
   try {

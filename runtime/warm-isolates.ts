@@ -13,19 +13,27 @@ export interface PreparedIsolate {
   readonly install: ivm.Reference<(configJson: string) => unknown>;
 }
 
+/** How many isolates a runtime keeps made ahead when not told (PTC_WARM_ISOLATES's default). */
+export const DEFAULT_WARM_ISOLATES = 2;
+
 /**
  * Bounds the prelude's own run when an isolate is made ahead of a program (no step's clock is
  * running then). The prelude is ours and defines functions only: it takes a few milliseconds.
  */
 const PRELUDE_TIMEOUT_MS = 5_000;
 
-/** A new isolate of `memoryMb` with the prelude run in it; `timeoutMs` bounds that run. */
-export async function prepareIsolate(memoryMb: number, timeoutMs: number = PRELUDE_TIMEOUT_MS): Promise<PreparedIsolate> {
+/**
+ * A new isolate of `memoryMb` with the prelude run in it; `timeoutMs` bounds that run.
+ * Synchronous, on this thread: none of it is a request's code, it takes about as long as the
+ * `new Isolate` that must be synchronous anyway, and each asynchronous step would add two
+ * thread hand-overs (to the isolate's thread and back), which cost more than the step itself.
+ */
+export function prepareIsolate(memoryMb: number, timeoutMs: number = PRELUDE_TIMEOUT_MS): PreparedIsolate {
   const isolate = new ivm.Isolate({ memoryLimit: memoryMb });
   try {
-    const context = await isolate.createContext();
-    const script = await isolate.compileScript(PRELUDE_SOURCE, { filename: 'ptc:prelude' });
-    const install = (await script.run(context, { reference: true, timeout: timeoutMs })) as ivm.Reference<(configJson: string) => unknown>;
+    const context = isolate.createContextSync();
+    const script = isolate.compileScriptSync(PRELUDE_SOURCE, { filename: 'ptc:prelude' });
+    const install = script.runSync(context, { reference: true, timeout: timeoutMs }) as ivm.Reference<(configJson: string) => unknown>;
     return { isolate, context, script, install };
   } catch (error) {
     if (!isolate.isDisposed) isolate.dispose();
@@ -33,25 +41,37 @@ export async function prepareIsolate(memoryMb: number, timeoutMs: number = PRELU
   }
 }
 
+/** An isolate made ahead and not taken within this long is disposed: it would only hold memory. */
+export const WARM_ISOLATE_IDLE_MS = 30_000;
+
 /**
  * Isolates made ahead of demand, so that starting a program does not wait for an isolate, its
  * context and the prelude (most of a light program's cost). Each is fresh: made for one
  * program, handed out once, never given back; nothing of a request is in it before it is
- * taken. At most `size` wait at any time, for the memory limit last asked for, and one is made
- * at a time, after the program that took the last one has started.
+ * taken. At most `size` wait at any time, for the memory limit last asked for; one not taken
+ * within WARM_ISOLATE_IDLE_MS is disposed.
+ *
+ * They are made only while no program step runs here (each step is bracketed by stepBegan and
+ * stepEnded): making one takes the thread for a millisecond or two, and a running step's replies
+ * would wait behind it. Under a steady stream of steps none are made and each program makes its
+ * own, which costs what it costs without the pool.
  */
 export class WarmIsolates {
   readonly #size: number;
+  readonly #idleMs: number;
   #memoryMb: number | undefined;
-  #ready: PreparedIsolate[] = [];
-  #filling = false;
+  #ready: { readonly prepared: PreparedIsolate; readonly madeAt: number }[] = [];
+  #running = 0;
+  #scheduled = false;
   #closed = false;
+  #expiry: NodeJS.Timeout | undefined;
 
-  constructor(size: number) {
+  constructor(size: number = DEFAULT_WARM_ISOLATES, idleMs: number = WARM_ISOLATE_IDLE_MS) {
     this.#size = size;
+    this.#idleMs = idleMs;
   }
 
-  /** A prepared isolate of `memoryMb`, if one is waiting; the pool starts making the next. */
+  /** A prepared isolate of `memoryMb`, if one is waiting. */
   take(memoryMb: number): PreparedIsolate | undefined {
     if (this.#closed || this.#size === 0) return undefined;
     if (memoryMb !== this.#memoryMb) {
@@ -59,9 +79,18 @@ export class WarmIsolates {
       this.#memoryMb = memoryMb;
       this.#disposeReady();
     }
-    const taken = this.#ready.shift();
-    setImmediate(() => void this.#fill());
-    return taken;
+    return this.#ready.shift()?.prepared;
+  }
+
+  /** A program step starts running in this process. */
+  stepBegan(): void {
+    this.#running += 1;
+  }
+
+  /** A program step has ended: once none runs, the pool makes up what was taken. */
+  stepEnded(): void {
+    this.#running -= 1;
+    this.#schedule();
   }
 
   /** How many wait now (for tests and metrics). */
@@ -71,27 +100,50 @@ export class WarmIsolates {
 
   close(): void {
     this.#closed = true;
+    clearTimeout(this.#expiry);
     this.#disposeReady();
   }
 
-  async #fill(): Promise<void> {
-    if (this.#filling) return;
-    this.#filling = true;
-    try {
-      while (!this.#closed && this.#memoryMb !== undefined && this.#ready.length < this.#size) {
-        const memoryMb = this.#memoryMb;
-        const prepared = await prepareIsolate(memoryMb);
-        if (this.#closed || memoryMb !== this.#memoryMb) prepared.isolate.dispose();
-        else this.#ready.push(prepared);
+  /** One isolate per turn of the event loop, while no step runs and the pool is short. */
+  #schedule(): void {
+    if (this.#scheduled || this.#closed || this.#memoryMb === undefined || this.#ready.length >= this.#size) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      const memoryMb = this.#memoryMb;
+      if (this.#running > 0 || this.#closed || memoryMb === undefined || this.#ready.length >= this.#size) return;
+      try {
+        this.#ready.push({ prepared: prepareIsolate(memoryMb), madeAt: performance.now() });
+      } catch {
+        // A failure to make one ahead (out of memory, say) costs nothing: the next program makes its own.
+        return;
       }
-    } catch {
-      // A failure to make one ahead (out of memory, say) costs nothing: the next program makes its own.
-    } finally {
-      this.#filling = false;
-    }
+      this.#armExpiry();
+      this.#schedule();
+    });
+  }
+
+  /** Disposes the isolates waiting longer than the idle time, checking again while some wait. */
+  #armExpiry(): void {
+    if (this.#expiry !== undefined) return;
+    this.#expiry = setTimeout(() => {
+      this.#expiry = undefined;
+      const now = performance.now();
+      while (this.#ready.length > 0 && now - this.#ready[0]!.madeAt >= this.#idleMs) this.#ready.shift()!.prepared.isolate.dispose();
+      if (this.#ready.length > 0) this.#armExpiry();
+    }, this.#idleMs / 2);
+    this.#expiry.unref();
   }
 
   #disposeReady(): void {
-    for (const { isolate } of this.#ready.splice(0)) if (!isolate.isDisposed) isolate.dispose();
+    for (const { prepared } of this.#ready.splice(0)) if (!prepared.isolate.isDisposed) prepared.isolate.dispose();
   }
+}
+
+let shared: WarmIsolates | undefined;
+
+/** The isolates `runProgram` takes from, made on first use and shared by every call in the process. */
+export function sharedWarmIsolates(): WarmIsolates {
+  shared ??= new WarmIsolates();
+  return shared;
 }

@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from '../runtime/index.ts';
+import { DEFAULT_WARM_ISOLATES, LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from '../runtime/index.ts';
 import { STORE_KINDS, type StoreKind } from './stores/create-store.ts';
 
 export type ClientChecks = 'strict' | 'lenient';
@@ -55,8 +55,8 @@ export const SETTINGS = {
     description: 'Paused isolates kept at most; beyond, the least recently used are dropped (they resume by replay). `0` turns the cache off: every resume replays.',
   },
   PTC_WARM_ISOLATES: {
-    default: '2',
-    description: 'Isolates each process that runs programs keeps made ahead of demand, with the prelude loaded, so that a program does not wait for one (each is fresh: one program, never reused). `0` makes each isolate as its program starts.',
+    default: String(DEFAULT_WARM_ISOLATES),
+    description: 'Isolates each process that runs programs keeps made ahead of demand, with the prelude loaded, so that a program does not wait for one (each is fresh: one program, never reused; made while no step runs, disposed after 30 s unused). `0` makes each isolate as its program starts.',
   },
   PTC_MAX_PAUSED_HEAP_MB: { default: '512', description: 'Heap of all paused isolates together, in MiB; beyond, the least recently used are dropped.' },
   PTC_JOURNAL_SIZE: { default: '200', description: 'Requests kept by the journal (`GET /v1/emulator/journal`); `0` turns it off.' },
