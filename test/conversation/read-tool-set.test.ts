@@ -571,8 +571,8 @@ describe('withMcpListings', () => {
       [listing('crm', [FIND, READ])],
       [
         { id: 'a', name: 'a', kind: 'function', callers: ['direct'], param: 'tools[0]' },
-        { id: 'crm.find', name: 'find', namespace: 'crm', kind: 'mcp', callers: ['direct', 'programmatic'], param: 'tools[2]' },
-        { id: 'crm.read', name: 'read', namespace: 'crm', kind: 'mcp', callers: ['direct', 'programmatic'], param: 'tools[2]', annotations: { readOnlyHint: true } },
+        { id: 'crm.find', name: 'find', namespace: 'crm', kind: 'mcp', callers: ['direct', 'programmatic'], param: 'tools[2]', listed: { inputSchema: {} } },
+        { id: 'crm.read', name: 'read', namespace: 'crm', kind: 'mcp', callers: ['direct', 'programmatic'], param: 'tools[2]', listed: { inputSchema: {} }, annotations: { readOnlyHint: true } },
       ],
     ],
     ['nothing from a listing that failed', [mcp('crm')], [listing('crm', [FIND], 'connection refused')], []],
@@ -581,21 +581,21 @@ describe('withMcpListings', () => {
       'only the tools allowed_tools names',
       [mcp('crm', { allowed_tools: ['read', 'missing'] })],
       [listing('crm', [FIND, READ])],
-      [{ id: 'crm.read', name: 'read', namespace: 'crm', kind: 'mcp', callers: ['direct'], param: 'tools[0]', annotations: { readOnlyHint: true } }],
+      [{ id: 'crm.read', name: 'read', namespace: 'crm', kind: 'mcp', callers: ['direct'], param: 'tools[0]', listed: { inputSchema: {} }, annotations: { readOnlyHint: true } }],
     ],
     [
       'only the read-only tools, by the filter',
       [mcp('crm', { allowed_tools: { read_only: true } })],
       [listing('crm', [FIND, DROP, READ])],
-      [{ id: 'crm.read', name: 'read', namespace: 'crm', kind: 'mcp', callers: ['direct'], param: 'tools[0]', annotations: { readOnlyHint: true } }],
+      [{ id: 'crm.read', name: 'read', namespace: 'crm', kind: 'mcp', callers: ['direct'], param: 'tools[0]', listed: { inputSchema: {} }, annotations: { readOnlyHint: true } }],
     ],
     [
       'the tools that are not read-only, by the filter (no hint: not read-only)',
       [mcp('crm', { allowed_tools: { read_only: false, tool_names: ['find', 'drop', 'read'] } })],
       [listing('crm', [FIND, DROP, READ])],
       [
-        { id: 'crm.find', name: 'find', namespace: 'crm', kind: 'mcp', callers: ['direct'], param: 'tools[0]' },
-        { id: 'crm.drop', name: 'drop', namespace: 'crm', kind: 'mcp', callers: ['direct'], param: 'tools[0]', annotations: { readOnlyHint: false } },
+        { id: 'crm.find', name: 'find', namespace: 'crm', kind: 'mcp', callers: ['direct'], param: 'tools[0]', listed: { inputSchema: {} } },
+        { id: 'crm.drop', name: 'drop', namespace: 'crm', kind: 'mcp', callers: ['direct'], param: 'tools[0]', listed: { inputSchema: {} }, annotations: { readOnlyHint: false } },
       ],
     ],
   ])('%s', (_, tools, listings, expected) => {
@@ -610,8 +610,8 @@ describe('withMcpListings', () => {
     ]));
     expect(toolSet.programTools).toEqual([{ name: 'find', namespace: 'crm', tag: 'mcp', parseOutputAsJson: false }]);
     expect(toolSet.summaries).toEqual([
-      { name: 'crm.find', type: 'mcp', callers: ['programmatic'] },
-      { name: 'docs.read', type: 'mcp', callers: ['direct'] },
+      { name: 'crm.find', type: 'mcp', callers: ['programmatic'], parameters: {} },
+      { name: 'docs.read', type: 'mcp', callers: ['direct'], parameters: {} },
     ]);
   });
 });
