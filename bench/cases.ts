@@ -4,6 +4,7 @@ import { runProgram, type HostTool } from '../runtime/run-program.ts';
 import { bareIsolateAndContext, bareRunProgram } from './bare-isolated-vm.ts';
 import { startSeedServer } from './http-seed-loop.ts';
 import { assertSeedResult, SEED_IMPLEMENTATIONS, SEED_PROGRAM } from './seed.ts';
+import { runBare, runInProcess, startWorkerRunner, WORKLOADS, type Workload } from './workloads.ts';
 
 /** What a case needs while it is measured; built before warm-up so set-up cost is not timed. */
 export interface PreparedCase {
@@ -15,6 +16,8 @@ export interface BenchCase {
   readonly name: string;
   /** The floor this case's median is divided by, by name; absent on a floor itself. */
   readonly floor?: string;
+  /** Untimed idle time before each iteration (see MeasureOptions.idleMs); back to back when absent. */
+  readonly idleMs?: number;
   prepare(): Promise<PreparedCase>;
 }
 
@@ -28,6 +31,37 @@ const HOST_TOOLS: Record<string, HostTool> = Object.fromEntries(
     { json: true, run: (args: unknown) => implementation(args as { sku: string }) },
   ]),
 );
+
+/** Programs this far apart leave the runtime idle time between them, as real clients do. */
+const APART_MS = 5;
+
+/**
+ * Each of the peer bench's workloads three ways, against its own floor measured just before:
+ * plain isolated-vm with a fresh isolate, runProgram in this process, a worker process. W1 and
+ * W5 (where starting a program is most of the cost) also run APART_MS apart, the floor too.
+ */
+function workloadCases(workload: Workload): BenchCase[] {
+  const floor = `${workload.id} bare isolated-vm, fresh isolate (${workload.title})`;
+  const cases: BenchCase[] = [
+    { name: floor, prepare: async () => ({ iteration: () => runBare(workload) }) },
+    { name: `${workload.id} runProgram, in process`, floor, prepare: async () => ({ iteration: () => runInProcess(workload) }) },
+    {
+      name: `${workload.id} worker process (WorkerPool of 1)`,
+      floor,
+      prepare: async () => {
+        const runner = await startWorkerRunner();
+        return { iteration: () => runner.run(workload), teardown: runner.close };
+      },
+    },
+  ];
+  if (workload.id !== 'W1' && workload.id !== 'W5') return cases;
+  const apartFloor = `${workload.id} bare isolated-vm, ${APART_MS} ms apart`;
+  return [
+    ...cases,
+    { name: apartFloor, idleMs: APART_MS, prepare: async () => ({ iteration: () => runBare(workload) }) },
+    { name: `${workload.id} runProgram, ${APART_MS} ms apart`, floor: apartFloor, idleMs: APART_MS, prepare: async () => ({ iteration: () => runInProcess(workload) }) },
+  ];
+}
 
 /**
  * Floors come first so the cases compared with them run in the same process state; the run is
@@ -88,4 +122,5 @@ export const CASES: readonly BenchCase[] = [
       };
     },
   },
+  ...WORKLOADS.flatMap(workloadCases),
 ];

@@ -13,7 +13,8 @@ import { SEED_EXPECTED_RESULT, SEED_IMPLEMENTATIONS, SEED_USER_MESSAGE } from '.
  */
 
 const USER_ITEM = { role: 'user', content: SEED_USER_MESSAGE };
-const FIRST_BODY = JSON.stringify({ model: 'ptc-emulator', store: false, input: [USER_ITEM], tools: SEED_TOOLS });
+/** Request 1 of the seed conversation: the user message, `store: false`; it pauses on two calls. */
+export const FIRST_BODY = JSON.stringify({ model: 'ptc-emulator', store: false, input: [USER_ITEM], tools: SEED_TOOLS });
 
 /** A 200 whose body is not what the seed conversation must produce: the server is broken. */
 export class ShapeError extends Error {}

@@ -1,9 +1,16 @@
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface MeasureOptions {
   /** Iterations run and thrown away first: JIT, inline caches, lazy module init, socket pools. */
   readonly warmup: number;
   readonly iterations: number;
+  /**
+   * Idle time before each iteration, not timed: programs that arrive a few milliseconds apart,
+   * as they do from real clients, rather than back to back (what the runtime does in idle time,
+   * such as making isolates ahead, then counts).
+   */
+  readonly idleMs?: number;
 }
 
 export interface Summary {
@@ -16,12 +23,19 @@ export interface Summary {
 
 /**
  * Times `iteration` one call at a time (never overlapping: the numbers are latencies, not
- * throughput) and returns every measured duration in milliseconds.
+ * throughput), `idleMs` apart, and returns every measured duration in milliseconds.
  */
 export async function measure(iteration: () => Promise<void>, options: MeasureOptions): Promise<number[]> {
-  for (let i = 0; i < options.warmup; i++) await iteration();
+  const idle = async (): Promise<void> => {
+    if (options.idleMs) await sleep(options.idleMs);
+  };
+  for (let i = 0; i < options.warmup; i++) {
+    await idle();
+    await iteration();
+  }
   const samples: number[] = [];
   for (let i = 0; i < options.iterations; i++) {
+    await idle();
     const started = performance.now();
     await iteration();
     samples.push(performance.now() - started);
