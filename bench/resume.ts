@@ -5,12 +5,13 @@
 // thresholds: this reports, it never fails on speed, only on a wrong answer.
 import { describeEnvironment } from './environment.ts';
 import type { MeasureOptions } from './measure.ts';
-import { summarize, type Summary } from './measure.ts';
+import { measure, summarize, type Summary } from './measure.ts';
 import { measureHttpResume } from './resume-http.ts';
 import { LOOP_PROGRAM, type ResumeSchedule } from './resume-program.ts';
 import { measureRuntimeResume, type PathSamples } from './resume-runtime.ts';
 import { LONG_CHAIN, measureStoreLatency, PAUSED_PROGRAMS_KEPT } from './store-latency.ts';
 import { formatTable, type Column } from './table.ts';
+import { runBare, startReplayRunner, WORKLOADS } from './workloads.ts';
 import { positiveNumberFromEnv } from './settings.ts';
 
 /** BENCH_RESUME_SCALE multiplies every iteration count (e.g. 0.1 for a quick look, 3 for steadier numbers). */
@@ -35,6 +36,16 @@ console.log('Sequential, one request or resume at a time; times in ms unless mar
 
 const runtimeResults = await measureRuntimeResume(SCHEDULE, progress);
 const httpResults = await measureHttpResume(SCHEDULE, progress);
+// The floor for a replay of 1,000 recorded calls: one whole run of a 1,000-call program (W3) in
+// plain isolated-vm, tools answering at once. A replay runs the program again feeding it its
+// record, so it should cost no more than running it fresh.
+progress('bare isolated-vm W3 (1,000 calls), the floor for a 1,000-call replay');
+const W3 = WORKLOADS.find((workload) => workload.id === 'W3')!;
+const bareW3 = summarize(await measure(() => runBare(W3), { warmup: scaled(3), iterations: scaled(30) }));
+progress('replaying W3 from its 1,000 recorded calls');
+const w3Replay = await startReplayRunner(W3);
+const replayW3 = summarize(await measure(w3Replay.run, { warmup: scaled(3), iterations: scaled(30) }));
+await w3Replay.close();
 const stores = await measureStoreLatency(STORE_OPTIONS, progress);
 
 const ms = (value: number): string => value.toFixed(3);
@@ -90,6 +101,12 @@ console.log('           warm = default cache (an untimed request first leaves th
 console.log('           replay = a server with maxPausedPrograms: 0 (every resume replays; the isolate is disposed inside the request).');
 console.log('  iters = warm-up + measured, per path. replay per earlier call = (replay(N) - replay(1)) / (N - 1), medians.\n');
 console.log(formatTable(resumeColumns, [...resumeRows('runtime', runtimeResults), ...resumeRows('HTTP', httpResults)]));
+const replay1000 = summarize(runtimeResults.get(1000)?.replay ?? []);
+console.log(
+  `\n  floor: one bare isolated-vm run of W3 (1,000 calls in batches of 50, fresh isolate) ${ms(bareW3.medianMs)} median;` +
+    ` the runtime's replay at N=1000 above (1,000 one-call batches) is ${ratio(replay1000.medianMs / bareW3.medianMs)} of it,`,
+);
+console.log(`  and a replay of W3 itself from its ${w3Replay.calls} recorded calls (20 batches, in process) ${ms(replayW3.medianMs)} median, ${ratio(replayW3.medianMs / bareW3.medianMs)} of it`);
 
 // ---- Table 2 ---------------------------------------------------------------------------------
 const storeColumns: Column[] = [

@@ -2,6 +2,7 @@ import type { ProgramSpec } from '../runtime/isolate-program.ts';
 import { DEFAULT_LIMITS } from '../runtime/limits.ts';
 import type { ProgramEvent, RecordedCall } from '../runtime/program-events.ts';
 import { runProgram, type HostTool } from '../runtime/run-program.ts';
+import { ProgramRuntime } from '../runtime/program-runtime.ts';
 import { WorkerPool } from '../runtime/worker/worker-pool.ts';
 import { bareRunProgram, type BareTools } from './bare-isolated-vm.ts';
 import { DEFAULT_CACHE } from './resume-program.ts';
@@ -110,5 +111,39 @@ export async function startWorkerRunner(): Promise<{ run: (workload: Workload) =
       expectResult(workload, 'worker process', event.type === 'completed' ? event.result : JSON.stringify(event));
     },
     close: () => pool.close(),
+  };
+}
+
+/**
+ * A replay of the whole workload from its record: the calls and outputs of one live run are
+ * recorded first (untimed), then each `run` resumes a program id never seen by this runtime
+ * with all of them, so it re-runs the program in a fresh isolate feeding it its record to the
+ * end. Fails unless that is a replay that completes with the workload's answer.
+ */
+export async function startReplayRunner(workload: Workload): Promise<{ run: () => Promise<void>; calls: number; close: () => Promise<void> }> {
+  const runtime = new ProgramRuntime(DEFAULT_CACHE);
+  const tools = Object.keys(TOOL_ANSWERS).map((name) => ({ name, parseOutputAsJson: true }));
+  const spec: ProgramSpec = { code: workload.program, tools, seed: 1, clock: 1_700_000_000_000, limits: DEFAULT_LIMITS };
+  const recorded: RecordedCall[] = [];
+  let event: ProgramEvent = await runtime.start('record', spec);
+  while (event.type === 'paused') {
+    for (const call of event.calls) {
+      recorded[call.seq] = { tool: call.tool, argumentsJson: call.argumentsJson, output: JSON.stringify(TOOL_ANSWERS[call.tool]!(JSON.parse(call.argumentsJson) as { sku: string })) };
+    }
+    ({ event } = await runtime.resume('record', spec, recorded));
+  }
+  runtime.dispose('record');
+  expectResult(workload, 'recording', event.type === 'completed' ? event.result : JSON.stringify(event));
+  let replays = 0;
+  return {
+    calls: recorded.length,
+    run: async () => {
+      const id = `replay-${++replays}`;
+      const { event: replayed, path } = await runtime.resume(id, spec, recorded);
+      if (path !== 'replay') throw new Error(`${workload.id} replay: served by ${path}`);
+      runtime.dispose(id);
+      expectResult(workload, 'replay', replayed.type === 'completed' ? replayed.result : JSON.stringify(replayed));
+    },
+    close: () => runtime.close(),
   };
 }
