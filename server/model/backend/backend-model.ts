@@ -3,7 +3,7 @@ import { createChatCompletion, type BackendConnection } from './chat-client.ts';
 import { conversationMessages, directTools, finalMessageTail, systemPrompt } from './chat-prompt.ts';
 import type { ChatCompletion, ChatMessage, ChatRequest } from './chat-wire.ts';
 import { programSyntaxError } from './program-syntax.ts';
-import { toolDeclarations } from './tool-declarations.ts';
+import { declarationsOffLoop } from './declarations-off-loop.ts';
 
 export interface ModelBackendOptions extends BackendConnection {
   /** The backend's model; when absent, the request's `model` is passed on. */
@@ -87,7 +87,7 @@ export function modelBackend(options: ModelBackendOptions): ModelFunction {
   return async (context: ModelContext): Promise<ModelDecision> => {
     const mayAct = context.phase === 'user_turn' || context.phase === 'after_search';
     const programTools = context.tools.filter((tool) => tool.callers.includes('programmatic'));
-    const declarations = mayAct && context.programmaticToolCalling ? (await toolDeclarations(programTools)).text : undefined;
+    const declarations = mayAct && context.programmaticToolCalling ? await declarationsOffLoop(programTools) : undefined;
     const direct = mayAct ? directTools(context.tools) : { tools: [], ids: new Map<string, string>() };
     const messages: ChatMessage[] = [{ role: 'system', content: systemPrompt(context, declarations, direct.tools.length) }];
     if (context.instructions) messages.push({ role: 'system', content: context.instructions });

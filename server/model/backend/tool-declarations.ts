@@ -109,7 +109,14 @@ async function declarationsOf(schema: unknown, name: string): Promise<string> {
       return own === undefined ? undefined : `${name}${typeNameOf(own)}`;
     },
   };
-  const text = await compile(root as Parameters<typeof compile>[0], name, options);
+  let text: string;
+  try {
+    text = await compile(root as Parameters<typeof compile>[0], name, options);
+  } catch (error) {
+    // A $ref that leaves the schema, or one the generator cannot follow (a chain deep enough to
+    // overflow its recursion): the model reads the schema itself.
+    return untypedDeclaration(schema, name, (error as Error).message);
+  }
   // Declarations, not a module: the model reads one script.
   return indented(text.replace(/^export /gm, '').trim());
 }
@@ -131,6 +138,12 @@ function indented(text: string): string {
       return out;
     })
     .join('\n');
+}
+
+/** A type the generator could not write: `unknown`, with the JSON Schema to read instead. */
+function untypedDeclaration(schema: unknown, name: string, reason: string): string {
+  const json = JSON.stringify(schema, null, 1).replaceAll('*/', '*\\/');
+  return `/**\n * Not rendered as TypeScript (${reason.split('\n')[0]!.replaceAll('*/', '*\\/')}); the JSON Schema:\n * ${json.replaceAll('\n', '\n * ')}\n */\ntype ${name} = unknown;`;
 }
 
 export interface ToolDeclarations {
