@@ -39,7 +39,9 @@ function startLine(config: ServerConfig, origin: string, scenarios: ScenarioFile
     config.store === 'sqlite' ? `sqlite (${resolve(dataDirOf(config), SQLITE_FILE_NAME)})` : config.store === 'redis' ? `redis (prefix ${config.redisPrefix})` : 'memory (lost on exit)';
   const workers = config.workers === 0 ? 'isolates in process' : `${config.workers} worker${config.workers === 1 ? '' : 's'}`;
   const rules = scenarios ? `${scenarios.rules.length} scenario rule${scenarios.rules.length === 1 ? '' : 's'} from ${config.scenariosPath}` : 'no scenario file (inline programs only)';
-  return `ptc-emulator ${PACKAGE.version} · API at ${origin}/v1 · store ${store} · ${workers} · ${rules}`;
+  // The backend's URL and model, never its key.
+  const backend = config.modelBackend ? ` · model backend ${config.modelBackend.url}${config.modelBackend.model ? ` (${config.modelBackend.model})` : ''}` : '';
+  return `ptc-emulator ${PACKAGE.version} · API at ${origin}/v1 · store ${store} · ${workers} · ${rules}${backend}`;
 }
 
 /** `ptc-emulator serve`: serve on HOST:PORT until SIGINT or SIGTERM. */

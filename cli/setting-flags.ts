@@ -5,8 +5,13 @@ import { UsageError } from './usage-error.ts';
  * `serve`'s flags, one per setting of server/config.ts (limits included): `--max-calls 50`
  * sets `PTC_MAX_CALLS`. A flag wins over the environment; what neither sets keeps its default.
  */
+/** Shorter flags for some settings, beside their own: `--model-backend URL --model NAME`. */
+const FLAG_ALIASES: Readonly<Record<string, string>> = { '--model': 'PTC_MODEL_BACKEND_MODEL' };
+
 export function settingsFromFlags(args: readonly string[]): { env: Record<string, string>; fromFlag: Map<string, string> } {
-  const byFlag = new Map(settingRows().map((row) => [settingFlag(row.env), row]));
+  const rows = settingRows();
+  const byFlag = new Map(rows.map((row) => [settingFlag(row.env), row]));
+  for (const [alias, env] of Object.entries(FLAG_ALIASES)) byFlag.set(alias, rows.find((row) => row.env === env)!);
   const env: Record<string, string> = {};
   const fromFlag = new Map<string, string>();
   for (let index = 0; index < args.length; index++) {

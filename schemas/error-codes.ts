@@ -241,6 +241,21 @@ export const API_ERRORS = {
     type: 'server_error',
     description: 'The response store cannot be reached (`PTC_STORE=redis` with Redis down or not answering); `GET /health` says so too. Retry later: nothing was stored.',
   },
+  model_backend_error: {
+    status: 502,
+    type: 'server_error',
+    description: 'The model backend (`PTC_MODEL_BACKEND`) could not be reached, answered an error (5xx after `PTC_MODEL_BACKEND_RETRIES` retries, or a 4xx such as a refused key), or answered something that is not a chat completion; the message gives its status and error.',
+  },
+  model_backend_timeout: {
+    status: 504,
+    type: 'server_error',
+    description: 'The model backend did not answer within `PTC_MODEL_BACKEND_TIMEOUT_MS`.',
+  },
+  model_backend_rate_limited: {
+    status: 429,
+    type: 'rate_limit_error',
+    description: 'The model backend answered 429 to every try (`PTC_MODEL_BACKEND_RETRIES` retries); `retry-after` is passed on when it sent one.',
+  },
   server_error: {
     status: 500,
     type: 'server_error',

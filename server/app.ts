@@ -12,6 +12,7 @@ import { TurnGate } from './turn-gate.ts';
 import { loadSealingKeys } from './sealing-keys.ts';
 import { ConfigError, dataDirOf, keepsKeyFile, loadConfig, type ServerConfig } from './config.ts';
 import { newId } from './ids.ts';
+import { modelBackend } from './model/backend/backend-model.ts';
 import { inlineModel } from './model/inline-model.ts';
 import type { ModelFunction } from './model/model-decision.ts';
 import { loadScenarioFile, parseScenarios, scenarioKnobs, scenarioModel, ScenarioFile } from './model/scenario-model.ts';
@@ -104,6 +105,8 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   const scenarioSource = options.scenarios ?? config.scenariosPath;
   const scenarios = scenarioSource === undefined ? undefined : typeof scenarioSource === 'string' ? loadScenarioFile(scenarioSource) : parseScenarios(scenarioSource);
   if (scenarios) chain.push(scenarioModel(scenarios));
+  // A real model decides every turn the scenario leaves: fenced blocks in a user's message are its to read.
+  if (config.modelBackend) chain.push(modelBackend(config.modelBackend));
   chain.push(inlineModel);
   const journal = new RequestJournal(config.journalSize);
 

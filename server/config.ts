@@ -91,6 +91,18 @@ export const SETTINGS = {
       'Secret sealing fingerprints and call ids (any string; the same on every instance that shares conversations). When empty, a key generated in `PTC_DATA_DIR/fingerprint.key` on first start; with `PTC_STORE=memory` and no `PTC_DATA_DIR`, a key made for this process alone.',
   },
   PTC_FINGERPRINT_OLD_KEYS: { default: '', description: 'Comma-separated earlier secrets still accepted when verifying (key rotation).' },
+  PTC_MODEL_BACKEND: {
+    default: '',
+    description:
+      'Base URL of an OpenAI-compatible Chat Completions API (e.g. `http://127.0.0.1:8080/v1`) whose model writes the programs, direct calls and messages (docs/MODEL-BACKEND.md); empty: no model backend.',
+  },
+  PTC_MODEL_BACKEND_MODEL: { default: '', description: 'The model the backend is asked for (also `--model`); empty: the request\'s `model`.' },
+  PTC_MODEL_BACKEND_API_KEY: { default: '', description: 'Sent to the backend as `Authorization: Bearer <key>`; never logged, stored or returned. Prefer the environment to the flag.' },
+  PTC_MODEL_BACKEND_TIMEOUT_MS: { default: '120000', description: 'How long one request to the backend may take, connecting included. Code: `model_backend_timeout`.' },
+  PTC_MODEL_BACKEND_RETRIES: {
+    default: '2',
+    description: 'Tries after the first when the backend answers 429 or 5xx or cannot be reached (waiting as its `retry-after` asks, or 250 ms doubling, at most 10 s). Codes: `model_backend_rate_limited`, `model_backend_error`.',
+  },
 } as const;
 
 export interface ServerConfig {
@@ -137,6 +149,16 @@ export interface ServerConfig {
   readonly fingerprintKey: string | undefined;
   readonly fingerprintOldKeys: readonly string[];
   readonly limits: ProgramLimits;
+  /** The model backend, when `PTC_MODEL_BACKEND` is set. */
+  readonly modelBackend?: ModelBackendConfig;
+}
+
+export interface ModelBackendConfig {
+  readonly url: string;
+  readonly model?: string;
+  readonly apiKey?: string;
+  readonly timeoutMs: number;
+  readonly retries: number;
 }
 
 export class ConfigError extends Error {}
@@ -206,6 +228,30 @@ function nonEmpty(env: NodeJS.ProcessEnv, name: keyof typeof SETTINGS): string {
   return value;
 }
 
+/** Retries of one backend request: each may wait up to 10 s, and a turn waits for all of them. */
+const MAX_BACKEND_RETRIES = 10;
+
+function modelBackendConfig(env: NodeJS.ProcessEnv): ModelBackendConfig | undefined {
+  const url = setting(env, 'PTC_MODEL_BACKEND').trim();
+  if (url === '') return undefined;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw new ConfigError(`PTC_MODEL_BACKEND must be an http:// or https:// URL, got "${url}"`);
+  const model = setting(env, 'PTC_MODEL_BACKEND_MODEL').trim();
+  const apiKey = setting(env, 'PTC_MODEL_BACKEND_API_KEY');
+  return {
+    url,
+    ...(model ? { model } : {}),
+    ...(apiKey ? { apiKey } : {}),
+    timeoutMs: integer(env, 'PTC_MODEL_BACKEND_TIMEOUT_MS', SETTINGS.PTC_MODEL_BACKEND_TIMEOUT_MS.default, 1),
+    retries: integer(env, 'PTC_MODEL_BACKEND_RETRIES', SETTINGS.PTC_MODEL_BACKEND_RETRIES.default, 0, MAX_BACKEND_RETRIES),
+  };
+}
+
 /** Worker processes one server may start: a typo of an extra digit should not fork thousands. */
 const MAX_WORKERS = 256;
 
@@ -229,6 +275,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
   const store = setting(env, 'PTC_STORE') as StoreKind;
   if (!STORE_KINDS.includes(store)) throw new ConfigError(`PTC_STORE must be one of ${STORE_KINDS.join(', ')}, got "${store}"`);
   if (store === 'redis' && !setting(env, 'REDIS_URL')) throw new ConfigError('PTC_STORE=redis needs REDIS_URL');
+  const modelBackend = modelBackendConfig(env);
   const models = setting(env, 'PTC_MODELS').split(',').map((model) => model.trim()).filter(Boolean);
   return {
     host: nonEmpty(env, 'HOST'),
@@ -268,5 +315,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     fingerprintKey: setting(env, 'PTC_FINGERPRINT_KEY') || undefined,
     fingerprintOldKeys: setting(env, 'PTC_FINGERPRINT_OLD_KEYS').split(',').map((key) => key.trim()).filter(Boolean),
     limits: resolvedLimits,
+    ...(modelBackend ? { modelBackend } : {}),
   };
 }

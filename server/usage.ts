@@ -42,6 +42,7 @@ import ranks from 'gpt-tokenizer/bpeRanks/o200k_base';
 import { countTokens as countO200k, encode } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ContentPart, ConversationItem, EmittedMessage, OutputItem } from '../schemas/items.ts';
 import type { Usage } from '../schemas/usage.ts';
+import type { ModelUsage } from './model/model-decision.ts';
 import { TOOL_KINDS } from './conversation/tool-kinds.ts';
 
 /**
@@ -268,5 +269,16 @@ export function countUsage({ instructions, tools, context, output }: UsageInput)
     output_tokens: outputTokens,
     output_tokens_details: { reasoning_tokens: reasoningTokens },
     total_tokens: inputTokens + outputTokens,
+  };
+}
+
+/** A model backend's own token counts as `Response.usage` (docs/MODEL-BACKEND.md). */
+export function backendUsage(spent: ModelUsage): Usage {
+  return {
+    input_tokens: spent.input_tokens,
+    input_tokens_details: { cache_write_tokens: 0, cached_tokens: Math.min(spent.cached_tokens, spent.input_tokens) },
+    output_tokens: spent.output_tokens,
+    output_tokens_details: { reasoning_tokens: Math.min(spent.reasoning_tokens, spent.output_tokens) },
+    total_tokens: spent.input_tokens + spent.output_tokens,
   };
 }

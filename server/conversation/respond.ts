@@ -9,7 +9,7 @@ import { mergeKnobs, simulatedError } from '../knobs.ts';
 import type { ModelContext } from '../model/model-decision.ts';
 import { buildResponse } from '../response-object.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
-import { countUsage, tokenChunks } from '../usage.ts';
+import { backendUsage, countUsage, tokenChunks } from '../usage.ts';
 import { expandHistory } from './compaction.ts';
 import { enterConversation, storedHistory, withStoredMcpOutputs, type ConversationTurn } from './history.ts';
 import { limitOutput } from './output-limit.ts';
@@ -111,7 +111,10 @@ export async function finishResponse(prepared: PreparedResponse, deps: RespondDe
     await options.onStart?.();
     const turn = await runTurn(prepared.turn, knobs, { ...deps.services, log: request.log, ...(signal ? { signal } : {}) });
     const limited = limitOutput(turn.output, body.max_output_tokens, knobs, tokenChunks);
-    const usage = countUsage({ instructions: body.instructions ?? null, tools: body.tools ?? [], context: prepared.turn.input.history, output: limited.output });
+    // A real model's own count where one decided (a model backend), else the emulator's convention.
+    const usage = turn.modelUsage
+      ? backendUsage(turn.modelUsage)
+      : countUsage({ instructions: body.instructions ?? null, tools: body.tools ?? [], context: prepared.turn.input.history, output: limited.output });
     const response = buildResponse(request.id, body, request.createdAt, {
       status: limited.incomplete ? 'incomplete' : 'completed',
       output: limited.output,

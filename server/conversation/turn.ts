@@ -6,7 +6,7 @@ import type { CreateResponseRequest } from '../../schemas/request.ts';
 import type { Tool } from '../../schemas/tools.ts';
 import type { ClientChecks } from '../config.ts';
 import { newCallId, newId } from '../ids.ts';
-import type { DirectCallDecision, ModelContext, ModelDecision } from '../model/model-decision.ts';
+import type { DirectCallDecision, ModelContext, ModelDecision, ModelUsage } from '../model/model-decision.ts';
 import type { ModelStandIn } from '../model/stand-in.ts';
 import { callInput, emittedCall, waitsOnClient } from './call-items.ts';
 import { readConversation, type ConversationState, type StoredParam } from './client-loop.ts';
@@ -54,6 +54,8 @@ export interface TurnResult {
   readonly trace: readonly ProgramTrace[];
   /** Client-loop mistakes a lenient check let through. */
   readonly tolerated: readonly string[];
+  /** What a real model (a model backend) spent on this turn's decisions, summed, when one decided. */
+  readonly modelUsage?: ModelUsage;
 }
 
 /** A turn whose conversation has been read and checked: what the stand-in will see. */
@@ -89,7 +91,16 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
     services.log.info({ ...trace.at(-1), ...(failure?.cause ? { err: failure.cause } : {}) }, 'program step');
     return event;
   };
-  const result = (output: OutputItem[]): TurnResult => ({ output, trace, tolerated: state.tolerated });
+  // Every decision of the turn goes through here, so that a real model's tokens are counted.
+  const spent: ModelUsage[] = [];
+  const standIn: Decides = {
+    decide: async (modelContext) => {
+      const decision = await services.standIn.decide(modelContext);
+      if (decision.usage) spent.push(decision.usage);
+      return decision;
+    },
+  };
+  const result = (output: OutputItem[]): TurnResult => ({ output, trace, tolerated: state.tolerated, ...(spent.length > 0 ? { modelUsage: sumUsage(spent) } : {}) });
 
   const output: OutputItem[] = [];
   let ended: { code: string; output: EmittedProgramOutput } | undefined;
@@ -108,7 +119,7 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
   const context = turn.context;
   // The knob `final_message: next` holds back the message that would follow a program ending in this response.
   const afterProgram = async (program: ModelContext['program']): Promise<OutputItem[]> =>
-    knobs.final_message === 'next' ? [] : finalMessage({ ...context, phase: 'after_program', program }, services);
+    knobs.final_message === 'next' ? [] : finalMessage({ ...context, phase: 'after_program', program }, standIn);
   if (ended) {
     output.push(...(await afterProgram({ code: ended.code, status: ended.output.status, result: ended.output.result })));
     return result(output);
@@ -117,14 +128,14 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
   const { tail } = state;
   if (tail.kind === 'answered') return result([messageItem(NOTHING_TO_ANSWER)]);
   if (tail.kind === 'after_program') {
-    return result(await finalMessage({ ...context, phase: 'after_program', program: { code: tail.code, status: tail.output.status, result: tail.output.result } }, services));
+    return result(await finalMessage({ ...context, phase: 'after_program', program: { code: tail.code, status: tail.output.status, result: tail.output.result } }, standIn));
   }
   if (tail.kind === 'after_calls') {
     const callOutputs = tail.calls.map((direct) => {
       const { tool, input: callArguments } = callInput(direct.call);
       return { name: tool, arguments: callArguments, output: direct.output ?? '' };
     });
-    return result(await finalMessage({ ...context, phase: 'after_calls', callOutputs }, services));
+    return result(await finalMessage({ ...context, phase: 'after_calls', callOutputs }, standIn));
   }
 
   // The model's turn: after the user's message, or after a tool search the client ran.
@@ -143,7 +154,7 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
     const allListed = new Map([...listed, ...listings.map((item) => [item.server_label, item] as const)]);
     const toolSet = listings.length === 0 ? known : withMcpListings(known, allListed);
 
-    const decision = await services.standIn.decide({ ...context, phase, tools: toolSet.summaries });
+    const decision = await standIn.decide({ ...context, phase, tools: toolSet.summaries });
     const refusal = await whyNot(decision, input.request, toolSet, phase, services.schemaBounds);
     if (refusal) return [...items, messageItem(refusal)];
     items.push(...reasoningItems(decision));
@@ -211,9 +222,16 @@ function modelContext(input: TurnInput, state: ConversationState, toolSet: ToolS
   };
 }
 
+type Decides = Pick<ModelStandIn, 'decide'>;
+
+function sumUsage(usages: readonly ModelUsage[]): ModelUsage {
+  const sum = (field: keyof ModelUsage): number => usages.reduce((total, usage) => total + usage[field], 0);
+  return { input_tokens: sum('input_tokens'), output_tokens: sum('output_tokens'), cached_tokens: sum('cached_tokens'), reasoning_tokens: sum('reasoning_tokens') };
+}
+
 /** After a program or direct calls: the stand-in's final message (never another program). */
-async function finalMessage(context: ModelContext, services: TurnServices): Promise<OutputItem[]> {
-  const decision = await services.standIn.decide(context);
+async function finalMessage(context: ModelContext, standIn: Decides): Promise<OutputItem[]> {
+  const decision = await standIn.decide(context);
   const text =
     decision.type === 'message'
       ? decision.text

@@ -44,13 +44,22 @@ export interface DirectCallDecision {
   readonly input?: string;
 }
 
-/** What the stand-in decides to emit this turn. */
-export type ModelDecision =
+/** Tokens a real model spent on a decision (a model backend's); the response's usage reports them. */
+export interface ModelUsage {
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+  readonly cached_tokens: number;
+  readonly reasoning_tokens: number;
+}
+
+/** What the stand-in decides to emit this turn; `usage` when a real model decided. */
+export type ModelDecision = (
   | { readonly type: 'program'; readonly code: string; readonly reasoning?: string }
   | { readonly type: 'function_calls'; readonly calls: readonly DirectCallDecision[]; readonly reasoning?: string }
   /** Load deferred tools first (the request needs a `tool_search` tool). */
   | { readonly type: 'tool_search'; readonly query: string; readonly reasoning?: string }
-  | { readonly type: 'message'; readonly text: string; readonly reasoning?: string };
+  | { readonly type: 'message'; readonly text: string; readonly reasoning?: string }
+) & { readonly usage?: ModelUsage };
 
 /**
  * A stand-in model. Returning `undefined` passes the turn to the next stand-in in the chain
