@@ -299,3 +299,49 @@ describe('streaming record and replay', () => {
     }
   });
 });
+
+/** Turn 1 as background responses, polled until they finish, continuing with previous_response_id. */
+async function backgroundLoop(client: OpenAI): Promise<Response[]> {
+  const responses: Response[] = [];
+  let input: ResponseInputItem[] = [{ role: 'user', content: TURNS[0]! }];
+  let previous: string | undefined;
+  while (true) {
+    let response = await client.responses.create({ model: 'gpt-ptc', input, tools, background: true, ...(previous ? { previous_response_id: previous } : {}) });
+    while (response.status === 'queued' || response.status === 'in_progress') {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      response = await client.responses.retrieve(response.id);
+    }
+    if (response.status !== 'completed') throw new Error(`Response ended with status ${response.status}`);
+    responses.push(response);
+    previous = response.id;
+    input = await outputsFor(response);
+    if (input.length === 0) return responses;
+  }
+}
+
+describe('background record and replay', () => {
+  it('records background responses once a poll shows them finished, and replays them', async () => {
+    const dir = freshDir();
+    const upstream = await startServer({ scenarios: SCENARIOS, config: { apiKey: UPSTREAM_KEY } });
+    let recorded: Response[];
+    try {
+      const recorder = await startServer({ env: { PTC_RECORD: dir, PTC_UPSTREAM: upstream.baseURL, PTC_UPSTREAM_API_KEY: UPSTREAM_KEY } });
+      try {
+        recorded = await backgroundLoop(clientOf(recorder.baseURL));
+      } finally {
+        await recorder.close();
+      }
+    } finally {
+      await upstream.close();
+    }
+    expect(recorded.map((response) => response.output.map((item) => item.type))).toEqual([['reasoning', 'program', 'function_call', 'function_call'], ['program_output', 'message']]);
+    expect(cassetteFiles(dir).map((file) => file.split('-').slice(0, 3).join('-')).sort()).toEqual(['turn1-after-program', 'turn1-user-turn']);
+
+    const replay = await startServer({ env: replayEnv(dir) });
+    try {
+      expect(normalised(await backgroundLoop(clientOf(replay.baseURL)))).toEqual(normalised(recorded));
+    } finally {
+      await replay.close();
+    }
+  });
+});
