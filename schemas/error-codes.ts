@@ -256,6 +256,21 @@ export const API_ERRORS = {
     type: 'rate_limit_error',
     description: 'The model backend answered 429 to every try (`PTC_MODEL_BACKEND_RETRIES` retries); `retry-after` is passed on when it sent one.',
   },
+  cassette_miss: {
+    status: 404,
+    type: 'not_found_error',
+    description: 'Replay mode (`PTC_REPLAY`): no cassette entry matches the request\'s key (model, instructions, tools, messages so far, turn, phase); the message names the key and the nearest entries (docs/CASSETTES.md).',
+  },
+  cassette_divergence: {
+    status: 409,
+    type: 'conflict_error',
+    description: 'Replay mode with `PTC_REPLAY_STRICT=true`: a recorded program made other calls (or ended otherwise) in our runtime than in the recorded one; the message names the entry and the step (docs/CASSETTES.md).',
+  },
+  upstream_unavailable: {
+    status: 502,
+    type: 'server_error',
+    description: 'Record mode (`PTC_RECORD`): the upstream Responses API (`PTC_UPSTREAM`) could not be reached.',
+  },
   server_error: {
     status: 500,
     type: 'server_error',

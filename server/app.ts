@@ -17,6 +17,8 @@ import { inlineModel } from './model/inline-model.ts';
 import type { ModelFunction } from './model/model-decision.ts';
 import { loadScenarioFile, parseScenarios, scenarioKnobs, scenarioModel, ScenarioFile } from './model/scenario-model.ts';
 import { ModelStandIn } from './model/stand-in.ts';
+import { CassetteReplay } from './cassettes/cassette-replay.ts';
+import { registerRecordRoutes } from './cassettes/record-routes.ts';
 import { HostedTools, type HostedHandlers } from './model/hosted-tools.ts';
 import { ProgramClaims } from './conversation/program-claims.ts';
 import type { RespondDeps } from './conversation/respond.ts';
@@ -102,6 +104,9 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
 
   const chain: ModelFunction[] = [];
   if (options.model) chain.push(options.model);
+  // Replay mode: the cassettes decide every turn, and nothing after them in the chain is asked.
+  const replay = config.cassettes.replayDir === undefined ? undefined : new CassetteReplay({ dir: config.cassettes.replayDir, strict: config.cassettes.replayStrict, redactPattern: config.cassettes.redactPattern });
+  if (replay) chain.push(replay.model);
   const scenarioSource = options.scenarios ?? config.scenariosPath;
   const scenarios = scenarioSource === undefined ? undefined : typeof scenarioSource === 'string' ? loadScenarioFile(scenarioSource) : parseScenarios(scenarioSource);
   if (scenarios) chain.push(scenarioModel(scenarios));
@@ -170,6 +175,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   // Errors are journaled too: the error handler notes them on the request's entry.
   const recorder = journalRequests(app, journal);
   registerErrorHandlers(app, { bodyLimitBytes: config.bodyLimitBytes, journal: recorder });
+  replay?.attach(app, recorder.note);
 
   // One MCP client for the server's life: connections to each MCP server are kept and reused,
   // within the pool's bounds.
@@ -204,16 +210,22 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     draining: () => draining,
     recordSocketMessage: recorder.recordSocketMessage,
   });
-  registerResponseRoutes(app, {
-    store,
-    clientChecks: config.clientChecks,
-    maxInputItems: config.maxInputItems,
-    respond,
-    background,
-    gate,
-    note: recorder.note,
-    recordStream: recorder.recordStream,
-  });
+  // Record mode: the upstream answers every /v1/responses request, and its decisions are kept.
+  const { recordDir, upstreamUrl } = config.cassettes;
+  if (recordDir !== undefined && upstreamUrl !== undefined) {
+    registerRecordRoutes(app, { dir: recordDir, upstreamUrl, upstreamApiKey: config.cassettes.upstreamApiKey, redactPattern: config.cassettes.redactPattern, note: recorder.note });
+  } else {
+    registerResponseRoutes(app, {
+      store,
+      clientChecks: config.clientChecks,
+      maxInputItems: config.maxInputItems,
+      respond,
+      background,
+      gate,
+      note: recorder.note,
+      recordStream: recorder.recordStream,
+    });
+  }
   registerCompactAndCountRoutes(app, { store, sealingKeys, maxInputItems: config.maxInputItems });
   registerConversationRoutes(app, store, sealingKeys);
   registerJournalRoutes(app, journal);

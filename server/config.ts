@@ -14,6 +14,27 @@ export const SETTINGS = {
   LOG_LEVEL: { default: 'info', description: 'pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`.' },
   PTC_API_KEY: { default: '', description: 'When set, requests must send `Authorization: Bearer <key>`; otherwise any key is accepted.' },
   PTC_SCENARIOS: { default: '', description: 'Path of a scenario file (YAML or JSON) for the model stand-in.' },
+  PTC_RECORD: {
+    default: '',
+    description: 'Record mode: a directory to write cassettes to (docs/CASSETTES.md). Each `POST /v1/responses` goes to `PTC_UPSTREAM` and its answer back unchanged; every model decision is written as one YAML entry.',
+  },
+  PTC_UPSTREAM: { default: '', description: 'Record mode: the upstream Responses API, e.g. `https://api.openai.com/v1`.' },
+  PTC_UPSTREAM_API_KEY: {
+    default: '',
+    description: 'Record mode: the key sent upstream as `Authorization: Bearer <key>` (set it in the environment); when empty, the client\'s own `Authorization` is passed on. Never written to a cassette.',
+  },
+  PTC_REPLAY: {
+    default: '',
+    description: 'Replay mode: a directory of cassettes whose recorded decisions answer every request (nothing is sent anywhere); a request no entry matches is a 404 `cassette_miss`.',
+  },
+  PTC_REPLAY_STRICT: {
+    default: 'false',
+    description: '`true`: in replay mode a recorded program that calls or ends otherwise in our runtime fails its response (409 `cassette_divergence`); `false` reports it in the journal and the log only.',
+  },
+  PTC_CASSETTE_REDACT: {
+    default: '',
+    description: 'A regular expression (JavaScript syntax) whose matches in recorded strings are replaced by `[REDACTED]`, beside the built-in rules for keys and tokens (docs/CASSETTES.md).',
+  },
   PTC_CLIENT_CHECKS: { default: 'strict', description: '`strict` or `lenient` client-loop checks (per request: header `x-ptc-client-checks`).' },
   PTC_MODELS: { default: 'ptc-emulator', description: 'Comma-separated model ids listed by `GET /v1/models` (requests may name any model).' },
   PTC_WORKERS: {
@@ -111,6 +132,8 @@ export interface ServerConfig {
   readonly logLevel: string;
   readonly apiKey: string | undefined;
   readonly scenariosPath: string | undefined;
+  /** Record and replay (server/cassettes/). */
+  readonly cassettes: CassetteConfig;
   readonly clientChecks: ClientChecks;
   readonly models: readonly string[];
   /** 0: isolates in the server process. */
@@ -252,6 +275,36 @@ function modelBackendConfig(env: NodeJS.ProcessEnv): ModelBackendConfig | undefi
   };
 }
 
+export interface CassetteConfig {
+  readonly recordDir: string | undefined;
+  readonly upstreamUrl: string | undefined;
+  readonly upstreamApiKey: string | undefined;
+  readonly replayDir: string | undefined;
+  readonly replayStrict: boolean;
+  /** PTC_CASSETTE_REDACT's source; checked to compile. */
+  readonly redactPattern: string | undefined;
+}
+
+function cassetteConfig(env: NodeJS.ProcessEnv): CassetteConfig {
+  const recordDir = setting(env, 'PTC_RECORD') || undefined;
+  const replayDir = setting(env, 'PTC_REPLAY') || undefined;
+  const upstreamUrl = setting(env, 'PTC_UPSTREAM') || undefined;
+  if (recordDir && replayDir) throw new ConfigError('PTC_RECORD and PTC_REPLAY cannot both be set: a server records or replays');
+  if (recordDir && !upstreamUrl) throw new ConfigError('PTC_RECORD needs PTC_UPSTREAM, the Responses API to record from');
+  if (upstreamUrl && !/^https?:\/\//.test(upstreamUrl)) throw new ConfigError(`PTC_UPSTREAM must be an http(s) URL, got "${upstreamUrl}"`);
+  const strict = setting(env, 'PTC_REPLAY_STRICT');
+  if (strict !== 'true' && strict !== 'false') throw new ConfigError(`PTC_REPLAY_STRICT must be "true" or "false", got "${strict}"`);
+  const redactPattern = setting(env, 'PTC_CASSETTE_REDACT') || undefined;
+  if (redactPattern !== undefined) {
+    try {
+      new RegExp(redactPattern, 'g');
+    } catch (error) {
+      throw new ConfigError(`PTC_CASSETTE_REDACT is not a regular expression: ${(error as Error).message}`);
+    }
+  }
+  return { recordDir, upstreamUrl, upstreamApiKey: setting(env, 'PTC_UPSTREAM_API_KEY') || undefined, replayDir, replayStrict: strict === 'true', redactPattern };
+}
+
 /** Worker processes one server may start: a typo of an extra digit should not fork thousands. */
 const MAX_WORKERS = 256;
 
@@ -283,6 +336,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     logLevel,
     apiKey: setting(env, 'PTC_API_KEY') || undefined,
     scenariosPath: setting(env, 'PTC_SCENARIOS') || undefined,
+    cassettes: cassetteConfig(env),
     clientChecks,
     models: models.length > 0 ? models : [SETTINGS.PTC_MODELS.default],
     workers: integer(env, 'PTC_WORKERS', String(availableParallelism()), 0, MAX_WORKERS),

@@ -1,6 +1,7 @@
 import type { Knobs } from '../schemas/knobs.ts';
 import type { ProgramTrace } from './conversation/turn.ts';
 import type { StreamReport } from './streaming/paced-events.ts';
+import type { CassetteJournal } from './cassettes/cassette-replay.ts';
 
 /** One request as the journal keeps it: what came in, what went out, and what programs did. */
 export interface JournalEntry {
@@ -25,6 +26,8 @@ export interface JournalEntry {
   /** Client-loop mistakes: the one that failed the request, or those a lenient check let through. */
   readonly client_loop?: { readonly rejected?: string; readonly tolerated: readonly string[] };
   readonly error?: { readonly code: string; readonly type: string; readonly message: string; readonly param: string | null };
+  /** Replay mode: the cassette entries that decided the turn, and divergences of recorded programs (docs/CASSETTES.md). */
+  readonly cassette?: CassetteJournal;
   /** The request body and the Response, kept only for `store: true` requests. */
   readonly request?: unknown;
   readonly response?: unknown;
