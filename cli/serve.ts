@@ -39,7 +39,10 @@ function startLine(config: ServerConfig, origin: string, scenarios: ScenarioFile
     config.store === 'sqlite' ? `sqlite (${resolve(dataDirOf(config), SQLITE_FILE_NAME)})` : config.store === 'redis' ? `redis (prefix ${config.redisPrefix})` : 'memory (lost on exit)';
   const workers = config.workers === 0 ? 'isolates in process' : `${config.workers} worker${config.workers === 1 ? '' : 's'}`;
   const rules = scenarios ? `${scenarios.rules.length} scenario rule${scenarios.rules.length === 1 ? '' : 's'} from ${config.scenariosPath}` : 'no scenario file (inline programs only)';
-  return `ptc-emulator ${PACKAGE.version} · API at ${origin}/v1 · store ${store} · ${workers} · ${rules}`;
+  const { recordDir, upstreamUrl, replayDir } = config.cassettes;
+  // Record and replay change what answers (docs/CASSETTES.md): the line says so.
+  const cassettes = recordDir ? ` · recording cassettes to ${recordDir} from ${upstreamUrl}` : replayDir ? ` · replaying cassettes from ${replayDir}${config.cassettes.replayStrict ? ' (strict)' : ''}` : '';
+  return `ptc-emulator ${PACKAGE.version} · API at ${origin}/v1 · store ${store} · ${workers} · ${rules}${cassettes}`;
 }
 
 /** `ptc-emulator serve`: serve on HOST:PORT until SIGINT or SIGTERM. */
