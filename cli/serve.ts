@@ -41,7 +41,10 @@ function startLine(config: ServerConfig, origin: string, scenarios: ScenarioFile
   const rules = scenarios ? `${scenarios.rules.length} scenario rule${scenarios.rules.length === 1 ? '' : 's'} from ${config.scenariosPath}` : 'no scenario file (inline programs only)';
   // The backend's URL and model, never its key.
   const backend = config.modelBackend ? ` · model backend ${config.modelBackend.url}${config.modelBackend.model ? ` (${config.modelBackend.model})` : ''}` : '';
-  return `ptc-emulator ${PACKAGE.version} · API at ${origin}/v1 · store ${store} · ${workers} · ${rules}${backend}`;
+  const { recordDir, upstreamUrl, replayDir } = config.cassettes;
+  // Record and replay change what answers (docs/CASSETTES.md): the line says so.
+  const cassettes = recordDir ? ` · recording cassettes to ${recordDir} from ${upstreamUrl}` : replayDir ? ` · replaying cassettes from ${replayDir}${config.cassettes.replayStrict ? ' (strict)' : ''}` : '';
+  return `ptc-emulator ${PACKAGE.version} · API at ${origin}/v1 · store ${store} · ${workers} · ${rules}${backend}${cassettes}`;
 }
 
 /** `ptc-emulator serve`: serve on HOST:PORT until SIGINT or SIGTERM. */

@@ -74,3 +74,17 @@ describe('the test helper examples, run by their runners with no Node flag', () 
     expect(code).toBe(0);
   });
 });
+
+describe('the cassette example', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startServer({ env: { PTC_REPLAY: `${examples}/cassette/cassettes` } });
+  });
+  afterAll(() => server.close());
+
+  it('scenario/client.mjs against a server replaying cassette/cassettes prints scenario/expected-output.txt', async () => {
+    const { code, stdout } = await node(['client.mjs'], `${examples}/scenario`, { OPENAI_BASE_URL: server.baseURL });
+    expect(code).toBe(0);
+    expect(stdout).toBe(readFileSync(`${examples}/scenario/expected-output.txt`, 'utf8'));
+  });
+});
