@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assertBuilt, cleanEnv, ROOT, track } from './support/cli.ts';
+import { assertBuilt, cleanEnv, ROOT, serveCli, track } from './support/cli.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 
 /**
@@ -72,5 +72,30 @@ describe('the test helper examples, run by their runners with no Node flag', () 
     const { code, stdout, stderr } = await node([`${ROOT}node_modules/vitest/vitest.mjs`, 'run', '--config', 'vitest/vitest.config.mjs'], examples, { CI: 'true', NO_COLOR: '1' });
     expect(`${stdout}${stderr}`).toMatch(/Tests\s+1 passed/);
     expect(code).toBe(0);
+  });
+});
+
+describe('the model backend example', () => {
+  it('client.mjs against `serve --model-backend URL --model NAME` with scripted-backend.mjs prints expected-output.txt', async () => {
+    const folder = `${examples}/model-backend`;
+    // The example's stand-in for a model server, on a free port: its first line is its API base.
+    const backend = track(spawn(process.execPath, ['scripted-backend.mjs'], { cwd: folder, env: cleanEnv({ PORT: '0' }), detached: true, stdio: ['ignore', 'pipe', 'pipe'] }));
+    try {
+      const [chunk] = (await once(backend.stdout!, 'data')) as [Buffer];
+      const backendUrl = chunk.toString('utf8').trim();
+      expect(backendUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+      const serving = await serveCli(['--model-backend', backendUrl, '--model', 'example-model', '--store', 'memory', '--workers', '0']);
+      try {
+        expect(serving.startLine).toContain(`model backend ${backendUrl} (example-model)`);
+        const { code, stdout, stderr } = await node(['client.mjs'], folder, { OPENAI_BASE_URL: `${serving.origin}/v1` });
+        expect(stderr).toBe('');
+        expect(code).toBe(0);
+        expect(stdout).toBe(readFileSync(`${folder}/expected-output.txt`, 'utf8'));
+      } finally {
+        await serving.stop();
+      }
+    } finally {
+      backend.kill('SIGKILL');
+    }
   });
 });
