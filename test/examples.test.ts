@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assertBuilt, cleanEnv, ROOT, track } from './support/cli.ts';
+import { assertBuilt, cleanEnv, ROOT, serveCli, track } from './support/cli.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 
 /**
@@ -86,5 +86,30 @@ describe('the cassette example', () => {
     const { code, stdout } = await node(['client.mjs'], `${examples}/scenario`, { OPENAI_BASE_URL: server.baseURL });
     expect(code).toBe(0);
     expect(stdout).toBe(readFileSync(`${examples}/scenario/expected-output.txt`, 'utf8'));
+  });
+});
+
+describe('the model backend example', () => {
+  it('client.mjs against `serve --model-backend URL --model NAME` with scripted-backend.mjs prints expected-output.txt', async () => {
+    const folder = `${examples}/model-backend`;
+    // The example's stand-in for a model server, on a free port: its first line is its API base.
+    const backend = track(spawn(process.execPath, ['scripted-backend.mjs'], { cwd: folder, env: cleanEnv({ PORT: '0' }), detached: true, stdio: ['ignore', 'pipe', 'pipe'] }));
+    try {
+      const [chunk] = (await once(backend.stdout!, 'data')) as [Buffer];
+      const backendUrl = chunk.toString('utf8').trim();
+      expect(backendUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+      const serving = await serveCli(['--model-backend', backendUrl, '--model', 'example-model', '--store', 'memory', '--workers', '0']);
+      try {
+        expect(serving.startLine).toContain(`model backend ${backendUrl} (example-model)`);
+        const { code, stdout, stderr } = await node(['client.mjs'], folder, { OPENAI_BASE_URL: `${serving.origin}/v1` });
+        expect(stderr).toBe('');
+        expect(code).toBe(0);
+        expect(stdout).toBe(readFileSync(`${folder}/expected-output.txt`, 'utf8'));
+      } finally {
+        await serving.stop();
+      }
+    } finally {
+      backend.kill('SIGKILL');
+    }
   });
 });
