@@ -345,3 +345,17 @@ describe('background record and replay', () => {
     }
   });
 });
+
+describe('record mode with the upstream down', () => {
+  it('answers 502 upstream_unavailable naming the upstream, and writes no entry', async () => {
+    const dir = freshDir();
+    // An upstream that listened once and is gone: its port refuses connections.
+    const upstream = await started({ scenarios: SCENARIOS, config: { apiKey: UPSTREAM_KEY } });
+    const gone = upstream.baseURL;
+    await stop(upstream);
+    const recorder = await started({ env: { PTC_RECORD: dir, PTC_UPSTREAM: gone, PTC_UPSTREAM_API_KEY: UPSTREAM_KEY } });
+    const error = await rejectionOf(clientOf(recorder.baseURL).responses.create({ model: 'gpt-ptc', input: TURNS[0]!, tools }));
+    expectSdkError(error, { code: 'upstream_unavailable', mentions: [gone] });
+    expect(cassetteFiles(dir)).toEqual([]);
+  });
+});
