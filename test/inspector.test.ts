@@ -1,0 +1,124 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentLoop } from './support/agent-loop.ts';
+import { inlineProgram, programTools } from './support/programs.ts';
+import { startServer, type RunningServer } from './support/server.ts';
+
+// The inspector page (/inspector) as a person sees it: a real headless Chromium over a real
+// listening server, with conversations driven through the openai SDK.
+
+const CHROMIUM = process.env.PTC_TEST_CHROMIUM ?? '/usr/bin/chromium';
+const found = existsSync(CHROMIUM);
+if (!found) console.warn(`test/inspector.test.ts: no Chromium at ${CHROMIUM}; the inspector's browser tests are skipped (CI installs it: .ci/run).`);
+
+const API_KEY = 'inspector-test-key';
+const PAUSING = 'const a = await tools.get_a({ n: 1 }); const b = await tools.get_b({ n: 2 }); text(`${a}+${b}`);';
+const HOSTILE_CODE = 'const label = "<img src=x onerror=window.__pwned=1>"; const out = await tools.get_a({ html: "</script><script>window.__pwned=2</script>" }); text(label + out);';
+const HOSTILE_OUTPUT = '</script><script>window.__pwned=3</script><img src=x onerror="window.__pwned=4">';
+const OVER_LIMIT = 'await tools.get_a({}); await tools.get_a({}); await tools.get_a({});';
+
+describe.skipIf(!found)('the inspector in a browser', () => {
+  let server: RunningServer;
+  let browser: Browser;
+  let page: Page;
+  const dialogs: string[] = [];
+
+  beforeAll(async () => {
+    server = await startServer({ config: { apiKey: API_KEY, limits: { maxCalls: 2 } } });
+    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    page = await browser.newPage();
+    page.on('dialog', (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+    await page.setViewport({ width: 1200, height: 1400 });
+  });
+  afterAll(async () => {
+    // However the tests ended: the browser's processes, then the server.
+    await browser?.close();
+    await server?.close();
+  });
+
+  const origin = (): string => server.baseURL.replace(/\/v1$/, '');
+
+  it('serves the page without a key, with a strict CSP, while the journal still needs the key', async () => {
+    const reply = await fetch(`${origin()}/inspector`);
+    expect(reply.status).toBe(200);
+    expect(reply.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(reply.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect((await fetch(`${server.baseURL}/emulator/journal`)).status).toBe(401);
+  });
+
+  it('shows a conversation that paused twice, one over its calls limit, and hostile code and outputs as text', async () => {
+    const paused = await agentLoop(
+      server.client,
+      { model: 'ptc-emulator', input: inlineProgram(PAUSING), tools: programTools('get_a', 'get_b') },
+      { functions: { get_a: () => 'alpha', get_b: () => 'beta' } },
+      { store: true },
+    );
+    expect(paused.text).toBe('alpha+beta');
+    await agentLoop(server.client, { model: 'ptc-emulator', input: inlineProgram(OVER_LIMIT), tools: programTools('get_a') }, { functions: { get_a: () => 'again' } }, { store: true });
+    await agentLoop(server.client, { model: 'ptc-emulator', input: inlineProgram(HOSTILE_CODE), tools: programTools('get_a') }, { functions: { get_a: () => HOSTILE_OUTPUT } }, { store: true });
+
+    await page.goto(`${origin()}/inspector`);
+    await page.type('#api-key', API_KEY);
+    await page.click('#key-form button');
+    await page.waitForSelector('.conversation');
+    const text = await page.$eval('#conversations', (node) => node.textContent ?? '');
+
+    // The pausing conversation: both batches of calls, the outputs sent back, the pauses and the resumes.
+    expect(text).toContain('get_a');
+    expect(text).toContain('get_b');
+    expect(text).toContain('"n": 1');
+    expect(text).toContain('output for');
+    expect(text).toContain('alpha+beta');
+    expect(text).toMatch(/resumed \((warm|replay)\)/);
+    const outcomes = await page.$$eval('.outcome', (nodes) => nodes.map((node) => node.textContent));
+    expect(outcomes.filter((outcome) => outcome === 'paused').length).toBeGreaterThanOrEqual(3);
+
+    // The program over its calls limit: its error code.
+    const codes = await page.$$eval('.error-code', (nodes) => nodes.map((node) => node.textContent));
+    expect(codes).toContain('call_limit_exceeded');
+
+    // Hostile code and outputs: shown as text, nothing injected, nothing run.
+    expect(text).toContain('<img src=x onerror=window.__pwned=1>');
+    expect(text).toContain(HOSTILE_OUTPUT);
+    expect(await page.$$('#conversations img')).toHaveLength(0);
+    expect(await page.$$('#conversations script')).toHaveLength(0);
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(dialogs).toEqual([]);
+
+    // Filters: the error code narrows the page to the conversation that hit the limit.
+    await page.select('#filter-code', 'call_limit_exceeded');
+    await page.waitForFunction(() => document.querySelectorAll('.conversation').length === 1);
+    expect(await page.$eval('#conversations', (node) => node.textContent ?? '')).not.toContain('alpha+beta');
+    await page.select('#filter-code', '');
+    await page.waitForFunction(() => document.querySelectorAll('.conversation').length === 3);
+
+    if (process.env.PTC_INSPECTOR_SCREENSHOT) {
+      const docs = fileURLToPath(new URL('../docs/', import.meta.url));
+      mkdirSync(docs, { recursive: true });
+      await page.screenshot({ path: `${docs}inspector.png`, fullPage: false });
+    }
+  });
+
+  it('updates live while a conversation runs', async () => {
+    const before = await page.$$eval('.conversation', (nodes) => nodes.length);
+    await server.client.responses.create({ model: 'ptc-emulator', input: 'live update marker', store: true });
+    await page.waitForFunction((count) => document.querySelectorAll('.conversation').length === count + 1, {}, before);
+    expect(await page.$eval('#conversations', (node) => node.textContent ?? '')).toContain('/v1/responses');
+  });
+});
+
+describe('the inspector setting', () => {
+  it('PTC_INSPECTOR=off serves no page', async () => {
+    const off = await startServer({ env: { PTC_INSPECTOR: 'off' } });
+    try {
+      expect((await fetch(`${off.baseURL.replace(/\/v1$/, '')}/inspector`)).status).toBe(404);
+    } finally {
+      await off.close();
+    }
+  });
+});
