@@ -87,15 +87,15 @@ describe.skipIf(!found)('the inspector in a browser', () => {
     expect(text).toContain(HOSTILE_OUTPUT);
     expect(await page.$$('#conversations img')).toHaveLength(0);
     expect(await page.$$('#conversations script')).toHaveLength(0);
-    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await page.evaluate('window.__pwned')).toBeUndefined();
     expect(dialogs).toEqual([]);
 
     // Filters: the error code narrows the page to the conversation that hit the limit.
     await page.select('#filter-code', 'call_limit_exceeded');
-    await page.waitForFunction(() => document.querySelectorAll('.conversation').length === 1);
+    await page.waitForFunction("document.querySelectorAll('.conversation').length === 1");
     expect(await page.$eval('#conversations', (node) => node.textContent ?? '')).not.toContain('alpha+beta');
     await page.select('#filter-code', '');
-    await page.waitForFunction(() => document.querySelectorAll('.conversation').length === 3);
+    await page.waitForFunction("document.querySelectorAll('.conversation').length === 3");
 
     if (process.env.PTC_INSPECTOR_SCREENSHOT) {
       const docs = fileURLToPath(new URL('../docs/', import.meta.url));
@@ -107,7 +107,7 @@ describe.skipIf(!found)('the inspector in a browser', () => {
   it('updates live while a conversation runs', async () => {
     const before = await page.$$eval('.conversation', (nodes) => nodes.length);
     await server.client.responses.create({ model: 'ptc-emulator', input: 'live update marker', store: true });
-    await page.waitForFunction((count) => document.querySelectorAll('.conversation').length === count + 1, {}, before);
+    await page.waitForFunction(`document.querySelectorAll('.conversation').length === ${before + 1}`);
     expect(await page.$eval('#conversations', (node) => node.textContent ?? '')).toContain('/v1/responses');
   });
 });

@@ -115,7 +115,7 @@ function renderPrograms(entry) {
       'div',
       { class: `program ${kind}`, 'data-program': trace.program },
       el('div', { class: 'program-head' }, el('strong', {}, `program ${trace.program}`), ` ${how} → `, el('span', { class: `outcome outcome-${trace.outcome}` }, trace.outcome), trace.code ? el('span', { class: 'error-code' }, trace.code) : null),
-      el('div', { class: 'stats' }, `cpu ${trace.stats?.cpu_ms ?? '?'} ms · steps ${trace.stats?.steps ?? '?'} · calls ${trace.stats?.calls ?? '?'}`),
+      el('div', { class: 'stats' }, `cpu ${trace.stats?.cpuTimeMs ?? '?'} ms · steps ${trace.stats?.steps ?? '?'} · calls ${trace.stats?.calls ?? '?'}`),
     );
     if (code.has(trace.program)) box.append(highlighted(code.get(trace.program)));
     part.append(box);
