@@ -9,6 +9,7 @@ import { RequestJournal } from './journal.ts';
 import { journalRequests } from './journal-hooks.ts';
 import { registerJournalRoutes } from './routes/journal.ts';
 import { INSPECTOR_PATHS, registerInspectorRoutes } from './inspector/routes.ts';
+import { registerJournalEventRoutes } from './inspector/journal-events.ts';
 import { TurnGate } from './turn-gate.ts';
 import { loadSealingKeys } from './sealing-keys.ts';
 import { ConfigError, dataDirOf, keepsKeyFile, loadConfig, type ServerConfig } from './config.ts';
@@ -215,6 +216,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   registerCompactAndCountRoutes(app, { store, sealingKeys, maxInputItems: config.maxInputItems });
   registerConversationRoutes(app, store, sealingKeys);
   registerJournalRoutes(app, journal);
+  registerJournalEventRoutes(app, journal);
   if (config.inspector) registerInspectorRoutes(app);
   registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));
   registerIndexRoutes(app);

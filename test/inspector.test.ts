@@ -112,6 +112,28 @@ describe.skipIf(!found)('the inspector in a browser', () => {
   });
 });
 
+describe('GET /v1/emulator/journal/events', () => {
+  it('streams each new journal entry as an event, needs the key, and ends when the server closes', async () => {
+    const running = await startServer({ config: { apiKey: API_KEY } });
+    try {
+      expect((await fetch(`${running.baseURL}/emulator/journal/events`)).status).toBe(401);
+      const events = await fetch(`${running.baseURL}/emulator/journal/events`, { headers: { authorization: `Bearer ${API_KEY}` } });
+      expect(events.status).toBe(200);
+      expect(events.headers.get('content-type')).toContain('text/event-stream');
+      const reader = events.body!.pipeThrough(new TextDecoderStream()).getReader();
+      const created = await running.client.responses.create({ model: 'ptc-emulator', input: 'hello', store: false });
+      let text = '';
+      while (!text.includes('\n\nevent: journal.entry') || !text.endsWith('\n\n')) text += (await reader.read()).value ?? '';
+      const data = text.split('\n').find((line) => line.startsWith('data: '))!;
+      expect(JSON.parse(data.slice('data: '.length))).toMatchObject({ method: 'POST', path: '/v1/responses', response_id: created.id });
+      await running.close();
+      expect((await reader.read()).done).toBe(true);
+    } finally {
+      await running.close().catch(() => {});
+    }
+  });
+});
+
 describe('the inspector setting', () => {
   it('PTC_INSPECTOR=off serves no page', async () => {
     const off = await startServer({ env: { PTC_INSPECTOR: 'off' } });

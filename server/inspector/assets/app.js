@@ -4,7 +4,7 @@
 'use strict';
 
 const KEY_STORAGE = 'ptc-inspector-key';
-const POLL_MS = 2000;
+const RECONNECT_MS = 1000;
 const KEYWORDS = new Set(['await', 'async', 'const', 'let', 'var', 'function', 'return', 'if', 'else', 'for', 'while', 'of', 'in', 'new', 'try', 'catch', 'throw', 'true', 'false', 'null', 'undefined']);
 
 function el(tag, attrs, ...children) {
@@ -222,6 +222,44 @@ async function refresh() {
   document.body.setAttribute('data-loaded', String(entries.length));
 }
 
+/**
+ * Live updates: reads GET /v1/emulator/journal/events (Server-Sent Events, through fetch so that
+ * it can send the key, which EventSource cannot) and reads the journal again after each event.
+ * When the stream ends (the server ends a stream whose client falls behind), it reconnects.
+ */
+async function follow() {
+  let pending = false;
+  const redraw = () => {
+    if (pending) return;
+    pending = true;
+    queueMicrotask(() => {
+      pending = false;
+      refresh().catch(() => {});
+    });
+  };
+  try {
+    const reply = await fetch('/v1/emulator/journal/events', { headers: headers() });
+    if (reply.ok && reply.body) {
+      const reader = reply.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffered = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffered += value;
+        const events = buffered.split('\n\n');
+        buffered = events.pop() ?? '';
+        if (events.some((event) => event.startsWith('event: journal.entry'))) redraw();
+      }
+    }
+  } catch {
+    // The server went away or the key is wrong: try again shortly.
+  }
+  setTimeout(() => {
+    redraw();
+    follow();
+  }, RECONNECT_MS);
+}
+
 function rerender() {
   lastText = '';
   refresh().catch((error) => (document.getElementById('notice').textContent = String(error)));
@@ -238,6 +276,5 @@ document.addEventListener('DOMContentLoaded', () => {
   for (const id of ['filter-status', 'filter-code', 'filter-model']) document.getElementById(id).addEventListener('change', rerender);
   document.getElementById('refresh').addEventListener('click', rerender);
   rerender();
-  // Live updates: the page reads the journal again every POLL_MS and redraws when it changed.
-  setInterval(() => refresh().catch(() => {}), POLL_MS);
+  follow();
 });
