@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync } from 'node:fs';
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -130,6 +131,34 @@ describe('GET /v1/emulator/journal/events', () => {
       expect((await reader.read()).done).toBe(true);
     } finally {
       await running.close().catch(() => {});
+    }
+  });
+});
+
+describe('a journal event stream whose client stops reading', () => {
+  it('is ended by the server once its buffer passes the bound, while the server goes on serving', async () => {
+    const running = await startServer({});
+    const socket = connect({ host: '127.0.0.1', port: Number(new URL(running.baseURL).port) });
+    try {
+      await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+      socket.write('GET /v1/emulator/journal/events HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n');
+      // The client reads nothing while entries of 2 MB each (stored request bodies) are journaled:
+      // far more than the bound and the kernel's socket buffers together.
+      socket.pause();
+      const big = 'x'.repeat(2 * 1024 * 1024);
+      for (let index = 0; index < 8; index++) await running.client.responses.create({ model: 'ptc-emulator', input: `hello ${big}`, store: true });
+      const ended = new Promise<number>((resolve) => {
+        let received = 0;
+        socket.on('data', (chunk: Buffer) => (received += chunk.length));
+        socket.once('close', () => resolve(received));
+      });
+      socket.resume();
+      // What reached the client is what was buffered before the cut, not all 16 MB.
+      expect(await ended).toBeLessThan(8 * big.length);
+      expect((await running.client.responses.create({ model: 'ptc-emulator', input: 'hello', store: false })).status).toBe('completed');
+    } finally {
+      socket.destroy();
+      await running.close();
     }
   });
 });

@@ -3,8 +3,9 @@ import type { RequestJournal } from '../journal.ts';
 
 /**
  * Bytes one event stream may have waiting in its socket's buffer (a client not reading). Past
- * it the stream is ended rather than grown: the client reconnects and reads the journal again,
- * and a slow client costs the server at most this much memory.
+ * it the connection is dropped rather than the buffer grown, freeing what it held: the client
+ * reconnects and reads the journal again. A slow client costs the server at most this much
+ * memory plus one entry (itself bounded by the body limit).
  */
 export const MAX_EVENT_STREAM_BUFFER_BYTES = 1024 * 1024;
 
@@ -21,7 +22,8 @@ export function registerJournalEventRoutes(app: FastifyInstance, journal: Reques
     raw.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
-      connection: 'keep-alive',
+      // The connection is the stream's: when the stream ends, so does the connection.
+      connection: 'close',
       'x-request-id': request.id,
     });
     raw.write(': journal events\n\n');
@@ -33,6 +35,8 @@ export function registerJournalEventRoutes(app: FastifyInstance, journal: Reques
     const unsubscribe = journal.subscribe((entry) => {
       if (raw.writableLength > MAX_EVENT_STREAM_BUFFER_BYTES) {
         end();
+        // Ending alone would keep the unsent bytes until a client that reads nothing reads them.
+        raw.destroy();
         return;
       }
       raw.write(`event: journal.entry\ndata: ${JSON.stringify(entry)}\n\n`);
