@@ -154,7 +154,7 @@ try {
     const [info] = JSON.parse(stdout);
     tarball = join(scratch, info.filename);
     const files = info.files.map((file) => file.path);
-    for (const required of ['LICENSE', 'README.md', 'package.json', 'dist/cli/main.js', 'dist/runtime/guest-prelude.js', 'dist/runtime/worker/worker-main.js', 'dist/server/index.d.ts', 'dist/testing/index.d.ts']) {
+    for (const required of ['LICENSE', 'README.md', 'package.json', 'dist/cli/main.js', 'dist/runtime/guest-prelude.js', 'dist/server/inspector/assets/index.html', 'dist/server/inspector/assets/app.js', 'dist/server/inspector/assets/app.css', 'dist/runtime/worker/worker-main.js', 'dist/server/index.d.ts', 'dist/testing/index.d.ts']) {
       assert(files.includes(required), `the tarball lacks ${required}`);
     }
     const stray = files.filter((file) => /^(test|bench|\.ci|scripts|node_modules)\//.test(file) || (/\.ts$/.test(file) && !/\.d\.ts$/.test(file)));

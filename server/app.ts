@@ -8,6 +8,8 @@ import { answerClientError, answerFrameworkError, registerErrorHandlers } from '
 import { RequestJournal } from './journal.ts';
 import { journalRequests } from './journal-hooks.ts';
 import { registerJournalRoutes } from './routes/journal.ts';
+import { INSPECTOR_PATHS, registerInspectorRoutes } from './inspector/routes.ts';
+import { registerJournalEventRoutes } from './inspector/journal-events.ts';
 import { TurnGate } from './turn-gate.ts';
 import { loadSealingKeys } from './sealing-keys.ts';
 import { ConfigError, dataDirOf, keepsKeyFile, loadConfig, type ServerConfig } from './config.ts';
@@ -166,7 +168,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
       reply.header('connection', 'close');
       throw new ApiError('shutting_down', 'The server is shutting down and takes no new requests; retry on another instance or after it restarts.', null, { 'retry-after': '1' });
     }
-    if (config.apiKey === undefined || PUBLIC_PATHS.has(request.url.split('?')[0]!)) return;
+    if (config.apiKey === undefined || PUBLIC_PATHS.has(request.url.split('?')[0]!) || (config.inspector && INSPECTOR_PATHS.has(request.url.split('?')[0]!))) return;
     if (request.headers.authorization !== `Bearer ${config.apiKey}`) {
       throw new ApiError('invalid_api_key', 'Incorrect API key provided. Send the key in PTC_API_KEY as Authorization: Bearer <key>.');
     }
@@ -229,6 +231,8 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   registerCompactAndCountRoutes(app, { store, sealingKeys, maxInputItems: config.maxInputItems });
   registerConversationRoutes(app, store, sealingKeys);
   registerJournalRoutes(app, journal);
+  registerJournalEventRoutes(app, journal);
+  if (config.inspector) registerInspectorRoutes(app);
   registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));
   registerIndexRoutes(app);
   registerHealthRoutes(app, runtime, store);

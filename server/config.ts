@@ -80,6 +80,7 @@ export const SETTINGS = {
     description: 'Isolates each process that runs programs keeps made ahead of demand, with the prelude loaded, so that a program does not wait for one (each is fresh: one program, never reused; made while no step runs, disposed after 30 s unused). `0` makes each isolate as its program starts.',
   },
   PTC_MAX_PAUSED_HEAP_MB: { default: '512', description: 'Heap of all paused isolates together, in MiB; beyond, the least recently used are dropped.' },
+  PTC_INSPECTOR: { default: 'on', description: '`on` serves the inspector page at `/inspector` (docs/INSPECTOR.md); `off` answers 404 there.' },
   PTC_JOURNAL_SIZE: { default: '200', description: 'Requests kept by the journal (`GET /v1/emulator/journal`); `0` turns it off.' },
   PTC_BODY_LIMIT_BYTES: { default: '33554432', description: 'Largest request body accepted (413 beyond).' },
   PTC_MAX_INPUT_ITEMS: {
@@ -161,6 +162,8 @@ export interface ServerConfig {
   readonly maxSchemaBytes: number;
   readonly schemaCompileTimeoutMs: number;
   readonly journalSize: number;
+  /** Whether `/inspector` serves the page over the journal. */
+  readonly inspector: boolean;
   readonly store: StoreKind;
   /**
    * `PTC_DATA_DIR` as set; unset means ./data (see dataDirOf), except that a server whose store
@@ -238,6 +241,12 @@ function integer(env: NodeJS.ProcessEnv, name: keyof typeof SETTINGS | string, f
     throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
   }
   return value;
+}
+
+function onOff(env: NodeJS.ProcessEnv, name: keyof typeof SETTINGS, fallback: string): boolean {
+  const value = (env[name] ?? fallback).trim() || fallback;
+  if (value !== 'on' && value !== 'off') throw new ConfigError(`${name} must be "on" or "off", got "${value}"`);
+  return value === 'on';
 }
 
 function setting(env: NodeJS.ProcessEnv, name: keyof typeof SETTINGS): string {
@@ -362,6 +371,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     maxSchemaBytes: integer(env, 'PTC_MAX_SCHEMA_BYTES', SETTINGS.PTC_MAX_SCHEMA_BYTES.default, 1),
     schemaCompileTimeoutMs: integer(env, 'PTC_SCHEMA_COMPILE_TIMEOUT_MS', SETTINGS.PTC_SCHEMA_COMPILE_TIMEOUT_MS.default, 1),
     journalSize: integer(env, 'PTC_JOURNAL_SIZE', SETTINGS.PTC_JOURNAL_SIZE.default, 0),
+    inspector: onOff(env, 'PTC_INSPECTOR', SETTINGS.PTC_INSPECTOR.default),
     store,
     dataDir: env.PTC_DATA_DIR || undefined,
     redisUrl: setting(env, 'REDIS_URL') || undefined,

@@ -44,6 +44,7 @@ export type JournalDetails = Partial<Omit<JournalEntry, 'request_id' | 'at' | 'm
 export class RequestJournal {
   readonly #capacity: number;
   #entries: JournalEntry[] = [];
+  readonly #listeners = new Set<(entry: JournalEntry) => void>();
 
   constructor(capacity: number) {
     this.#capacity = capacity;
@@ -53,6 +54,13 @@ export class RequestJournal {
     if (this.#capacity === 0) return;
     this.#entries.push(entry);
     if (this.#entries.length > this.#capacity) this.#entries.splice(0, this.#entries.length - this.#capacity);
+    for (const listener of this.#listeners) listener(entry);
+  }
+
+  /** Calls `listener` with each entry recorded from now on (the events route); returns the unsubscribe. */
+  subscribe(listener: (entry: JournalEntry) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /** Newest first. */

@@ -1,0 +1,51 @@
+import type { FastifyInstance } from 'fastify';
+import type { RequestJournal } from '../journal.ts';
+
+/**
+ * Bytes one event stream may have waiting in its socket's buffer (a client not reading). Past
+ * it the connection is dropped rather than the buffer grown, freeing what it held: the client
+ * reconnects and reads the journal again. A slow client costs the server at most this much
+ * memory plus one entry (itself bounded by the body limit).
+ */
+export const MAX_EVENT_STREAM_BUFFER_BYTES = 1024 * 1024;
+
+/**
+ * `GET /v1/emulator/journal/events`: Server-Sent Events, one `journal.entry` event per request
+ * journaled from now on (its `data` the entry, as `GET /v1/emulator/journal` lists it). The
+ * inspector page redraws on each. It needs the API key like the journal.
+ */
+export function registerJournalEventRoutes(app: FastifyInstance, journal: RequestJournal): void {
+  const open = new Set<() => void>();
+  app.get('/v1/emulator/journal/events', (request, reply) => {
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      // The connection is the stream's: when the stream ends, so does the connection.
+      connection: 'close',
+      'x-request-id': request.id,
+    });
+    raw.write(': journal events\n\n');
+    const end = (): void => {
+      unsubscribe();
+      open.delete(end);
+      if (!raw.writableEnded) raw.end();
+    };
+    const unsubscribe = journal.subscribe((entry) => {
+      if (raw.writableLength > MAX_EVENT_STREAM_BUFFER_BYTES) {
+        end();
+        // Ending alone would keep the unsent bytes until a client that reads nothing reads them.
+        raw.destroy();
+        return;
+      }
+      raw.write(`event: journal.entry\ndata: ${JSON.stringify(entry)}\n\n`);
+    });
+    open.add(end);
+    raw.on('close', end);
+  });
+  // Streams never end by themselves: closing the server ends them, or close() would wait on them.
+  app.addHook('preClose', async () => {
+    for (const end of [...open]) end();
+  });
+}

@@ -1,0 +1,175 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { connect } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentLoop } from './support/agent-loop.ts';
+import { inlineProgram, programTools } from './support/programs.ts';
+import { startServer, type RunningServer } from './support/server.ts';
+
+// The inspector page (/inspector) as a person sees it: a real headless Chromium over a real
+// listening server, with conversations driven through the openai SDK.
+
+const CHROMIUM = process.env.PTC_TEST_CHROMIUM ?? '/usr/bin/chromium';
+const found = existsSync(CHROMIUM);
+if (!found) console.warn(`test/inspector.test.ts: no Chromium at ${CHROMIUM}; the inspector's browser tests are skipped (CI installs it: .ci/run).`);
+
+const API_KEY = 'inspector-test-key';
+const PAUSING = 'const a = await tools.get_a({ n: 1 }); const b = await tools.get_b({ n: 2 }); text(`${a}+${b}`);';
+const HOSTILE_CODE = 'const label = "<img src=x onerror=window.__pwned=1>"; const out = await tools.get_a({ html: "</script><script>window.__pwned=2</script>" }); text(label + out);';
+const HOSTILE_OUTPUT = '</script><script>window.__pwned=3</script><img src=x onerror="window.__pwned=4">';
+const OVER_LIMIT = 'await tools.get_a({}); await tools.get_a({}); await tools.get_a({});';
+
+describe.skipIf(!found)('the inspector in a browser', () => {
+  let server: RunningServer;
+  let browser: Browser;
+  let page: Page;
+  const dialogs: string[] = [];
+
+  beforeAll(async () => {
+    server = await startServer({ config: { apiKey: API_KEY, limits: { maxCalls: 2 } } });
+    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    page = await browser.newPage();
+    page.on('dialog', (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+    await page.setViewport({ width: 1200, height: 1400 });
+  });
+  afterAll(async () => {
+    // However the tests ended: the browser's processes, then the server.
+    await browser?.close();
+    await server?.close();
+  });
+
+  const origin = (): string => server.baseURL.replace(/\/v1$/, '');
+
+  it('serves the page without a key, with a strict CSP, while the journal still needs the key', async () => {
+    const reply = await fetch(`${origin()}/inspector`);
+    expect(reply.status).toBe(200);
+    expect(reply.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(reply.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect((await fetch(`${server.baseURL}/emulator/journal`)).status).toBe(401);
+  });
+
+  it('shows a conversation that paused twice, one over its calls limit, and hostile code and outputs as text', async () => {
+    const paused = await agentLoop(
+      server.client,
+      { model: 'ptc-emulator', input: inlineProgram(PAUSING), tools: programTools('get_a', 'get_b') },
+      { functions: { get_a: () => 'alpha', get_b: () => 'beta' } },
+      { store: true },
+    );
+    expect(paused.text).toBe('alpha+beta');
+    await agentLoop(server.client, { model: 'ptc-emulator', input: inlineProgram(OVER_LIMIT), tools: programTools('get_a') }, { functions: { get_a: () => 'again' } }, { store: true });
+    await agentLoop(server.client, { model: 'ptc-emulator', input: inlineProgram(HOSTILE_CODE), tools: programTools('get_a') }, { functions: { get_a: () => HOSTILE_OUTPUT } }, { store: true });
+
+    await page.goto(`${origin()}/inspector`);
+    await page.type('#api-key', API_KEY);
+    await page.click('#key-form button');
+    await page.waitForSelector('.conversation');
+    const text = await page.$eval('#conversations', (node) => node.textContent ?? '');
+
+    // The pausing conversation: both batches of calls, the outputs sent back, the pauses and the resumes.
+    expect(text).toContain('get_a');
+    expect(text).toContain('get_b');
+    expect(text).toContain('"n": 1');
+    expect(text).toContain('output for');
+    expect(text).toContain('alpha+beta');
+    expect(text).toMatch(/resumed \((warm|replay)\)/);
+    const outcomes = await page.$$eval('.outcome', (nodes) => nodes.map((node) => node.textContent));
+    expect(outcomes.filter((outcome) => outcome === 'paused').length).toBeGreaterThanOrEqual(3);
+
+    // The program over its calls limit: its error code.
+    const codes = await page.$$eval('.error-code', (nodes) => nodes.map((node) => node.textContent));
+    expect(codes).toContain('call_limit_exceeded');
+
+    // Hostile code and outputs: shown as text, nothing injected, nothing run.
+    expect(text).toContain('<img src=x onerror=window.__pwned=1>');
+    expect(text).toContain(HOSTILE_OUTPUT);
+    expect(await page.$$('#conversations img')).toHaveLength(0);
+    expect(await page.$$('#conversations script')).toHaveLength(0);
+    expect(await page.evaluate('window.__pwned')).toBeUndefined();
+    expect(dialogs).toEqual([]);
+
+    // Filters: the error code narrows the page to the conversation that hit the limit.
+    await page.select('#filter-code', 'call_limit_exceeded');
+    await page.waitForFunction("document.querySelectorAll('.conversation').length === 1");
+    expect(await page.$eval('#conversations', (node) => node.textContent ?? '')).not.toContain('alpha+beta');
+    await page.select('#filter-code', '');
+    await page.waitForFunction("document.querySelectorAll('.conversation').length === 3");
+
+    if (process.env.PTC_INSPECTOR_SCREENSHOT) {
+      const docs = fileURLToPath(new URL('../docs/', import.meta.url));
+      mkdirSync(docs, { recursive: true });
+      await page.screenshot({ path: `${docs}inspector.png`, fullPage: false });
+    }
+  });
+
+  it('updates live while a conversation runs', async () => {
+    const before = await page.$$eval('.conversation', (nodes) => nodes.length);
+    await server.client.responses.create({ model: 'ptc-emulator', input: 'live update marker', store: true });
+    await page.waitForFunction(`document.querySelectorAll('.conversation').length === ${before + 1}`);
+    expect(await page.$eval('#conversations', (node) => node.textContent ?? '')).toContain('/v1/responses');
+  });
+});
+
+describe('GET /v1/emulator/journal/events', () => {
+  it('streams each new journal entry as an event, needs the key, and ends when the server closes', async () => {
+    const running = await startServer({ config: { apiKey: API_KEY } });
+    try {
+      expect((await fetch(`${running.baseURL}/emulator/journal/events`)).status).toBe(401);
+      const events = await fetch(`${running.baseURL}/emulator/journal/events`, { headers: { authorization: `Bearer ${API_KEY}` } });
+      expect(events.status).toBe(200);
+      expect(events.headers.get('content-type')).toContain('text/event-stream');
+      const reader = events.body!.pipeThrough(new TextDecoderStream()).getReader();
+      const created = await running.client.responses.create({ model: 'ptc-emulator', input: 'hello', store: false });
+      let text = '';
+      while (!text.includes('\n\nevent: journal.entry') || !text.endsWith('\n\n')) text += (await reader.read()).value ?? '';
+      const data = text.split('\n').find((line) => line.startsWith('data: '))!;
+      expect(JSON.parse(data.slice('data: '.length))).toMatchObject({ method: 'POST', path: '/v1/responses', response_id: created.id });
+      await running.close();
+      expect((await reader.read()).done).toBe(true);
+    } finally {
+      await running.close().catch(() => {});
+    }
+  });
+});
+
+describe('a journal event stream whose client stops reading', () => {
+  it('is ended by the server once its buffer passes the bound, while the server goes on serving', async () => {
+    const running = await startServer({});
+    const socket = connect({ host: '127.0.0.1', port: Number(new URL(running.baseURL).port) });
+    try {
+      await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+      socket.write('GET /v1/emulator/journal/events HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n');
+      // The client reads nothing while entries of 2 MB each (stored request bodies) are journaled:
+      // far more than the bound and the kernel's socket buffers together.
+      socket.pause();
+      const big = 'x'.repeat(2 * 1024 * 1024);
+      for (let index = 0; index < 8; index++) await running.client.responses.create({ model: 'ptc-emulator', input: `hello ${big}`, store: true });
+      const ended = new Promise<number>((resolve) => {
+        let received = 0;
+        socket.on('data', (chunk: Buffer) => (received += chunk.length));
+        socket.once('close', () => resolve(received));
+      });
+      socket.resume();
+      // What reached the client is what was buffered before the cut, not all 16 MB.
+      expect(await ended).toBeLessThan(8 * big.length);
+      expect((await running.client.responses.create({ model: 'ptc-emulator', input: 'hello', store: false })).status).toBe('completed');
+    } finally {
+      socket.destroy();
+      await running.close();
+    }
+  });
+});
+
+describe('the inspector setting', () => {
+  it('PTC_INSPECTOR=off serves no page', async () => {
+    const off = await startServer({ env: { PTC_INSPECTOR: 'off' } });
+    try {
+      expect((await fetch(`${off.baseURL.replace(/\/v1$/, '')}/inspector`)).status).toBe(404);
+    } finally {
+      await off.close();
+    }
+  });
+});
