@@ -1,61 +1,17 @@
 import type OpenAI from 'openai';
 import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { Response, ResponseInputItem } from 'openai/resources/responses/responses';
+import { SEED_TOOLS as SEED_TOOL_DECLARATIONS } from '../fixtures/seed-tools.ts';
 
-// The seed guide's tools and client implementations, verbatim (test/seed-loop.test.ts and the
+// The seed guide's client implementations, verbatim, and its tools (test/seed-loop.test.ts and the
 // model backend's test run its loop).
 export const seedImplementations: Record<string, (args: { sku: string }) => Promise<unknown>> = {
   get_inventory: async ({ sku }) => ({ sku, available_units: 42 }),
   get_demand: async ({ sku }) => ({ sku, requested_units: 31 }),
 };
 
-export const SEED_TOOLS: OpenAI.Responses.Tool[] = [
-  {
-    type: 'function',
-    name: 'get_inventory',
-    description: 'Return an object with sku (string) and available_units (number).',
-    parameters: {
-      type: 'object',
-      properties: { sku: { type: 'string' } },
-      required: ['sku'],
-      additionalProperties: false,
-    },
-    output_schema: {
-      type: 'object',
-      properties: {
-        sku: { type: 'string' },
-        available_units: { type: 'number' },
-      },
-      required: ['sku', 'available_units'],
-      additionalProperties: false,
-    },
-    allowed_callers: ['programmatic'],
-    strict: true,
-  },
-  {
-    type: 'function',
-    name: 'get_demand',
-    description: 'Return an object with sku (string) and requested_units (number).',
-    parameters: {
-      type: 'object',
-      properties: { sku: { type: 'string' } },
-      required: ['sku'],
-      additionalProperties: false,
-    },
-    output_schema: {
-      type: 'object',
-      properties: {
-        sku: { type: 'string' },
-        requested_units: { type: 'number' },
-      },
-      required: ['sku', 'requested_units'],
-      additionalProperties: false,
-    },
-    allowed_callers: ['programmatic'],
-    strict: true,
-  },
-  { type: 'programmatic_tool_calling' },
-];
+/** The seed's tool declarations (test/fixtures/seed-tools.ts), as the SDK's mutable list. */
+export const SEED_TOOLS: OpenAI.Responses.Tool[] = [...SEED_TOOL_DECLARATIONS];
 
 
 /** The seed's store: false loop, with console.log swapped for a return and every response kept. */
