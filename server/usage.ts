@@ -24,8 +24,14 @@
  * | any other item type                   | `JSON.stringify(item)` + ITEM_OVERHEAD_TOKENS          |
  *
  *   input_tokens     = instructions + tools + every item of the context (stored history and
- *                      this request's input: everything the model reads)
- *   output_tokens    = every output item of the response, by the same item rule
+ *                      this request's input: everything the model reads) but a program's own
+ *   output_tokens    = every output item of the response, by the same item rule, but a
+ *                      program's own
+ *
+ * "A program's own" are the calls a program made (`caller.type: "program"`), their outputs and
+ * the answers to their approval requests: the runtime makes and reads them, the model does not
+ * (the guide: PTC keeps intermediate tool outputs out of the model's context). The `program`
+ * item (the model wrote it) and `program_output` (the model reads it) count.
  *   reasoning_tokens = the part of output_tokens that comes from reasoning output items
  *   cached_tokens = cache_write_tokens = 0 (the emulator has no prompt cache)
  *   total_tokens     = input_tokens + output_tokens
@@ -248,16 +254,44 @@ export interface UsageInput {
   readonly output: readonly OutputItem[];
 }
 
+type UsageItem = ConversationItem | OutputItem;
+
+/**
+ * Which items belong to a program's run: the calls it made (`caller.type: "program"`), their
+ * outputs and the answers to their approval requests, matched by `call_id` or
+ * `approval_request_id`. The runtime makes and reads them; the model neither writes nor reads
+ * them (what PTC saves: a program's intermediate tool outputs stay out of the model's context).
+ */
+function programOwned(context: readonly UsageItem[], output: readonly UsageItem[]): (item: UsageItem) => boolean {
+  const ids = new Set<string>();
+  for (const items of [context, output]) {
+    for (const item of items) {
+      const fields = item as { caller?: { type?: unknown } | null; call_id?: unknown; id?: unknown };
+      if (fields.caller?.type !== 'program') continue;
+      if (typeof fields.call_id === 'string') ids.add(fields.call_id);
+      if (typeof fields.id === 'string') ids.add(fields.id);
+    }
+  }
+  return (item) => {
+    const fields = item as { caller?: { type?: unknown } | null; call_id?: unknown; approval_request_id?: unknown };
+    if (fields.caller?.type === 'program') return true;
+    if (typeof fields.call_id === 'string' && ids.has(fields.call_id)) return true;
+    return typeof fields.approval_request_id === 'string' && ids.has(fields.approval_request_id);
+  };
+}
+
 /** The response's `usage`, by the rules at the top of this file. */
 export function countUsage({ instructions, tools, context, output }: UsageInput): Usage {
+  const programs = programOwned(context, output);
   let inputTokens = 0;
   if (instructions) inputTokens += countTokens(instructions) + ITEM_OVERHEAD_TOKENS;
   if (tools.length > 0) inputTokens += countTokens(JSON.stringify(tools));
-  for (const item of context) inputTokens += itemTokens(item);
+  for (const item of context) if (!programs(item)) inputTokens += itemTokens(item);
 
   let outputTokens = 0;
   let reasoningTokens = 0;
   for (const item of output) {
+    if (programs(item)) continue;
     const tokens = itemTokens(item);
     outputTokens += tokens;
     if (item.type === 'reasoning') reasoningTokens += tokens;

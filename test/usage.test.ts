@@ -214,12 +214,34 @@ describe('countUsage', () => {
   it('counts output items by the same rule, reasoning apart, total = input + output', () => {
     const context = rows.map(([, item]) => item);
     const usage = usageOf({ instructions: 'be brief', context, output });
-    const expectedOutput = 6 + o + (t('text("hi")') + o) + (t('lookup') + t('{}') + o) + (2 + o) + (2 + o) + (3 + o);
+    // The program's call (caller: program) is the runtime's, not the model's: it counts nothing.
+    const expectedOutput = 6 + o + (t('text("hi")') + o) + (2 + o) + (2 + o) + (3 + o);
     expect(usage.output_tokens).toBe(expectedOutput);
     expect(usage.output_tokens_details.reasoning_tokens).toBe(6 + o + (2 + o));
     expect(usage.total_tokens).toBe(usage.input_tokens + usage.output_tokens);
     expect(usage.input_tokens_details).toEqual({ cache_write_tokens: 0, cached_tokens: 0 });
     expect(Usage.parse(usage)).toEqual(usage);
+  });
+
+  it("counts none of a program's own calls, their outputs or their approvals, in the context or the output", () => {
+    const programCaller = { type: 'program', caller_id: 'call_p' } as const;
+    const direct: ConversationItem[] = [
+      { type: 'function_call', id: 'fc_d', call_id: 'call_d', name: 'lookup', arguments: '{"sku":"a"}', status: 'completed' },
+      { type: 'function_call_output', call_id: 'call_d', output: 'a long tool output that the model reads' },
+    ];
+    const ownedByProgram: ConversationItem[] = [
+      { type: 'function_call', id: 'fc_p', call_id: 'call_q', name: 'lookup', arguments: '{"sku":"a"}', status: 'completed', caller: programCaller },
+      { type: 'function_call_output', call_id: 'call_q', output: 'a long tool output that only the program reads' },
+      { type: 'mcp_approval_request', id: 'mcpr_1', server_label: 'crm', name: 'delete', arguments: '{}', caller: programCaller },
+      { type: 'mcp_approval_response', approval_request_id: 'mcpr_1', approve: true },
+    ] as ConversationItem[];
+    const base = usageOf({ context: direct }).input_tokens;
+    expect(base).toBe(t('lookup') + t('{"sku":"a"}') + o + t('a long tool output that the model reads') + o);
+    expect(usageOf({ context: [...direct, ...ownedByProgram] }).input_tokens).toBe(base);
+    // A program's call in a response's output is not the model's output either.
+    expect(usageOf({ output: ownedByProgram.slice(0, 1) as OutputItem[] }).output_tokens).toBe(0);
+    // An output whose call is not in the context is read as the model's: it names no program.
+    expect(usageOf({ context: ownedByProgram.slice(1, 2) }).input_tokens).toBe(t('a long tool output that only the program reads') + o);
   });
 
   it('counts nothing for an empty context and no output', () => {
