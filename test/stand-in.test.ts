@@ -134,6 +134,59 @@ describe('scenario files', () => {
   });
 });
 
+describe('scenario rounds: direct calls made one round after another (then)', () => {
+  const pageTool: OpenAI.Responses.Tool = { type: 'function', name: 'list_page', parameters: { type: 'object', properties: { page: { type: 'integer' } }, required: ['page'], additionalProperties: false }, strict: true };
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startServer({
+      scenarios: {
+        rules: [
+          {
+            match: { user: 'count the pages' },
+            calls: [{ name: 'list_page', arguments: { page: 1 } }],
+            then: [{ calls: [{ name: 'list_page', arguments: { page: 2 } }] }, { calls: [{ name: 'list_page', arguments: { page: 3 } }, { name: 'list_page', arguments: { page: 4 } }] }],
+            message: 'Last pages: {{outputs}}',
+          },
+        ],
+      },
+    });
+  });
+  afterAll(() => server.close());
+
+  /** Answers each round's calls with `page N`, as a chain or resending everything; returns what each response asked. */
+  async function converse(store: boolean, after?: string): Promise<{ asked: number[][]; final: string; id: string }> {
+    const asked: number[][] = [];
+    const items: OpenAI.Responses.ResponseInputItem[] = [{ role: 'user', content: 'Please count the pages' }];
+    let previous = after;
+    let input: OpenAI.Responses.ResponseInputItem[] = items;
+    for (let request = 0; request < 6; request++) {
+      const response = await server.client.responses.create({ model: 'any', input, tools: [pageTool], store, ...(previous && store ? { previous_response_id: previous } : {}) });
+      const calls = functionCallsOf(response);
+      if (calls.length === 0) return { asked, final: response.output_text, id: response.id };
+      asked.push(calls.map((call) => (JSON.parse(call.arguments) as { page: number }).page));
+      const outputs = calls.map((call) => ({ type: 'function_call_output' as const, call_id: call.call_id, output: `page ${(JSON.parse(call.arguments) as { page: number }).page}` }));
+      items.push(...(response.output as OpenAI.Responses.ResponseInputItem[]), ...outputs);
+      previous = response.id;
+      input = store ? outputs : items;
+    }
+    throw new Error('the rule never answered');
+  }
+
+  it.each([true, false])('makes each round once the last one is answered, then the message over the outputs of every round (store: %s)', async (store) => {
+    expect(await converse(store)).toMatchObject({ asked: [[1], [2], [3, 4]], final: 'Last pages: ["page 1","page 2","page 3","page 4"]' });
+  });
+
+  it('starts again from the first round on the next user message', async () => {
+    const first = await converse(true);
+    // The same chain, a second user message: the rounds (and the outputs the message shows) start over.
+    expect(await converse(true, first.id)).toMatchObject({ asked: [[1], [2], [3, 4]], final: 'Last pages: ["page 1","page 2","page 3","page 4"]' });
+  });
+
+  it('refuses then without calls, naming the rule', async () => {
+    await expect(buildServer({ logger: false, scenarios: { rules: [{ message: 'x', then: [{ calls: [{ name: 'a' }] }] }] } as never })).rejects.toThrow(/rules\[0\]: then follows calls/);
+  });
+});
+
 describe('YAML scenario files and their errors', () => {
   it('loads YAML from PTC_SCENARIOS-style paths', async () => {
     const path = join(tmpdir(), `ptc-scenario-${process.pid}.yaml`);

@@ -228,7 +228,7 @@ describe('countUsage', () => {
     const direct: ConversationItem[] = [
       { type: 'function_call', id: 'fc_d', call_id: 'call_d', name: 'lookup', arguments: '{"sku":"a"}', status: 'completed' },
       { type: 'function_call_output', call_id: 'call_d', output: 'a long tool output that the model reads' },
-    ];
+    ] as ConversationItem[];
     const ownedByProgram: ConversationItem[] = [
       { type: 'function_call', id: 'fc_p', call_id: 'call_q', name: 'lookup', arguments: '{"sku":"a"}', status: 'completed', caller: programCaller },
       { type: 'function_call_output', call_id: 'call_q', output: 'a long tool output that only the program reads' },

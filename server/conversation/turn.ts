@@ -135,7 +135,8 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
       const { tool, input: callArguments } = callInput(direct.call);
       return { name: tool, arguments: callArguments, output: direct.output ?? '' };
     });
-    return result(await finalMessage({ ...context, phase: 'after_calls', callOutputs }, standIn));
+    // As a model after its calls' outputs: answer, or call tools again, or write a program.
+    return result(await modelTurn('after_calls', turn.toolSet, state.mcpListings, callOutputs));
   }
 
   // The model's turn: after the user's message, or after a tool search the client ran.
@@ -147,14 +148,14 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
    * search (run here, then the stand-in decides again with the loaded tools, or handed to the
    * client). MCP servers the conversation has not listed yet are listed first.
    */
-  async function modelTurn(phase: 'user_turn' | 'after_search', known: ToolSet, listed: ReadonlyMap<string, McpListToolsItem>): Promise<OutputItem[]> {
+  async function modelTurn(phase: ActingPhase, known: ToolSet, listed: ReadonlyMap<string, McpListToolsItem>, callOutputs?: ModelContext['callOutputs']): Promise<OutputItem[]> {
     const items: OutputItem[] = [];
     const listings = await listMcpServers(known, listed, services);
     items.push(...listings);
     const allListed = new Map([...listed, ...listings.map((item) => [item.server_label, item] as const)]);
     const toolSet = listings.length === 0 ? known : withMcpListings(known, allListed);
 
-    const decision = await standIn.decide({ ...context, phase, tools: toolSet.summaries });
+    const decision = await standIn.decide({ ...context, phase, tools: toolSet.summaries, ...(callOutputs ? { callOutputs } : {}) });
     const refusal = await whyNot(decision, input.request, toolSet, phase, services.schemaBounds);
     if (refusal) return [...items, messageItem(refusal)];
     items.push(...reasoningItems(decision));
@@ -224,18 +225,21 @@ function modelContext(input: TurnInput, state: ConversationState, toolSet: ToolS
 
 type Decides = Pick<ModelStandIn, 'decide'>;
 
+/** The phases in which the stand-in may act (call tools, search, run a program), not only answer. */
+type ActingPhase = 'user_turn' | 'after_search' | 'after_calls';
+
 function sumUsage(usages: readonly ModelUsage[]): ModelUsage {
   const sum = (field: keyof ModelUsage): number => usages.reduce((total, usage) => total + usage[field], 0);
   return { input_tokens: sum('input_tokens'), output_tokens: sum('output_tokens'), cached_tokens: sum('cached_tokens'), reasoning_tokens: sum('reasoning_tokens') };
 }
 
-/** After a program or direct calls: the stand-in's final message (never another program). */
+/** After a program: the stand-in's final message (never another program). */
 async function finalMessage(context: ModelContext, standIn: Decides): Promise<OutputItem[]> {
   const decision = await standIn.decide(context);
   const text =
     decision.type === 'message'
       ? decision.text
-      : `ptc-emulator: after ${context.phase === 'after_program' ? 'a program' : 'direct calls'} the stand-in must answer with a message, but it chose ${decision.type}.`;
+      : `ptc-emulator: after a program the stand-in must answer with a message, but it chose ${decision.type}.`;
   return [...reasoningItems(decision), messageItem(text)];
 }
 
@@ -255,7 +259,7 @@ function directCall(call: DirectCallDecision, toolSet: ToolSet): OutputItem {
 }
 
 /** Why the stand-in's decision cannot be carried out for this request, if it cannot. */
-async function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet: ToolSet, phase: 'user_turn' | 'after_search', bounds: SchemaBounds): Promise<string | undefined> {
+async function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet: ToolSet, phase: ActingPhase, bounds: SchemaBounds): Promise<string | undefined> {
   if (decision.type === 'message') return undefined;
   if (decision.type === 'tool_search') {
     if (!toolSet.toolSearch) return 'ptc-emulator: the stand-in wanted to search for tools, but the request\'s tools have no {"type": "tool_search"} entry.';

@@ -6,10 +6,25 @@ import { formatParam } from '../request-validation.ts';
 import { valueAt } from '../value-at.ts';
 import { HostedScenarios } from './hosted-tools.ts';
 import { textMatches } from './text-matcher.ts';
+import { TOOL_KINDS } from '../conversation/tool-kinds.ts';
 import type { ModelContext, ModelFunction } from './model-decision.ts';
 
 /** A text matcher: `/regex/flags`, or a case-insensitive substring. */
 const Matcher = z.string().min(1);
+
+/** Calls the stand-in makes itself: a function tool's `arguments`, or a custom tool's `input`. */
+const Calls = z
+  .array(
+    z
+      .strictObject({
+        name: z.string().min(1),
+        namespace: z.string().min(1).optional(),
+        arguments: z.record(z.string(), z.unknown()).optional(),
+        input: z.string().optional(),
+      })
+      .refine((call) => call.arguments === undefined || call.input === undefined, { message: 'a call has arguments (a function tool) or input (a custom tool), not both' }),
+  )
+  .min(1);
 
 const Rule = z
   .strictObject({
@@ -27,20 +42,9 @@ const Rule = z
     /** A tool search to run first: its query loads deferred tools, then the rule goes on. */
     search: z.string().min(1).optional(),
     program: z.string().min(1).optional(),
-    /** Calls the stand-in makes itself: a function tool's `arguments`, or a custom tool's `input`. */
-    calls: z
-      .array(
-        z
-          .strictObject({
-            name: z.string().min(1),
-            namespace: z.string().min(1).optional(),
-            arguments: z.record(z.string(), z.unknown()).optional(),
-            input: z.string().optional(),
-          })
-          .refine((call) => call.arguments === undefined || call.input === undefined, { message: 'a call has arguments (a function tool) or input (a custom tool), not both' }),
-      )
-      .min(1)
-      .optional(),
+    calls: Calls.optional(),
+    /** Further rounds of direct calls, each made once the previous round's outputs are back. */
+    then: z.array(z.strictObject({ calls: Calls })).min(1).optional(),
     message: z.string().optional(),
     /** Client-loop testing knobs for every request this rule matches (docs/KNOBS.md). */
     knobs: Knobs.optional(),
@@ -48,6 +52,7 @@ const Rule = z
   .refine((rule) => !(rule.program !== undefined && rule.calls !== undefined), {
     message: 'a rule has either program or calls, not both',
   })
+  .refine((rule) => rule.then === undefined || rule.calls !== undefined, { message: 'then follows calls: a rule with then needs calls' })
   .refine((rule) => rule.program !== undefined || rule.calls !== undefined || rule.message !== undefined || rule.knobs !== undefined, {
     message: 'a rule needs program, calls, message or knobs',
   });
@@ -147,12 +152,37 @@ export function scenarioModel(scenarios: ScenarioFile): ModelFunction {
       case 'after_program':
         if (rule.program === undefined) return undefined;
         return { type: 'message', text: rule.message === undefined ? (context.program?.result ?? '') : renderTemplate(rule.message, context) };
-      case 'after_calls':
+      case 'after_calls': {
         if (rule.calls === undefined) return undefined;
+        const next = rule.then?.[directRounds(context.history) - 1];
+        if (next) return { type: 'function_calls', calls: next.calls };
         return {
           type: 'message',
           text: rule.message === undefined ? (context.callOutputs ?? []).map((call) => call.output).join('\n') : renderTemplate(rule.message, context),
         };
+      }
     }
   };
+}
+
+const CALL_TYPES: ReadonlySet<string> = new Set([TOOL_KINDS.function.call.type, TOOL_KINDS.custom.call.type]);
+
+/**
+ * How many rounds of direct calls the model has made since the last user message: runs of
+ * consecutive call items no program made (a response's calls are adjacent in the history).
+ */
+function directRounds(history: ModelContext['history']): number {
+  let rounds = 0;
+  let inRun = false;
+  for (const item of history) {
+    if (item.type === 'message' && item.role === 'user') {
+      rounds = 0;
+      inRun = false;
+      continue;
+    }
+    const direct = CALL_TYPES.has(item.type) && (item as { caller?: { type: string } | null }).caller?.type !== 'program';
+    if (direct && !inRun) rounds += 1;
+    inRun = direct;
+  }
+  return rounds;
 }
