@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `ptc-emulator` command: `serve`, `run`, `validate`. Every failure it can name (a wrong
+ * The `ptc-emulator` command: `serve`, `run`, `validate`, `eval`. Every failure it can name (a wrong
  * flag, a bad setting, a port in use, a scenario file that does not load) is one line on
  * stderr and exit code 2, never a stack.
  */
@@ -17,6 +17,7 @@ Usage:
   ptc-emulator run PROGRAM.js [--tools tools.json] [--outputs answers.json] [--json]
                                              run one program in the sandbox and print what it did
   ptc-emulator validate SCENARIOS.yaml       check a scenario file
+  ptc-emulator eval TASKS.yaml [--html FILE] compare direct tool calling with PTC on the file's tasks
   ptc-emulator --version
 
 Docs: README.md in the package, or https://www.npmjs.com/package/ptc-emulator
@@ -34,6 +35,10 @@ async function main(argv: readonly string[]): Promise<number> {
       const { run } = await import('./run.ts');
       return run(args);
     }
+    case 'eval': {
+      const { evaluate } = await import('./eval.ts');
+      return evaluate(args);
+    }
     case 'validate': {
       const { validate } = await import('./validate.ts');
       return validate(args) ? 0 : 1;
@@ -49,7 +54,7 @@ async function main(argv: readonly string[]): Promise<number> {
       process.stdout.write(HELP);
       return 0;
     default:
-      throw new UsageError(`unknown command "${command}" (commands: serve, run, validate; see ptc-emulator --help)`);
+      throw new UsageError(`unknown command "${command}" (commands: serve, run, validate, eval; see ptc-emulator --help)`);
   }
 }
 

@@ -8,7 +8,8 @@ import { UsageError } from './usage-error.ts';
 /** Shorter flags for some settings, beside their own: `--model-backend URL --model NAME`. */
 const FLAG_ALIASES: Readonly<Record<string, string>> = { '--model': 'PTC_MODEL_BACKEND_MODEL' };
 
-export function settingsFromFlags(args: readonly string[]): { env: Record<string, string>; fromFlag: Map<string, string> } {
+/** `command` names the command whose flags these are, in the error for an unknown one. */
+export function settingsFromFlags(args: readonly string[], command = 'serve'): { env: Record<string, string>; fromFlag: Map<string, string> } {
   const rows = settingRows();
   const byFlag = new Map(rows.map((row) => [settingFlag(row.env), row]));
   for (const [alias, env] of Object.entries(FLAG_ALIASES)) byFlag.set(alias, rows.find((row) => row.env === env)!);
@@ -19,7 +20,7 @@ export function settingsFromFlags(args: readonly string[]): { env: Record<string
     const equals = arg.indexOf('=');
     const flag = equals === -1 ? arg : arg.slice(0, equals);
     const row = byFlag.get(flag);
-    if (!row) throw new UsageError(`unknown flag ${flag} for serve (see ptc-emulator serve --help)`);
+    if (!row) throw new UsageError(`unknown flag ${flag} for ${command} (see ptc-emulator ${command} --help)`);
     const value = equals === -1 ? args[++index] : arg.slice(equals + 1);
     if (value === undefined) throw new UsageError(`${flag} needs a value`);
     env[row.env] = value;

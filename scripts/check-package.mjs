@@ -3,7 +3,8 @@
 // from the tarball and the registry alone, and there:
 //   - lays out and starts what the Dockerfile's image runs, as the image's unprivileged user;
 //   - `npx ptc-emulator serve` answers the seed loop through the openai SDK, `run` runs a
-//     program file, `validate` checks a scenario file;
+//     program file, `validate` checks a scenario file, `eval` compares direct calls with PTC on
+//     the example tasks;
 //   - the shipped vitest and node:test examples pass, using the test helper;
 //   - a consumer file importing every entry point type-checks with `tsc --init`'s settings,
 //     and CommonJS can require the library.
@@ -275,6 +276,11 @@ try {
   await check('npx ptc-emulator validate checks a scenario file', async () => {
     const { stdout } = await npx(['ptc-emulator', 'validate', join(installed, 'examples/scenario/inventory.yaml')]);
     assert(/1 rule; valid/.test(stdout), stdout);
+  });
+
+  await check('npx ptc-emulator eval prints the direct-versus-PTC table of the example tasks, every run correct', async () => {
+    const { stdout } = await npx(['ptc-emulator', 'eval', join(installed, 'examples/eval/tasks.yaml')]);
+    assert(/\| all tasks +\| direct +\| 3\/3 /.test(stdout) && /\| +\| ptc +\| 3\/3 /.test(stdout) && stdout.includes('ptc ÷ direct'), stdout);
   });
 
   await check('a vitest file using the test helper passes, with no Node flag set', async () => {
