@@ -231,6 +231,11 @@ export const API_ERRORS = {
     type: 'rate_limit_error',
     description: 'Backpressure: `PTC_MAX_CONCURRENT_TURNS` turns are running and `PTC_MAX_QUEUED_TURNS` waiting; `retry-after-ms` says when to retry.',
   },
+  too_many_event_streams: {
+    status: 429,
+    type: 'rate_limit_error',
+    description: '`GET /v1/emulator/journal/events`: as many journal event streams as the emulator serves at once are open (64, `MAX_EVENT_STREAMS` in server/inspector/journal-events.ts).',
+  },
   shutting_down: {
     status: 503,
     type: 'server_error',

@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_EVENT_STREAMS } from '../server/inspector/journal-events.ts';
 import { agentLoop } from './support/agent-loop.ts';
 import { inlineProgram, programTools } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';
@@ -111,6 +112,32 @@ describe.skipIf(!found)('the inspector in a browser', () => {
     await page.waitForFunction(`document.querySelectorAll('.conversation').length === ${before + 1}`);
     expect(await page.$eval('#conversations', (node) => node.textContent ?? '')).toContain('/v1/responses');
   });
+
+  // Last: the fetches it makes are journaled too, and change the conversations the page counts.
+  it("opens a response's raw JSON in a new tab with the key the page was given", async () => {
+    // The page redraws as the journal grows (its own fetches are journaled): a redraw between
+    // opening the details and clicking the link replaces them, and the click is tried again.
+    const opened = browser.waitForTarget((target) => target.url().startsWith('blob:'), { timeout: 20_000 });
+    let href = '';
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await page.click('details.raw summary');
+        href = await page.$eval('details.raw[open] a', (node) => {
+          (node as unknown as { click(): void }).click();
+          return node.getAttribute('href') ?? '';
+        });
+        break;
+      } catch (error) {
+        if (attempt >= 10) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
+    const responseId = decodeURIComponent(href.split('/').at(-1)!);
+    const tab = await (await opened).page();
+    const shown = JSON.parse(String(await tab!.evaluate('document.body.innerText'))) as { id?: string; error?: unknown };
+    expect(shown).toMatchObject({ id: responseId, object: 'response' });
+    await tab!.close();
+  });
 });
 
 describe('GET /v1/emulator/journal/events', () => {
@@ -131,6 +158,36 @@ describe('GET /v1/emulator/journal/events', () => {
       expect((await reader.read()).done).toBe(true);
     } finally {
       await running.close().catch(() => {});
+    }
+  });
+});
+
+describe('journal event streams open at once', () => {
+  it(`are at most MAX_EVENT_STREAMS: one more is a 429 too_many_event_streams, and a closed one frees its place`, async () => {
+    const running = await startServer({});
+    const streams: AbortController[] = [];
+    const open = async (): Promise<Response> => {
+      const controller = new AbortController();
+      streams.push(controller);
+      return fetch(`${running.baseURL}/emulator/journal/events`, { signal: controller.signal });
+    };
+    try {
+      for (let index = 0; index < MAX_EVENT_STREAMS; index++) expect((await open()).status).toBe(200);
+      const refused = await open();
+      expect(refused.status).toBe(429);
+      expect(await refused.json()).toMatchObject({ error: { code: 'too_many_event_streams', type: 'rate_limit_error', message: expect.stringContaining(`${MAX_EVENT_STREAMS} journal event streams are open`) } });
+      // The API goes on serving, and a stream closed by its client gives its place back.
+      expect((await running.client.responses.create({ model: 'ptc-emulator', input: 'hello', store: false })).status).toBe('completed');
+      streams[0]!.abort();
+      let again = await open();
+      for (let tries = 0; again.status === 429 && tries < 200; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+        again = await open();
+      }
+      expect(again.status).toBe(200);
+    } finally {
+      for (const controller of streams) controller.abort();
+      await running.close();
     }
   });
 });

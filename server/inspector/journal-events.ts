@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import type { RequestJournal } from '../journal.ts';
+import { ApiError } from '../api-error.ts';
+import type { JournalEntry, RequestJournal } from '../journal.ts';
 
 /**
  * Bytes one event stream may have waiting in its socket's buffer (a client not reading). Past
@@ -10,13 +11,33 @@ import type { RequestJournal } from '../journal.ts';
 export const MAX_EVENT_STREAM_BUFFER_BYTES = 1024 * 1024;
 
 /**
+ * Event streams open at once; one more is answered 429 `too_many_event_streams`. With the
+ * buffer bound, what all streams may hold is bounded too (64 MiB), and each entry is written
+ * to at most this many sockets.
+ */
+export const MAX_EVENT_STREAMS = 64;
+
+/**
  * `GET /v1/emulator/journal/events`: Server-Sent Events, one `journal.entry` event per request
  * journaled from now on (its `data` the entry, as `GET /v1/emulator/journal` lists it). The
  * inspector page redraws on each. It needs the API key like the journal.
  */
 export function registerJournalEventRoutes(app: FastifyInstance, journal: RequestJournal): void {
   const open = new Set<() => void>();
+  // Each entry is serialised once, however many streams send it.
+  const serialised = new WeakMap<JournalEntry, string>();
+  const eventOf = (entry: JournalEntry): string => {
+    let event = serialised.get(entry);
+    if (event === undefined) {
+      event = `event: journal.entry\ndata: ${JSON.stringify(entry)}\n\n`;
+      serialised.set(entry, event);
+    }
+    return event;
+  };
   app.get('/v1/emulator/journal/events', (request, reply) => {
+    if (open.size >= MAX_EVENT_STREAMS) {
+      throw new ApiError('too_many_event_streams', `${MAX_EVENT_STREAMS} journal event streams are open, the most the emulator serves at once: close one (an inspector tab) and retry.`);
+    }
     reply.hijack();
     const raw = reply.raw;
     raw.writeHead(200, {
@@ -39,7 +60,7 @@ export function registerJournalEventRoutes(app: FastifyInstance, journal: Reques
         raw.destroy();
         return;
       }
-      raw.write(`event: journal.entry\ndata: ${JSON.stringify(entry)}\n\n`);
+      raw.write(eventOf(entry));
     });
     open.add(end);
     raw.on('close', end);

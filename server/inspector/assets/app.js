@@ -140,6 +140,16 @@ function renderRaw(entry) {
   if (!entry.response_id) return null;
   const details = el('details', { class: 'raw' }, el('summary', {}, 'raw JSON'));
   const link = el('a', { href: `/v1/responses/${encodeURIComponent(entry.response_id)}`, target: '_blank', rel: 'noopener noreferrer' }, `/v1/responses/${entry.response_id}`);
+  // A new tab sends no Authorization header: with a key set, the link opens what the page
+  // fetched with it instead, as a JSON document of its own.
+  link.addEventListener('click', async (event) => {
+    if (!sessionStorage.getItem(KEY_STORAGE)) return;
+    event.preventDefault();
+    const reply = await fetch(link.getAttribute('href'), { headers: headers() });
+    const url = URL.createObjectURL(new Blob([await reply.text()], { type: 'application/json' }));
+    window.open(url, '_blank', 'noopener');
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  });
   const pre = el('pre', {});
   details.append(link, pre);
   details.addEventListener('toggle', async () => {
