@@ -1,5 +1,6 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { sha256Hex } from './canonical-json.ts';
+import { startModuleThread } from './module-thread.ts';
 import { cpuMsFromStat } from './proc-stat.ts';
 import { SchemaDeadlineError, SchemaTooComplexError, ToolSchemaError } from './errors.ts';
 
@@ -50,13 +51,6 @@ const threadCpuMs = (threadId: number): number | undefined => cpuMsFromStat(`/pr
 const FROM_SOURCES = import.meta.url.endsWith('.ts');
 const THREAD_ENTRY = new URL(FROM_SOURCES ? './schema-thread.ts' : './schema-thread.js', import.meta.url);
 
-/** The thread; from the TypeScript sources, its entry is loaded through tsx's loader. */
-function startThread(): Worker {
-  if (!FROM_SOURCES) return new Worker(THREAD_ENTRY);
-  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  return new Worker(`import(${tsx}).then(({ register }) => { register(); return import(${JSON.stringify(THREAD_ENTRY.href)}); })`, { eval: true });
-}
-
 interface Pending {
   readonly job: SchemaJob;
   readonly deadlineMs: number;
@@ -100,7 +94,7 @@ class SchemaThread {
   }
 
   #start(): Worker {
-    const worker = startThread();
+    const worker = startModuleThread(THREAD_ENTRY);
     this.#ready = false;
     worker.on('message', (reply: SchemaJobReply | SchemaThreadReady) => {
       if (this.#worker !== worker) return;

@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,7 +7,8 @@ import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { Response, ResponseInputItem, ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { CassetteEntry } from '../server/cassettes/cassette-entry.ts';
+import { CassetteDirectory } from '../server/cassettes/cassette-directory.ts';
+import { CassetteError, readEntry, writeEntry, type CassetteEntry } from '../server/cassettes/cassette-entry.ts';
 import { expectSdkError, rejectionOf } from './support/api-errors.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 
@@ -256,6 +257,24 @@ describe('record a three-turn PTC conversation, then replay it with the upstream
     expectSdkError(error, { code: 'cassette_divergence', mentions: [file, 'call 2 (batch 1)', 'sku_999'] });
   });
 
+  it('serves an entry edited or removed while the server runs from the next request on', async () => {
+    const live = freshDir();
+    cpSync(dir, live, { recursive: true });
+    const replay = await started({ env: replayEnv(live) });
+    const client = clientOf(replay.baseURL);
+    expect((await threeTurnLoop(client)).at(-1)!.output_text).toBe('You are welcome.');
+
+    // A hand edit in place (the file keeps its inode), as an editor writing over it does.
+    const file = cassetteFiles(live).find((name) => name.startsWith('turn3-user-turn-'))!;
+    const entry = parseYaml(readFileSync(join(live, file), 'utf8')) as CassetteEntry;
+    entry.decision.message = 'You are most welcome.';
+    writeFileSync(join(live, file), stringifyYaml(entry));
+    expect((await threeTurnLoop(client)).at(-1)!.output_text).toBe('You are most welcome.');
+
+    rmSync(join(live, file));
+    expectSdkError(await rejectionOf(threeTurnLoop(client)), { code: 'cassette_miss', mentions: ['turn 3', 'nearest: '] });
+  });
+
   it('answers a request no entry matches with a loud 404 naming the key and the nearest entries', async () => {
     const replay = await started({ env: replayEnv(dir) });
     const error = await rejectionOf(clientOf(replay.baseURL).responses.create({ model: 'gpt-ptc', input: 'Compare inventory with demand for sku_789.', tools }));
@@ -265,6 +284,90 @@ describe('record a three-turn PTC conversation, then replay it with the upstream
       clientOf(replay.baseURL).responses.create({ model: 'gpt-ptc', input: [{ role: 'user', content: 'Hello.' }, { role: 'user', content: TURNS[0]! }], tools }),
     );
     expectSdkError(later, { code: 'cassette_miss', mentions: ['turn 2'] });
+  });
+});
+
+/** An entry answering `text` as the first user message with `answer`. */
+function messageEntry(text: string, answer: string): CassetteEntry {
+  return {
+    key: { model: 'gpt-ptc', instructions: null, tools: [], tools_sha256: 'none', turn: 1, phase: 'user_turn', messages: [{ role: 'user', text }] },
+    decision: { message: answer },
+  };
+}
+
+describe('the replay\'s cassette directory', () => {
+  /** A directory of three entries, read through a parser that notes each file it parses. */
+  function watched(): { dir: string; files: string[]; directory: CassetteDirectory; parsed: string[] } {
+    const dir = freshDir();
+    const files = ['one', 'two', 'three'].map((word) => writeEntry(dir, messageEntry(`Say ${word}.`, `${word}!`)));
+    const parsed: string[] = [];
+    const directory = new CassetteDirectory(dir, (from, file) => {
+      parsed.push(file);
+      return readEntry(from, file);
+    });
+    return { dir, files, directory, parsed };
+  }
+
+  it('parses each file once while nothing changes', () => {
+    const { files, directory, parsed } = watched();
+    const first = directory.entries();
+    expect(first.map((loaded) => loaded.entry.decision.message).sort()).toEqual(['one!', 'three!', 'two!']);
+    expect([...parsed].sort()).toEqual([...files].sort());
+    const again = directory.entries();
+    expect(parsed).toHaveLength(3);
+    // The very objects parsed the first time, not equal copies.
+    again.forEach((loaded, index) => expect(loaded).toBe(first[index]));
+  });
+
+  it('parses again only the file whose stat changed, even an edit of the same size', () => {
+    const { dir, files, directory, parsed } = watched();
+    const [one, two, three] = files as [string, string, string];
+    // A whole second, so that a copy's mtime can be set to exactly the same.
+    const SECOND = new Date('2026-01-01T00:00:00Z');
+    utimesSync(join(dir, three), SECOND, SECOND);
+    directory.entries();
+    const messageOf = (file: string): string | undefined => directory.entries().find((loaded) => loaded.file === file)!.entry.decision.message;
+    const sameSize = (file: string, from: string, to: string): string => {
+      const text = readFileSync(join(dir, file), 'utf8');
+      expect(text).toContain(from);
+      return text.replace(from, to);
+    };
+
+    // In place (same inode, same size): the mtime tells; it is set apart so that no clock tick decides.
+    const before = statSync(join(dir, one));
+    writeFileSync(join(dir, one), sameSize(one, 'one!', 'ONE!'));
+    utimesSync(join(dir, one), before.atime, new Date(before.mtimeMs + 60_000));
+    expect(messageOf(one)).toBe('ONE!');
+    expect(parsed.slice(3)).toEqual([one]);
+
+    // Renamed over the old file (as writeEntry and most editors save), its old mtime kept: the inode tells.
+    const old = statSync(join(dir, three), { bigint: true });
+    writeFileSync(join(dir, '.three.tmp'), sameSize(three, 'three!', 'THREE!'));
+    utimesSync(join(dir, '.three.tmp'), SECOND, SECOND);
+    renameSync(join(dir, '.three.tmp'), join(dir, three));
+    const now = statSync(join(dir, three), { bigint: true });
+    expect([now.size, now.mtimeNs]).toEqual([old.size, old.mtimeNs]);
+    expect(now.ino).not.toBe(old.ino);
+    expect(messageOf(three)).toBe('THREE!');
+    expect(parsed.slice(4)).toEqual([three]);
+
+    // Removed and added files: the listing decides, and only the new file is parsed.
+    rmSync(join(dir, two));
+    const added = writeEntry(dir, messageEntry('Say four.', 'four!'));
+    expect(directory.entries().map((loaded) => loaded.file).sort()).toEqual(files.filter((file) => file !== two).concat(added).sort());
+    expect(parsed.slice(5)).toEqual([added]);
+  });
+
+  it('fails naming a file that stops being an entry, and serves it again once fixed', () => {
+    const { dir, files, directory } = watched();
+    directory.entries();
+    const path = join(dir, files[0]!);
+    const good = readFileSync(path, 'utf8');
+    writeFileSync(path, 'key: [unclosed\n');
+    expect(() => directory.entries()).toThrow(CassetteError);
+    expect(() => directory.entries()).toThrow(path);
+    writeFileSync(path, good);
+    expect(directory.entries()).toHaveLength(3);
   });
 });
 

@@ -102,26 +102,27 @@ export function writeEntry(dir: string, entry: CassetteEntry): string {
   return file;
 }
 
-/** Every entry of a cassette directory, by file name; a file that is not an entry is an error naming it. */
-export function readEntries(dir: string): LoadedEntry[] {
-  let files: string[];
+/** The entry files of a cassette directory, by name (hidden files, such as writeEntry's temporary ones, aside). */
+export function entryFiles(dir: string): string[] {
   try {
-    files = readdirSync(dir).filter((file) => /\.ya?ml$/i.test(file) && !file.startsWith('.')).sort();
+    return readdirSync(dir).filter((file) => /\.ya?ml$/i.test(file) && !file.startsWith('.')).sort();
   } catch (error) {
     throw new CassetteError(`Cassette directory ${dir}: ${(error as Error).message}`);
   }
-  return files.map((file) => {
-    let document: unknown;
-    try {
-      document = parseYaml(readFileSync(join(dir, file), 'utf8'));
-    } catch (error) {
-      throw new CassetteError(`Cassette ${join(dir, file)}: ${(error as Error).message}`);
-    }
-    const parsed = CassetteEntry.safeParse(document);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new CassetteError(`Cassette ${join(dir, file)}: ${formatParam(issue.path) || '(root)'}: ${issue.message}`);
-    }
-    return { file, entry: parsed.data };
-  });
+}
+
+/** The entry in `file` of `dir`; a file that is not an entry is an error naming it. */
+export function readEntry(dir: string, file: string): CassetteEntry {
+  let document: unknown;
+  try {
+    document = parseYaml(readFileSync(join(dir, file), 'utf8'));
+  } catch (error) {
+    throw new CassetteError(`Cassette ${join(dir, file)}: ${(error as Error).message}`);
+  }
+  const parsed = CassetteEntry.safeParse(document);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new CassetteError(`Cassette ${join(dir, file)}: ${formatParam(issue.path) || '(root)'}: ${issue.message}`);
+  }
+  return parsed.data;
 }

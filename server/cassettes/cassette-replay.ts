@@ -2,7 +2,8 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify
 import { ApiError } from '../api-error.ts';
 import type { JournalDetails } from '../journal.ts';
 import type { ModelContext, ModelDecision, ModelFunction } from '../model/model-decision.ts';
-import { readEntries, type CassetteEntry, type Decision, type LoadedEntry } from './cassette-entry.ts';
+import { CassetteDirectory, type IndexedEntry } from './cassette-directory.ts';
+import type { CassetteEntry, Decision } from './cassette-entry.ts';
 import { cassetteKey, keyDifferences, keyDigest, type CassetteKey, type KeyPhase } from './cassette-key.ts';
 import { compareProgram, observedCalls, type Divergence } from './divergence.ts';
 import { Redactor } from './redaction.ts';
@@ -55,14 +56,17 @@ function decisionOf(decision: Decision): ModelDecision {
 export class CassetteReplay {
   readonly #options: CassetteReplayOptions;
   readonly #redactor: Redactor;
+  readonly #directory: CassetteDirectory;
   #note: (request: FastifyRequest, details: JournalDetails) => void = () => {};
   #log: FastifyBaseLogger | undefined;
 
   constructor(options: CassetteReplayOptions) {
     this.#options = options;
     this.#redactor = new Redactor(options.redactPattern);
-    // A directory that cannot be read, or an entry that is not one, stops the server at start.
-    readEntries(options.dir);
+    this.#directory = new CassetteDirectory(options.dir);
+    // A directory that cannot be read, or an entry that is not one, stops the server at start;
+    // the entries parsed here are the ones the first request uses unless their files change.
+    this.#directory.entries();
   }
 
   /** Lets the replay reach each request's journal entry and log. */
@@ -74,8 +78,8 @@ export class CassetteReplay {
 
   readonly model: ModelFunction = (context) => {
     const key = cassetteKey({ model: context.model, instructions: context.instructions, tools: context.tools, history: context.history, phase: phaseOf(context) }, this.#redactor);
-    // Read each time: entries edited or added while the server runs are used at once.
-    const entries = readEntries(this.#options.dir);
+    // Looked at each time: entries edited, added or removed while the server runs count at once.
+    const entries = this.#directory.entries();
     const found = this.#find(entries, key);
     if (!found) throw this.#miss(entries, key);
     const request = currentRequest();
@@ -91,13 +95,13 @@ export class CassetteReplay {
     return decisionOf(found.entry.decision);
   };
 
-  #find(entries: readonly LoadedEntry[], key: CassetteKey): LoadedEntry | undefined {
+  #find(entries: readonly IndexedEntry[], key: CassetteKey): IndexedEntry | undefined {
     const digest = keyDigest(key);
-    return entries.find((candidate) => keyDigest(candidate.entry.key) === digest);
+    return entries.find((candidate) => candidate.digest === digest);
   }
 
   /** The recorded program's expectations against what it did here, once it has ended. */
-  #check(entries: readonly LoadedEntry[], context: ModelContext): Divergence[] {
+  #check(entries: readonly IndexedEntry[], context: ModelContext): Divergence[] {
     const program = context.program;
     if (!program) return [];
     const started = cassetteKey({ model: context.model, instructions: context.instructions, tools: context.tools, history: context.history, phase: 'user_turn' }, this.#redactor);
@@ -116,7 +120,7 @@ export class CassetteReplay {
     this.#note(request, { cassette });
   }
 
-  #miss(entries: readonly LoadedEntry[], key: CassetteKey): ApiError {
+  #miss(entries: readonly IndexedEntry[], key: CassetteKey): ApiError {
     const nearest = entries
       .map((candidate) => ({ file: candidate.file, differs: keyDifferences(key, candidate.entry.key) }))
       .sort((a, b) => a.differs.length - b.differs.length || (a.file < b.file ? -1 : 1))

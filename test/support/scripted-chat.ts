@@ -39,38 +39,30 @@ export interface ChatUsage {
   readonly completion_tokens: number;
 }
 
-/** A chat completion whose message is `content`. */
-export function chatMessage(content: string, usage: ChatUsage = { prompt_tokens: 100, completion_tokens: 20 }): ScriptedReply {
+const DEFAULT_USAGE: ChatUsage = { prompt_tokens: 100, completion_tokens: 20 };
+
+/** A chat completion (the envelope every scripted answer shares) of one choice: `message`, ended by `finishReason`. */
+function completion(message: Readonly<Record<string, unknown>>, finishReason: 'stop' | 'tool_calls', usage: ChatUsage = DEFAULT_USAGE): ScriptedReply {
   return {
     json: {
       id: 'chatcmpl-scripted',
       object: 'chat.completion',
       created: 0,
       model: 'scripted',
-      choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content } }],
+      choices: [{ index: 0, finish_reason: finishReason, message: { role: 'assistant', ...message } }],
       usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
     },
   };
 }
 
+/** A chat completion whose message is `content`. */
+export function chatMessage(content: string, usage: ChatUsage = DEFAULT_USAGE): ScriptedReply {
+  return completion({ content }, 'stop', usage);
+}
+
 /** A chat completion that calls functions. */
-export function chatToolCalls(calls: readonly { name: string; arguments: string }[], usage: ChatUsage = { prompt_tokens: 100, completion_tokens: 20 }): ScriptedReply {
-  return {
-    json: {
-      id: 'chatcmpl-scripted',
-      object: 'chat.completion',
-      created: 0,
-      model: 'scripted',
-      choices: [
-        {
-          index: 0,
-          finish_reason: 'tool_calls',
-          message: { role: 'assistant', content: null, tool_calls: calls.map((call, index) => ({ id: `call_scripted_${index}`, type: 'function', function: call })) },
-        },
-      ],
-      usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
-    },
-  };
+export function chatToolCalls(calls: readonly { name: string; arguments: string }[], usage: ChatUsage = DEFAULT_USAGE): ScriptedReply {
+  return completion({ content: null, tool_calls: calls.map((call, index) => ({ id: `call_scripted_${index}`, type: 'function', function: call })) }, 'tool_calls', usage);
 }
 
 /** An OpenAI error envelope with `status`. */

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startModuleThread } from '../../../runtime/index.ts';
 import type { ToolSummary } from '../../conversation/tool-set.ts';
 
 /**
@@ -16,12 +17,6 @@ const MAX_CACHED_CHARS = 32 * 2 ** 20;
 
 const FROM_SOURCES = import.meta.url.endsWith('.ts');
 const THREAD_ENTRY = new URL(FROM_SOURCES ? './declarations-thread.ts' : './declarations-thread.js', import.meta.url);
-
-function startThread(): Worker {
-  if (!FROM_SOURCES) return new Worker(THREAD_ENTRY);
-  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  return new Worker(`import(${tsx}).then(({ register }) => { register(); return import(${JSON.stringify(THREAD_ENTRY.href)}); })`, { eval: true });
-}
 
 interface Job {
   readonly id: number;
@@ -51,7 +46,7 @@ function postHead(): void {
     return;
   }
   if (!worker) {
-    const started = startThread();
+    const started = startModuleThread(THREAD_ENTRY);
     worker = started;
     ready = false;
     started.on('message', (reply: { ready: true } | { id: number; text?: string; error?: string }) => {
