@@ -2,7 +2,9 @@ import { writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildServer } from '../server/app.ts';
+import { CassetteError } from '../server/cassettes/cassette-entry.ts';
 import { ConfigError, loadConfig } from '../server/config.ts';
+import { loadScenarioFile } from '../server/model/scenario-model.ts';
 import { htmlReport } from './eval/html-report.ts';
 import { buildReport, reportNotes, reportTable } from './eval/report.ts';
 import { ResponsesClient } from './eval/responses-client.ts';
@@ -21,12 +23,13 @@ approvals and wall time, with PTC's ratio to direct calling. docs/EVAL.md has th
 
 The model is the emulator's: by default one started here, on a loopback port, with the task
 file's scenarios, or a model backend or cassettes set by serve's flags (--model-backend URL
---model NAME, --replay DIR) or PTC_* variables.
+--model NAME, --replay DIR; serve --help lists them all) or PTC_* variables.
 
   --json FILE      Also write every run's figures and answer as JSON.
   --html FILE      Also write the report as an HTML page with charts.
-  --base-url URL   Use the Responses API at URL (e.g. http://127.0.0.1:3000/v1) instead of
-                   starting an emulator; the key is OPENAI_API_KEY.
+  --base-url URL   Use the Responses API at URL, with its /v1 (e.g. http://127.0.0.1:8787/v1),
+                   instead of starting an emulator; the key is OPENAI_API_KEY. The task
+                   file's scenarios are not used.
 
 Exit code: 0 when every run was correct, 1 when one was not, 2 for a usage error.
 `;
@@ -40,15 +43,17 @@ function splitArgs(args: readonly string[]): { positionals: string[]; own: Map<s
   const settings: string[] = [];
   for (let index = 0; index < args.length; index++) {
     const arg = args[index]!;
-    if (!arg.startsWith('--')) {
+    if (!arg.startsWith('-')) {
       positionals.push(arg);
       continue;
     }
+    if (!arg.startsWith('--')) throw new UsageError(`unknown flag ${arg} for eval (see ptc-emulator eval --help)`);
     const equals = arg.indexOf('=');
     const flag = equals === -1 ? arg : arg.slice(0, equals);
     const value = equals === -1 ? args[index + 1] : arg.slice(equals + 1);
     if (equals === -1) index++;
-    if (value === undefined) throw new UsageError(`${flag} needs a value`);
+    // `--html --json x` is a missing value, not a file named --json.
+    if (value === undefined || value === '' || (equals === -1 && value.startsWith('-'))) throw new UsageError(`${flag} needs a value`);
     if (OWN_FLAGS.has(flag)) own.set(flag, value);
     else settings.push(flag, value);
   }
@@ -71,7 +76,15 @@ async function startModel(scenarios: string | undefined, settings: readonly stri
   if (scenarios === undefined && !config.modelBackend && !config.cassettes.replayDir) {
     throw new UsageError('nothing would play the model: give the task file scenarios, or set a model backend (--model-backend URL --model NAME) or cassettes (--replay DIR), or --base-url');
   }
-  const app = await buildServer({ ...(scenarios === undefined ? {} : { scenarios }), store: 'memory', logger: false, env, config: { workers: 1 } });
+  // Loaded here first, as serve does: a file that does not load is refused before any worker starts.
+  const rules = scenarios === undefined ? undefined : loadScenarioFile(scenarios);
+  let app: FastifyInstance;
+  try {
+    app = await buildServer({ ...(rules === undefined ? {} : { scenarios: rules }), store: 'memory', logger: false, env, config: { workers: 1 } });
+  } catch (error) {
+    if (error instanceof CassetteError) throw new UsageError(error.message);
+    throw error;
+  }
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   // One program with a strict tool before the first timed run, so that the first run does not
@@ -92,6 +105,20 @@ export async function evaluate(args: readonly string[]): Promise<number> {
   const file = await loadTaskFile(positionals[0]!);
   const baseUrl = own.get('--base-url');
   if (baseUrl !== undefined && settings.length > 0) throw new UsageError(`${settings[0]} sets up the emulator eval starts, and --base-url names another: give one or the other`);
+  const badUrl = baseUrl === undefined ? undefined : ResponsesClient.check(baseUrl);
+  if (badUrl) throw new UsageError(badUrl);
+  if (baseUrl !== undefined && file.scenarios !== undefined) process.stderr.write(`ptc-emulator: the task file's scenarios are not used: ${baseUrl} plays the model\n`);
+  // The report files are opened before the first run, so that a path that cannot be written
+  // is said now rather than after every run.
+  for (const flag of ['--json', '--html']) {
+    const path = own.get(flag);
+    if (path === undefined) continue;
+    try {
+      writeFileSync(path, '');
+    } catch (error) {
+      throw new UsageError(`${flag} ${path} cannot be written: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    }
+  }
   const model = baseUrl === undefined ? await startModel(file.scenarios, settings) : { baseURL: baseUrl, apiKey: process.env.OPENAI_API_KEY ?? 'ptc-eval' };
   const results: RunResult[] = [];
   try {

@@ -70,3 +70,10 @@ try {
     throw error;
   }
 }
+// eval ran the user's module, which may keep timers or sockets open: once its output is
+// written, it ends however that module left the event loop.
+if (process.argv[2] === 'eval') {
+  await new Promise<void>((done) => process.stdout.write('', () => done()));
+  await new Promise<void>((done) => process.stderr.write('', () => done()));
+  process.exit();
+}

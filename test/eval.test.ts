@@ -182,6 +182,55 @@ export const checks = { seven: (answer) => answer.includes("7") || "no 7 in the 
     expect(page).not.toContain('<b>wrong</b>');
   });
 
+  it('refuses a flag without its value, and a report path it cannot write, before any run', async () => {
+    const path = taskFile('flags', { tasks: 'scenarios: scenarios.yaml\ntools: tools.mjs\ntasks:\n  - { name: look up, prompt: please look up a, check: seven }\n', tools: lookup, scenarios });
+    const missing = await runCli(['eval', path, '--html', '--json', 'x.json']);
+    expect(missing).toMatchObject({ code: 2, stdout: '' });
+    expect(missing.stderr).toBe('ptc-emulator: --html needs a value\n');
+    const unwritable = await runCli(['eval', path, '--json', join(scratch, 'no-such-dir', 'r.json')]);
+    expect(unwritable).toMatchObject({ code: 2, stdout: '' });
+    expect(unwritable.stderr).toMatch(/--json .*r\.json cannot be written: ENOENT/);
+  });
+
+  it("turns what the module's code does wrong into failed calls, and ends though the module keeps a timer running", async () => {
+    const odd = `setInterval(() => {}, 1000); // as a connection pool would
+export const tools = {
+  fn: { parameters: { type: "object" }, run: () => () => 1 },
+  nothing: { parameters: { type: "object" }, run: () => { throw null; } },
+};
+`;
+    const path = taskFile('odd', {
+      tasks: 'scenarios: scenarios.yaml\ntools: tools.mjs\ntasks:\n  - { name: odd, prompt: odd calls, expect: done }\n',
+      tools: odd,
+      scenarios: 'rules:\n  - match: { user: odd calls }\n    calls: [{ name: fn, arguments: {} }, { name: nothing, arguments: {} }]\n    message: done\n',
+    });
+    const json = join(scratch, 'odd.json');
+    const { code, stdout } = await runCli(['eval', path, '--json', json], { timeoutMs: 60_000 });
+    // Correct in direct mode; in PTC mode the rule makes direct calls, which the tools do not allow.
+    expect(code).toBe(1);
+    const { runs } = (JSON.parse(readFileSync(json, 'utf8')) as JsonReport).tasks[0]!;
+    expect(runs.direct).toMatchObject({ correct: true, toolCalls: 2, toolErrors: 1 });
+    expect(stdout).toContain('odd (direct): 1 tool call failed');
+  });
+
+  it('fails a run, naming why, when what answers 200 is not a response', async () => {
+    const fake: Server = createServer((request, response) => {
+      request.resume();
+      response.writeHead(200, { 'content-type': 'text/html' }).end('<html>hello</html>');
+    });
+    await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
+    try {
+      const path = taskFile('fake', { tasks: 'tools: tools.mjs\ntasks:\n  - { name: look up, prompt: please look up a, check: seven }\n', tools: lookup });
+      const { code, stdout } = await runCli(['eval', path, '--base-url', `http://127.0.0.1:${(fake.address() as AddressInfo).port}/v1`], { timeoutMs: 60_000 });
+      expect(code).toBe(1);
+      expect(stdout).toMatch(/look up \(direct\): incorrect: POST http:\/\/127\.0\.0\.1:\d+\/v1\/responses answered 200 with a body that is not JSON: <html>hello<\/html>/);
+      // A run that could not finish has no path worth a note.
+      expect(stdout).not.toContain('the tools were reached by none');
+    } finally {
+      await new Promise((resolve) => fake.close(resolve));
+    }
+  });
+
   it('counts a request the server answered 429 and the client sent again', async () => {
     const emulator: RunningEmulator = await startEmulator({ scenarios: { rules: parseYaml(scenarios).rules } });
     // A proxy that turns away every first request with a 429, as an overloaded server does.
@@ -217,6 +266,9 @@ export const checks = { seven: (answer) => answer.includes("7") || "no 7 in the 
     ['a tool the module lacks', 'tools: tools.mjs\nscenarios: x.yaml\ntasks:\n  - { name: a, prompt: b, tools: [nope], expect: c }\n', /tasks\[0\]\.tools: .*tools\.mjs exports no tool "nope"/],
     ['a check the module lacks', 'tools: tools.mjs\ntasks:\n  - { name: a, prompt: b, check: nope }\n', /tasks\[0\]\.check: .*exports no check "nope"/],
     ['no model at all', 'tools: tools.mjs\ntasks:\n  - { name: a, prompt: b, expect: c }\n', /nothing would play the model: give the task file scenarios/],
+    ['a scenario file that does not exist (before any worker starts)', 'tools: tools.mjs\nscenarios: missing.yaml\ntasks:\n  - { name: a, prompt: b, expect: c }\n', /Scenario file .*missing\.yaml: ENOENT/],
+    ['an expect regex that does not compile', 'tools: tools.mjs\ntasks:\n  - { name: a, prompt: b, expect: "/[open/" }\n', /tasks\[0\]\.expect: a \/regex\/flags that does not compile/],
+    ['a task name holding a |', 'tools: tools.mjs\ntasks:\n  - { name: "a | b", prompt: b, expect: c }\n', /tasks\[0\]\.name: a task name is one line of text without control characters or \|/],
     ['an unknown field', 'tools: tools.mjs\ntask: []\ntasks:\n  - { name: a, prompt: b, expect: c }\n', /task file .*: \(root\): Unrecognized key: "task"/],
   ])('refuses %s with exit code 2, naming the field', async (_, tasks, message) => {
     const { code, stderr } = await runCli(['eval', taskFile('bad', { tasks, tools: lookup })]);

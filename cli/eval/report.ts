@@ -88,7 +88,7 @@ export function reportNotes(report: EvalReport): string[] {
     for (const mode of EVAL_MODES) {
       const run = runs[mode];
       if (!run.correct) notes.push(`${task} (${mode}): incorrect: ${run.reason ?? 'no reason given'}`);
-      if (!run.pathAsIntended) notes.push(`${task} (${mode}): the tools were reached by ${run.path}, not by ${mode === 'ptc' ? 'a program' : 'direct calls'} only`);
+      if (!run.pathAsIntended && !run.failed) notes.push(`${task} (${mode}): the tools were reached by ${run.path}, not by ${mode === 'ptc' ? 'a program' : 'direct calls'} only`);
       if (run.toolErrors > 0) notes.push(`${task} (${mode}): ${run.toolErrors} tool call${run.toolErrors === 1 ? '' : 's'} failed`);
     }
   }

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * The evaluation's client: `POST /responses` and nothing else, retried as the openai SDK retries
  * (429, 5xx and lost connections, with backoff, honouring `retry-after`), so that every retry is
@@ -10,8 +12,16 @@ const MAX_RETRIES = 3;
 const FIRST_BACKOFF_MS = 250;
 /** A `retry-after` longer than this is not waited out: the run fails instead. */
 const MAX_RETRY_AFTER_MS = 10_000;
-/** One request that takes longer than this has failed. */
-const REQUEST_TIMEOUT_MS = 120_000;
+/** One attempt that takes longer than this has failed (and is tried again, as the SDK does). */
+const REQUEST_TIMEOUT_MS = 60_000;
+
+const Count = z.number().finite().nonnegative();
+/** What eval reads of a response; anything else answering 200 is not a Responses API. */
+const Body = z.looseObject({
+  id: z.string().min(1),
+  output: z.array(z.looseObject({ type: z.string() })),
+  usage: z.looseObject({ input_tokens: Count, output_tokens: Count, total_tokens: Count }).nullish(),
+});
 
 export interface ResponseItem {
   readonly type: string;
@@ -21,7 +31,7 @@ export interface ResponseItem {
 export interface ResponseBody {
   readonly id: string;
   readonly output: readonly ResponseItem[];
-  readonly usage?: { readonly input_tokens: number; readonly output_tokens: number; readonly total_tokens: number };
+  readonly usage?: { readonly input_tokens: number; readonly output_tokens: number; readonly total_tokens: number } | null;
 }
 
 export class EvalRequestError extends Error {}
@@ -35,6 +45,18 @@ export class ResponsesClient {
   constructor(baseURL: string, apiKey: string) {
     this.#url = `${baseURL.replace(/\/+$/, '')}/responses`;
     this.#apiKey = apiKey;
+  }
+
+  /** A base URL fetch can use: http(s), absolute. */
+  static check(baseURL: string): string | undefined {
+    let url: URL;
+    try {
+      url = new URL(baseURL);
+    } catch {
+      return `--base-url ${baseURL} is not a URL: give the API's base, such as http://127.0.0.1:8787/v1`;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return `--base-url ${baseURL} is not http(s)`;
+    return undefined;
   }
 
   async create(body: Readonly<Record<string, unknown>>): Promise<ResponseBody> {
@@ -53,20 +75,48 @@ export class ResponsesClient {
         text = await reply.text();
         retryAfterMs = retryAfter(reply.headers);
       } catch (error) {
-        if (attempt >= MAX_RETRIES) throw new EvalRequestError(`POST ${this.#url} failed: ${(error as Error).message}`);
+        // fetch says "fetch failed"; the reason (ECONNREFUSED, a timeout) is its cause.
+        const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+        const why = cause?.code ?? cause?.message ?? (error as Error).message;
+        if (attempt >= MAX_RETRIES) throw new EvalRequestError(`POST ${this.#url} failed ${attempt + 1} times: ${why}`);
         this.retries += 1;
         await sleep(FIRST_BACKOFF_MS * 2 ** attempt);
         continue;
       }
-      if (status === 200) return JSON.parse(text) as ResponseBody;
+      if (status === 200) return responseOf(text, this.#url);
       const retryable = status === 429 || status >= 500;
-      if (!retryable || attempt >= MAX_RETRIES || (retryAfterMs ?? 0) > MAX_RETRY_AFTER_MS) {
-        throw new EvalRequestError(`POST ${this.#url} answered ${status}: ${errorMessage(text)}`);
+      if (retryable && (retryAfterMs ?? 0) > MAX_RETRY_AFTER_MS) {
+        throw new EvalRequestError(`POST ${this.#url} answered ${status} asking to retry after ${Math.round(retryAfterMs! / 1000)} s, longer than the ${MAX_RETRY_AFTER_MS / 1000} s eval waits: ${errorMessage(text)}`);
+      }
+      if (!retryable || attempt >= MAX_RETRIES) {
+        const hint = status === 404 && !/\/v1\/responses$/.test(this.#url) ? ' (does the base URL end in /v1?)' : '';
+        throw new EvalRequestError(`POST ${this.#url} answered ${status}${hint}: ${errorMessage(text)}`);
       }
       this.retries += 1;
       await sleep(retryAfterMs ?? FIRST_BACKOFF_MS * 2 ** attempt);
     }
   }
+}
+
+/** The body of a 200, read as a response; one that is not is the run's failure, named. */
+function responseOf(text: string, url: string): ResponseBody {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new EvalRequestError(`POST ${url} answered 200 with a body that is not JSON: ${oneLine(text)}`);
+  }
+  const parsed = Body.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new EvalRequestError(`POST ${url} answered 200 with something that is not a response: ${issue.path.join('.') || '(body)'}: ${issue.message}`);
+  }
+  return parsed.data as ResponseBody;
+}
+
+function oneLine(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > 160 ? `${line.slice(0, 159)}…` : line;
 }
 
 function retryAfter(headers: Headers): number | undefined {
@@ -84,7 +134,7 @@ function errorMessage(text: string): string {
   } catch {
     // Not JSON: said as it is, below.
   }
-  return text.slice(0, 300);
+  return oneLine(text);
 }
 
 function sleep(ms: number): Promise<void> {

@@ -14,6 +14,22 @@ export type EvalMode = (typeof EVAL_MODES)[number];
 /** A run that has not ended after this many requests has failed: a model that never answers. */
 export const MAX_REQUESTS_PER_RUN = 64;
 
+/** A tool's `run`, or a check, that has not settled after this long has failed: a hang is not a run. */
+export const TOOL_TIMEOUT_MS = 30_000;
+
+/** `work`'s value, or a throw saying what did not settle in TOOL_TIMEOUT_MS. */
+async function settled<T>(work: () => T | Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${TOOL_TIMEOUT_MS} ms`)), TOOL_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([Promise.resolve().then(work), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** What one run of one task measured (docs/EVAL.md says how each is counted). */
 export interface RunResult {
   readonly task: string;
@@ -21,6 +37,8 @@ export interface RunResult {
   readonly correct: boolean;
   /** Why the answer was judged wrong, or the error that ended the run. */
   readonly reason?: string;
+  /** True when the run could not finish (a request failed): its other figures are partial. */
+  readonly failed: boolean;
   readonly answer: string;
   /** How the tools were reached: `program`, `direct`, both (`program+direct`), or `none`. */
   readonly path: string;
@@ -116,6 +134,7 @@ export async function runTask(file: TaskFile, task: EvalTask, mode: EvalMode, cl
     task: task.name,
     mode,
     ...verdict,
+    failed: failure !== undefined,
     answer,
     path,
     pathAsIntended: mode === 'ptc' ? path === 'program' : path === 'direct',
@@ -182,11 +201,12 @@ async function runCall(call: ResponseItem, tools: ReadonlyMap<string, EvalTool>,
   } else {
     if (tool.approval) tally.approvals += 1;
     try {
-      const value = await tool.run((args ?? {}) as Record<string, unknown>);
-      output = typeof value === 'string' ? value : JSON.stringify(value ?? null);
+      const value = await settled(() => tool.run((args ?? {}) as Record<string, unknown>), `tools.${name}.run`);
+      // A function or a symbol has no JSON: null, as for undefined.
+      output = typeof value === 'string' ? value : (JSON.stringify(value ?? null) ?? 'null');
     } catch (error) {
       tally.toolErrors += 1;
-      output = JSON.stringify({ error: (error as Error).message ?? String(error) });
+      output = JSON.stringify({ error: messageOf(error) });
     }
   }
   // What a program receives stays in the program; what a direct call returns, the model reads.
@@ -195,15 +215,27 @@ async function runCall(call: ResponseItem, tools: ReadonlyMap<string, EvalTool>,
 }
 
 async function judge(file: TaskFile, task: EvalTask, mode: EvalMode, answer: string, calls: Tally['calls']): Promise<{ correct: boolean; reason?: string }> {
-  if (task.expect !== undefined && !textMatches(task.expect, answer)) return { correct: false, reason: `the answer does not match ${task.expect}` };
+  if (task.expect !== undefined && !textMatches(task.expect, answer)) return { correct: false, reason: `the answer does not match ${task.expect}: ${excerpt(answer)}` };
   if (task.check !== undefined) {
     let verdict: boolean | string;
     try {
-      verdict = await file.checks.get(task.check)!(answer, { mode, calls });
+      verdict = await settled(() => file.checks.get(task.check!)!(answer, { mode, calls }), `check ${task.check}`);
     } catch (error) {
-      return { correct: false, reason: `check ${task.check} threw: ${(error as Error).message}` };
+      return { correct: false, reason: `check ${task.check} threw: ${messageOf(error)}` };
     }
-    if (verdict !== true) return { correct: false, reason: typeof verdict === 'string' ? verdict : `check ${task.check} said no` };
+    if (verdict !== true) return { correct: false, reason: `${typeof verdict === 'string' ? verdict : `check ${task.check} said no`}: ${excerpt(answer)}` };
   }
   return { correct: true };
+}
+
+/** What was thrown, as text, whatever was thrown (`throw null` included). */
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The answer's start, quoted on one line, for a reason a person reads in a terminal. */
+function excerpt(answer: string): string {
+  if (answer === '') return 'the answer was empty';
+  const line = answer.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ');
+  return `the answer was "${line.length > 160 ? `${line.slice(0, 159)}…` : line}"`;
 }

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parse as parseYaml } from 'yaml';
@@ -11,15 +11,47 @@ import { UsageError } from '../usage-error.ts';
  * client side runs, and, for the stand-in, the scenario file that scripts both modes.
  */
 
-const Matcher = z.string().min(1);
+/** `/regex/flags` compiles, or the text is a substring to find; a number is read as its text. */
+const Matcher = z
+  .union([z.string().min(1), z.number().transform(String)])
+  .refine(
+    (matcher) => {
+      const regex = /^\/(.*)\/([a-z]*)$/s.exec(matcher);
+      if (!regex) return true;
+      try {
+        new RegExp(regex[1]!, regex[2]);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { message: 'a /regex/flags that does not compile (quote it, or fix the pattern)' },
+  );
+
+/**
+ * A task's name is shown in a terminal, a Markdown table and an HTML page, and sent as
+ * metadata (512 characters at most): one line of plain text, no `|`.
+ */
+const TaskName = z
+  .string()
+  .max(200)
+  .regex(/^[^\u0000-\u001f\u007f-\u009f|]*$/, 'a task name is one line of text without control characters or |')
+  .refine((name) => name.trim().length > 0, { message: 'a task name needs a visible character' });
+
+/** What the Responses API accepts as a function's name. */
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 const Task = z
   .strictObject({
-    name: z.string().min(1),
+    name: TaskName,
     /** The user's message. */
     prompt: z.string().min(1),
     /** The tools of the module this task offers the model (default: all of them). */
-    tools: z.array(z.string().min(1)).min(1).optional(),
+    tools: z
+      .array(z.string().min(1))
+      .min(1)
+      .refine((names) => new Set(names).size === names.length, { message: 'a tool is listed twice' })
+      .optional(),
     /** The final answer contains it (case-insensitive), or matches it when written `/regex/flags`. */
     expect: Matcher.optional(),
     /** The name of a check function the module exports in `checks`. */
@@ -69,13 +101,17 @@ export interface TaskFile {
 /** A task file's size limit: it is a hand-written YAML document, never a data dump. */
 const MAX_TASK_FILE_BYTES = 1024 * 1024;
 
+/** The module's import (its top-level code) must settle within this. */
+const MODULE_LOAD_TIMEOUT_MS = 30_000;
+
 /** Reads and checks a task file and its module; every problem names the file and the field. */
 export async function loadTaskFile(path: string): Promise<TaskFile> {
   const absolute = resolve(path);
   let document: unknown;
   try {
+    const { size } = statSync(absolute);
+    if (size > MAX_TASK_FILE_BYTES) throw new Error(`it has ${size} bytes, more than the ${MAX_TASK_FILE_BYTES} a task file may have`);
     const text = readFileSync(absolute, 'utf8');
-    if (text.length > MAX_TASK_FILE_BYTES) throw new Error(`it has more than ${MAX_TASK_FILE_BYTES} characters`);
     document = /\.json$/i.test(absolute) ? JSON.parse(text) : parseYaml(text);
   } catch (error) {
     throw new UsageError(`task file ${path}: ${(error as Error).message}`);
@@ -121,14 +157,24 @@ const ToolShape = z.looseObject({
 
 async function loadModule(modulePath: string, taskPath: string): Promise<{ tools: Map<string, EvalTool>; checks: Map<string, EvalCheck> }> {
   let module: { tools?: unknown; checks?: unknown };
+  let timer: NodeJS.Timeout | undefined;
   try {
-    module = (await import(pathToFileURL(modulePath).href)) as typeof module;
+    const hung = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`its top-level code did not settle within ${MODULE_LOAD_TIMEOUT_MS} ms`)), MODULE_LOAD_TIMEOUT_MS);
+    });
+    module = (await Promise.race([import(pathToFileURL(modulePath).href), hung])) as typeof module;
   } catch (error) {
-    throw new UsageError(`task file ${taskPath}: tools: cannot load ${modulePath}: ${(error as Error).message}`);
+    throw new UsageError(`task file ${taskPath}: tools: cannot load ${modulePath}: ${(error as Error | undefined)?.message ?? String(error)}`);
+  } finally {
+    clearTimeout(timer);
   }
-  if (module.tools === null || typeof module.tools !== 'object') throw new UsageError(`${modulePath}: it must export tools, an object from tool names to { parameters, run }`);
+  if (module.tools === null || typeof module.tools !== 'object') {
+    throw new UsageError(`${modulePath}: it must export tools (a named export of an ES module), an object from tool names to { parameters, run }`);
+  }
+  if (Object.keys(module.tools).length === 0) throw new UsageError(`${modulePath}: tools has no tool`);
   const tools = new Map<string, EvalTool>();
   for (const [name, value] of Object.entries(module.tools)) {
+    if (!TOOL_NAME.test(name)) throw new UsageError(`${modulePath}: tools.${name}: a tool's name is 1 to 64 letters, digits, _ or - (the Responses API's rule)`);
     const parsed = ToolShape.safeParse(value);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
