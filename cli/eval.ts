@@ -76,8 +76,12 @@ async function startModel(scenarios: string | undefined, settings: readonly stri
   if (scenarios === undefined && !config.modelBackend && !config.cassettes.replayDir) {
     throw new UsageError('nothing would play the model: give the task file scenarios, or set a model backend (--model-backend URL --model NAME) or cassettes (--replay DIR), or --base-url');
   }
-  // Loaded here first, as serve does: a file that does not load is refused before any worker starts.
-  const rules = scenarios === undefined ? undefined : loadScenarioFile(scenarios);
+  // A model backend or cassettes play the model in place of the task file's scenarios, which
+  // would otherwise decide first. Loaded here, as serve does: a file that does not load is
+  // refused before any worker starts.
+  const elsewhere = config.modelBackend ? `--model-backend ${config.modelBackend.url}` : config.cassettes.replayDir ? `--replay ${config.cassettes.replayDir}` : undefined;
+  if (elsewhere && scenarios !== undefined) process.stderr.write(`ptc-emulator: the task file's scenarios are not used: ${elsewhere} plays the model\n`);
+  const rules = scenarios === undefined || elsewhere ? undefined : loadScenarioFile(scenarios);
   let app: FastifyInstance;
   try {
     app = await buildServer({ ...(rules === undefined ? {} : { scenarios: rules }), store: 'memory', logger: false, env, config: { workers: 1 } });
@@ -88,10 +92,15 @@ async function startModel(scenarios: string | undefined, settings: readonly stri
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   // One program with a strict tool before the first timed run, so that the first run does not
-  // pay alone for starting the worker and the schema compiler's thread (~300 ms here).
+  // pay alone for starting the worker and the schema compiler's thread (~300 ms here). Not when
+  // a model backend or cassettes answer: the warm-up would be a model call, or a miss.
+  if (!config.modelBackend && !config.cassettes.replayDir) await warmUp(app);
+  return { baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'ptc-eval', app };
+}
+
+async function warmUp(app: FastifyInstance): Promise<void> {
   const warmTool = { type: 'function', name: 'warm_up', parameters: { type: 'object', properties: {}, additionalProperties: false }, strict: true, output_schema: { type: 'object' }, allowed_callers: ['programmatic'] };
   await app.inject({ method: 'POST', url: '/v1/responses', payload: { model: 'ptc-eval-warm-up', input: "```js\ntext('warm')\n```", tools: [warmTool, { type: 'programmatic_tool_calling' }] } });
-  return { baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'ptc-eval', app };
 }
 
 /** `ptc-emulator eval TASKS.yaml`: runs, prints the table, writes the files asked for. */
@@ -107,7 +116,7 @@ export async function evaluate(args: readonly string[]): Promise<number> {
   if (baseUrl !== undefined && settings.length > 0) throw new UsageError(`${settings[0]} sets up the emulator eval starts, and --base-url names another: give one or the other`);
   const badUrl = baseUrl === undefined ? undefined : ResponsesClient.check(baseUrl);
   if (badUrl) throw new UsageError(badUrl);
-  if (baseUrl !== undefined && file.scenarios !== undefined) process.stderr.write(`ptc-emulator: the task file's scenarios are not used: ${baseUrl} plays the model\n`);
+  if (baseUrl !== undefined && file.scenarios !== undefined) process.stderr.write(`ptc-emulator: the task file's scenarios are not used: --base-url ${baseUrl} plays the model\n`);
   // The report files are opened before the first run, so that a path that cannot be written
   // is said now rather than after every run.
   for (const flag of ['--json', '--html']) {

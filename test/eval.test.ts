@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServer } from '../server/app.ts';
 import { countTokens, ITEM_OVERHEAD_TOKENS } from '../server/usage.ts';
 import { startEmulator, type RunningEmulator } from '../testing/index.ts';
 import type { RunResult } from '../cli/eval/run-task.ts';
@@ -133,6 +134,32 @@ describe('eval on the example tasks', () => {
     expect(turnsRatio).toMatch(/^0\.\d\d×$/);
     expect(page).toContain(`<td class="n">${turnsRatio}</td>`);
   });
+});
+
+describe('eval against cassettes', () => {
+  it('records the example tasks through a recording emulator, then replays them with no upstream: the same figures', async () => {
+    const upstream = await startEmulator({ scenarios: join(ROOT, 'examples/eval/scenarios.yaml') });
+    const cassettes = join(scratch, 'cassettes');
+    // A recorder, configured by the settings `serve --record DIR --upstream URL` sets.
+    const recorder = await buildServer({ env: { PTC_RECORD: cassettes, PTC_UPSTREAM: upstream.baseURL, PTC_UPSTREAM_API_KEY: 'upstream-key' }, store: 'memory', logger: false, config: { workers: 1 } });
+    await recorder.listen({ host: '127.0.0.1', port: 0 });
+    const recorded = join(scratch, 'recorded.json');
+    const replayed = join(scratch, 'replayed.json');
+    try {
+      const first = await runCli(['eval', TASKS, '--base-url', `http://127.0.0.1:${(recorder.server.address() as AddressInfo).port}/v1`, '--json', recorded], { timeoutMs: 120_000 });
+      expect(first.code, first.stdout + first.stderr).toBe(0);
+    } finally {
+      await recorder.close();
+      await upstream.close();
+    }
+    // The upstream is gone: only the cassettes answer.
+    const second = await runCli(['eval', TASKS, '--replay', cassettes, '--json', replayed], { timeoutMs: 120_000 });
+    expect(second.stderr).toBe(`ptc-emulator: the task file's scenarios are not used: --replay ${cassettes} plays the model\n`);
+    expect(second.code, second.stdout).toBe(0);
+    const figures = (path: string): unknown[] =>
+      (JSON.parse(readFileSync(path, 'utf8')) as JsonReport).tasks.flatMap(({ runs }) => Object.values(runs).map(({ wallMs: _wall, ...rest }) => rest));
+    expect(figures(replayed)).toEqual(figures(recorded));
+  }, 300_000);
 });
 
 describe('eval with tasks of its own', () => {

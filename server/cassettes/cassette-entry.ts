@@ -21,6 +21,7 @@ export const CassetteKeySchema = z.strictObject({
   tools_sha256: z.string(),
   turn: z.number().int().min(0),
   phase: z.enum(['user_turn', 'after_program', 'after_calls']),
+  rounds: z.number().int().min(2).optional(),
   messages: z.array(KeyMessage),
 });
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ToolSummary } from '../conversation/tool-set.ts';
+import { directRounds } from '../conversation/direct-rounds.ts';
 import type { Redactor } from './redaction.ts';
 
 /**
@@ -8,7 +9,7 @@ import type { Redactor } from './redaction.ts';
  * each server makes its own): the model, the instructions, the tools (names, and a digest of
  * their definitions), every message of the conversation so far (role and text, oldest first),
  * the user turn (how many user messages), and the phase: the user's turn, or after a program
- * or direct calls ended. Two requests with the same last user message differ in the messages
+ * or direct calls ended (and, after the second round of direct calls or later, which round). Two requests with the same last user message differ in the messages
  * before it or the turn.
  */
 export interface CassetteKey {
@@ -18,6 +19,12 @@ export interface CassetteKey {
   readonly tools_sha256: string;
   readonly turn: number;
   readonly phase: KeyPhase;
+  /**
+   * After direct calls, when the model has made more than one round of them since the last
+   * user message: which round it is answering (absent otherwise, so that keys recorded before
+   * it existed still match).
+   */
+  readonly rounds?: number;
   readonly messages: KeyMessage[];
 }
 
@@ -77,6 +84,8 @@ export interface KeyParts {
 /** The key of a decision, with every string redacted as the cassette stores it. */
 export function cassetteKey(parts: KeyParts, redactor: Redactor): CassetteKey {
   const messages = keyMessages(parts.history);
+  // Round after round of direct calls, the messages stay the same: the round tells them apart.
+  const rounds = parts.phase === 'after_calls' ? directRounds(parts.history) : 0;
   const tools = parts.tools.map((tool) => ({
     name: tool.name,
     type: tool.type,
@@ -92,6 +101,7 @@ export function cassetteKey(parts: KeyParts, redactor: Redactor): CassetteKey {
     tools_sha256: sha256(canonicalJson(tools)),
     turn: messages.filter((message) => message.role === 'user').length,
     phase: parts.phase,
+    ...(rounds > 1 ? { rounds } : {}),
     messages,
   });
 }
@@ -103,6 +113,6 @@ export function keyDigest(key: CassetteKey): string {
 
 /** The fields in which two keys differ, for a miss's "nearest entries". */
 export function keyDifferences(a: CassetteKey, b: CassetteKey): string[] {
-  const fields = ['model', 'instructions', 'tools_sha256', 'turn', 'phase', 'messages'] as const;
+  const fields = ['model', 'instructions', 'tools_sha256', 'turn', 'phase', 'rounds', 'messages'] as const;
   return fields.filter((field) => canonicalJson(a[field]) !== canonicalJson(b[field])).map((field) => (field === 'tools_sha256' ? 'tools' : field));
 }

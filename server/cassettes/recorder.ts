@@ -67,6 +67,9 @@ export class CassetteRecorder {
   record(exchange: Exchange, redactor: Redactor): CassetteEntry[] {
     const changed = new Set<CassetteEntry>();
     const key = (phase: KeyPhase) => cassetteKey({ model: exchange.model, instructions: exchange.instructions, tools: exchange.tools, history: exchange.history, phase }, redactor);
+    // Calls and programs are decided on the user's turn, or after direct calls' outputs (a
+    // model reading one page and asking for the next): each round under a key of its own.
+    const acting: KeyPhase = phaseAfter(exchange.history) === 'after_calls' ? 'after_calls' : 'user_turn';
     const output = exchange.output as readonly OutputItemLike[];
     let reasoning: string[] = [];
     const takeReasoning = (): { reasoning?: string } => {
@@ -79,7 +82,7 @@ export class CassetteRecorder {
     const pausedHere = new Set<string>();
     const flushDirectCalls = (): void => {
       if (directCalls.length === 0) return;
-      changed.add({ key: key('user_turn'), decision: { ...takeReasoning(), calls: redactor.redactValue(directCalls) } });
+      changed.add({ key: key(acting), decision: { ...takeReasoning(), calls: redactor.redactValue(directCalls) } });
       directCalls = [];
     };
     for (const item of output) {
@@ -89,7 +92,7 @@ export class CassetteRecorder {
       }
       if (!isDirectCall(item)) flushDirectCalls();
       if (item.type === 'program' && typeof item.code === 'string' && typeof item.call_id === 'string') {
-        const entry: CassetteEntry = { key: key('user_turn'), decision: { ...takeReasoning(), program: redactor.redact(item.code) }, expect: { calls: [] } };
+        const entry: CassetteEntry = { key: key(acting), decision: { ...takeReasoning(), program: redactor.redact(item.code) }, expect: { calls: [] } };
         this.#programs.set(item.call_id, { entry, batches: 0 });
         changed.add(entry);
       } else if (isProgramCall(item)) {

@@ -6,7 +6,7 @@ import { formatParam } from '../request-validation.ts';
 import { valueAt } from '../value-at.ts';
 import { HostedScenarios } from './hosted-tools.ts';
 import { textMatches } from './text-matcher.ts';
-import { TOOL_KINDS } from '../conversation/tool-kinds.ts';
+import { directRounds } from '../conversation/direct-rounds.ts';
 import type { ModelContext, ModelFunction } from './model-decision.ts';
 
 /** A text matcher: `/regex/flags`, or a case-insensitive substring. */
@@ -163,26 +163,4 @@ export function scenarioModel(scenarios: ScenarioFile): ModelFunction {
       }
     }
   };
-}
-
-const CALL_TYPES: ReadonlySet<string> = new Set([TOOL_KINDS.function.call.type, TOOL_KINDS.custom.call.type]);
-
-/**
- * How many rounds of direct calls the model has made since the last user message: runs of
- * consecutive call items no program made (a response's calls are adjacent in the history).
- */
-function directRounds(history: ModelContext['history']): number {
-  let rounds = 0;
-  let inRun = false;
-  for (const item of history) {
-    if (item.type === 'message' && item.role === 'user') {
-      rounds = 0;
-      inRun = false;
-      continue;
-    }
-    const direct = CALL_TYPES.has(item.type) && (item as { caller?: { type: string } | null }).caller?.type !== 'program';
-    if (direct && !inRun) rounds += 1;
-    inRun = direct;
-  }
-  return rounds;
 }
