@@ -208,7 +208,26 @@ describe('direct calls', () => {
       [calls[0]!.call_id, 'sunny'],
       [calls[1]!.call_id, 'Ana'],
     ]);
-    expect(backend.received[1]!.body.tools).toBeUndefined();
+    // After the outputs the model may call again: the tools are offered again.
+    expect(backend.received[1]!.body.tools!.map((tool) => tool.function.name)).toEqual(['get_weather', 'crm__get_customer']);
+  });
+
+  it('lets the model call again after its calls\' outputs, round after round, before it answers', async () => {
+    const { backend, client } = await withBackend([
+      chatToolCalls([{ name: 'get_weather', arguments: '{"city":"Lisbon"}' }]),
+      chatToolCalls([{ name: 'get_weather', arguments: '{"city":"Porto"}' }]),
+      chatMessage('Lisbon sunny, Porto rain.'),
+    ]);
+    let response = await client.responses.create({ model: 'm', input: 'Weather in Lisbon, then Porto?', tools: weather as OpenAI.Responses.Tool[] });
+    const asked: string[] = [];
+    for (const answer of ['sunny', 'rain']) {
+      const [call] = response.output as OpenAI.Responses.ResponseFunctionToolCall[];
+      asked.push(call!.arguments);
+      response = await client.responses.create({ model: 'm', previous_response_id: response.id, input: [{ type: 'function_call_output', call_id: call!.call_id, output: answer }], tools: weather as OpenAI.Responses.Tool[] });
+    }
+    expect(asked).toEqual(['{"city":"Lisbon"}', '{"city":"Porto"}']);
+    expect(response.output_text).toBe('Lisbon sunny, Porto rain.');
+    expect(backend.received[2]!.body.messages.filter((message) => message.role === 'tool').map((message) => message.content)).toEqual(['sunny', 'rain']);
   });
 
   it('gives a call of a function it was not given back once', async () => {

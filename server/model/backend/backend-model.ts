@@ -80,12 +80,14 @@ function readAnswer(completion: ChatCompletion, mayAct: boolean, programsEnabled
 
 /**
  * A stand-in model backed by an OpenAI-compatible Chat Completions endpoint: it decides every
- * turn it is asked (docs/MODEL-BACKEND.md). On the user's turn the model writes a program,
- * calls tools directly or answers; after a program or direct calls it writes the final message.
+ * turn it is asked (docs/MODEL-BACKEND.md). On the user's turn, and after its direct calls'
+ * outputs, the model writes a program, calls tools directly or answers; after a program it
+ * writes the final message.
  */
 export function modelBackend(options: ModelBackendOptions): ModelFunction {
   return async (context: ModelContext): Promise<ModelDecision> => {
-    const mayAct = context.phase === 'user_turn' || context.phase === 'after_search';
+    // After direct calls' outputs the model may call again or write a program, as a chat model does.
+    const mayAct = context.phase === 'user_turn' || context.phase === 'after_search' || context.phase === 'after_calls';
     const programTools = context.tools.filter((tool) => tool.callers.includes('programmatic'));
     const declarations = mayAct && context.programmaticToolCalling ? await declarationsOffLoop(programTools) : undefined;
     const direct = mayAct ? directTools(context.tools) : { tools: [], ids: new Map<string, string>() };
