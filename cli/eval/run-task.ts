@@ -105,7 +105,7 @@ export async function runTask(file: TaskFile, task: EvalTask, mode: EvalMode, cl
     model: file.model,
     ...(file.instructions === undefined ? {} : { instructions: file.instructions }),
     tools,
-    metadata: { ptc_eval_mode: mode, ptc_eval_task: task.name.slice(0, 512) },
+    metadata: { ptc_eval_mode: mode, ptc_eval_task: task.name },
   };
   const tally: Tally = { inputTokens: 0, outputTokens: 0, totalTokens: 0, modelTurns: 0, requests: 0, programCalls: 0, directCalls: 0, toolErrors: 0, contextBytes: 0, approvals: 0, programs: 0, calls: [] };
   const retriesBefore = client.retries;
@@ -176,8 +176,10 @@ function count(response: ResponseBody, tally: Tally): void {
 function answerOf(response: ResponseBody): string | undefined {
   const message = response.output.findLast((item) => item.type === 'message' && item.role === 'assistant');
   if (!message) return undefined;
-  const parts = (message.content as { type: string; text?: string; refusal?: string }[] | undefined) ?? [];
-  return parts.map((part) => part.text ?? part.refusal ?? '').join('');
+  const { content } = message;
+  if (typeof content === 'string') return content;
+  const parts = Array.isArray(content) ? (content as { text?: unknown; refusal?: unknown }[]) : [];
+  return parts.map((part) => (typeof part?.text === 'string' ? part.text : typeof part?.refusal === 'string' ? part.refusal : '')).join('');
 }
 
 /** Runs one call with the module's implementation; a throw, or an unknown tool, is an error output. */
