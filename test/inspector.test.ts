@@ -166,10 +166,14 @@ describe('journal event streams open at once', () => {
   it(`are at most MAX_EVENT_STREAMS: one more is a 429 too_many_event_streams, and a closed one frees its place`, async () => {
     const running = await startServer({});
     const streams: AbortController[] = [];
+    // Every response is kept: one garbage-collected would have its stream cancelled, and free its place.
+    const responses: Response[] = [];
     const open = async (): Promise<Response> => {
       const controller = new AbortController();
       streams.push(controller);
-      return fetch(`${running.baseURL}/emulator/journal/events`, { signal: controller.signal });
+      const response = await fetch(`${running.baseURL}/emulator/journal/events`, { signal: controller.signal });
+      responses.push(response);
+      return response;
     };
     try {
       for (let index = 0; index < MAX_EVENT_STREAMS; index++) expect((await open()).status).toBe(200);
