@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { SUITE_MARK } from './test/support/no-process-left.ts';
 
 /**
  * Tests that start the command, the examples and the test helper as users do: each spawns
@@ -10,7 +11,9 @@ const AS_USERS_RUN_IT = ['test/cli.test.ts', 'test/examples.test.ts', 'test/test
 
 // isolated-vm 5.0.4 on Node 20 crashes without --no-node-snapshot, and the flag must reach
 // the process that loads it: tests run in forked children started with it.
-const shared = { pool: 'forks' as const, execArgv: ['--no-node-snapshot'], testTimeout: 30_000, hookTimeout: 30_000 };
+// This run's id in every test worker's environment: the redis-servers they spawn are noted
+// under it, and the global teardown reaps those and no other (no-process-left.ts).
+const shared = { pool: 'forks' as const, execArgv: ['--no-node-snapshot'], testTimeout: 30_000, hookTimeout: 30_000, env: { [SUITE_MARK]: String(process.pid) } };
 
 export default defineConfig({
   test: {

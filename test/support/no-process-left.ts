@@ -1,4 +1,6 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 
@@ -6,8 +8,8 @@ import { fileURLToPath } from 'node:url';
  * vitest's global setup: after the whole run, no process a test started may still be running.
  * A test's processes are recognised by their command line: a Node process running a script of
  * this checkout (workers, the CLI, fixtures, example clients; not vitest itself), or a
- * redis-server. Those already running when the suite started (a Redis CI started, a server a
- * developer left up) are not the suite's. Leftovers get a few seconds to exit (a worker stops
+ * redis-server this run spawned (noted in suiteDir()). Those already running
+ * when the suite started (a server a developer left up) are not the suite's. Leftovers get a few seconds to exit (a worker stops
  * when its parent's channel closes), then are killed and fail the run, named.
  */
 
@@ -30,13 +32,37 @@ function commandLines(): Map<number, string> {
   return found;
 }
 
-function startedByTests(command: string): boolean {
+/**
+ * vitest.config.ts puts this run's id (the process id of the run, this process) in every test
+ * worker's environment, and test/support/redis.ts notes each redis-server it spawns in
+ * `suiteDir()`: a redis-server is this suite's when it is noted there (another suite running
+ * beside it, or a CI's own Redis, started after this one began, is not). redis-server rewrites
+ * its command line and environment for its title, so neither can tell.
+ */
+export const SUITE_MARK = 'PTC_TEST_SUITE';
+
+/** Where this run's redis-servers are noted, one empty file per process id. */
+export function suiteDir(run: string): string {
+  return join(tmpdir(), `ptc-test-suite-${run}`);
+}
+
+const noted = (): Set<number> => {
+  try {
+    return new Set(readdirSync(suiteDir(String(process.pid))).map(Number));
+  } catch {
+    return new Set();
+  }
+};
+
+function startedByTests(pid: number, command: string, redisServers: ReadonlySet<number>): boolean {
   if (/\bvitest\b/.test(command)) return false;
-  return /(^|\/)redis-server\b/.test(command) || (/(^|\/)node\b/.test(command) && command.includes(CHECKOUT));
+  if (/(^|\/)redis-server\b/.test(command)) return redisServers.has(pid);
+  return /(^|\/)node\b/.test(command) && command.includes(CHECKOUT);
 }
 
 function candidates(): Map<number, string> {
-  return new Map([...commandLines()].filter(([, command]) => startedByTests(command)));
+  const redisServers = noted();
+  return new Map([...commandLines()].filter(([pid, command]) => startedByTests(pid, command, redisServers)));
 }
 
 let before = new Set<number>();
@@ -50,6 +76,7 @@ export async function teardown(): Promise<void> {
   const deadline = Date.now() + GRACE_MS;
   while (leftovers().length > 0 && Date.now() < deadline) await sleep(100);
   const left = leftovers();
+  rmSync(suiteDir(String(process.pid)), { recursive: true, force: true });
   if (left.length === 0) return;
   for (const [pid] of left) {
     try {

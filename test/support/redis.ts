@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { SUITE_MARK, suiteDir } from './no-process-left.ts';
 
 export interface TestRedis {
   readonly url: string;
@@ -78,6 +79,12 @@ export async function spawnRedisServer(port: number): Promise<Omit<TestRedis, 'k
   const child = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // Noted as this run's, for the global teardown (no-process-left.ts).
+  const run = process.env[SUITE_MARK];
+  if (run && child.pid !== undefined) {
+    mkdirSync(suiteDir(run), { recursive: true });
+    writeFileSync(join(suiteDir(run), String(child.pid)), '');
+  }
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
