@@ -27,14 +27,14 @@
  *                      this request's input: everything the model reads) but a program's own
  *   output_tokens    = every output item of the response, by the same item rule, but a
  *                      program's own
+ *   reasoning_tokens = the part of output_tokens that comes from reasoning output items
+ *   cached_tokens = cache_write_tokens = 0 (the emulator has no prompt cache)
+ *   total_tokens     = input_tokens + output_tokens
  *
  * "A program's own" are the calls a program made (`caller.type: "program"`), their outputs and
  * the answers to their approval requests: the runtime makes and reads them, the model does not
  * (the guide: PTC keeps intermediate tool outputs out of the model's context). The `program`
  * item (the model wrote it) and `program_output` (the model reads it) count.
- *   reasoning_tokens = the part of output_tokens that comes from reasoning output items
- *   cached_tokens = cache_write_tokens = 0 (the emulator has no prompt cache)
- *   total_tokens     = input_tokens + output_tokens
  *
  * Each text field is tokenized on its own (two fields cost the sum of their counts), with
  * special-token strings such as `<|endoftext|>` read as plain text, as the API does for user

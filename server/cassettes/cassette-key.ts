@@ -9,8 +9,8 @@ import type { Redactor } from './redaction.ts';
  * each server makes its own): the model, the instructions, the tools (names, and a digest of
  * their definitions), every message of the conversation so far (role and text, oldest first),
  * the user turn (how many user messages), and the phase: the user's turn, or after a program
- * or direct calls ended (and, after the second round of direct calls or later, which round). Two requests with the same last user message differ in the messages
- * before it or the turn.
+ * or direct calls ended (and, from the second round of direct calls on, which round). Two
+ * requests with the same last user message differ in the messages before it or the turn.
  */
 export interface CassetteKey {
   readonly model: string;

@@ -1,4 +1,4 @@
-import { TOOL_KINDS } from '../conversation/tool-kinds.ts';
+import { isDirectCall } from '../conversation/direct-rounds.ts';
 import type { ToolSummary } from '../conversation/tool-set.ts';
 import type { CassetteEntry, ExpectedCall, RecordedCall } from './cassette-entry.ts';
 import { cassetteKey, type KeyPhase } from './cassette-key.ts';
@@ -37,9 +37,6 @@ export interface Exchange {
 }
 
 const isProgramCall = (item: OutputItemLike): boolean => item.caller?.type === 'program' && typeof item.type === 'string' && !item.type.endsWith('_output');
-/** The item types of calls a model makes for the client to run (function, custom, shell, apply_patch). */
-const CLIENT_CALL_TYPES: ReadonlySet<unknown> = new Set(Object.values(TOOL_KINDS).filter((kind) => kind.owner === 'client').map((kind) => kind.call.type));
-const isDirectCall = (item: OutputItemLike): boolean => CLIENT_CALL_TYPES.has(item.type) && (item.caller === undefined || item.caller === null || item.caller.type === 'direct');
 
 /** What the model reacts to after the conversation so far: the user, a program that ended, or direct calls answered. */
 function phaseAfter(history: readonly unknown[]): KeyPhase {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../../api-error.ts';
 import type { ChatCompletion, ChatRequest } from './chat-wire.ts';
+import { askedWaitMs } from '../../retry-after.ts';
 
 export interface BackendConnection {
   /** The backend's API base, e.g. `http://127.0.0.1:8080/v1`: requests go to `{url}/chat/completions`. */
@@ -29,15 +30,6 @@ class Retryable extends Error {
   ) {
     super(message);
   }
-}
-
-/** The wait a 429 or 503 asks for: `retry-after-ms`, or `retry-after` in seconds. */
-function askedWaitMs(headers: Headers): number | undefined {
-  const ms = Number(headers.get('retry-after-ms') ?? Number.NaN);
-  if (Number.isFinite(ms) && ms >= 0) return ms;
-  const seconds = Number(headers.get('retry-after') ?? Number.NaN);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-  return undefined;
 }
 
 /** The backend's own words for an error: `error.message` of an OpenAI envelope, else the body's start. */
