@@ -143,6 +143,6 @@ export async function evaluate(args: readonly string[]): Promise<number> {
   const json = own.get('--json');
   if (json !== undefined) writeFileSync(json, `${JSON.stringify({ source: file.path, ...report }, null, 2)}\n`);
   const html = own.get('--html');
-  if (html !== undefined) writeFileSync(html, htmlReport(report, table, positionals[0]!));
+  if (html !== undefined) writeFileSync(html, htmlReport(report, positionals[0]!));
   return results.every((result) => result.correct) ? 0 : 1;
 }

@@ -1,5 +1,5 @@
 import { EVAL_MODES } from './run-task.ts';
-import { ALL_TASKS, MEASURES, RATIO_LABEL, reportNotes, type EvalReport } from './report.ts';
+import { ALL_TASKS, MEASURES, RATIO_LABEL, reportNotes, reportRows, type EvalReport } from './report.ts';
 
 /**
  * The report as one self-contained HTML page: charts of tokens, turns and tool bytes per task
@@ -36,19 +36,15 @@ function barChart(report: EvalReport, key: 'totalTokens' | 'modelTurns' | 'conte
   return `<figure><svg role="img" aria-label="${escape(title)}" width="${labelWidth + plotWidth + 80}" height="${height}" xmlns="http://www.w3.org/2000/svg"><text x="0" y="14" class="title">${escape(title)}</text>${bars.join('')}</svg></figure>`;
 }
 
-function tableHtml(table: string): string {
-  // The terminal table is the source: its cells, split back out, so both always agree.
-  const rows = table
-    .split('\n')
-    .filter((_, index) => index !== 1)
-    .map((line) => line.slice(2, -2).split(' | ').map((cell) => cell.trim()));
-  const [header, ...body] = rows;
-  const cells = (row: string[], tag: 'th' | 'td'): string => row.map((cell, column) => `<${tag}${column >= 4 ? ' class="n"' : ''}>${escape(cell)}</${tag}>`).join('');
-  const rowClass = (row: string[]): string => (row[1] === RATIO_LABEL ? ' class="ratio"' : row[0] === ALL_TASKS ? ' class="total"' : '');
-  return `<table><thead><tr>${cells(header!, 'th')}</tr></thead><tbody>${body.map((row) => `<tr${rowClass(row)}>${cells(row, 'td')}</tr>`).join('')}</tbody></table>`;
+function tableHtml(report: EvalReport): string {
+  // The same cells as the terminal's table.
+  const { header, rows } = reportRows(report);
+  const cells = (row: readonly string[], tag: 'th' | 'td'): string => row.map((cell, column) => `<${tag}${column >= 4 ? ' class="n"' : ''}>${escape(cell)}</${tag}>`).join('');
+  const rowClass = (row: readonly string[]): string => (row[1] === RATIO_LABEL ? ' class="ratio"' : row[0] === ALL_TASKS ? ' class="total"' : '');
+  return `<table><thead><tr>${cells(header, 'th')}</tr></thead><tbody>${rows.map((row) => `<tr${rowClass(row)}>${cells(row, 'td')}</tr>`).join('')}</tbody></table>`;
 }
 
-export function htmlReport(report: EvalReport, table: string, source: string): string {
+export function htmlReport(report: EvalReport, source: string): string {
   const notes = reportNotes(report);
   const answers = report.tasks
     .map(({ task, runs }) => `<h3>${escape(task)}</h3><dl>${EVAL_MODES.map((mode) => `<dt>${mode}${runs[mode].correct ? '' : ' (incorrect)'}</dt><dd><pre>${escape(runs[mode].answer || '(no answer)')}</pre></dd>`).join('')}</dl>`)
@@ -74,7 +70,7 @@ pre { white-space: pre-wrap; margin: 0; }
 ${barChart(report, 'totalTokens', 'Total tokens')}
 ${barChart(report, 'modelTurns', 'Model turns')}
 ${barChart(report, 'contextBytes', 'Tool output bytes in the model\u2019s context')}
-${tableHtml(table)}
+${tableHtml(report)}
 ${notes.length === 0 ? '' : `<h2>Notes</h2><ul>${notes.map((note) => `<li>${escape(note)}</li>`).join('')}</ul>`}
 <h2>Answers</h2>
 ${answers}

@@ -54,26 +54,29 @@ function ratio(value: number | null): string {
   return value === null ? '–' : `${value.toFixed(2)}×`;
 }
 
-/**
- * The report as a table that reads in a terminal and renders as Markdown: two rows per task
- * (direct, ptc) and their ratio, then the sums over all tasks.
- */
-export function reportTable(report: EvalReport): string {
+/** The table's header and rows: two per task (direct, ptc) and their ratio, then the sums over all tasks and theirs. */
+export function reportRows(report: EvalReport): { header: string[]; rows: string[][] } {
   const header = ['task', 'mode', 'correct', 'path', ...MEASURES.map((measure) => measure.title)];
   const rows: string[][] = [];
+  const ratioRow = (ratios: Readonly<Record<Measure, number | null>>): string[] => ['', RATIO_LABEL, '', '', ...MEASURES.map(({ key }) => ratio(ratios[key]))];
   for (const { task, runs } of report.tasks) {
     for (const mode of EVAL_MODES) {
       const run = runs[mode];
       rows.push([mode === 'direct' ? task : '', mode, run.correct ? 'yes' : 'NO', run.pathAsIntended ? run.path : `${run.path} (!)`, ...MEASURES.map(({ key }) => figure(key, run[key]))]);
     }
-    rows.push(['', RATIO_LABEL, '', '', ...MEASURES.map(({ key }) => ratio(runs.direct[key] === 0 ? null : runs.ptc[key] / runs.direct[key]))]);
+    rows.push(ratioRow(ratiosOf(runs.ptc, runs.direct)));
   }
   for (const mode of EVAL_MODES) {
     const total = report.totals[mode];
     rows.push([mode === 'direct' ? ALL_TASKS : '', mode, `${total.correct}/${total.runs}`, '', ...MEASURES.map(({ key }) => figure(key, total[key]))]);
   }
-  rows.push(['', RATIO_LABEL, '', '', ...MEASURES.map(({ key }) => ratio(report.ratios[key]))]);
+  rows.push(ratioRow(report.ratios));
+  return { header, rows };
+}
 
+/** The report as a table that reads in a terminal and renders as Markdown. */
+export function reportTable(report: EvalReport): string {
+  const { header, rows } = reportRows(report);
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
   // Text columns to the left, figures to the right.
   const line = (cells: readonly string[]): string => `| ${cells.map((cell, column) => (column < 4 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join(' | ')} |`;

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { askedWaitMs } from '../../server/retry-after.ts';
+import { oneLine } from './settled.ts';
 
 /**
  * The evaluation's client: `POST /responses` and nothing else, retried as the openai SDK retries
@@ -73,7 +75,7 @@ export class ResponsesClient {
         });
         status = reply.status;
         text = await reply.text();
-        retryAfterMs = retryAfter(reply.headers);
+        retryAfterMs = askedWaitMs(reply.headers);
       } catch (error) {
         // fetch says "fetch failed"; the reason (ECONNREFUSED, a timeout) is its cause.
         const cause = (error as { cause?: { code?: string; message?: string } }).cause;
@@ -112,18 +114,6 @@ function responseOf(text: string, url: string): ResponseBody {
     throw new EvalRequestError(`POST ${url} answered 200 with something that is not a response: ${issue.path.join('.') || '(body)'}: ${issue.message}`);
   }
   return parsed.data as ResponseBody;
-}
-
-function oneLine(text: string): string {
-  const line = text.replace(/\s+/g, ' ').trim();
-  return line.length > 160 ? `${line.slice(0, 159)}…` : line;
-}
-
-function retryAfter(headers: Headers): number | undefined {
-  const ms = Number(headers.get('retry-after-ms'));
-  if (Number.isFinite(ms) && ms > 0) return ms;
-  const seconds = Number(headers.get('retry-after'));
-  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined;
 }
 
 /** The OpenAI error envelope's message and param, or the body's start. */

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { TOOL_KINDS } from '../../server/conversation/tool-kinds.ts';
 import { textMatches } from '../../server/model/text-matcher.ts';
 import { EvalRequestError, ResponsesClient, type ResponseBody, type ResponseItem } from './responses-client.ts';
+import { messageOf, oneLine, settled } from './settled.ts';
 import type { EvalTask, EvalTool, TaskFile } from './task-file.ts';
 
 /** The calls the client runs: function tools' (a program's and the model's). */
@@ -16,19 +17,6 @@ export const MAX_REQUESTS_PER_RUN = 64;
 
 /** A tool's `run`, or a check, that has not settled after this long has failed: a hang is not a run. */
 export const TOOL_TIMEOUT_MS = 30_000;
-
-/** `work`'s value, or a throw saying what did not settle in TOOL_TIMEOUT_MS. */
-async function settled<T>(work: () => T | Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${TOOL_TIMEOUT_MS} ms`)), TOOL_TIMEOUT_MS);
-  });
-  try {
-    return await Promise.race([Promise.resolve().then(work), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** What one run of one task measured (docs/EVAL.md says how each is counted). */
 export interface RunResult {
@@ -203,7 +191,7 @@ async function runCall(call: ResponseItem, tools: ReadonlyMap<string, EvalTool>,
   } else {
     if (tool.approval) tally.approvals += 1;
     try {
-      const value = await settled(() => tool.run((args ?? {}) as Record<string, unknown>), `tools.${name}.run`);
+      const value = await settled(() => tool.run((args ?? {}) as Record<string, unknown>), `tools.${name}.run`, TOOL_TIMEOUT_MS);
       // A function or a symbol has no JSON: null, as for undefined.
       output = typeof value === 'string' ? value : (JSON.stringify(value ?? null) ?? 'null');
     } catch (error) {
@@ -221,7 +209,7 @@ async function judge(file: TaskFile, task: EvalTask, mode: EvalMode, answer: str
   if (task.check !== undefined) {
     let verdict: boolean | string;
     try {
-      verdict = await settled(() => file.checks.get(task.check!)!(answer, { mode, calls }), `check ${task.check}`);
+      verdict = await settled(() => file.checks.get(task.check!)!(answer, { mode, calls }), `check ${task.check}`, TOOL_TIMEOUT_MS);
     } catch (error) {
       return { correct: false, reason: `check ${task.check} threw: ${messageOf(error)}` };
     }
@@ -230,14 +218,7 @@ async function judge(file: TaskFile, task: EvalTask, mode: EvalMode, answer: str
   return { correct: true };
 }
 
-/** What was thrown, as text, whatever was thrown (`throw null` included). */
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** The answer's start, quoted on one line, for a reason a person reads in a terminal. */
 function excerpt(answer: string): string {
-  if (answer === '') return 'the answer was empty';
-  const line = answer.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ');
-  return `the answer was "${line.length > 160 ? `${line.slice(0, 159)}…` : line}"`;
+  return answer === '' ? 'the answer was empty' : `the answer was "${oneLine(answer)}"`;
 }

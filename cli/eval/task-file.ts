@@ -3,8 +3,10 @@ import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { matcherRegex } from '../../server/model/text-matcher.ts';
 import { formatParam } from '../../server/request-validation.ts';
 import { UsageError } from '../usage-error.ts';
+import { messageOf, settled } from './settled.ts';
 
 /**
  * An evaluation's task file (docs/EVAL.md): the tasks, the module of tool implementations the
@@ -16,10 +18,8 @@ const Matcher = z
   .union([z.string().min(1), z.number().transform(String)])
   .refine(
     (matcher) => {
-      const regex = /^\/(.*)\/([a-z]*)$/s.exec(matcher);
-      if (!regex) return true;
       try {
-        new RegExp(regex[1]!, regex[2]);
+        matcherRegex(matcher);
         return true;
       } catch {
         return false;
@@ -157,16 +157,10 @@ const ToolShape = z.looseObject({
 
 async function loadModule(modulePath: string, taskPath: string): Promise<{ tools: Map<string, EvalTool>; checks: Map<string, EvalCheck> }> {
   let module: { tools?: unknown; checks?: unknown };
-  let timer: NodeJS.Timeout | undefined;
   try {
-    const hung = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`its top-level code did not settle within ${MODULE_LOAD_TIMEOUT_MS} ms`)), MODULE_LOAD_TIMEOUT_MS);
-    });
-    module = (await Promise.race([import(pathToFileURL(modulePath).href), hung])) as typeof module;
+    module = (await settled(() => import(pathToFileURL(modulePath).href), 'its top-level code', MODULE_LOAD_TIMEOUT_MS)) as typeof module;
   } catch (error) {
-    throw new UsageError(`task file ${taskPath}: tools: cannot load ${modulePath}: ${(error as Error | undefined)?.message ?? String(error)}`);
-  } finally {
-    clearTimeout(timer);
+    throw new UsageError(`task file ${taskPath}: tools: cannot load ${modulePath}: ${messageOf(error)}`);
   }
   if (module.tools === null || typeof module.tools !== 'object') {
     throw new UsageError(`${modulePath}: it must export tools (a named export of an ES module), an object from tool names to { parameters, run }`);
