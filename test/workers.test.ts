@@ -170,6 +170,23 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
     }
   });
 
+  it('runs a step again on the pool at once when its worker is demoted under it for another step\'s runaway, rather than leaving it behind the runaway', async () => {
+    const { pool, step } = scriptedPool();
+    try {
+      await pool.ready();
+      // Never answers once its worker is demoted: left there, it would end only at its hard
+      // deadline (the worker killed for it), wall_time_exceeded.
+      const starved = step('starved', 'starved 1000');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const late = step('late', 'late 3000');
+      expect(await starved).toMatchObject({ type: 'completed', result: 'starved 1000' });
+      expect(pool.stats().workers?.retried).toBe(1);
+      expect(await late).toMatchObject({ type: 'completed', result: 'late 3000' });
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('runs again on the pool a step that reached a time limit on a worker demoted under it', async () => {
     const { pool, step } = scriptedPool();
     try {

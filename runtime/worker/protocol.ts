@@ -71,13 +71,15 @@ export const WireEvent = z.discriminatedUnion('type', [
  *   native loop ignores it (an ICU call, `indexOf` over a huge array-like), which goes on for good.
  * - `memory`: a call into an isolate disposed at its heap limit ends once the native operation
  *   it was in returns: flattening a 2 ** 24-character rope takes 1.3 s after the disposal here;
- *   an ICU call may never return. Both thresholds leave such a step several times that.
+ *   an ICU call may never return. The step's outcome is settled at the disposal, so its worker
+ *   is demoted soon after (one that returns within 250 ms keeps its worker); the kill leaves such
+ *   a call several times 1.3 s to return, at the lowest priority.
  */
 export const RUNAWAY_THRESHOLDS_MS: Readonly<Record<RunawayLimit, { readonly demote: number; readonly kill: number }>> = {
   // A step its timeout stops is over its limit for a few milliseconds before it ends: a report
   // of it is no reason to demote its worker.
   wall_time: { demote: 200, kill: 1_000 },
-  memory: { demote: 3_000, kill: 6_000 },
+  memory: { demote: 250, kill: 6_000 },
 };
 
 // Steps past a limit without ending: their wall-clock limit by their isolate's own running

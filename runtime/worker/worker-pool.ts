@@ -165,7 +165,7 @@ export class WorkerPool implements ProgramEngine {
       answeredDigest: answersDigest(recorded.slice(0, answered)),
       outputs: recorded.slice(answered).map((call, index) => ({ seq: answered + index, output: call.output, ...(call.error !== undefined ? { error: call.error } : {}) })),
     };
-    const first = await this.#attempt(programId, worker, full, true, brief);
+    const first = await this.#firstAttempt(programId, worker, full, brief);
     // Not paused there after all (evicted, say): the whole record, to the same worker.
     if ('notPaused' in first) return this.#run(programId, worker, full);
     return this.#run(programId, worker, full, false, first);
@@ -188,10 +188,11 @@ export class WorkerPool implements ProgramEngine {
    * own (see #alone): programs are deterministic, so it replays to where it was and goes on.
    * Only a step that kills that worker too ends `runtime_crashed`. When the supervisor killed
    * the worker for a runaway it reported, the cause is known: the others run again on the pool.
-   * A step that reached a time limit on a worker demoted under it runs again on the pool too.
+   * A step whose worker is demoted under it runs again on the pool at once (see #firstAttempt);
+   * one that reached a time limit on a worker demoted before it was sent, there too.
    */
   async #run(programId: string, worker: WorkerProcess, message: StepRequest, slowedBefore = false, firstAttempt?: Attempted): Promise<{ event: ProgramEvent; path: ResumePath }> {
-    const first = firstAttempt ?? (await this.#attempt(programId, worker, message, true));
+    const first = firstAttempt ?? (await this.#firstAttempt(programId, worker, message));
     if ('notPaused' in first) throw new Error(`The worker answered a full resume of program ${programId} as if it were brief`);
     if (!('death' in first)) {
       // A step that shared a demoted worker with a runaway ran at its priority: a time limit it
@@ -221,6 +222,24 @@ export class WorkerPool implements ProgramEngine {
     return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}; run again${alone ? ' by itself' : ''}, it died again: ${second.death.message}`);
   }
 
+  /**
+   * A step's first attempt. When its worker is demoted under it for another step's runaway, the
+   * step would go on at the runaway's priority, behind it: it is run again on the pool at once
+   * (programs are deterministic), and that run's answer stands; the slowed one is left to finish
+   * unread (a demoted worker takes no new step, so it holds the program busy for no one). Only
+   * if the run on the pool dies too does the slowed one's answer count.
+   */
+  async #firstAttempt(programId: string, worker: WorkerProcess, message: StepRequest, brief?: ContinueRequest): Promise<Attempted> {
+    const slowed = this.#attempt(programId, worker, message, true, brief);
+    const demotedFirst = await Promise.race([slowed.then(() => false), worker.demotion.then(() => true)]);
+    if (!demotedFirst || this.#closing || worker.reportedRunaway(programId) || !this.#workers.some((other) => other.alive)) return slowed;
+    this.#retried += 1;
+    const again = await this.#attempt(programId, this.#leastLoaded(), message, true);
+    if (!('death' in again)) return again;
+    const first = await slowed;
+    return 'event' in first ? first : again;
+  }
+
   /** `brief`: what to send in place of `message` (a warm resume as its pending answers); the deadline is `message`'s. */
   async #attempt(programId: string, worker: WorkerProcess, message: StepRequest, place: boolean, brief?: ContinueRequest): Promise<Attempted> {
     // Some builtins loop in native code that isolated-vm's timeout cannot interrupt, and the
@@ -242,7 +261,7 @@ export class WorkerPool implements ProgramEngine {
       reply = await worker.request(brief ?? message, sent);
     } catch (error) {
       if (!(error instanceof WorkerDeathError)) throw error;
-      this.#placement.delete(programId);
+      if (this.#placement.get(programId)?.worker === worker) this.#placement.delete(programId);
       return { death: error, overran, deadlineMs, ranMs: sentAt === undefined ? 0 : Date.now() - sentAt };
     } finally {
       clearTimeout(deadline);
@@ -256,7 +275,8 @@ export class WorkerPool implements ProgramEngine {
       const last = event.calls.at(-1);
       this.#placement.set(programId, { worker, lastUsed: Date.now(), ...(last ? { pausedAt: { calls: last.seq + 1, pending: event.calls.length } } : {}) });
     }
-    else this.#placement.delete(programId);
+    // Only its own placement: a step run again elsewhere (see #firstAttempt) may have placed it there since.
+    else if (this.#placement.get(programId)?.worker === worker) this.#placement.delete(programId);
     return { event, path: reply.path ?? 'replay', slowed: worker.demoted && !worker.reportedRunaway(programId) };
   }
 

@@ -193,6 +193,11 @@ export class WorkerProcess {
   }
 
   #demoted = false;
+  #markDemoted: () => void = () => {};
+  /** Settles when the worker is demoted (never, if it is not): the steps it runs then are run again elsewhere (see WorkerPool). */
+  readonly demotion = new Promise<void>((resolve) => {
+    this.#markDemoted = resolve;
+  });
   #killedForRunaway = false;
 
   /** Whether the worker reported this program's step as a runaway (so its limits were its own doing). */
@@ -204,6 +209,7 @@ export class WorkerProcess {
     if (this.#demoted || this.pid === undefined) return;
     this.#demoted = true;
     this.#events.onDemoted(this);
+    this.#markDemoted();
     // Linux keeps a priority per thread: every thread of the worker, the isolates' included.
     let threads: string[] = [];
     try {
