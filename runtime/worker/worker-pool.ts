@@ -231,7 +231,16 @@ export class WorkerPool implements ProgramEngine {
    */
   async #firstAttempt(programId: string, worker: WorkerProcess, message: StepRequest, brief?: ContinueRequest): Promise<Attempted> {
     const slowed = this.#attempt(programId, worker, message, true, brief);
-    const demotedFirst = await Promise.race([slowed.then(() => false), worker.demotion.then(() => true)]);
+    let stopListening = (): void => {};
+    const demoted = new Promise<boolean>((resolve) => {
+      stopListening = worker.onDemotion(() => resolve(true));
+    });
+    let demotedFirst: boolean;
+    try {
+      demotedFirst = await Promise.race([slowed.then(() => false), demoted]);
+    } finally {
+      stopListening();
+    }
     if (!demotedFirst || this.#closing || worker.reportedRunaway(programId) || !this.#workers.some((other) => other.alive)) return slowed;
     this.#retried += 1;
     const again = await this.#attempt(programId, this.#leastLoaded(), message, true);

@@ -193,12 +193,22 @@ export class WorkerProcess {
   }
 
   #demoted = false;
-  #markDemoted: () => void = () => {};
-  /** Settles when the worker is demoted (never, if it is not): the steps it runs then are run again elsewhere (see WorkerPool). */
-  readonly demotion = new Promise<void>((resolve) => {
-    this.#markDemoted = resolve;
-  });
   #killedForRunaway = false;
+  readonly #demotionListeners = new Set<() => void>();
+
+  /**
+   * Calls `listener` when the worker is demoted (at once if it was), for a step running on it
+   * (see WorkerPool); the function returned stops listening, so that a worker never demoted
+   * holds no listener per step it ran.
+   */
+  onDemotion(listener: () => void): () => void {
+    if (this.#demoted) {
+      listener();
+      return () => {};
+    }
+    this.#demotionListeners.add(listener);
+    return () => this.#demotionListeners.delete(listener);
+  }
 
   /** Whether the worker reported this program's step as a runaway (so its limits were its own doing). */
   reportedRunaway(programId: string): boolean {
@@ -209,7 +219,8 @@ export class WorkerProcess {
     if (this.#demoted || this.pid === undefined) return;
     this.#demoted = true;
     this.#events.onDemoted(this);
-    this.#markDemoted();
+    for (const listener of this.#demotionListeners) listener();
+    this.#demotionListeners.clear();
     // Linux keeps a priority per thread: every thread of the worker, the isolates' included.
     let threads: string[] = [];
     try {
