@@ -1,8 +1,10 @@
 // Entry point of `npm run bench:hostile`: honest traffic (the seed conversation, store: false,
 // back to back from BENCH_HOSTILE_CLIENTS clients) against a server with worker processes, beside
 // one client sending one class of hostile request after another (one at a time,
-// BENCH_HOSTILE_INTERVAL_MS apart), each class right after a baseline phase of its own with no
-// hostile request (honest throughput drifts over a run). Per class: the server's event-loop
+// BENCH_HOSTILE_INTERVAL_MS apart). Each class is measured in BENCH_HOSTILE_ROUNDS rounds, each a
+// baseline window with no hostile request and then a window beside the class: honest throughput
+// drifts over a run, so a class is set against baselines interleaved with it, not one measured
+// minutes earlier, and its ratio is of the sums over its rounds. Per class: the server's event-loop
 // delay (p50 and max, from monitorEventLoopDelay in the server's own process), honest
 // conversations per second and their ratio to that baseline, honest conversations lost (any
 // answer but the right one), and what the hostile requests got. It reports; it fails (exit 1)
@@ -18,7 +20,9 @@ import { SEED_SCENARIO_PATH } from './seed.ts';
 import { positiveNumberFromEnv } from './settings.ts';
 import { formatTable } from './table.ts';
 
-const SECONDS = positiveNumberFromEnv('BENCH_HOSTILE_SECONDS', 10);
+/** Seconds of each window; a class takes ROUNDS baseline windows and ROUNDS hostile ones. */
+const SECONDS = positiveNumberFromEnv('BENCH_HOSTILE_SECONDS', 8);
+const ROUNDS = positiveNumberFromEnv('BENCH_HOSTILE_ROUNDS', 3, true);
 const CLIENTS = positiveNumberFromEnv('BENCH_HOSTILE_CLIENTS', 8, true);
 const WORKERS = positiveNumberFromEnv('BENCH_HOSTILE_WORKERS', 2, true);
 const WARMUP_SECONDS = 5;
@@ -199,6 +203,23 @@ interface PhaseResult {
   readonly hostile: Map<string, number>;
 }
 
+/** Several windows as one: conversations, seconds and hostile outcomes summed, the worst p50 and max delay. */
+function merged(windows: readonly PhaseResult[]): PhaseResult {
+  const honest = new Tally();
+  const hostile = new Map<string, number>();
+  for (const window of windows) {
+    honest.merge(window.honest);
+    for (const [label, count] of window.hostile) hostile.set(label, (hostile.get(label) ?? 0) + count);
+  }
+  return {
+    name: windows[0]!.name,
+    honest,
+    seconds: windows.reduce((sum, window) => sum + window.seconds, 0),
+    lag: { p50Ms: Math.max(...windows.map((window) => window.lag.p50Ms)), maxMs: Math.max(...windows.map((window) => window.lag.maxMs)) },
+    hostile,
+  };
+}
+
 async function phase(server: Server, name: string, hostile: HostileClass | undefined, seconds: number): Promise<PhaseResult> {
   progress(`${name} (${seconds} s)`);
   await server.ask('reset');
@@ -224,15 +245,20 @@ async function phase(server: Server, name: string, hostile: HostileClass | undef
 // ---- Main --------------------------------------------------------------------------------------
 
 const server = await startServer();
-/** Each class beside the baseline measured just before it: honest throughput drifts over a run. */
+/** Each class beside the baselines interleaved with it (see the top of this file). */
 const results: { baseline: PhaseResult; hostile: PhaseResult }[] = [];
 try {
   await phase(server, 'warm-up', undefined, WARMUP_SECONDS);
   for (const hostile of HOSTILE.filter((candidate) => !ONLY || candidate.name.toLowerCase().includes(ONLY))) {
-    const baseline = await phase(server, `baseline before: ${hostile.name}`, undefined, SECONDS);
-    results.push({ baseline, hostile: await phase(server, hostile.name, hostile, SECONDS) });
-    // Let a killed worker's replacement settle before the next class.
-    await sleep(1_000);
+    const baselines: PhaseResult[] = [];
+    const beside: PhaseResult[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      baselines.push(await phase(server, `baseline, round ${round} of ${ROUNDS}: ${hostile.name}`, undefined, SECONDS));
+      beside.push(await phase(server, `round ${round} of ${ROUNDS}: ${hostile.name}`, hostile, SECONDS));
+      // Let a killed worker's replacement settle, so that its start is not charged to the next baseline.
+      await sleep(1_000);
+    }
+    results.push({ baseline: merged(baselines), hostile: { ...merged(beside), name: hostile.name } });
   }
 } finally {
   server.child.disconnect();
@@ -256,7 +282,7 @@ process.stdout.write(
     '# bench:hostile',
     '',
     ...describeEnvironment(),
-    `${CLIENTS} honest clients (the seed conversation, store: false), ${WORKERS} workers, ${SECONDS} s per class; one hostile client sending its class one request at a time, ${INTERVAL_MS} ms apart (BENCH_HOSTILE_INTERVAL_MS).`,
+    `${CLIENTS} honest clients (the seed conversation, store: false), ${WORKERS} workers; per class ${ROUNDS} rounds of a ${SECONDS} s baseline window and a ${SECONDS} s window beside it (BENCH_HOSTILE_ROUNDS, BENCH_HOSTILE_SECONDS); one hostile client sending its class one request at a time, ${INTERVAL_MS} ms apart (BENCH_HOSTILE_INTERVAL_MS).`,
     '',
     formatTable(
       [
