@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
@@ -9,21 +9,12 @@ import { WorkerPool } from '../runtime/worker/worker-pool.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
 import { metric, startServer, type RunningServer } from './support/server.ts';
 
-/** The nice value of each thread of a process (Linux: field 19 of /proc/<pid>/task/<tid>/stat). */
-function threadNiceValues(pid: number): number[] {
+/** A process's state (Linux: field 3 of /proc/<pid>/stat; `T` is stopped by a signal), or undefined once it is gone. */
+function processState(pid: number): string | undefined {
   try {
-    return readdirSync(`/proc/${pid}/task`).map((tid) => Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]));
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0];
   } catch {
-    return [];
-  }
-}
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -131,73 +122,61 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
     }
   });
 
-  it('lowers the priority of a worker that reports a runaway, replaces it at once for new steps, and stops it once its runaway ends by itself', async () => {
+  it('freezes a worker that reports a runaway, replaces it at once for new steps, and kills it for the runaway at its kill threshold', async () => {
     const deaths: string[] = [];
     const { pool, step } = scriptedPool({ onWorkerDeath: (_pid, cause) => deaths.push(cause) });
     try {
       await pool.ready();
-      const [demoted] = pool.pids;
+      const [frozen] = pool.pids;
+      // Reported 300 ms past its wall-clock limit: frozen at once, killed 700 ms later.
       const late = step('late', 'late 3000');
-      // Every thread of the reporting worker goes to the lowest priority (nice 19)...
-      await vi.waitFor(() => expect(threadNiceValues(demoted!)).toEqual(expect.arrayContaining([19])), { timeout: 30_000, interval: 20 });
-      expect(new Set(threadNiceValues(demoted!))).toEqual(new Set([19]));
-      // ...and a new worker takes the next step while the demoted one finishes its own.
-      await vi.waitFor(() => expect(pool.pids.length === 1 && pool.pids[0] !== demoted).toBe(true), { timeout: 30_000, interval: 20 });
+      // Every thread of the reporting worker stops...
+      await vi.waitFor(() => expect(processState(frozen!)).toBe('T'), { timeout: 30_000, interval: 20 });
+      // ...and a new worker takes the next step.
+      await vi.waitFor(() => expect(pool.pids.length === 1 && pool.pids[0] !== frozen).toBe(true), { timeout: 30_000, interval: 20 });
       expect(await step('next', 'hold 10 next')).toMatchObject({ type: 'completed', result: 'hold 10 next' });
-      expect(await late).toMatchObject({ type: 'completed', result: 'late 3000' });
-      // Then it is stopped: no death, nothing run again.
-      await vi.waitFor(() => expect(processExists(demoted!)).toBe(false), { timeout: 30_000, interval: 50 });
-      expect(deaths).toEqual([]);
+      // Frozen, the runaway never answers (left to run, it would complete after 3 s): it ends with the kill.
+      expect(await late).toMatchObject({ type: 'incomplete', error: { code: 'wall_time_exceeded', message: expect.stringContaining('was stopped') } });
+      await vi.waitFor(() => expect(processState(frozen!)).toBeUndefined(), { timeout: 30_000, interval: 50 });
+      expect(deaths).toEqual(['deadline']);
       expect(pool.stats().workers?.retried).toBe(0);
     } finally {
       await pool.close();
     }
   });
 
-  it('kills a worker reporting a runaway at once, rather than demoting it, while as many demoted workers as the pool has are still finishing', async () => {
+  it('kills a worker reporting a runaway at once, rather than freezing it, while as many frozen workers as the pool has wait to be killed', async () => {
     const { pool, step } = scriptedPool();
     try {
       await pool.ready();
       const [first] = pool.pids;
-      const firstLate = step('first', 'late 4000');
-      // Demoted and replaced: the next step goes to the replacement, which reports one too.
+      // 300 ms past its isolate's disposal: frozen, and killed only 5.7 s later.
+      const firstRunaway = step('first', 'disposed');
       await vi.waitFor(() => expect(pool.pids.length === 1 && pool.pids[0] !== first).toBe(true), { timeout: 30_000, interval: 20 });
-      expect(await step('second', 'late 4000')).toMatchObject({ type: 'incomplete', error: { code: 'wall_time_exceeded', message: expect.stringContaining('was stopped') } });
-      expect(await firstLate).toMatchObject({ type: 'completed', result: 'late 4000' });
-      expect(pool.stats().workers?.deaths.deadline).toBe(1);
+      const stopped = { type: 'incomplete', error: { code: 'memory_limit_exceeded', message: expect.stringContaining('was stopped') } };
+      // The replacement reports one too while the first is still frozen: it is killed at once.
+      expect(await step('second', 'disposed')).toMatchObject(stopped);
+      expect(processState(first!)).toBe('T');
+      expect(await firstRunaway).toMatchObject(stopped);
+      expect(pool.stats().workers?.deaths.deadline).toBe(2);
     } finally {
       await pool.close();
     }
   });
 
-  it('runs a step again on the pool at once when its worker is demoted under it for another step\'s runaway, rather than leaving it behind the runaway', async () => {
+  it('runs a step again on the pool at once when its worker is frozen under it for another step\'s runaway, rather than after the worker\'s kill', async () => {
     const { pool, step } = scriptedPool();
     try {
       await pool.ready();
-      // Never answers once its worker is demoted: left there, it would end only at its hard
-      // deadline (the worker killed for it), wall_time_exceeded.
-      const starved = step('starved', 'starved 1000');
+      const [frozen] = pool.pids;
+      const beside = step('beside', 'hold 1500 beside');
       await new Promise((resolve) => setTimeout(resolve, 100));
-      const late = step('late', 'late 3000');
-      expect(await starved).toMatchObject({ type: 'completed', result: 'starved 1000' });
+      // Frozen for it, the worker is killed 5.7 s later: the step beside must not wait for that.
+      const runaway = step('runaway', 'disposed');
+      expect(await beside).toMatchObject({ type: 'completed', result: 'hold 1500 beside' });
+      expect(processState(frozen!)).toBe('T');
       expect(pool.stats().workers?.retried).toBe(1);
-      expect(await late).toMatchObject({ type: 'completed', result: 'late 3000' });
-    } finally {
-      await pool.close();
-    }
-  });
-
-  it('runs again on the pool a step that reached a time limit on a worker demoted under it', async () => {
-    const { pool, step } = scriptedPool();
-    try {
-      await pool.ready();
-      const slowed = step('slowed', 'niced 1500');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      const late = step('late', 'late 3000');
-      // On the demoted worker it ends wall_time_exceeded; run again on its replacement, it completes.
-      expect(await slowed).toMatchObject({ type: 'completed', result: 'niced 1500' });
-      expect(await late).toMatchObject({ type: 'completed', result: 'late 3000' });
-      expect(pool.stats().workers?.retried).toBe(1);
+      expect(await runaway).toMatchObject({ type: 'incomplete', error: { code: 'memory_limit_exceeded', message: expect.stringContaining('was stopped') } });
     } finally {
       await pool.close();
     }

@@ -69,18 +69,18 @@ process.on('disconnect', () => {
 
 /**
  * How often the worker looks for runaways between heartbeats. One is reported when it appears,
- * and again when it is due to be demoted (the supervisor lowers this worker's priority for it,
- * so that it costs the machine little: see WorkerProcess.demoted) and to be killed for it.
+ * and again when it is due to be frozen (the supervisor stops this worker for it, so that it
+ * costs the machine nothing: see WorkerProcess.frozen) and to be killed for it.
  */
 const RUNAWAY_POLL_MS = 50;
-/** What was last reported of each runaway: 0 when it appeared, 1 once due to be demoted, 2 to be killed. */
+/** What was last reported of each runaway: 0 when it appeared, 1 once due to be frozen, 2 to be killed. */
 let reported = new Map<string, number>();
 setInterval(() => {
   const runaways = runtime.runaways();
   const now = new Map(
     runaways.map(({ programId, limit, overMs }) => {
-      const { demote, kill } = RUNAWAY_THRESHOLDS_MS[limit];
-      return [programId, overMs > kill ? 2 : overMs >= demote ? 1 : 0];
+      const { freeze, kill } = RUNAWAY_THRESHOLDS_MS[limit];
+      return [programId, overMs > kill ? 2 : overMs >= freeze ? 1 : 0];
     }),
   );
   const news = [...now].some(([programId, stage]) => reported.get(programId) !== stage);

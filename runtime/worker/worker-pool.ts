@@ -27,7 +27,7 @@ type Reply = Awaited<ReturnType<WorkerProcess['request']>>;
 
 /** How one attempt at a step ended: an event, the worker's death, or (a brief resume) a program not paused there. */
 type Attempted =
-  | { readonly event: ProgramEvent; readonly path: ResumePath; readonly slowed: boolean }
+  | { readonly event: ProgramEvent; readonly path: ResumePath }
   | { readonly death: WorkerDeathError; readonly overran: boolean; readonly deadlineMs: number; readonly ranMs: number }
   | { readonly notPaused: true };
 
@@ -60,11 +60,6 @@ function ranAway(limits: ProgramLimits, limit: RunawayLimit, death: WorkerDeathE
     : crashed('wall_time_exceeded', `One execution step ran past its wall-clock limit of ${limits.stepWallTimeMs} ms and its isolate could not stop it; the worker running it ${how}`);
 }
 
-/** Whether a step ended on one of its time limits. */
-function endedOnTime(event: ProgramEvent): boolean {
-  return event.type === 'incomplete' && (event.error.code === 'wall_time_exceeded' || event.error.code === 'cpu_time_exceeded');
-}
-
 /** A fast crash loop must not spin: replacements wait this long after a death, at most. */
 const RESPAWN_DELAY_MS = 100;
 
@@ -83,7 +78,7 @@ export class WorkerPool implements ProgramEngine {
   readonly #deaths: Record<WorkerDeath, number> = { exit: 0, heartbeat: 0, rss: 0, cpu: 0, deadline: 0 };
   #closing = false;
   #turn = 0;
-  /** Steps run again after their worker died under them, or was demoted under them (see #run). */
+  /** Steps run again after their worker died under them, or was frozen under them (see #run). */
   #retried = 0;
   /** The worker such steps run on, one at a time, while any waits (see #alone). */
   #spare: WorkerProcess | undefined;
@@ -91,7 +86,7 @@ export class WorkerPool implements ProgramEngine {
   readonly #spareQueue: { readonly death: WorkerDeathError; readonly ranMs: number; readonly start: () => void }[] = [];
   /** Whether a step runs on the spare, or one is about to be taken. */
   #spareBusy = false;
-  /** Demoted workers that left the pool and still run steps (see #demoted). */
+  /** Frozen workers that left the pool, until they are killed (see #frozen). */
   readonly #leaving = new Set<WorkerProcess>();
   /** Workers stopped on purpose (an idle spare, a retired worker): their exit is no death. */
   readonly #stopped = new WeakSet<WorkerProcess>();
@@ -150,7 +145,7 @@ export class WorkerPool implements ProgramEngine {
 
   async resume(programId: string, spec: ProgramSpec, recorded: readonly RecordedCall[]): Promise<{ event: ProgramEvent; path: ResumePath }> {
     const placed = this.#placement.get(programId);
-    const worker = placed?.worker.alive && !placed.worker.demoted ? placed.worker : this.#leastLoaded();
+    const worker = placed?.worker.alive && !placed.worker.frozen ? placed.worker : this.#leastLoaded();
     const full: StepRequest = { kind: 'resume', programId, spec: { ...spec, tools: [...spec.tools] }, recorded: [...recorded] };
     const pausedAt = worker === placed?.worker ? placed.pausedAt : undefined;
     if (!pausedAt || pausedAt.calls !== recorded.length) return this.#run(programId, worker, full);
@@ -168,7 +163,7 @@ export class WorkerPool implements ProgramEngine {
     const first = await this.#firstAttempt(programId, worker, full, brief);
     // Not paused there after all (evicted, say): the whole record, to the same worker.
     if ('notPaused' in first) return this.#run(programId, worker, full);
-    return this.#run(programId, worker, full, false, first);
+    return this.#run(programId, worker, full, first);
   }
 
   dispose(programId: string): void {
@@ -188,19 +183,12 @@ export class WorkerPool implements ProgramEngine {
    * own (see #alone): programs are deterministic, so it replays to where it was and goes on.
    * Only a step that kills that worker too ends `runtime_crashed`. When the supervisor killed
    * the worker for a runaway it reported, the cause is known: the others run again on the pool.
-   * A step whose worker is demoted under it runs again on the pool at once (see #firstAttempt);
-   * one that reached a time limit on a worker demoted before it was sent, there too.
+   * A step whose worker is frozen under it runs again on the pool at once (see #firstAttempt).
    */
-  async #run(programId: string, worker: WorkerProcess, message: StepRequest, slowedBefore = false, firstAttempt?: Attempted): Promise<{ event: ProgramEvent; path: ResumePath }> {
+  async #run(programId: string, worker: WorkerProcess, message: StepRequest, firstAttempt?: Attempted): Promise<{ event: ProgramEvent; path: ResumePath }> {
     const first = firstAttempt ?? (await this.#firstAttempt(programId, worker, message));
     if ('notPaused' in first) throw new Error(`The worker answered a full resume of program ${programId} as if it were brief`);
-    if (!('death' in first)) {
-      // A step that shared a demoted worker with a runaway ran at its priority: a time limit it
-      // reached there may be the runaway's doing, so it runs again on the pool, once.
-      if (!first.slowed || slowedBefore || this.#closing || !endedOnTime(first.event)) return first;
-      this.#retried += 1;
-      return this.#run(programId, this.#leastLoaded(), message, true);
-    }
+    if (!('death' in first)) return first;
     if (first.overran) return pastHardDeadline(first.deadlineMs);
     const firstRunaway = first.death.runaways.get(programId);
     if (firstRunaway) return ranAway(message.spec.limits, firstRunaway, first.death);
@@ -223,30 +211,27 @@ export class WorkerPool implements ProgramEngine {
   }
 
   /**
-   * A step's first attempt. When its worker is demoted under it for another step's runaway, the
-   * step would go on at the runaway's priority, behind it: it is run again on the pool at once
-   * (programs are deterministic), and that run's answer stands; the slowed one is left to finish
-   * unread (a demoted worker takes no new step, so it holds the program busy for no one). Only
-   * if the run on the pool dies too does the slowed one's answer count.
+   * A step's first attempt. When its worker is frozen under it for another step's runaway, the
+   * step can go no further there: it is run again on the pool at once (programs are
+   * deterministic), and that run's answer stands. The frozen copy ends with its worker's kill,
+   * unread (a frozen worker takes no new step, so it holds the program busy for no one).
    */
   async #firstAttempt(programId: string, worker: WorkerProcess, message: StepRequest, brief?: ContinueRequest): Promise<Attempted> {
-    const slowed = this.#attempt(programId, worker, message, true, brief);
+    const there = this.#attempt(programId, worker, message, true, brief);
     let stopListening = (): void => {};
-    const demoted = new Promise<boolean>((resolve) => {
-      stopListening = worker.onDemotion(() => resolve(true));
+    const frozen = new Promise<boolean>((resolve) => {
+      stopListening = worker.onFreeze(() => resolve(true));
     });
-    let demotedFirst: boolean;
+    let frozenFirst: boolean;
     try {
-      demotedFirst = await Promise.race([slowed.then(() => false), demoted]);
+      frozenFirst = await Promise.race([there.then(() => false), frozen]);
     } finally {
       stopListening();
     }
-    if (!demotedFirst || this.#closing || worker.reportedRunaway(programId) || !this.#workers.some((other) => other.alive)) return slowed;
+    // The pool has replaced a frozen worker by then (#frozen): some worker is alive unless it is closing.
+    if (!frozenFirst || this.#closing || worker.reportedRunaway(programId) || !this.#workers.some((other) => other.alive)) return there;
     this.#retried += 1;
-    const again = await this.#attempt(programId, this.#leastLoaded(), message, true);
-    if (!('death' in again)) return again;
-    const first = await slowed;
-    return 'event' in first ? first : again;
+    return this.#attempt(programId, this.#leastLoaded(), message, true);
   }
 
   /** `brief`: what to send in place of `message` (a warm resume as its pending answers); the deadline is `message`'s. */
@@ -280,13 +265,13 @@ export class WorkerPool implements ProgramEngine {
     if (reply.kind === 'not_paused') return { notPaused: true };
     if (reply.kind === 'failed') throw new Error(`The worker could not run program ${programId}: ${reply.message}`);
     const { event } = reply;
-    if (event.type === 'paused' && place && !worker.demoted) {
+    if (event.type === 'paused' && place && !worker.frozen) {
       const last = event.calls.at(-1);
       this.#placement.set(programId, { worker, lastUsed: Date.now(), ...(last ? { pausedAt: { calls: last.seq + 1, pending: event.calls.length } } : {}) });
     }
     // Only its own placement: a step run again elsewhere (see #firstAttempt) may have placed it there since.
     else if (this.#placement.get(programId)?.worker === worker) this.#placement.delete(programId);
-    return { event, path: reply.path ?? 'replay', slowed: worker.demoted && !worker.reportedRunaway(programId) };
+    return { event, path: reply.path ?? 'replay' };
   }
 
   /**
@@ -313,8 +298,8 @@ export class WorkerPool implements ProgramEngine {
     try {
       if (this.#closing) return undefined;
       // A worker takes requests while it starts (they wait in its channel), as the others do.
-      if (this.#spare?.alive && this.#spare.demoted) this.#stopOnPurpose(this.#spare);
-      if (!this.#spare?.alive || this.#spare.demoted) this.#spare = this.#spawn(true);
+      if (this.#spare?.alive && this.#spare.frozen) this.#stopOnPurpose(this.#spare);
+      if (!this.#spare?.alive || this.#spare.frozen) this.#spare = this.#spawn(true);
       return await step(this.#spare);
     } finally {
       this.#nextAlone();
@@ -343,24 +328,25 @@ export class WorkerPool implements ProgramEngine {
   }
 
   /**
-   * A worker demoted for a runaway (see WorkerProcess.demoted) leaves the pool at once: a new
-   * one takes its place and its new steps, while it finishes the steps it has, its runaway
-   * among them, at a priority it cannot regain. It is killed for the runaway, or stopped once
-   * its last step is done (#retireIfDone). The spare is replaced before its next step (#alone).
+   * A worker frozen for a runaway (see WorkerProcess.frozen) leaves the pool at once: a new one
+   * takes its place and its new steps, and the steps it had run again (#firstAttempt), its
+   * runaway's excepted, which ends when the worker is killed for it. The spare is replaced
+   * before its next step (#alone).
    */
-  #demoted(worker: WorkerProcess): void {
+  #frozen(worker: WorkerProcess): void {
     const index = this.#workers.indexOf(worker);
     if (this.#closing || index < 0) return;
-    // As many leaving as the pool has: runaways keep coming, and each leaving worker is a process
-    // more. This one is killed at once instead (its steps run again), replaced as a death is.
+    // As many frozen as the pool has: runaways keep coming, and each frozen worker holds its
+    // memory until its kill. This one is killed at once instead, replaced as a death is.
     if (this.#leaving.size >= this.#workers.length) {
-      worker.kill('deadline', 'a runaway was reported while as many demoted workers as the pool has were still finishing their steps', true);
+      worker.kill('deadline', 'a runaway was reported while as many frozen workers as the pool has were waiting to be killed', true);
       return;
     }
     this.#workers[index] = this.#spawn();
     this.#leaving.add(worker);
   }
 
+  /** A frozen worker whose steps all answered (their replies on their way as it was frozen) has nothing left to be killed for. */
   #retireIfDone(worker: WorkerProcess): void {
     if (this.#leaving.has(worker) && worker.alive && worker.load === 0) this.#stopOnPurpose(worker);
   }
@@ -381,7 +367,7 @@ export class WorkerPool implements ProgramEngine {
     return new WorkerProcess(
       this.#options.runtime,
       this.#options,
-      { onDeath: (dead, reason, detail) => this.#replace(dead, reason, detail, spare), onDemoted: (demoted) => this.#demoted(demoted) },
+      { onDeath: (dead, reason, detail) => this.#replace(dead, reason, detail, spare), onFrozen: (frozen) => this.#frozen(frozen) },
       this.#options.entry,
     );
   }

@@ -1,6 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
-import { setPriority } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ProgramRuntimeOptions, ProgramRuntimeStats } from '../program-runtime.ts';
 import { WorkerDeathError, type RunawayLimit } from '../errors.ts';
@@ -45,8 +44,8 @@ export type WorkerDeath = 'exit' | 'heartbeat' | 'rss' | 'cpu' | 'deadline';
 export interface WorkerEvents {
   /** It died (or was stopped), and why. */
   onDeath(worker: WorkerProcess, reason: WorkerDeath, detail: string): void;
-  /** It was demoted for a runaway (see WorkerProcess.demoted): it should take no new step. */
-  onDemoted(worker: WorkerProcess): void;
+  /** It was frozen for a runaway (see WorkerProcess.frozen): it takes no new step. */
+  onFrozen(worker: WorkerProcess): void;
 }
 
 export interface WorkerLimits {
@@ -75,9 +74,6 @@ interface Waiting {
   readonly resolve: (reply: Reply) => void;
   readonly reject: (death: WorkerDeathError) => void;
 }
-
-/** The nice value of a demoted worker's threads (see WorkerProcess.demoted). */
-const LOWEST_PRIORITY = 19;
 
 const RUNAWAY_DETAIL: Readonly<Record<RunawayLimit, (programId: string, overMs: number) => string>> = {
   wall_time: (programId, overMs) => `a step of program ${programId} ran ${overMs} ms past its wall-clock limit, and its isolate did not stop it`,
@@ -163,9 +159,10 @@ export class WorkerProcess {
         }
         this.#runaways = new Map(message.runaways.map((step) => [step.programId, step.limit]));
         for (const step of message.runaways) this.#ranAway.add(step.programId);
-        if (message.runaways.some((step) => step.overMs >= RUNAWAY_THRESHOLDS_MS[step.limit].demote)) this.#demote();
         const runaway = message.runaways.find((step) => step.overMs > RUNAWAY_THRESHOLDS_MS[step.limit].kill);
+        const freezing = message.runaways.find((step) => step.overMs >= RUNAWAY_THRESHOLDS_MS[step.limit].freeze);
         if (runaway) this.kill('deadline', RUNAWAY_DETAIL[runaway.limit](runaway.programId, runaway.overMs), true);
+        else if (freezing) this.#freeze(freezing);
       } else {
         const waiting = this.#waiting.get(message.id);
         this.#waiting.delete(message.id);
@@ -182,32 +179,35 @@ export class WorkerProcess {
   }
 
   /**
-   * Whether the worker was given the lowest priority for a runaway. Until it is stopped, the
-   * runaway then gets a small share of a core (about 1.5 % against each busy thread at the normal
-   * priority), not an equal one with the server's loop and other workers' steps. Lowering a priority needs no privilege, raising it back does: a demoted
-   * worker takes no new step, and one that survives its runaway (a timeout that fired late) is
-   * stopped once its steps are done (see WorkerPool).
+   * Whether the worker was frozen for a runaway (SIGSTOP: every thread of it stopped). Nothing it
+   * runs is waited for then: the runaway's outcome is settled (its time limit passed, or its
+   * isolate was disposed at its heap limit), and the other steps on it run again on the pool
+   * (see WorkerPool). So it gets no CPU at all until it is killed for the runaway, at the same
+   * point as it would be if it ran on (RUNAWAY_THRESHOLDS_MS), which bounds how long it holds its
+   * memory; the runaway's answer comes with that kill. A lower priority was not enough: at
+   * nice 19 a runaway still takes a slice of a core whenever it is runnable (docs/SANDBOX.md).
    */
-  get demoted(): boolean {
-    return this.#demoted;
+  get frozen(): boolean {
+    return this.#frozen;
   }
 
-  #demoted = false;
+  #frozen = false;
+  #killAfterFreeze: NodeJS.Timeout | undefined;
   #killedForRunaway = false;
-  readonly #demotionListeners = new Set<() => void>();
+  readonly #freezeListeners = new Set<() => void>();
 
   /**
-   * Calls `listener` when the worker is demoted (at once if it was), for a step running on it
-   * (see WorkerPool); the function returned stops listening, so that a worker never demoted
+   * Calls `listener` when the worker is frozen (at once if it was), for a step running on it
+   * (see WorkerPool); the function returned stops listening, so that a worker never frozen
    * holds no listener per step it ran.
    */
-  onDemotion(listener: () => void): () => void {
-    if (this.#demoted) {
+  onFreeze(listener: () => void): () => void {
+    if (this.#frozen) {
       listener();
       return () => {};
     }
-    this.#demotionListeners.add(listener);
-    return () => this.#demotionListeners.delete(listener);
+    this.#freezeListeners.add(listener);
+    return () => this.#freezeListeners.delete(listener);
   }
 
   /** Whether the worker reported this program's step as a runaway (so its limits were its own doing). */
@@ -215,27 +215,31 @@ export class WorkerProcess {
     return this.#ranAway.has(programId);
   }
 
-  #demote(): void {
-    if (this.#demoted || this.pid === undefined) return;
-    this.#demoted = true;
-    this.#events.onDemoted(this);
-    for (const listener of this.#demotionListeners) listener();
-    this.#demotionListeners.clear();
-    // Linux keeps a priority per thread: every thread of the worker, the isolates' included.
-    let threads: string[] = [];
+  #freeze(runaway: { readonly programId: string; readonly limit: RunawayLimit; readonly overMs: number }): void {
+    if (this.#frozen || !this.#alive) return;
+    this.#frozen = true;
+    // The pool takes the worker out first (it may kill it instead), then its steps run again.
+    this.#events.onFrozen(this);
+    for (const listener of this.#freezeListeners) listener();
+    this.#freezeListeners.clear();
+    if (!this.#alive || this.#killedFor) return;
+    const { kill } = RUNAWAY_THRESHOLDS_MS[runaway.limit];
+    const killForRunaway = (): void => this.kill('deadline', RUNAWAY_DETAIL[runaway.limit](runaway.programId, kill), true);
+    let stopped = false;
     try {
-      threads = readdirSync(`/proc/${this.pid}/task`);
+      stopped = this.#child.kill('SIGSTOP');
     } catch {
-      // Not Linux, or the worker just died: nothing to lower.
+      // No SIGSTOP here (Windows): killed at once below.
     }
-    for (const thread of threads) {
-      try {
-        setPriority(Number(thread), LOWEST_PRIORITY);
-      } catch {
-        // The thread ended meanwhile.
-      }
-    }
+    if (!stopped) return killForRunaway();
+    this.#killAfterFreeze = setTimeout(killForRunaway, Math.max(0, kill - runaway.overMs));
+    // Frozen, the worker cannot see this process go away (its channel close): it goes with it.
+    process.once('exit', this.#killWithServer);
   }
+
+  readonly #killWithServer = (): void => {
+    this.#child.kill('SIGKILL');
+  };
 
   get pid(): number | undefined {
     return this.#child.pid;
@@ -299,7 +303,9 @@ export class WorkerProcess {
     clearInterval(this.#supervisor);
     if (!this.#alive) return;
     const exited = new Promise((resolve) => this.#child.once('exit', resolve));
-    if (this.#child.connected) this.#child.disconnect();
+    // A frozen worker reads nothing: it could not see its channel close.
+    if (this.#frozen) this.#child.kill('SIGKILL');
+    else if (this.#child.connected) this.#child.disconnect();
     const lingering = setTimeout(() => this.#child.kill('SIGKILL'), 2_000);
     await exited;
     clearTimeout(lingering);
@@ -324,7 +330,8 @@ export class WorkerProcess {
   }
 
   #check(): void {
-    if (!this.#alive) return;
+    // A frozen worker answers no heartbeat: its kill is timed (see #freeze).
+    if (!this.#alive || this.#frozen) return;
     const now = Date.now();
     // A check that comes far too late means this process's loop was blocked: the worker's pongs
     // are waiting unread in the channel, and the time they waited is not the worker's silence.
@@ -368,6 +375,8 @@ export class WorkerProcess {
   #died(code: number | null, signal: NodeJS.Signals | null): void {
     this.#alive = false;
     clearInterval(this.#supervisor);
+    clearTimeout(this.#killAfterFreeze);
+    process.off('exit', this.#killWithServer);
     const { reason, detail } = this.#killedFor ?? { reason: 'exit' as const, detail: `the worker process exited (${signal ?? `code ${code}`})` };
     const runaways = new Map(this.#runaways);
     const memoryRunaway = [...runaways.values()].includes('memory');

@@ -413,7 +413,10 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   { name: 'a memory bomb of arrays', code: 'const a = []; for (;;) a.push(new Array(1e5).fill(1.5))', outcome: MEMORY },
   { name: 'a memory bomb of flat strings', code: "const a = []; for (let i = 0; ; i++) a.push(('x'.repeat(1e6) + i).toUpperCase())", outcome: MEMORY },
   { name: 'a string doubled until V8 refuses it', code: "let s = 'ab'; for (;;) s += s", outcome: threw('RangeError: Invalid string length (line 1, column 29)') },
-  { name: 'a memory bomb of doubled strings that are flattened', code: "let s = 'ab'; for (;;) { s += s; /x/.test(s) }", outcome: MEMORY },
+  // Its last flattening goes on after the isolate is disposed (1.3 s here, at 2 ** 24 characters):
+  // whether it returns before its worker is frozen for it (250 ms after the disposal) depends
+  // on the machine, and the message says which; the code does not.
+  { name: 'a memory bomb of doubled strings that are flattened', code: "let s = 'ab'; for (;;) { s += s; /x/.test(s) }", outcome: incomplete('memory_limit_exceeded') },
   { name: 'many 1 MiB ArrayBuffers', code: 'const a = []; for (;;) a.push(new ArrayBuffer(1 << 20))', outcome: threw('RangeError: Array buffer allocation failed (line 1, column 31)') },
   // 64 KiB each: the allocator refuses one before the wrappers fill the heap. With 1 KiB buffers
   // the heap limit won the race about one run in seven, and the outcome was not stable.
