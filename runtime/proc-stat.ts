@@ -1,5 +1,18 @@
 import { readFileSync } from 'node:fs';
 
+/**
+ * Whether a process is stopped by a signal (state `T` in `/proc/<pid>/stat`, Linux). False when
+ * it cannot be read: not Linux, or the process is gone.
+ */
+export function isStopped(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat[stat.lastIndexOf(')') + 2] === 'T';
+  } catch {
+    return false;
+  }
+}
+
 /** The kernel's clock ticks per second (USER_HZ), in which /proc reports CPU time. */
 const CLOCK_TICKS_PER_SECOND = 100;
 

@@ -148,6 +148,51 @@ describe('serve', () => {
       }
     }
   });
+
+  it('a worker frozen for a runaway does not outlive a server killed with SIGKILL: the other worker kills it when it sees the server go', async () => {
+    const server = await serveCli(['--store', 'memory', '--workers', '1']);
+    // The server is the CLI's process, or its child when it ran itself again with the Node flag.
+    const descendants = (pid: number): number[] => {
+      const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+      return children.flatMap((child) => [child, ...descendants(child)]);
+    };
+    const stat = (pid: number): string[] => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    let frozen: number | undefined;
+    try {
+      // Fills its heap, and goes on in ICU after its isolate is disposed: its worker is frozen for it.
+      const code = "const thai = 'สวัสดีครับ'.repeat(200000); text(String([...new Intl.Segmenter('th', { granularity: 'word' }).segment(thai)].length))";
+      void fetch(`${server.origin}/v1/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', store: false, input: `\`\`\`js\n${code}\n\`\`\``, tools: [{ type: 'programmatic_tool_calling' }] }),
+      }).catch(() => {});
+      const deadline = Date.now() + 30_000;
+      while (Date.now() < deadline && frozen === undefined) {
+        try {
+          frozen = descendants(server.child.pid!).find((pid) => stat(pid)[0] === 'T');
+        } catch {
+          // A process ended while it was read: look again.
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(frozen).toBeDefined();
+      expect(readFileSync(`/proc/${frozen}/cmdline`, 'utf8')).toContain('worker-main');
+      // Frozen, the worker cannot see its channel close; the server goes without a chance to kill it.
+      process.kill(Number(stat(frozen!)[1]), 'SIGKILL');
+      const gone = Date.now() + 20_000;
+      while (Date.now() < gone && alive(frozen!)) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(alive(frozen!)).toBe(false);
+    } finally {
+      // Whatever failed above, no process outlives the test.
+      for (const pid of [frozen, -server.child.pid!]) {
+        try {
+          if (pid !== undefined) process.kill(pid, 'SIGKILL');
+        } catch {
+          // Gone, as it should be.
+        }
+      }
+    }
+  });
 });
 
 function alive(pid: number): boolean {

@@ -41,6 +41,9 @@ export const HostMessage = z.discriminatedUnion('kind', [
   }),
   z.strictObject({ v, kind: z.literal('dispose'), programId: z.string() }),
   z.strictObject({ v, kind: z.literal('ping'), id }),
+  // The pids of the workers frozen now (WorkerProcess.frozen), whenever that changes: frozen,
+  // they cannot see the server go away, so the others kill them when they do (worker-main.ts).
+  z.strictObject({ v, kind: z.literal('frozen_siblings'), pids: z.array(z.number().int()) }),
 ]);
 export type HostMessage = z.infer<typeof HostMessage>;
 

@@ -5,11 +5,14 @@
  */
 import type { ProgramEvent } from '../program-events.ts';
 import { ProgramBusyError } from '../errors.ts';
+import { isStopped } from '../proc-stat.ts';
 import { ProgramRuntime, type ProgramRuntimeOptions } from '../program-runtime.ts';
 import { HostMessage, PROTOCOL_VERSION, RUNAWAY_THRESHOLDS_MS, type WorkerMessage } from './protocol.ts';
 
 const options = JSON.parse(process.env.PTC_WORKER_OPTIONS ?? '{}') as ProgramRuntimeOptions;
 const runtime = new ProgramRuntime(options);
+/** The workers the server froze, as it last said (at this worker's start, then by message). */
+let frozenSiblings = (process.env.PTC_WORKER_FROZEN_SIBLINGS ?? '').split(',').filter(Boolean).map(Number);
 
 function send(message: WorkerMessage): void {
   // The server may be gone (closing, or dead): a reply with nowhere to go is dropped.
@@ -31,6 +34,9 @@ async function handle(message: HostMessage): Promise<void> {
       return;
     case 'dispose':
       runtime.dispose(message.programId);
+      return;
+    case 'frozen_siblings':
+      frozenSiblings = message.pids;
       return;
     case 'start':
     case 'resume':
@@ -62,10 +68,22 @@ process.on('message', (raw: unknown) => {
   void handle(parsed.data);
 });
 
-// The server going away (its IPC channel closing) ends the worker: no orphan isolates.
-process.on('disconnect', () => {
+// The server going away (its IPC channel closing) ends the worker: no orphan isolates. A frozen
+// sibling cannot see it go (a server killed with SIGKILL kills nothing), so this worker kills
+// it: only while it is still stopped, since a pid freed since may have been given to another.
+function serverGone(): void {
+  for (const pid of frozenSiblings) {
+    try {
+      if (isStopped(pid)) process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone meanwhile.
+    }
+  }
   void runtime.close().finally(() => process.exit(0));
-});
+}
+process.on('disconnect', serverGone);
+// Gone while this worker loaded its modules: the event came before anyone listened.
+if (!process.connected) serverGone();
 
 /**
  * How often the worker looks for runaways between heartbeats. One is reported when it appears,

@@ -320,7 +320,7 @@ export class WorkerPool implements ProgramEngine {
 
   #stopOnPurpose(worker: WorkerProcess): void {
     this.#stopped.add(worker);
-    this.#leaving.delete(worker);
+    if (this.#leaving.delete(worker)) this.#tellFrozen();
     for (const [programId, placed] of this.#placement) {
       if (placed.worker === worker) this.#placement.delete(programId);
     }
@@ -342,8 +342,19 @@ export class WorkerPool implements ProgramEngine {
       worker.kill('deadline', 'a runaway was reported while as many frozen workers as the pool has were waiting to be killed', true);
       return;
     }
-    this.#workers[index] = this.#spawn();
     this.#leaving.add(worker);
+    this.#workers[index] = this.#spawn();
+    this.#tellFrozen();
+  }
+
+  /** Every worker that may see the server go away learns which are frozen (WorkerProcess.tellFrozenSiblings). */
+  #tellFrozen(): void {
+    const pids = this.#frozenPids();
+    for (const worker of [...this.#workers, ...(this.#spare ? [this.#spare] : [])]) worker.tellFrozenSiblings(pids);
+  }
+
+  #frozenPids(): number[] {
+    return [...this.#leaving].flatMap((worker) => (worker.alive && worker.frozen && worker.pid !== undefined ? [worker.pid] : []));
   }
 
   /** A frozen worker whose steps all answered (their replies on their way as it was frozen) has nothing left to be killed for. */
@@ -369,12 +380,13 @@ export class WorkerPool implements ProgramEngine {
       this.#options,
       { onDeath: (dead, reason, detail) => this.#replace(dead, reason, detail, spare), onFrozen: (frozen) => this.#frozen(frozen) },
       this.#options.entry,
+      this.#frozenPids(),
     );
   }
 
   #replace(dead: WorkerProcess, reason: WorkerDeath, detail: string, spare: boolean): void {
     // A spare stopped because no step waits for it did not die.
-    this.#leaving.delete(dead);
+    if (this.#leaving.delete(dead)) this.#tellFrozen();
     if (this.#closing || this.#stopped.has(dead)) return;
     this.#deaths[reason] += 1;
     this.#options.onWorkerDeath?.(dead.pid, reason, detail);

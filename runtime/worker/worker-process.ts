@@ -127,12 +127,13 @@ export class WorkerProcess {
     limits: WorkerLimits,
     events: WorkerEvents,
     entry: string = WORKER_ENTRY,
+    frozenSiblings: readonly number[] = [],
   ) {
     this.#limits = limits;
     this.#events = events;
     this.#child = fork(entry, [], {
       execArgv: workerExecArgv(entry),
-      env: { PATH: process.env.PATH ?? '', TZ: process.env.TZ ?? '', PTC_WORKER_OPTIONS: JSON.stringify(runtimeOptions) },
+      env: { PATH: process.env.PATH ?? '', TZ: process.env.TZ ?? '', PTC_WORKER_OPTIONS: JSON.stringify(runtimeOptions), PTC_WORKER_FROZEN_SIBLINGS: frozenSiblings.join(',') },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       serialization: 'json',
     });
@@ -150,6 +151,7 @@ export class WorkerProcess {
       if (message.kind === 'ready') {
         this.#isReady = true;
         this.#lastPong = Date.now();
+        if (this.#frozenSiblings) this.#send({ v: PROTOCOL_VERSION, kind: 'frozen_siblings', pids: [...this.#frozenSiblings] });
         markReady();
       }
       else if (message.kind === 'pong' || message.kind === 'runaways') {
@@ -285,6 +287,18 @@ export class WorkerProcess {
       else void this.#ready.then(send);
     });
   }
+
+  /**
+   * Tells the worker which other workers are frozen: it kills them if it sees the server go away
+   * (worker-main.ts). A worker still starting has the list it was started with, and this one once it listens.
+   */
+  tellFrozenSiblings(pids: readonly number[]): void {
+    if (!this.#alive) return;
+    if (this.#isReady) this.#send({ v: PROTOCOL_VERSION, kind: 'frozen_siblings', pids: [...pids] });
+    else this.#frozenSiblings = pids;
+  }
+
+  #frozenSiblings: readonly number[] | undefined;
 
   dispose(programId: string): void {
     if (this.#alive) this.#send({ v: PROTOCOL_VERSION, kind: 'dispose', programId });
