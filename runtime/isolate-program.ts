@@ -326,7 +326,7 @@ export class IsolateProgram {
 
   async #boot(started: number): Promise<void> {
     const spec = this.#spec;
-    // Validators first, compiled in the schema process (cached there by content), so that no
+    // Validators first, compiled in the schema thread (cached there by content), so that no
     // isolate waits on them.
     const tools = await sandboxTools(spec.tools);
     // One made ahead when the runtime keeps some, else one made now on the step's clock.
@@ -486,7 +486,7 @@ export class IsolateProgram {
   async #runStep(run: (started: number) => Promise<void>): Promise<ProgramEvent> {
     this.#steps += 1;
     // A step's clock is the isolate's own running time: waiting for the worker's loop, for the
-    // schema process or for the host between calls into the isolate does not count against it.
+    // schema thread or for the host between calls into the isolate does not count against it.
     let started = this.#readWallTime();
     this.#stepStartedAt = started;
     let state: ProgramState;

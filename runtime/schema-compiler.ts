@@ -1,20 +1,19 @@
-import type { ChildProcess } from 'node:child_process';
+import type { Worker } from 'node:worker_threads';
 import { sha256Hex } from './canonical-json.ts';
-import { startModuleProcess } from './module-process.ts';
+import { startModuleThread } from './module-thread.ts';
 import { cpuMsFromStat } from './proc-stat.ts';
 import { SchemaDeadlineError, SchemaTooComplexError, ToolSchemaError } from './errors.ts';
 
 /**
  * The way into tool schemas for the server and the runtime: compiling and checking happen in a
- * process of their own (schema-process.ts), so a schema that takes ajv seconds costs the loop
+ * thread of their own (schema-thread.ts), so a schema that takes ajv seconds costs the loop
  * that serves requests, heartbeats and programs nothing. A job that runs past its deadline
- * kills the process (a compile cannot be interrupted otherwise) and fails with
- * SchemaDeadlineError; the jobs queued behind it go on in a fresh one. Jobs run one at a
- * time, and a job's deadline counts the process's CPU time from when it starts the job (on
- * Linux; elsewhere wall time): the process runs at a low priority, and on a busy machine an
+ * stops the thread (a compile cannot be interrupted otherwise) and fails with
+ * SchemaDeadlineError; the jobs queued behind it go on in a fresh thread. Jobs run one at a
+ * time, and a job's deadline counts the thread's CPU time from when it starts the job (on
+ * Linux; elsewhere wall time): the thread runs at a low priority, and on a busy machine an
  * honest schema may wait for a core without being failed for it. WALL_TIME_FACTOR times the
- * deadline in wall time ends a job however starved the process is. One process serves every
- * server of this process, started for the first job.
+ * deadline in wall time ends a job however starved the thread is.
  */
 
 type Schema = Readonly<Record<string, unknown>>;
@@ -28,9 +27,10 @@ export type SchemaJobReply =
   | { readonly id: number; readonly violation: string | null }
   | { readonly id: number; readonly error: string };
 
-/** What the process sends once it has loaded, before any reply. */
-export interface SchemaProcessReady {
+/** What the thread sends once it has loaded, before any reply: its Linux thread id, if known. */
+export interface SchemaThreadReady {
   readonly ready: true;
+  readonly threadId: number | undefined;
 }
 
 export interface CompiledSchema {
@@ -45,11 +45,11 @@ export const DEFAULT_SCHEMA_DEADLINE_MS = 10_000;
 /** A job also ends after this many times its deadline in wall time, however little CPU it got. */
 const WALL_TIME_FACTOR = 10;
 
-/** CPU milliseconds a process has used, all its threads (Linux); undefined if unreadable. */
-const processCpuMs = (pid: number): number | undefined => cpuMsFromStat(`/proc/${pid}/stat`);
+/** CPU milliseconds a thread of this process has used (Linux); undefined if unreadable. */
+const threadCpuMs = (threadId: number): number | undefined => cpuMsFromStat(`/proc/self/task/${threadId}/stat`);
 
 const FROM_SOURCES = import.meta.url.endsWith('.ts');
-const PROCESS_ENTRY = new URL(FROM_SOURCES ? './schema-process.ts' : './schema-process.js', import.meta.url);
+const THREAD_ENTRY = new URL(FROM_SOURCES ? './schema-thread.ts' : './schema-thread.js', import.meta.url);
 
 interface Pending {
   readonly job: SchemaJob;
@@ -64,11 +64,13 @@ function pollMs(deadlineMs: number): number {
   return Math.max(10, Math.min(100, Math.round(deadlineMs / 10)));
 }
 
-class SchemaProcess {
-  #child: ChildProcess | undefined;
-  /** Whether #child has loaded: a job is handed over (and its deadline starts) only then. */
+class SchemaThread {
+  #worker: Worker | undefined;
+  /** Whether #worker has loaded: a job is handed over (and its deadline starts) only then. */
   #ready = false;
-  /** Jobs in order; the first is the one the process is running. One at a time, so that a job's deadline counts its own time only. */
+  /** #worker's Linux thread id, whose CPU time a job's deadline counts. */
+  #threadId: number | undefined;
+  /** Jobs in order; the first is the one the thread is running. One at a time, so that a job's deadline counts its own time only. */
   #queue: Pending[] = [];
   #nextId = 1;
 
@@ -82,21 +84,23 @@ class SchemaProcess {
 
   #postHead(): void {
     const head = this.#queue[0];
-    const child = head ? (this.#child ?? this.#start()) : this.#child;
-    // While jobs wait, the process keeps this one alive for their replies; idle, it does not.
-    keepAlive(child, head !== undefined);
-    if (!head || !child || !this.#ready) return;
-    this.#watch(head, child.pid);
-    child.send(head.job);
+    if (!head) return;
+    const worker = this.#worker ?? this.#start();
+    // While jobs wait, the thread keeps the process alive for their replies; idle, it does not.
+    worker.ref();
+    if (!this.#ready) return;
+    this.#watch(head);
+    worker.postMessage(head.job);
   }
 
-  #start(): ChildProcess {
-    const child = startModuleProcess(PROCESS_ENTRY);
+  #start(): Worker {
+    const worker = startModuleThread(THREAD_ENTRY);
     this.#ready = false;
-    child.on('message', (reply: SchemaJobReply | SchemaProcessReady) => {
-      if (this.#child !== child) return;
+    worker.on('message', (reply: SchemaJobReply | SchemaThreadReady) => {
+      if (this.#worker !== worker) return;
       if ('ready' in reply) {
         this.#ready = true;
+        this.#threadId = reply.threadId;
         this.#postHead();
         return;
       }
@@ -105,11 +109,12 @@ class SchemaProcess {
       this.#queue.shift();
       clearInterval(head.timer);
       head.resolve(reply);
+      if (this.#queue.length === 0) worker.unref();
       this.#postHead();
     });
     const lost = (error: Error): void => {
-      if (this.#child !== child) return;
-      this.#child = undefined;
+      if (this.#worker !== worker) return;
+      this.#worker = undefined;
       const head = this.#queue.shift();
       if (head) {
         clearInterval(head.timer);
@@ -117,53 +122,42 @@ class SchemaProcess {
       }
       this.#postHead();
     };
-    child.on('error', lost);
-    child.on('exit', (code, signal) => lost(new Error(`The schema process exited (${signal ?? `code ${code}`})`)));
-    this.#child = child;
-    return child;
+    worker.on('error', lost);
+    worker.on('exit', (code) => lost(new Error(`The schema thread exited (code ${code})`)));
+    this.#worker = worker;
+    return worker;
   }
 
-  /** Starts the running job's deadline: its process's CPU time from now, or wall time if that cannot be read. */
-  #watch(job: Pending, pid: number | undefined): void {
+  /** Starts the running job's deadline: its thread's CPU time from now, or wall time if that cannot be read. */
+  #watch(job: Pending): void {
     const startedAt = Date.now();
-    const cpuAtStart = pid === undefined ? undefined : processCpuMs(pid);
+    const threadId = this.#threadId;
+    const cpuAtStart = threadId === undefined ? undefined : threadCpuMs(threadId);
     job.timer = setInterval(() => {
       const wallMs = Date.now() - startedAt;
-      const cpuNow = cpuAtStart === undefined ? undefined : processCpuMs(pid!);
+      const cpuNow = cpuAtStart === undefined ? undefined : threadCpuMs(threadId!);
       if (cpuNow === undefined ? wallMs >= job.deadlineMs : cpuNow - cpuAtStart! >= job.deadlineMs) {
         this.#expire(job, cpuNow === undefined ? `${job.deadlineMs} ms` : `${job.deadlineMs} ms of CPU time`);
       } else if (wallMs >= WALL_TIME_FACTOR * job.deadlineMs) {
-        this.#expire(job, `${wallMs} ms (its process was starved of CPU)`);
+        this.#expire(job, `${wallMs} ms (its thread was starved of CPU)`);
       }
     }, pollMs(job.deadlineMs));
   }
 
-  /** The running job took too long: it fails, the process is killed, the next job goes to a fresh one. */
+  /** The running job took too long: it fails, the thread is stopped, the next job goes to a fresh one. */
   #expire(expired: Pending, measure: string): void {
     clearInterval(expired.timer);
     if (this.#queue[0] !== expired) return;
     this.#queue.shift();
     expired.reject(new SchemaDeadlineError(expired.deadlineMs, measure));
-    const child = this.#child;
-    this.#child = undefined;
-    child?.kill('SIGKILL');
+    const worker = this.#worker;
+    this.#worker = undefined;
+    void worker?.terminate();
     this.#postHead();
   }
 }
 
-/** Whether the child (its process and its channel) keeps this process's loop alive. */
-function keepAlive(child: ChildProcess | undefined, alive: boolean): void {
-  if (!child) return;
-  if (alive) {
-    child.ref();
-    child.channel?.ref();
-  } else {
-    child.unref();
-    child.channel?.unref();
-  }
-}
-
-const schemaProcess = new SchemaProcess();
+const thread = new SchemaThread();
 const MAX_CACHED = 512;
 /** Compiled schemas are code: the cache keeps at most this many characters of it. */
 const MAX_CACHED_CHARS = 64 * 2 ** 20;
@@ -193,7 +187,7 @@ function remember(key: string, entry: CompiledSchema): void {
  */
 export async function compileToolSchemas(schemas: readonly Schema[], deadlineMs = DEFAULT_SCHEMA_DEADLINE_MS): Promise<(CompiledSchema | ToolSchemaError)[]> {
   // Keyed by the hash of the schema's JSON as given (not canonical: sorting the keys of a huge
-  // schema costs the loop more than compiling a reordered copy twice in the schema process).
+  // schema costs the loop more than compiling a reordered copy twice in the thread).
   const keys = schemas.map((schema) => sha256Hex(JSON.stringify(schema)));
   const results = new Map<string, CompiledSchema | ToolSchemaError>();
   const missing = new Map<string, Schema>();
@@ -204,8 +198,8 @@ export async function compileToolSchemas(schemas: readonly Schema[], deadlineMs 
   });
   if (missing.size > 0) {
     try {
-      const reply = await schemaProcess.run({ op: 'compile', schemas: [...missing.values()] }, deadlineMs);
-      if (!('results' in reply)) throw new Error('The schema process answered a compile with something else');
+      const reply = await thread.run({ op: 'compile', schemas: [...missing.values()] }, deadlineMs);
+      if (!('results' in reply)) throw new Error('The schema thread answered a compile with something else');
       [...missing.keys()].forEach((key, index) => {
         const result = reply.results[index]!;
         if ('error' in result) return results.set(key, result.tooComplex ? new SchemaTooComplexError(result.error) : new ToolSchemaError(result.error));
@@ -233,8 +227,8 @@ export async function compileToolSchema(schema: Schema, deadlineMs = DEFAULT_SCH
  * whole value; undefined when it conforms. Throws ToolSchemaError when the schema does not compile.
  */
 export async function checkAgainstSchema(schema: Schema, value: unknown, root: string, deadlineMs = DEFAULT_SCHEMA_DEADLINE_MS): Promise<string | undefined> {
-  const reply = await schemaProcess.run({ op: 'check', schema, value, root }, deadlineMs);
+  const reply = await thread.run({ op: 'check', schema, value, root }, deadlineMs);
   if ('error' in reply) throw new ToolSchemaError(reply.error);
-  if (!('violation' in reply)) throw new Error('The schema process answered a check with something else');
+  if (!('violation' in reply)) throw new Error('The schema thread answered a check with something else');
   return reply.violation ?? undefined;
 }

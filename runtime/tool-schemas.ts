@@ -11,7 +11,7 @@ import { SchemaTooComplexError, ToolSchemaError } from './errors.ts';
  * gives a validator and the same validator as standalone JavaScript, which the prelude
  * evaluates inside the isolate so that a program's arguments are checked before its call leaves.
  * Compiling costs time that grows faster than the schema (ajv's enum and patternProperties
- * code is quadratic), so it runs only in the schema process (schema-process.ts), never on a
+ * code is quadratic), so it runs only in the schema thread (schema-thread.ts), never on a
  * loop that serves requests or programs: schema-compiler.ts is the way in.
  */
 

@@ -95,7 +95,7 @@ export const SETTINGS = {
   PTC_SCHEMA_COMPILE_TIMEOUT_MS: {
     default: '2000',
     description:
-      'How much CPU time compiling one request\'s schemas may take (ajv, in a low-priority process beside the server, which is killed after ten times this in wall time however starved; a schema compiled before is not compiled again). Ajv\'s cost grows faster than a schema: 60,000 enum values take seconds. Code: `schema_too_complex`.',
+      'How much CPU time compiling one request\'s schemas may take (ajv, in a low-priority thread beside the server\'s loop, which ends the job after ten times this in wall time however starved; a schema compiled before is not compiled again). Ajv\'s cost grows faster than a schema: 60,000 enum values take seconds. Code: `schema_too_complex`.',
   },
   PTC_STORE: {
     default: 'sqlite',

@@ -1,29 +1,29 @@
-import { readdirSync } from 'node:fs';
+import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
+import { parentPort } from 'node:worker_threads';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 import { SchemaTooComplexError, ToolSchemaError } from './errors.ts';
 import { compileValidator, describeViolation, type Validator } from './tool-schemas.ts';
-import type { SchemaJob, SchemaJobReply, SchemaProcessReady } from './schema-compiler.ts';
+import type { SchemaJob, SchemaJobReply, SchemaThreadReady } from './schema-compiler.ts';
 
 /**
- * The schema process: compiles tool schemas and checks values against them, one job at a time,
- * off the loop of the server that asked (see schema-compiler.ts, which starts it and kills it
+ * The schema thread: compiles tool schemas and checks values against them, one job at a time,
+ * off the loop of the process that asked (see schema-compiler.ts, which starts it and stops it
  * when a job runs past its deadline).
  */
 
-// A lower CPU priority for every thread of this process: a request's huge schema then yields
-// the cores to the server's loop and the programs. Every thread, V8's garbage-collection
-// helpers included: ajv compiling a deep schema makes garbage fast, and in a thread of the
-// server's process those helpers (shared with the server's loop) did most of the work at the
-// normal priority, 0.8 core-seconds of 1.7 per such request. Linux keeps a priority per thread
-// (a thread started later takes its starter's). A job's deadline is counted in this process's
-// CPU time (schema-compiler.ts), so an honest schema compiled slowly on a busy machine is not
-// failed for the wait. At nice 10 it gets about a tenth of a core beside busy processes (at 19,
-// ~1%: a schema honest but large would wait seconds).
+// A lower CPU priority for this thread alone (Linux names a thread's id in /proc/thread-self):
+// a request's huge schema then yields the cores to the server's loop and the programs. A job's
+// deadline is counted in this thread's CPU time (schema-compiler.ts reads it by this id), so
+// an honest schema compiled slowly on a busy machine is not failed for the wait. At nice 10 the
+// thread gets about a tenth of a core beside busy processes (at 19, ~1%: a schema honest but
+// large would wait seconds).
+let threadId: number | undefined;
 try {
-  for (const thread of readdirSync('/proc/self/task')) setPriority(Number(thread), 10);
+  threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
+  setPriority(threadId, 10);
 } catch {
-  // Not Linux, or not allowed: compile at the server's priority.
+  // Not Linux, or not allowed: compile at the process's priority; deadlines in wall time.
 }
 
 const MAX_CACHED = 256;
@@ -76,11 +76,6 @@ function run(job: SchemaJob): SchemaJobReply {
   }
 }
 
-const send = (message: SchemaJobReply | SchemaProcessReady): void => {
-  if (process.connected) process.send!(message);
-};
-process.on('message', (job: SchemaJob) => send(run(job)));
-// The server gone (its channel closed), nothing is left to do.
-process.on('disconnect', () => process.exit(0));
-// Loaded: jobs may come (their deadlines do not pay for this process's start).
-send({ ready: true } satisfies SchemaProcessReady);
+parentPort!.on('message', (job: SchemaJob) => parentPort!.postMessage(run(job)));
+// Loaded: jobs may come (their deadlines do not pay for this thread's start).
+parentPort!.postMessage({ ready: true, threadId } satisfies SchemaThreadReady);
