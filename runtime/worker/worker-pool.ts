@@ -60,6 +60,9 @@ function ranAway(limits: ProgramLimits, limit: RunawayLimit, death: WorkerDeathE
     : crashed('wall_time_exceeded', `One execution step ran past its wall-clock limit of ${limits.stepWallTimeMs} ms and its isolate could not stop it; the worker running it ${how}`);
 }
 
+/** A worker killed at once for a runaway (see WorkerPool.#frozen) is frozen, and still in the pool until it dies. */
+const takesSteps = (worker: WorkerProcess): boolean => worker.alive && !worker.frozen;
+
 /** A fast crash loop must not spin: replacements wait this long after a death, at most. */
 const RESPAWN_DELAY_MS = 100;
 
@@ -228,8 +231,9 @@ export class WorkerPool implements ProgramEngine {
     } finally {
       stopListening();
     }
-    // The pool has replaced a frozen worker by then (#frozen): some worker is alive unless it is closing.
-    if (!frozenFirst || this.#closing || worker.reportedRunaway(programId) || !this.#workers.some((other) => other.alive)) return there;
+    // The pool has replaced a frozen worker by then (#frozen), unless it killed it at once: then
+    // with no other worker the step dies with it and runs again as any such step does (#run).
+    if (!frozenFirst || this.#closing || worker.reportedRunaway(programId) || !this.#workers.some(takesSteps)) return there;
     this.#retried += 1;
     return this.#attempt(programId, this.#leastLoaded(), message, true);
   }
@@ -335,6 +339,8 @@ export class WorkerPool implements ProgramEngine {
    */
   #frozen(worker: WorkerProcess): void {
     const index = this.#workers.indexOf(worker);
+    // The spare leaves no place: it is replaced before its next step (#alone).
+    if (worker === this.#spare) this.#tellFrozen();
     if (this.#closing || index < 0) return;
     // As many frozen as the pool has: runaways keep coming, and each frozen worker holds its
     // memory until its kill. This one is killed at once instead, replaced as a death is.
@@ -354,7 +360,8 @@ export class WorkerPool implements ProgramEngine {
   }
 
   #frozenPids(): number[] {
-    return [...this.#leaving].flatMap((worker) => (worker.alive && worker.frozen && worker.pid !== undefined ? [worker.pid] : []));
+    const spare = this.#spare?.frozen ? [this.#spare] : [];
+    return [...this.#leaving, ...spare].flatMap((worker) => (worker.alive && worker.frozen && worker.pid !== undefined ? [worker.pid] : []));
   }
 
   /** A frozen worker whose steps all answered (their replies on their way as it was frozen) has nothing left to be killed for. */
@@ -363,7 +370,9 @@ export class WorkerPool implements ProgramEngine {
   }
 
   #leastLoaded(): WorkerProcess {
-    const living = this.#workers.filter((worker) => worker.alive);
+    // A worker killed at once for a runaway is frozen until it dies: taken only if no other is there.
+    const usable = this.#workers.filter(takesSteps);
+    const living = usable.length > 0 ? usable : this.#workers.filter((worker) => worker.alive);
     if (living.length === 0) throw new Error('No worker process is running');
     // A worker still starting (a replacement) takes steps only when none is ready.
     const ready = living.filter((worker) => worker.isReady);

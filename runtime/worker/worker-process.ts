@@ -319,7 +319,11 @@ export class WorkerProcess {
     const exited = new Promise((resolve) => this.#child.once('exit', resolve));
     // A frozen worker reads nothing: it could not see its channel close.
     if (this.#frozen) this.#child.kill('SIGKILL');
-    else if (this.#child.connected) this.#child.disconnect();
+    else if (this.#child.connected) {
+      // Stopped on purpose, it must not take the server for gone and kill the frozen workers.
+      this.#send({ v: PROTOCOL_VERSION, kind: 'frozen_siblings', pids: [] });
+      this.#child.disconnect();
+    }
     const lingering = setTimeout(() => this.#child.kill('SIGKILL'), 2_000);
     await exited;
     clearTimeout(lingering);
