@@ -55,6 +55,24 @@ function nestedSchema(depth: number, salt: number): unknown {
   return schema;
 }
 
+function denseSchema(count: number, salt: number): unknown {
+  const property = (index: number): unknown => ({
+    type: ['string', 'number', 'array', 'object'],
+    minLength: 1,
+    maxLength: 9,
+    minimum: salt,
+    maximum: index,
+    multipleOf: 3,
+    minItems: 1,
+    maxItems: 4,
+    uniqueItems: true,
+    minProperties: 1,
+    maxProperties: 3,
+    pattern: 'a',
+  });
+  return { type: 'object', properties: Object.fromEntries(Array.from({ length: count }, (_, index) => [`p${index}`, property(index)])) };
+}
+
 interface HostileClass {
   readonly name: string;
   /** One hostile request; resolves to a label of what it got (status and code). */
@@ -94,6 +112,12 @@ const HOSTILE: readonly HostileClass[] = [
   {
     name: 'strict schema, 13 levels sharing one subschema',
     send: (origin, n) => post(origin, { model: 'm', input: 'hi', tools: [PROGRAMS, strictTool('deep', nestedSchema(13, n))] }),
+  },
+  {
+    // Within every limit, the most ajv time one request can buy: about 2 s of CPU time, past
+    // the 8 MiB of code. Each request's schema differs, so none is cached.
+    name: 'strict schema within the limits, 3,000 properties of twelve keywords',
+    send: (origin, n) => post(origin, { model: 'm', input: 'hi', tools: [PROGRAMS, strictTool('dense', denseSchema(3000, n))] }),
   },
   {
     name: 'lenient checks, 20,000 outputs for unknown calls',

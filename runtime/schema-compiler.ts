@@ -45,6 +45,14 @@ export const DEFAULT_SCHEMA_DEADLINE_MS = 10_000;
 /** A job also ends after this many times its deadline in wall time, however little CPU it got. */
 const WALL_TIME_FACTOR = 10;
 
+/**
+ * The schema thread's heap, in MiB. Without a bound, a schema that ran ajv out of memory would
+ * abort the whole server; with it, only the thread ends (the job fails as too complex). The
+ * largest schemas within the default PTC_MAX_SCHEMA_BYTES and the hosted API's limits take
+ * ajv under 400 MiB (5,000 properties of twelve keywords each, 1 MiB).
+ */
+export const SCHEMA_THREAD_HEAP_MB = 1024;
+
 /** CPU milliseconds a thread of this process has used (Linux); undefined if unreadable. */
 const threadCpuMs = (threadId: number): number | undefined => cpuMsFromStat(`/proc/self/task/${threadId}/stat`);
 
@@ -94,7 +102,7 @@ class SchemaThread {
   }
 
   #start(): Worker {
-    const worker = startModuleThread(THREAD_ENTRY);
+    const worker = startModuleThread(THREAD_ENTRY, { maxOldGenerationSizeMb: SCHEMA_THREAD_HEAP_MB });
     this.#ready = false;
     worker.on('message', (reply: SchemaJobReply | SchemaThreadReady) => {
       if (this.#worker !== worker) return;
@@ -118,7 +126,8 @@ class SchemaThread {
       const head = this.#queue.shift();
       if (head) {
         clearInterval(head.timer);
-        head.reject(error);
+        const outOfMemory = (error as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY';
+        head.reject(outOfMemory ? new SchemaTooComplexError(`ajv ran out of the ${SCHEMA_THREAD_HEAP_MB} MiB of memory it may use`) : error);
       }
       this.#postHead();
     };
@@ -183,7 +192,7 @@ function remember(key: string, entry: CompiledSchema): void {
 /**
  * Compiles tool schemas, each result in the order given: the compiled schema, or the
  * ToolSchemaError that says why ajv could not (SchemaDeadlineError for every schema not done
- * when the deadline passed). Compiled schemas are cached by the hash of their JSON.
+ * when the deadline passed, SchemaTooComplexError for all when ajv ran out of memory). Compiled schemas are cached by the hash of their JSON.
  */
 export async function compileToolSchemas(schemas: readonly Schema[], deadlineMs = DEFAULT_SCHEMA_DEADLINE_MS): Promise<(CompiledSchema | ToolSchemaError)[]> {
   // Keyed by the hash of the schema's JSON as given (not canonical: sorting the keys of a huge
@@ -208,7 +217,8 @@ export async function compileToolSchemas(schemas: readonly Schema[], deadlineMs 
         return results.set(key, entry);
       });
     } catch (error) {
-      if (!(error instanceof SchemaDeadlineError)) throw error;
+      // Past its deadline or out of memory, the job failed as a whole: every schema it had is too complex.
+      if (!(error instanceof SchemaTooComplexError)) throw error;
       for (const key of missing.keys()) results.set(key, error);
     }
   }

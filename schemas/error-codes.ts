@@ -77,7 +77,8 @@ export const API_ERRORS = {
   invalid_function_parameters: {
     status: 400,
     type: 'invalid_request_error',
-    description: 'A tool\'s `parameters` or `output_schema` is not a JSON Schema the validator (ajv) can compile.',
+    description:
+      'A tool\'s strict `parameters` or `output_schema` is past one of the hosted API\'s limits for strict schemas (10 levels of nesting, 5,000 object properties, 1,000 enum values, 120,000 characters of names and values, 15,000 for a string enum of more than 250 values; and the emulator\'s 500 `patternProperties`), or is not a JSON Schema the validator (ajv) can compile; the message names the limit and where.',
   },
   too_many_input_items: {
     status: 400,
@@ -93,7 +94,7 @@ export const API_ERRORS = {
     status: 400,
     type: 'invalid_request_error',
     description:
-      'Ajv did not compile a request\'s schemas within `PTC_SCHEMA_COMPILE_TIMEOUT_MS` of CPU time (a huge `enum` or `patternProperties`, say), or compiled one to more than 8 MiB of code (a subschema repeated at every level of a deep schema); `param` names the schema.',
+      'Ajv did not compile a request\'s schemas within `PTC_SCHEMA_COMPILE_TIMEOUT_MS` of CPU time, compiled one to more than 8 MiB of code, or ran out of the 1 GiB its thread may use (schemas within the limits of `invalid_function_parameters` but of thousands of keywords); `param` names the schema.',
   },
   tool_definitions_changed: {
     status: 400,

@@ -16,6 +16,7 @@ import type {
 import { ApiError } from '../api-error.ts';
 import { APPLY_PATCH_PROGRAM_TOOL, CODE_INTERPRETER_PROGRAM_TOOL, SHELL_PROGRAM_TOOL } from './local-tools.ts';
 import { mcpToolAllowed } from './mcp-policy.ts';
+import { strictSchemaLimitExceeded } from './strict-schema-limits.ts';
 import { programToolKind, type ToolKind } from './tool-kinds.ts';
 
 /**
@@ -119,7 +120,8 @@ export interface SchemaBounds {
 
 /**
  * Compiles every schema a program of this request would check with, so that one ajv cannot
- * compile is a 400 naming it. Their size is bounded first; the compiling runs in the schema
+ * compile is a 400 naming it. Their size is bounded first, then each must be within the hosted
+ * API's limits for strict schemas (one linear walk each); the compiling runs in the schema
  * thread (ajv's cost grows faster than a schema), within a deadline.
  */
 export async function checkToolSchemas(toolSet: ToolSet, bounds: SchemaBounds): Promise<void> {
@@ -133,6 +135,10 @@ export async function checkToolSchemas(toolSet: ToolSet, bounds: SchemaBounds): 
         use.param,
       );
     }
+  }
+  for (const use of toolSet.schemas) {
+    const exceeded = strictSchemaLimitExceeded(use.schema);
+    if (exceeded) throw new ApiError('invalid_function_parameters', `Invalid schema for tool '${use.toolName}' at ${use.param}: ${exceeded}.`, use.param);
   }
   const results = await compileToolSchemas(toolSet.schemas.map((use) => use.schema), bounds.compileTimeoutMs);
   const failed = results.findIndex((result) => !('source' in result));
