@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../schemas/json-depth.ts';
 import { LIMIT_DEFINITIONS, type LimitName, type ProgramLimits } from './limits.ts';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 import { SealedTool } from './program-tool.ts';

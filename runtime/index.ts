@@ -22,7 +22,7 @@ export {
   type SealingKeys,
 } from './fingerprint.ts';
 export { REQUIRED_NODE_FLAG, hasRequiredNodeFlag } from './node-flags.ts';
-export { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
+export { jsonDepthExceeds, MAX_JSON_DEPTH } from '../schemas/json-depth.ts';
 export { checkAgainstSchema, compileToolSchemas } from './schema-compiler.ts';
 export { startModuleThread } from './module-thread.ts';
 export { WorkerPool, type WorkerPoolOptions } from './worker/worker-pool.ts';

@@ -18,7 +18,7 @@ import {
 import { limitMessage, limitNamed, type PlainLimitCode, type ProgramLimits } from './limits.ts';
 import type { RunawayLimit } from './errors.ts';
 import { answersDigest, hashOutputs, type ProgramEvent, type ProgramFailure, type ProgramStats, type RecordedCall, type ToolCallOutput, type ToolCallRequest } from './program-events.ts';
-import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../schemas/json-depth.ts';
 import { takesText, toolId, type ProgramTool } from './program-tool.ts';
 import { compileToolSchema } from './schema-compiler.ts';
 import { GUEST_SCHEMA_MODULES } from './tool-schemas.ts';

@@ -1,7 +1,8 @@
 import type { z } from 'zod';
 import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { jsonDepthExceeds, MAX_JSON_DEPTH, ProgramRuntime, resolveLimits, WorkerPool, type ProgramEngine, type ProgramLimits } from '../runtime/index.ts';
+import { ProgramRuntime, resolveLimits, WorkerPool, type ProgramEngine, type ProgramLimits } from '../runtime/index.ts';
+import { parseJsonBodies } from './json-body.ts';
 import { ApiError } from './api-error.ts';
 import { BackgroundResponses } from './background.ts';
 import { answerClientError, answerFrameworkError, registerErrorHandlers } from './error-handler.ts';
@@ -140,20 +141,14 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
 
   onWorkerDeath = (pid, reason, detail) => app.log.warn({ worker: pid, reason }, `worker replaced: ${detail}`);
 
-  // Bodies are JSON only: Fastify would otherwise read text/plain into a string.
+  // Bodies are JSON only: Fastify would otherwise read text/plain into a string. Large ones are
+  // parsed off the loop (json-body.ts).
   app.removeContentTypeParser('text/plain');
+  parseJsonBodies(app);
 
   let draining = false;
   app.decorate('drain', () => {
     draining = true;
-  });
-
-  // Nothing downstream (validation messages, usage, stores, the reply) may recurse into an
-  // absurdly nested body: it is refused before anything reads it.
-  app.addHook('preValidation', async (request) => {
-    if (jsonDepthExceeds(request.body, MAX_JSON_DEPTH)) {
-      throw new ApiError('invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`);
-    }
   });
 
   // While draining, every reply ends its connection: a keep-alive connection busy when the

@@ -18,6 +18,7 @@ import { sendSocketEvents } from '../streaming/socket-writer.ts';
 import type { TurnGate } from '../turn-gate.ts';
 import type { ResponseStore, StoredResponse } from '../stores/response-store.ts';
 import { CLIENT_CHECKS_HEADER, clientChecksFor, createBodyOf, finishedJournal, requestJournal, respondInPlace, responseRequest, turnPriority, type RequestSettings, type RespondedInPlace } from './create-response.ts';
+import { parseJsonText } from '../json-text.ts';
 
 // WebSocket mode (docs/STREAMING.md): the SDK's `ResponsesWS` opens a socket on the Responses
 // URL and sends `response.create` client events, each the body of a POST /v1/responses plus
@@ -90,9 +91,6 @@ export function socketErrorHandler(this: FastifyInstance, error: Error, socket: 
 
 export function registerResponsesSocketRoute(app: FastifyInstance, deps: ResponsesSocketDeps): void {
   const sessions = new Set<SocketSession>();
-  // The JSON parser of HTTP bodies, so that a message is accepted exactly when the same body
-  // would be (`__proto__` and `constructor.prototype` keys refused alike).
-  const parseJson = app.getDefaultJsonParser('error', 'error');
   const settingsOf = (request: FastifyRequest): Omit<RequestSettings, 'retryCount'> => ({
     headerKnobs: knobsFromHeaders(request.headers),
     clientChecks: clientChecksFor(request.headers[CLIENT_CHECKS_HEADER], deps.clientChecks),
@@ -111,12 +109,14 @@ export function registerResponsesSocketRoute(app: FastifyInstance, deps: Respons
       throw unknownUrl(request);
     },
     wsHandler: (socket, request) => {
+      // The JSON parser of HTTP bodies, so that a message is accepted exactly when the same body
+      // would be (`__proto__` and `constructor.prototype` keys refused alike).
       const session = new SocketSession(socket, request, settingsOf(request), deps, (text) => {
-        let parsed: ReturnType<JsonParse> = { error: null, value: undefined };
-        parseJson(request, text, (error, value) => {
-          parsed = { error, value };
-        });
-        return parsed;
+        try {
+          return { error: null, value: parseJsonText(text) };
+        } catch (error) {
+          return { error: error as Error, value: undefined };
+        }
       });
       sessions.add(session);
       socket.once('close', () => sessions.delete(session));
