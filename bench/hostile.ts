@@ -204,7 +204,7 @@ interface Server {
 
 async function startServer(): Promise<Server> {
   const child = fork(fileURLToPath(new URL('./hostile-server.ts', import.meta.url)), [], {
-    execArgv: ['--no-node-snapshot', '--import', 'tsx', ...(process.env.BENCH_FLAGS ? process.env.BENCH_FLAGS.split(' ') : [])],
+    execArgv: ['--no-node-snapshot', '--import', 'tsx'],
     env: { PATH: process.env.PATH ?? '', BENCH_SERVER_ENV: JSON.stringify(SERVER_ENV) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
