@@ -137,7 +137,7 @@ class SchemaThread {
       if (head) {
         clearInterval(head.timer);
         const outOfMemory = (error as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY';
-        head.reject(outOfMemory ? new SchemaTooComplexError(`ajv ran out of the ${SCHEMA_THREAD_HEAP_MB} MiB of memory it may use`) : error);
+        head.reject(outOfMemory ? new SchemaTooComplexError(`ajv ran out of the ${SCHEMA_THREAD_HEAP_MB} MiB of heap it may use, compiling this request's schemas from this one on`) : error);
       }
       this.#postHead();
     };

@@ -79,13 +79,44 @@ function ajvClassFor(schema: Readonly<Record<string, unknown>>): typeof Ajv | ty
   throw new ToolSchemaError(`$schema ${JSON.stringify(dialect)} is not a dialect the emulator checks (draft-07, 2019-09 or 2020-12)`);
 }
 
+/** The most of ajv's words on why a schema does not compile that a message carries: it lists every fault, and a schema can have hundreds of thousands. */
+const MAX_SCHEMA_ERROR_CHARS = 1000;
+
+function shortened(message: string): string {
+  return message.length <= MAX_SCHEMA_ERROR_CHARS ? message : `${message.slice(0, MAX_SCHEMA_ERROR_CHARS)}… (${message.length} characters in all)`;
+}
+
+/**
+ * An object of more properties than this anywhere in a schema has ajv check every keyword
+ * (`allErrors`): stopping at the first error, ajv nests each property's code inside the
+ * previous one's, and 3,000 properties overflow V8's parser (here and in the isolate). Below
+ * it, the first error stops the check: a value of millions of wrong items makes one error, not
+ * millions. Only the first error is reported either way.
+ */
+const FLAT_CODE_PROPERTIES = 1000;
+
+function hasWideObject(schema: unknown): boolean {
+  const stack: unknown[] = [schema];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (node === null || typeof node !== 'object') continue;
+    const values = Array.isArray(node) ? node : Object.values(node);
+    if (!Array.isArray(node)) {
+      const properties = (node as Record<string, unknown>)['properties'];
+      if (properties !== null && typeof properties === 'object' && Object.keys(properties).length > FLAT_CODE_PROPERTIES) return true;
+    }
+    for (const value of values) if (value !== null && typeof value === 'object') stack.push(value);
+  }
+  return false;
+}
+
 /** Compiles a schema. Throws ToolSchemaError when ajv cannot. Slow for big schemas: see above. */
 export function compileValidator(schema: Readonly<Record<string, unknown>>): Validator {
   try {
     return compile(schema);
   } catch (error) {
     if (error instanceof ToolSchemaError) throw error;
-    throw new ToolSchemaError((error as Error).message);
+    throw new ToolSchemaError(shortened((error as Error).message));
   }
 }
 
@@ -94,15 +125,13 @@ function compile(schema: Readonly<Record<string, unknown>>): Validator {
   // `optimize: false`: ajv's optimising pass is quadratic in an object's properties (1,000
   // properties: 370 ms with it, 60 ms without), and the code it saves is under a fifth.
   // `logger: false`: ajv prints a schema's whole generated code when it fails to compile.
-  // `allErrors: true`: stopping at the first error, ajv nests each property's code inside the
-  // previous one's, and 3,000 properties overflow V8's parser (here and in the isolate); checking
-  // them all, its code is flat. Only the first error is reported either way.
+  // `allErrors` for a schema with a wide object: see FLAT_CODE_PROPERTIES.
   // `inlineRefs: false`: a `$ref` is a call of the definition's function, not a copy of its code
   // at each use (999 uses of a 4,000-property definition ran ajv out of 4 GB): code linear in the schema.
   const AjvClass = ajvClassFor(schema);
   const ajv = new AjvClass({
     strict: false,
-    allErrors: true,
+    allErrors: hasWideObject(schema),
     inlineRefs: false,
     validateFormats: false,
     ownProperties: true,

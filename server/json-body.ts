@@ -47,8 +47,16 @@ class JsonBodyThread {
     }
     const worker = this.#worker ?? this.#start();
     worker.ref();
-    // The body's memory goes to the thread rather than being copied; the request does not read it again.
-    if (this.#ready) worker.postMessage(head.job, [head.job.body.buffer as ArrayBuffer]);
+    if (!this.#ready) return;
+    try {
+      // The body's memory goes to the thread rather than being copied; the request does not read it again.
+      worker.postMessage(head.job, [head.job.body.buffer as ArrayBuffer]);
+    } catch (error) {
+      // Not sent, it would hold every body behind it: it fails alone.
+      this.#queue.shift();
+      head.reject(error as Error);
+      this.#postHead();
+    }
   }
 
   #start(): Worker {

@@ -72,6 +72,14 @@ describe('each of the hosted API\'s limits on a strict schema is a 400 naming it
     ['120,000 characters of names and values', objectOf(names(100, (index) => `${index}`.padEnd(1201, 'n'))), ['120000 characters']],
     ['a string enum of 251 values in 15,060 characters', objectOf(['code'], () => ({ enum: names(251, (index) => `${index}`.padEnd(60, 'v')) })), ['15060 characters', '15000', 'more than 250 values', '/properties/code/enum']],
     ['501 patternProperties', { type: 'object', patternProperties: Object.fromEntries(names(501, (index) => `^x${index}$`).map((pattern) => [pattern, { type: 'string' }])) }, ['500 patternProperties']],
+    // Hidden where a walk of schema keywords alone would not look: ajv compiles what a $ref points at, data or not.
+    [
+      'patternProperties in a default a $ref points into',
+      { type: 'object', properties: { a: { $ref: '#/default' } }, default: { type: 'object', patternProperties: Object.fromEntries(names(501, (index) => `^x${index}$`).map((pattern) => [pattern, { type: 'string' }])) } },
+      ['500 patternProperties', '/default/patternProperties'],
+    ],
+    ['an enum in a dependency named default', { type: 'object', dependencies: { default: { enum: names(1001) } } }, ['1000 enum values', '/dependencies/default/enum']],
+    ['a large enum with a null among its strings', objectOf(['code'], () => ({ enum: [null, ...names(251, (index) => `${index}`.padEnd(60, 'v'))] })), ['15060 characters', 'more than 250 values']],
   ];
   for (const [label, schema, mentions] of cases) {
     it(`${label}`, async () => {
@@ -87,6 +95,18 @@ describe('each of the hosted API\'s limits on a strict schema is a 400 naming it
       expect(loose.status).toBe('completed');
     });
   }
+});
+
+it('the limits hold for a strict function only the model may call, and ajv\'s list of a schema\'s faults is cut short', async () => {
+  const { client } = server;
+  const direct = await rejectionOf(client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'function', name: 'pick', parameters: HUGE_ENUM, strict: true }] }));
+  expectSdkError(direct, { code: 'invalid_function_parameters', param: 'tools[0].parameters', mentions: ["'pick'", '1000 enum values'] });
+  // 200,000 faults (each entry of `required` must be a string) in a schema wide enough that ajv
+  // checks every keyword: its message would list them all, megabytes.
+  const wideAndFaulty = { ...objectOf(names(1001)), required: Array.from({ length: 200_000 }, () => 0) };
+  const faulty = await rejectionOf(client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('faulty', wideAndFaulty)] }));
+  expectSdkError(faulty, { code: 'invalid_function_parameters', param: 'tools[1].parameters', mentions: ["'faulty'", 'must be string', 'characters in all'] });
+  expect((faulty as Error).message.length).toBeLessThan(2000);
 });
 
 it('a schema at every limit at once is accepted, and checks a program\'s arguments', async () => {
@@ -165,7 +185,7 @@ it('a schema that runs ajv out of memory ends its thread, not the server: schema
   const server = await startServer({ config: { schemaCompileTimeoutMs: 600_000, maxSchemaBytes: 16 * 2 ** 20 } });
   try {
     const error = await rejectionOf(server.client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('huge', schema)] }));
-    expectSdkError(error, { code: 'schema_too_complex', param: 'tools[1].parameters', mentions: ["'huge'", 'MiB of memory'] });
+    expectSdkError(error, { code: 'schema_too_complex', param: 'tools[1].parameters', mentions: ["'huge'", 'MiB of heap'] });
     const after = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram('text("alive")'), tools: [{ type: 'programmatic_tool_calling' }] });
     expect(programOutputOf(after)).toMatchObject({ status: 'completed', result: 'alive' });
   } finally {

@@ -29,8 +29,6 @@ export const STRICT_SCHEMA_LIMITS = {
 
 const L = STRICT_SCHEMA_LIMITS;
 
-/** Keywords whose value is data, not a schema: an object in them is never walked as one. */
-const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples']);
 /** Keywords whose value maps property names (or patterns) to the schemas of those properties. */
 const PROPERTY_MAPS = new Set(['properties', 'patternProperties']);
 /** Keywords whose value maps definition names to schemas. */
@@ -38,77 +36,93 @@ const DEFINITION_MAPS = new Set(['$defs', 'definitions']);
 /** Keywords whose schemas describe what an array or object holds: one level deeper. */
 const CONTENT_KEYWORDS = new Set(['items', 'prefixItems', 'additionalItems', 'contains', 'additionalProperties', 'unevaluatedItems', 'unevaluatedProperties']);
 
-/** Characters an enum or const value counts for: a string's own, anything else's JSON. */
+/**
+ * Characters an enum or const value counts for: a string's own, a number's or boolean's as
+ * written. An object or array counts for none itself; it is walked, and what it holds counts.
+ */
 function charsOf(value: unknown): number {
-  return typeof value === 'string' ? value.length : (JSON.stringify(value) ?? '').length;
-}
-
-/** `/properties/a/items` for the keys from the root; `the root` for none. */
-function pointerOf(path: readonly string[]): string {
-  return path.length === 0 ? 'the root' : `/${path.map((key) => key.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
+  if (typeof value === 'string') return value.length;
+  return typeof value === 'number' || typeof value === 'boolean' ? String(value).length : 0;
 }
 
 interface Node {
-  readonly schema: unknown;
+  readonly schema: object;
   readonly depth: number;
-  readonly path: readonly string[];
+  /** Where it is: its parent and its key there, for the message that names it. */
+  readonly parent?: Node;
+  readonly key?: string;
+}
+
+/** `/properties/a/items` for a node and, optionally, a keyword of it; `the root` for none. */
+function pointerOf(node: Node, keyword?: string): string {
+  const keys: string[] = keyword === undefined ? [] : [keyword];
+  for (let at: Node | undefined = node; at?.key !== undefined; at = at.parent) keys.unshift(at.key);
+  return keys.length === 0 ? 'the root' : `/${keys.map((key) => key.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
 }
 
 /**
  * The first of the hosted API's strict-schema limits that `schema` is past, as a sentence
- * naming it and where; undefined when it is within them all. Iterative (a deep schema cannot
- * overflow the stack), each part of the schema visited once.
+ * naming it and where; undefined when it is within them all. Every object and array in the
+ * schema is visited once, iteratively (a deep schema cannot overflow the stack): data keywords
+ * (`enum`, `const`, `default`, `examples`) too, since a `$ref` can point into them and ajv then
+ * compiles what it finds there as a schema.
  */
 export function strictSchemaLimitExceeded(schema: unknown): string | undefined {
   let properties = 0;
   let patterns = 0;
   let enumValues = 0;
   let chars = 0;
-  const stack: Node[] = [{ schema, depth: 0, path: [] }];
-  const visit = (child: unknown, depth: number, path: readonly string[]): void => {
-    if (child !== null && typeof child === 'object') stack.push({ schema: child, depth, path });
+  if (schema === null || typeof schema !== 'object') return undefined;
+  const stack: Node[] = [{ schema, depth: 0 }];
+  const visit = (child: unknown, depth: number, parent: Node, key: string): void => {
+    if (child !== null && typeof child === 'object') stack.push({ schema: child, depth, parent, key });
   };
   while (stack.length > 0) {
-    const { schema: node, depth, path } = stack.pop()!;
-    if (depth > L.nestingLevels) return `it nests more than ${L.nestingLevels} levels deep (the limit), ${depth} at ${pointerOf(path)}`;
-    if (Array.isArray(node)) {
-      node.forEach((child, index) => visit(child, depth, [...path, String(index)]));
+    const node = stack.pop()!;
+    const { schema: current, depth } = node;
+    if (depth > L.nestingLevels) return `it nests more than ${L.nestingLevels} levels deep (the limit), ${depth} at ${pointerOf(node)}`;
+    if (Array.isArray(current)) {
+      current.forEach((child, index) => visit(child, depth, node, String(index)));
       continue;
     }
-    for (const [keyword, value] of Object.entries(node as Record<string, unknown>)) {
-      const at = [...path, keyword];
-      if (keyword === 'enum' && Array.isArray(value)) {
+    for (const [keyword, value] of Object.entries(current)) {
+      if (value === null || typeof value !== 'object') {
+        if (keyword === 'const') chars += charsOf(value);
+      } else if (keyword === 'enum' && Array.isArray(value)) {
         enumValues += value.length;
-        if (enumValues > L.enumValues) return `it has more than ${L.enumValues} enum values in total (the limit), ${enumValues} by ${pointerOf(at)}`;
-        const valueChars = value.reduce((sum: number, entry) => sum + charsOf(entry), 0);
-        chars += valueChars;
-        if (value.length > L.largeStringEnumValues && value.every((entry) => typeof entry === 'string') && valueChars > L.largeStringEnumChars) {
-          return `the string enum at ${pointerOf(at)} has ${value.length} values of ${valueChars} characters in all, over the limit of ${L.largeStringEnumChars} characters for an enum of more than ${L.largeStringEnumValues} values`;
+        if (enumValues > L.enumValues) return `it has more than ${L.enumValues} enum values in total (the limit), ${enumValues} by ${pointerOf(node, keyword)}`;
+        let stringChars = 0;
+        for (const entry of value) {
+          const entryChars = charsOf(entry);
+          chars += entryChars;
+          if (typeof entry === 'string') stringChars += entryChars;
         }
-      } else if (keyword === 'const') {
-        chars += charsOf(value);
-      } else if (DATA_KEYWORDS.has(keyword)) {
-        continue;
-      } else if ((PROPERTY_MAPS.has(keyword) || DEFINITION_MAPS.has(keyword)) && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+        if (value.length > L.largeStringEnumValues && stringChars > L.largeStringEnumChars) {
+          return `the enum at ${pointerOf(node, keyword)} has ${value.length} values, ${stringChars} characters of strings in all, over the limit of ${L.largeStringEnumChars} characters for an enum of more than ${L.largeStringEnumValues} values`;
+        }
+        visit(value, depth, node, keyword);
+      } else if ((PROPERTY_MAPS.has(keyword) || DEFINITION_MAPS.has(keyword)) && !Array.isArray(value)) {
         const names = Object.keys(value);
         for (const name of names) chars += name.length;
         if (PROPERTY_MAPS.has(keyword)) {
           properties += names.length;
-          if (properties > L.objectProperties) return `it has more than ${L.objectProperties} object properties in total (the limit), ${properties} by ${pointerOf(at)}`;
+          if (properties > L.objectProperties) return `it has more than ${L.objectProperties} object properties in total (the limit), ${properties} by ${pointerOf(node, keyword)}`;
         }
         if (keyword === 'patternProperties') {
           patterns += names.length;
-          if (patterns > L.patternProperties) return `it has more than ${L.patternProperties} patternProperties in total (the emulator's limit), ${patterns} by ${pointerOf(at)}`;
+          if (patterns > L.patternProperties) return `it has more than ${L.patternProperties} patternProperties in total (the emulator's limit), ${patterns} by ${pointerOf(node, keyword)}`;
         }
         // A definition's depth is where it is used, which a walk without following `$ref` cannot know: it counts from the root.
+        const map: Node = { schema: value, depth, parent: node, key: keyword };
         const childDepth = PROPERTY_MAPS.has(keyword) ? depth + 1 : 0;
-        for (const name of names) visit((value as Record<string, unknown>)[name], childDepth, [...at, name]);
+        for (const name of names) visit((value as Record<string, unknown>)[name], childDepth, map, name);
       } else {
-        // Any other object or array may hold schemas (`anyOf`, `not`, `if`, a keyword ajv does not know): walked, so nothing is hidden from the counts.
-        visit(value, CONTENT_KEYWORDS.has(keyword) ? depth + 1 : depth, at);
+        // Any other object or array may hold schemas (`anyOf`, `not`, `if`, `dependentSchemas`, a
+        // keyword ajv does not know, data a `$ref` points into): walked, so nothing is hidden from the counts.
+        visit(value, CONTENT_KEYWORDS.has(keyword) ? depth + 1 : depth, node, keyword);
       }
       if (chars > L.nameAndValueChars) {
-        return `its property names, definition names, enum values and const values come to more than ${L.nameAndValueChars} characters (the limit), ${chars} by ${pointerOf(at)}`;
+        return `its property names, definition names, enum values and const values come to more than ${L.nameAndValueChars} characters (the limit), ${chars} by ${pointerOf(node, keyword)}`;
       }
     }
   }

@@ -136,7 +136,11 @@ export async function checkToolSchemas(toolSet: ToolSet, bounds: SchemaBounds): 
       );
     }
   }
-  for (const use of toolSet.schemas) {
+  // The hosted API's limits hold for every strict schema, a function's that only the model calls too.
+  const directOnly = [...toolSet.tools.values()].flatMap((tool) =>
+    tool.definition.type === 'function' && !tool.callers.includes('programmatic') ? schemasOf(tool.definition, tool.id, tool.param) : [],
+  );
+  for (const use of [...toolSet.schemas, ...directOnly]) {
     const exceeded = strictSchemaLimitExceeded(use.schema);
     if (exceeded) throw new ApiError('invalid_function_parameters', `Invalid schema for tool '${use.toolName}' at ${use.param}: ${exceeded}.`, use.param);
   }
