@@ -9,7 +9,7 @@ import { SUITE_MARK } from './test/support/no-process-left.ts';
  */
 const AS_USERS_RUN_IT = ['test/cli.test.ts', 'test/examples.test.ts', 'test/testing-helper.test.ts'];
 
-// isolated-vm 5.0.4 on Node 20 crashes without --no-node-snapshot, and the flag must reach
+// isolated-vm needs --no-node-snapshot (runtime/node-flags.ts), and the flag must reach
 // the process that loads it: tests run in forked children started with it.
 // This run's id in every test worker's environment: the redis-servers they spawn are noted
 // under it, and the global teardown reaps those and no other (no-process-left.ts).

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { Redis } from 'ioredis';
 import type OpenAI from 'openai';
 import type { Response, ResponseCreateParamsNonStreaming } from 'openai/resources/responses/responses';
@@ -111,9 +111,9 @@ async function redisOrReason(): Promise<{ redis: TestRedis } | { reason: string 
 }
 
 function sqliteVersion(): string {
-  const db = new Database(':memory:');
+  const db = new DatabaseSync(':memory:');
   try {
-    return String(db.prepare('SELECT sqlite_version()').pluck().get());
+    return String(db.prepare('SELECT sqlite_version() AS version').get()?.version);
   } finally {
     db.close();
   }
@@ -147,7 +147,7 @@ async function redisVersionAndCleanUp(redis: TestRedis): Promise<string> {
 export async function measureStoreLatency(options: MeasureOptions, progress: Progress): Promise<StoreLatencyResult> {
   const dataDir = mkdtempSync(join(tmpdir(), 'ptc-bench-resume-'));
   const fingerprintKey = randomUUID();
-  const notes: string[] = [`sqlite: better-sqlite3, SQLite ${sqliteVersion()}, file in ${dataDir} (WAL, synchronous=NORMAL)`];
+  const notes: string[] = [`sqlite: node:sqlite, SQLite ${sqliteVersion()}, file in ${dataDir} (WAL, synchronous=NORMAL)`];
   const rows: StoreLatencyRow[] = [];
   const targets: StoreServer[] = [];
   progress('stores: starting Redis (if available)');

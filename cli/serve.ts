@@ -79,8 +79,9 @@ export async function serve(args: readonly string[]): Promise<void> {
   } catch (error) {
     // What is in the data directory (a SQLite file that is not one, a directory where the key
     // file goes) is the operator's to mend: one line, as for any setting.
-    const { code, name, message } = error as NodeJS.ErrnoException;
-    if (name === 'SqliteError' || (code !== undefined && /^E[A-Z]+$/.test(code))) {
+    const { code, message } = error as NodeJS.ErrnoException;
+    // node:sqlite's errors have code ERR_SQLITE_ERROR; file-system errors have an errno code.
+    if (code === 'ERR_SQLITE_ERROR' || (code !== undefined && /^E[A-Z]+$/.test(code))) {
       throw new UsageError(`PTC_DATA_DIR ${resolve(dataDirOf(config))} cannot be used: ${message.split('\n')[0]}`);
     }
     throw error;

@@ -5,8 +5,8 @@
 import type { WorkerDeath } from './worker/worker-process.ts';
 
 /**
- * The Node flag isolated-vm 5.0.4 on Node 20 needs in every process that makes isolates (see
- * node-flags.ts), declared beside the error that names it.
+ * The Node flag isolated-vm needs in every process that makes isolates (see node-flags.ts),
+ * declared beside the error that names it.
  */
 export const REQUIRED_NODE_FLAG = '--no-node-snapshot';
 

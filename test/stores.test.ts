@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import Database from 'better-sqlite3';
+import { DatabaseSync } from 'node:sqlite';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest';
 import type { ConversationItem } from '../schemas/items.ts';
@@ -21,6 +21,7 @@ function storedResponse(id: string, options: { previousResponseId?: string; answ
   const response: ResponseObject = {
     id,
     object: 'response',
+    access_programs: null,
     created_at: 1_760_000_000,
     completed_at: 1_760_000_001,
     status: 'completed',
@@ -212,11 +213,11 @@ describe('sqlite store file', () => {
     await store.put(storedResponse('resp_child', { previousResponseId: 'resp_parent' }));
 
     // A second connection reads what is on disk: WAL mode is a property of the file.
-    const inspector = new Database(filePath, { readonly: true });
+    const inspector = new DatabaseSync(filePath, { readOnly: true });
     try {
-      expect(inspector.pragma('journal_mode', { simple: true })).toBe('wal');
+      expect(inspector.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
       const row = inspector.prepare('SELECT previous_response_id, created_at FROM responses WHERE id = ?').get('resp_child');
-      expect(row).toStrictEqual({ previous_response_id: 'resp_parent', created_at: 1_760_000_000 });
+      expect({ ...row }).toStrictEqual({ previous_response_id: 'resp_parent', created_at: 1_760_000_000 });
     } finally {
       inspector.close();
     }

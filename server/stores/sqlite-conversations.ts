@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type Database from 'better-sqlite3';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { ConversationObject } from '../../schemas/conversation.ts';
 import type { ConversationItem } from '../../schemas/items.ts';
 import { UnknownCursorError, type ConversationStore, type ItemPage, type ItemPageQuery } from './conversation-store.ts';
+import { transaction } from './sqlite-transaction.ts';
 
 // `created_at` repeats what `body` holds so that conversations can be queried by age without
 // parsing every body. The lock lives in the row so that taking it is one conditional UPDATE,
@@ -33,6 +34,10 @@ const CREATE_ITEMS_TABLE = `
 const BEFORE_FIRST_SEQ = 0;
 const AFTER_LAST_SEQ = Number.MAX_SAFE_INTEGER;
 
+interface BodyRow {
+  readonly body: string;
+}
+
 interface ItemRow {
   readonly conversation_id: string;
   readonly item_id: string;
@@ -52,21 +57,21 @@ interface LockRow {
  * their locks included.
  */
 export class SqliteConversationStore implements ConversationStore {
-  readonly #selectBody: Database.Statement<[string], { body: string }>;
-  readonly #exists: Database.Statement<[string], { found: 1 }>;
-  readonly #upsert: Database.Statement<[{ id: string; created_at: number; body: string }]>;
-  readonly #updateBody: Database.Statement<[{ id: string; body: string }]>;
-  readonly #delete: Database.Statement<[string]>;
-  readonly #deleteItems: Database.Statement<[string]>;
-  readonly #upsertItem: Database.Statement<[ItemRow]>;
-  readonly #selectItems: Database.Statement<[string], { body: string }>;
-  readonly #selectItem: Database.Statement<[string, string], { body: string }>;
-  readonly #selectSeq: Database.Statement<[string, string], { seq: number }>;
-  readonly #pageAsc: Database.Statement<[string, number, number], { body: string }>;
-  readonly #pageDesc: Database.Statement<[string, number, number], { body: string }>;
-  readonly #deleteItem: Database.Statement<[string, string]>;
-  readonly #takeLock: Database.Statement<[LockRow]>;
-  readonly #releaseLock: Database.Statement<[string, string]>;
+  readonly #selectBody: StatementSync;
+  readonly #exists: StatementSync;
+  readonly #upsert: StatementSync;
+  readonly #updateBody: StatementSync;
+  readonly #delete: StatementSync;
+  readonly #deleteItems: StatementSync;
+  readonly #upsertItem: StatementSync;
+  readonly #selectItems: StatementSync;
+  readonly #selectItem: StatementSync;
+  readonly #selectSeq: StatementSync;
+  readonly #pageAsc: StatementSync;
+  readonly #pageDesc: StatementSync;
+  readonly #deleteItem: StatementSync;
+  readonly #takeLock: StatementSync;
+  readonly #releaseLock: StatementSync;
   readonly #createAll: (conversation: ConversationObject, items: readonly ConversationItem[]) => void;
   readonly #updateMetadata: (id: string, metadata: ConversationObject['metadata']) => ConversationObject | undefined;
   readonly #deleteAll: (id: string) => boolean;
@@ -75,7 +80,7 @@ export class SqliteConversationStore implements ConversationStore {
   readonly #readPage: (id: string, query: ItemPageQuery) => ItemPage | undefined;
   readonly #lockOrFind: (row: LockRow) => 'taken' | 'held' | 'missing';
 
-  constructor(db: Database.Database) {
+  constructor(db: DatabaseSync) {
     db.exec(CREATE_CONVERSATIONS_TABLE);
     db.exec(CREATE_ITEMS_TABLE);
     this.#selectBody = db.prepare('SELECT body FROM conversations WHERE id = ?');
@@ -106,49 +111,49 @@ export class SqliteConversationStore implements ConversationStore {
     // The token makes a holder whose lock expired, and was taken by another, release nothing.
     this.#releaseLock = db.prepare('UPDATE conversations SET locked_until = 0, lock_token = NULL WHERE id = ? AND lock_token = ?');
 
-    this.#createAll = db.transaction((conversation: ConversationObject, items: readonly ConversationItem[]) => {
+    this.#createAll = transaction(db, 'write', (conversation: ConversationObject, items: readonly ConversationItem[]) => {
       this.#deleteItems.run(conversation.id);
       this.#upsert.run({ id: conversation.id, created_at: conversation.created_at, body: JSON.stringify(conversation) });
       this.#insertItems(conversation.id, items);
     });
-    this.#updateMetadata = db.transaction((id: string, metadata: ConversationObject['metadata']) => {
-      const row = this.#selectBody.get(id);
+    this.#updateMetadata = transaction(db, 'write', (id: string, metadata: ConversationObject['metadata']) => {
+      const row = this.#selectBody.get(id) as BodyRow | undefined;
       if (row === undefined) return undefined;
       const updated: ConversationObject = { ...(JSON.parse(row.body) as ConversationObject), metadata: { ...metadata } };
       this.#updateBody.run({ id, body: JSON.stringify(updated) });
       return updated;
     });
-    this.#deleteAll = db.transaction((id: string) => {
+    this.#deleteAll = transaction(db, 'write', (id: string) => {
       this.#deleteItems.run(id);
       return this.#delete.run(id).changes > 0;
     });
     // The existence check and the inserts in one transaction: a delete committed in between
     // cannot leave items behind without their conversation.
-    this.#appendAll = db.transaction((id: string, items: readonly ConversationItem[]) => {
+    this.#appendAll = transaction(db, 'write', (id: string, items: readonly ConversationItem[]) => {
       if (this.#exists.get(id) === undefined) return false;
       this.#insertItems(id, items);
       return true;
     });
     // Reads of several statements run in a transaction so that they see one snapshot of the
     // file, not a write another process commits between them.
-    this.#readItems = db.transaction((id: string) => {
+    this.#readItems = transaction(db, 'read', (id: string) => {
       if (this.#exists.get(id) === undefined) return undefined;
-      return this.#selectItems.all(id).map((row) => JSON.parse(row.body) as ConversationItem);
+      return (this.#selectItems.all(id) as unknown as BodyRow[]).map((row) => JSON.parse(row.body) as ConversationItem);
     });
-    this.#readPage = db.transaction((id: string, query: ItemPageQuery) => {
+    this.#readPage = transaction(db, 'read', (id: string, query: ItemPageQuery) => {
       if (this.#exists.get(id) === undefined) return undefined;
       let from = query.order === 'asc' ? BEFORE_FIRST_SEQ : AFTER_LAST_SEQ;
       if (query.after !== undefined) {
-        const cursor = this.#selectSeq.get(id, query.after);
+        const cursor = this.#selectSeq.get(id, query.after) as { seq: number } | undefined;
         if (cursor === undefined) throw new UnknownCursorError(query.after);
         from = cursor.seq;
       }
       // One row past the page says whether more follow.
-      const rows = (query.order === 'asc' ? this.#pageAsc : this.#pageDesc).all(id, from, query.limit + 1);
+      const rows = (query.order === 'asc' ? this.#pageAsc : this.#pageDesc).all(id, from, query.limit + 1) as unknown as BodyRow[];
       return { data: rows.slice(0, query.limit).map((row) => JSON.parse(row.body) as ConversationItem), has_more: rows.length > query.limit };
     });
-    this.#lockOrFind = db.transaction((row: LockRow) => {
-      if (this.#takeLock.run(row).changes > 0) return 'taken';
+    this.#lockOrFind = transaction(db, 'write', (row: LockRow) => {
+      if (this.#takeLock.run({ ...row }).changes > 0) return 'taken';
       return this.#exists.get(row.id) === undefined ? 'missing' : 'held';
     });
   }
@@ -158,7 +163,7 @@ export class SqliteConversationStore implements ConversationStore {
   }
 
   async get(id: string): Promise<ConversationObject | undefined> {
-    const row = this.#selectBody.get(id);
+    const row = this.#selectBody.get(id) as BodyRow | undefined;
     return row === undefined ? undefined : (JSON.parse(row.body) as ConversationObject);
   }
 
@@ -187,7 +192,7 @@ export class SqliteConversationStore implements ConversationStore {
   }
 
   async item(id: string, itemId: string): Promise<ConversationItem | undefined> {
-    const row = this.#selectItem.get(id, itemId);
+    const row = this.#selectItem.get(id, itemId) as BodyRow | undefined;
     return row === undefined ? undefined : (JSON.parse(row.body) as ConversationItem);
   }
 

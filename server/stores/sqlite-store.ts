@@ -1,9 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { ConversationItem } from '../../schemas/items.ts';
 import type { ResponseStore, StoredResponse } from './response-store.ts';
 import { SqliteConversationStore } from './sqlite-conversations.ts';
+import { transaction } from './sqlite-transaction.ts';
 
 /** A row as the `responses` table holds it; `body` is the whole StoredResponse as JSON. */
 interface ResponseRow {
@@ -12,6 +13,10 @@ interface ResponseRow {
   readonly created_at: number;
   readonly body: string;
 }
+
+type BodyRow = Pick<ResponseRow, 'body'>;
+
+const BUSY_TIMEOUT_MS = 5_000;
 
 // `previous_response_id` and `created_at` repeat what `body` holds so that chains and age can
 // be queried (and pruned) without parsing every body.
@@ -41,24 +46,26 @@ const CREATE_ITEMS_TABLE = `
  * `store: true` request.
  */
 export class SqliteResponseStore implements ResponseStore {
-  readonly #db: Database.Database;
-  readonly #select: Database.Statement<[string], Pick<ResponseRow, 'body'>>;
-  readonly #upsert: Database.Statement<[ResponseRow]>;
-  readonly #delete: Database.Statement<[string]>;
-  readonly #deleteItems: Database.Statement<[string]>;
-  readonly #upsertItem: Database.Statement<[{ item_id: string; response_id: string }]>;
-  readonly #selectItemOwner: Database.Statement<[string], { response_id: string }>;
+  readonly #db: DatabaseSync;
+  readonly #select: StatementSync;
+  readonly #upsert: StatementSync;
+  readonly #delete: StatementSync;
+  readonly #deleteItems: StatementSync;
+  readonly #upsertItem: StatementSync;
+  readonly #selectItemOwner: StatementSync;
   readonly #putAll: (stored: StoredResponse) => void;
   readonly #deleteAll: (id: string) => boolean;
   readonly conversations: SqliteConversationStore;
 
   constructor(readonly filePath: string) {
     mkdirSync(dirname(filePath), { recursive: true });
-    this.#db = new Database(filePath);
+    // A process waits up to 5 s for another's write lock (instances sharing one file) before
+    // SQLITE_BUSY, as better-sqlite3, the driver before node:sqlite, did by default.
+    this.#db = new DatabaseSync(filePath, { timeout: BUSY_TIMEOUT_MS });
     // WAL lets readers proceed while a write commits; NORMAL skips the fsync on every commit,
     // which in WAL mode can lose the last transactions on power loss but never corrupts the file.
-    this.#db.pragma('journal_mode = WAL');
-    this.#db.pragma('synchronous = NORMAL');
+    this.#db.exec('PRAGMA journal_mode = WAL');
+    this.#db.exec('PRAGMA synchronous = NORMAL');
     this.#db.exec(CREATE_TABLE);
     this.#db.exec(CREATE_ITEMS_TABLE);
     this.conversations = new SqliteConversationStore(this.#db);
@@ -78,20 +85,20 @@ export class SqliteResponseStore implements ResponseStore {
       ON CONFLICT (item_id) DO UPDATE SET response_id = excluded.response_id`);
     this.#selectItemOwner = this.#db.prepare('SELECT response_id FROM response_items WHERE item_id = ?');
     // A response and its items' index change together.
-    this.#putAll = this.#db.transaction((stored: StoredResponse) => {
+    this.#putAll = transaction(this.#db, 'write', (stored: StoredResponse) => {
       const { response } = stored;
-      this.#upsert.run({ id: response.id, previous_response_id: response.previous_response_id, created_at: response.created_at, body: JSON.stringify(stored) });
+      this.#upsert.run({ id: response.id, previous_response_id: response.previous_response_id ?? null, created_at: response.created_at, body: JSON.stringify(stored) } satisfies ResponseRow);
       this.#deleteItems.run(response.id);
       for (const item of response.output) this.#upsertItem.run({ item_id: item.id, response_id: response.id });
     });
-    this.#deleteAll = this.#db.transaction((id: string) => {
+    this.#deleteAll = transaction(this.#db, 'write', (id: string) => {
       this.#deleteItems.run(id);
       return this.#delete.run(id).changes > 0;
     });
   }
 
   async get(id: string): Promise<StoredResponse | undefined> {
-    const row = this.#select.get(id);
+    const row = this.#select.get(id) as BodyRow | undefined;
     return row === undefined ? undefined : (JSON.parse(row.body) as StoredResponse);
   }
 
@@ -108,11 +115,11 @@ export class SqliteResponseStore implements ResponseStore {
     // Each owner's body is read and parsed once, however many of its items are asked for.
     const outputs = new Map<string, Map<string, ConversationItem>>();
     for (const itemId of ids) {
-      const owner = this.#selectItemOwner.get(itemId)?.response_id;
+      const owner = (this.#selectItemOwner.get(itemId) as { response_id: string } | undefined)?.response_id;
       if (owner === undefined) continue;
       let output = outputs.get(owner);
       if (!output) {
-        const row = this.#select.get(owner);
+        const row = this.#select.get(owner) as BodyRow | undefined;
         output = new Map((row === undefined ? [] : (JSON.parse(row.body) as StoredResponse).response.output).map((item) => [item.id, item as ConversationItem]));
         outputs.set(owner, output);
       }
@@ -124,6 +131,6 @@ export class SqliteResponseStore implements ResponseStore {
 
   async close(): Promise<void> {
     // Closing the last connection checkpoints the WAL into the main file and removes it.
-    if (this.#db.open) this.#db.close();
+    if (this.#db.isOpen) this.#db.close();
   }
 }
