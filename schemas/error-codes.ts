@@ -59,6 +59,11 @@ export const API_ERRORS = {
     type: 'invalid_request_error',
     description: 'A field has a value outside what it accepts; `param` names it.',
   },
+  steering_not_supported: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'A `response.steer` event over WebSocket (openai 7.x): each request on a socket runs to its end before the next is read, so there is nothing to steer. Answered with a `response.steer.failed` event carrying this code, not an `error` event.',
+  },
   previous_response_not_found: {
     status: 400,
     type: 'invalid_request_error',

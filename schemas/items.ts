@@ -3,7 +3,7 @@ import { ResponseTool, Tool } from './tools.ts';
 
 /**
  * Conversation items: what clients send in `input` and what responses carry in `output`.
- * Items the emulator reads are typed field by field with exactly the fields the SDK 6.49.0
+ * Items the emulator reads are typed field by field with exactly the fields the SDK 7.60.0
  * declares, and anything else is an unknown parameter, as the hosted API answers it (a client
  * resending the stream helper's `parsed_arguments` gets the 400 it would get from OpenAI).
  * Item types the emulator only keeps are checked by `type` alone.
@@ -21,7 +21,7 @@ const ItemStatus = z.enum(['in_progress', 'completed', 'incomplete']);
 
 // ---- content parts ----------------------------------------------------------------------
 
-const PromptCacheBreakpoint = z.strictObject({ mode: z.literal('explicit') }).nullish();
+const PromptCacheBreakpoint = z.strictObject({ mode: z.literal('explicit'), ttl: z.enum(['30m', '12h']).optional() }).nullish();
 
 export const OutputText = z.strictObject({
   type: z.literal('output_text'),
@@ -89,6 +89,8 @@ export const FunctionCallItem = z.strictObject({
   name: z.string(),
   arguments: z.string(),
   namespace: z.string().optional(),
+  /** openai 7.x: whether the call runs asynchronously; accepted, not acted on (docs/DEVIATIONS.md). */
+  async: z.boolean().optional(),
   caller: Caller.nullish(),
   status: ItemStatus.optional(),
 });
@@ -97,7 +99,10 @@ export type FunctionCallItem = z.infer<typeof FunctionCallItem>;
 export const FunctionCallOutputItem = z.strictObject({
   type: z.literal('function_call_output'),
   id: z.string().nullish(),
-  call_id: z.string().min(1),
+  // openai 7.x: an output may name its tool instead of its call (server/conversation/output-binding.ts).
+  call_id: z.string().min(1).nullish(),
+  name: z.string().nullish(),
+  namespace: z.string().nullish(),
   output: z.union([z.string(), z.array(ContentPart)]),
   caller: Caller.nullish(),
   status: ItemStatus.nullish(),
@@ -111,6 +116,7 @@ export const CustomToolCallItem = z.strictObject({
   name: z.string(),
   input: z.string(),
   namespace: z.string().optional(),
+  async: z.boolean().optional(),
   caller: Caller.nullish(),
 });
 
@@ -204,7 +210,7 @@ const CodeInterpreterOutput = z.discriminatedUnion('type', [
 ]);
 
 /**
- * A code interpreter run. `caller` is an extension (the SDK 6.49.0 type has none): the emulator
+ * A code interpreter run. `caller` is an extension (the SDK 7.60.0 type has none): the emulator
  * sets it on runs a program made, and reads it back to find the program.
  */
 export const CodeInterpreterCallItem = z.strictObject({
@@ -235,7 +241,21 @@ export const McpListToolsItem = z.strictObject({
 });
 export type McpListToolsItem = z.infer<typeof McpListToolsItem>;
 
-/** An MCP call the emulator made. `caller` is an extension, as on code_interpreter_call. */
+/**
+ * `mcp_call.error` as openai 7.x types it (McpToolCallError): a JSON-RPC error from the server,
+ * the tool's own error result (its content blocks), or a failure to reach the server over HTTP.
+ */
+export const McpCallError = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('mcp_protocol_error'), code: z.number(), message: z.string() }),
+  z.strictObject({ type: z.literal('mcp_tool_execution_error'), content: z.unknown() }),
+  z.strictObject({ type: z.literal('http_error'), code: z.number(), message: z.string() }),
+]);
+export type McpCallError = z.infer<typeof McpCallError>;
+
+/**
+ * An MCP call the emulator made. `caller` is an extension, as on code_interpreter_call. A string
+ * `error` is how responses stored before openai 7.x's structured errors carry it.
+ */
 export const McpCallItem = z.strictObject({
   type: z.literal('mcp_call'),
   id: z.string(),
@@ -243,7 +263,7 @@ export const McpCallItem = z.strictObject({
   name: z.string(),
   arguments: z.string(),
   output: z.string().nullish(),
-  error: z.string().nullish(),
+  error: z.union([McpCallError, z.string()]).nullish(),
   status: z.enum(['in_progress', 'completed', 'incomplete', 'calling', 'failed']).optional(),
   approval_request_id: z.string().nullish(),
   caller: Caller.nullish(),
@@ -262,7 +282,7 @@ export const McpApprovalRequestItem = z.strictObject({
 export type McpApprovalRequestItem = z.infer<typeof McpApprovalRequestItem>;
 
 /**
- * The user's answer to an approval request. `caller` is an extension (the SDK 6.49.0 type has
+ * The user's answer to an approval request. `caller` is an extension (the SDK 7.60.0 type has
  * none): a client that copies its request's `caller` onto it, as the Agents SDK does, must copy
  * it unchanged; a client that leaves it out is answering all the same.
  */
@@ -331,6 +351,8 @@ export const KEPT_ITEM_TYPES = [
   'image_generation_call',
   'local_shell_call',
   'local_shell_call_output',
+  // openai 7.x: sets reasoning and text for later responses; kept and listed, not applied (docs/DEVIATIONS.md).
+  'configuration_update',
 ] as const;
 export const KeptItem = z.looseObject({ type: z.enum(KEPT_ITEM_TYPES), id: z.string().nullish() });
 
@@ -451,7 +473,7 @@ export const EmittedMcpCall = z.strictObject({
   name: z.string(),
   arguments: z.string(),
   output: z.string().nullable(),
-  error: z.string().nullable(),
+  error: McpCallError.nullable(),
   status: z.enum(['in_progress', 'completed', 'failed']),
   approval_request_id: z.string().nullable(),
   caller: Caller.optional(),

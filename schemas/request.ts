@@ -45,12 +45,22 @@ export const InputItemWithDefaultType = z.preprocess((value) => {
 }, InputItem);
 
 /**
- * `POST /v1/responses`. Every parameter of the SDK 6.49.0 create params is accepted; those the
+ * `POST /v1/responses`. Every parameter of the SDK 7.60.0 create params is accepted; those the
  * emulator does not act on are echoed on the Response where it has a field for them
  * (docs/DEVIATIONS.md). Parameters outside this list are rejected, as the hosted API does.
  */
+/** Processing tiers (openai 7.x adds `fast` and `ultrafast`); echoed on the Response, `auto` as `default`. */
+export const ServiceTier = z.enum(['auto', 'default', 'flex', 'scale', 'priority', 'fast', 'ultrafast']);
+
+/** The Cyber access programs a request may ask for (`access_programs.cyber`), echoed on its Response. */
+export const CyberAccessProgram = z.enum(['standard', 'daybreak_blue', 'daybreak_red']);
+
 export const CreateResponseRequest = z.strictObject({
   model: z.string().min(1),
+  access_programs: z.strictObject({ cyber: CyberAccessProgram.optional() }).optional(),
+  background_options: z.strictObject({ completion_window: z.enum(['soonest', '2h', '8h']).optional(), continuation_id: z.string().optional() }).optional(),
+  image: z.strictObject({ context_compression: z.enum(['auto', 'enabled', 'disabled']).optional() }).optional(),
+  max_tool_calls: z.number().int().min(1).nullish(),
   input: z.union([z.string(), z.array(InputItemWithDefaultType)]).optional(),
   instructions: z.string().nullish(),
   tools: z.array(Tool).optional(),
@@ -69,7 +79,7 @@ export const CreateResponseRequest = z.strictObject({
   truncation: z.enum(['auto', 'disabled']).nullish(),
   user: z.string().optional(),
   safety_identifier: z.string().nullish(),
-  service_tier: z.enum(['auto', 'default', 'flex', 'scale', 'priority']).nullish(),
+  service_tier: ServiceTier.nullish(),
   prompt_cache_key: z.string().nullish(),
   prompt_cache_retention: z.enum(['in_memory', '24h']).nullish(),
   prompt_cache_options: z.looseObject({}).optional(),
@@ -110,7 +120,7 @@ export const RetrieveResponseQuery = z.strictObject({
   include_obfuscation: z.enum(['true', 'false']).optional(),
 });
 
-/** `POST /v1/responses/compact` (the SDK 6.49.0's ResponseCompactParams). */
+/** `POST /v1/responses/compact` (the SDK 7.60.0's ResponseCompactParams). */
 export const CompactRequest = z.strictObject({
   model: z.string().min(1).nullable(),
   input: CreateResponseRequest.shape.input.nullable(),
@@ -119,11 +129,12 @@ export const CompactRequest = z.strictObject({
   prompt_cache_key: z.string().nullish(),
   prompt_cache_options: z.looseObject({}).nullish(),
   prompt_cache_retention: z.enum(['in_memory', '24h']).nullish(),
-  service_tier: z.enum(['auto', 'default', 'flex', 'priority']).nullish(),
+  service_tier: z.enum(['auto', 'default', 'flex', 'priority', 'fast']).nullish(),
+  image: CreateResponseRequest.shape.image,
 });
 export type CompactRequest = z.infer<typeof CompactRequest>;
 
-/** `POST /v1/responses/input_tokens` (the SDK 6.49.0's InputTokenCountParams). */
+/** `POST /v1/responses/input_tokens` (the SDK 7.60.0's InputTokenCountParams). */
 export const InputTokensRequest = z.strictObject({
   model: z.string().nullish(),
   input: CreateResponseRequest.shape.input.nullable(),

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { OutputItem, type ConversationItem } from './items.ts';
-import { ReasoningConfig, TextConfig } from './request.ts';
+import { CyberAccessProgram, ReasoningConfig, ServiceTier, TextConfig } from './request.ts';
 import { ResponseTool, ToolChoice } from './tools.ts';
 import { Usage } from './usage.ts';
 
-/** `Response.error.code`: the values the SDK 6.49.0 declares. */
+/** `Response.error.code`: the values the SDK 7.60.0 declares. */
 export const ResponseErrorCode = z.enum([
   'server_error',
   'rate_limit_exceeded',
@@ -35,6 +35,8 @@ export const ResponseErrorCode = z.enum([
 export const ResponseObject = z.strictObject({
   id: z.string(),
   object: z.literal('response'),
+  /** The access program the request chose (openai 7.x); null for the implicit Standard. */
+  access_programs: z.strictObject({ cyber: CyberAccessProgram }).nullable(),
   created_at: z.number().int(),
   completed_at: z.number().int().nullable(),
   status: z.enum(['completed', 'failed', 'in_progress', 'cancelled', 'queued', 'incomplete']),
@@ -49,7 +51,7 @@ export const ResponseObject = z.strictObject({
   parallel_tool_calls: z.boolean(),
   previous_response_id: z.string().nullable(),
   reasoning: z.strictObject({ effort: ReasoningConfig.shape.effort.unwrap(), summary: ReasoningConfig.shape.summary.unwrap() }),
-  service_tier: z.enum(['auto', 'default', 'flex', 'scale', 'priority']),
+  service_tier: ServiceTier,
   temperature: z.number(),
   text: TextConfig,
   tool_choice: ToolChoice,

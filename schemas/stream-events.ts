@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { EmittedFunctionCall, EmittedMessage, EmittedReasoning, OutputItem } from './items.ts';
+import { EmittedMessage, EmittedReasoning, OutputItem } from './items.ts';
 import { ResponseObject } from './response.ts';
 
 /**
- * The Server-Sent Events of `stream: true`, exactly as the SDK 6.49.0 types them (the type test
+ * The Server-Sent Events of `stream: true`, exactly as the SDK 7.60.0 types them (the type test
  * checks each against `ResponseStreamEvent`). Programs travel only as `output_item.added/.done`.
  */
 const sequence_number = z.number().int().min(0);
@@ -47,7 +47,6 @@ export const StreamEvent = z.discriminatedUnion('type', [
     sequence_number,
     output_index: z.number().int(),
     item_id: z.string(),
-    name: EmittedFunctionCall.shape.name,
     arguments: z.string(),
   }),
   ...(

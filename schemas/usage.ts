@@ -3,7 +3,7 @@ import { z } from 'zod';
 const TokenCount = z.number().int().nonnegative();
 
 /**
- * `Response.usage`: the shape of the SDK's `ResponseUsage` (openai 6.49.0), field for field.
+ * `Response.usage`: the shape of the SDK's `ResponseUsage` (openai 7.60.0), field for field.
  * The counts come from server/usage.ts.
  */
 export const Usage = z.strictObject({
@@ -11,6 +11,9 @@ export const Usage = z.strictObject({
   input_tokens_details: z.strictObject({
     cache_write_tokens: TokenCount,
     cached_tokens: TokenCount,
+    // Which retention the written tokens got (openai 7.x); the emulator caches nothing, so it
+    // sends none, but a model backend's counts may carry it.
+    cache_write_tokens_details: z.strictObject({ ttl_12h_tokens: TokenCount, ttl_30m_tokens: TokenCount }).optional(),
   }),
   output_tokens: TokenCount,
   output_tokens_details: z.strictObject({

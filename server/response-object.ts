@@ -41,6 +41,7 @@ export function buildResponse(id: string, request: CreateResponseRequest, create
   return {
     id,
     object: 'response',
+    access_programs: request.access_programs?.cyber ? { cyber: request.access_programs.cyber } : null,
     created_at: createdAt,
     completed_at: FINISHED.has(state.status) ? Math.floor(Date.now() / 1000) : null,
     status: state.status,

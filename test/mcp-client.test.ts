@@ -55,6 +55,11 @@ async function tracked<T extends PlainTestServer>(server: Promise<T>): Promise<T
 }
 
 const TIMEOUT = { timeoutMs: 10_000 };
+
+/** A call that failed before the tool answered, as its mcp_call item's `error` says it. */
+function httpError(message: unknown, code: unknown = expect.any(Number)): { type: 'http_error'; code: number; message: string } {
+  return { type: 'http_error', code: code as number, message: message as string };
+}
 /** For server-side effects that follow an answer asynchronously (a hang-up, a cancellation). */
 const EVENTUALLY = { timeout: 5_000, interval: 10 };
 
@@ -125,8 +130,8 @@ describe.each(SERVER_KINDS)('a server speaking $transport', ({ start }) => {
   const toolCases: readonly { tool: string; args: Record<string, unknown>; expected: McpCallResult }[] = [
     { tool: 'echo', args: { text: 'hi', n: 1 }, expected: { output: '{"text":"hi","n":1}' } },
     { tool: 'add', args: { a: 2, b: 3 }, expected: { output: '{"sum":5}' } },
-    { tool: 'fail', args: {}, expected: { error: 'the fail tool always fails' } },
-    { tool: 'explode', args: {}, expected: { error: "MCP server 'local': tool 'explode' failed: MCP error -32603: kaboom" } },
+    { tool: 'fail', args: {}, expected: { error: { type: 'mcp_tool_execution_error', content: [{ type: 'text', text: 'the fail tool always fails' }] } } },
+    { tool: 'explode', args: {}, expected: { error: { type: 'mcp_protocol_error', code: -32603, message: "MCP server 'local': tool 'explode' failed: MCP error -32603: kaboom" } } },
     { tool: 'slow', args: { ms: 5 }, expected: { output: 'slept 5 ms' } },
     { tool: 'whoami', args: {}, expected: { output: '(none)' } },
     {
@@ -136,7 +141,7 @@ describe.each(SERVER_KINDS)('a server speaking $transport', ({ start }) => {
         output: 'a picture:\n{"type":"image","mimeType":"image/png"}\n{"type":"resource_link","uri":"file:///report.txt","name":"report","mimeType":"text/plain"}',
       },
     },
-    { tool: 'missing', args: {}, expected: { error: "MCP server 'local': tool 'missing' failed: MCP error -32602: Unknown tool: missing" } },
+    { tool: 'missing', args: {}, expected: { error: { type: 'mcp_protocol_error', code: -32602, message: "MCP server 'local': tool 'missing' failed: MCP error -32602: Unknown tool: missing" } } },
   ];
 
   test.each(toolCases)('calling $tool resolves $expected', async ({ tool, args, expected }) => {
@@ -154,7 +159,7 @@ describe.each(SERVER_KINDS)('a server speaking $transport', ({ start }) => {
 
     const result = await clients.callTool(config, 'slow', { ms: 120_000 }, { timeoutMs: 300 });
 
-    expect(result).toEqual({ error: "MCP server 'local': tool 'slow' failed: no answer within 300 ms" });
+    expect(result).toEqual({ error: { type: 'http_error', code: 504, message: "MCP server 'local': tool 'slow' failed: no answer within 300 ms" } });
     // The server was told (notifications/cancelled) and the HTTP request carrying the call ended.
     await vi.waitFor(() => expect(server.cancelledCalls).toBe(1), EVENTUALLY);
     await vi.waitFor(() => expect(server.openPosts).toBe(0), EVENTUALLY);
@@ -181,9 +186,9 @@ describe.each(SERVER_KINDS)('a server speaking $transport', ({ start }) => {
 
     const refused = await clients.callTool(configFor(server), 'whoami', {}, TIMEOUT);
     expect(refused).toEqual({
-      error: expect.stringMatching(
+      error: httpError(expect.stringMatching(
         /^MCP server 'local': tool 'whoami' failed: could not connect: Streamable HTTP: HTTP 401, check the authorization and headers configured for it \(.*unauthorized\)$/,
-      ),
+      )),
     });
     await expect(clients.listTools(configFor(server), TIMEOUT)).rejects.toThrow(/^MCP server 'local': listing tools failed: .*HTTP 401/);
     // A 401 is the user's to fix: the legacy transport was not tried behind it.
@@ -200,7 +205,7 @@ describe.each(SERVER_KINDS)('a server speaking $transport', ({ start }) => {
     expect(concurrent).toEqual(Array.from({ length: 10 }, (_, i) => ({ output: JSON.stringify({ sum: i + 1 }) })));
     await clients.listTools(config, TIMEOUT);
     for (let i = 0; i < 5; i++) await clients.callTool(config, 'echo', { i }, TIMEOUT);
-    expect(await clients.callTool(config, 'fail', {}, TIMEOUT)).toEqual({ error: 'the fail tool always fails' });
+    expect(await clients.callTool(config, 'fail', {}, TIMEOUT)).toEqual({ error: { type: 'mcp_tool_execution_error', content: [{ type: 'text', text: 'the fail tool always fails' }] } });
     expect(await clients.callTool(config, 'explode', {}, TIMEOUT)).toHaveProperty('error');
     expect(await clients.callTool(config, 'echo', {}, TIMEOUT)).toEqual({ output: '{}' });
     expect(server.initializations).toBe(1);
@@ -219,7 +224,7 @@ describe.each(SERVER_KINDS)('a server speaking $transport', ({ start }) => {
     await first.close();
 
     expect(await clients.callTool(config, 'echo', { n: 2 }, TIMEOUT)).toEqual({
-      error: expect.stringMatching(/^MCP server 'local': tool 'echo' failed: .*ECONNREFUSED/),
+      error: httpError(expect.stringMatching(/^MCP server 'local': tool 'echo' failed: .*ECONNREFUSED/)),
     });
 
     const second = await startServer({ port: first.port });
@@ -253,7 +258,7 @@ describe.each(SERVER_KINDS)('a server speaking $transport', ({ start }) => {
     // that call may have reached the old server, so it is not silently sent again. The
     // connection is dropped either way, so the next call reconnects.
     const afterCrash = await clients.callTool(config, 'echo', { n: 2 }, TIMEOUT);
-    if ('error' in afterCrash) expect(afterCrash.error).toMatch(/^MCP server 'local': tool 'echo' failed: /);
+    if ('error' in afterCrash) expect(afterCrash.error).toMatchObject(httpError(expect.stringMatching(/^MCP server 'local': tool 'echo' failed: /)));
     expect(await clients.callTool(config, 'echo', { n: 3 }, TIMEOUT)).toEqual({ output: '{"n":3}' });
     expect(second.initializations).toBe(1);
   });
@@ -294,7 +299,7 @@ describe.each(SERVER_KINDS)('a server speaking $transport', ({ start }) => {
 
     await vi.waitFor(() => expect(server.openSessions).toBe(0), EVENTUALLY);
     expect(await clients.callTool(config, 'echo', {}, TIMEOUT)).toEqual({
-      error: "MCP server 'local': tool 'echo' failed: the MCP client is closed",
+      error: httpError("MCP server 'local': tool 'echo' failed: the MCP client is closed"),
     });
     await expect(clients.listTools(config, TIMEOUT)).rejects.toThrow("MCP server 'local': listing tools failed: the MCP client is closed");
   });
@@ -435,7 +440,7 @@ describe('PTC_MCP_ALLOWED_URLS', () => {
 
     const elsewhere = newClients({ allowedUrls: ['https://mcp.example.com/'] });
     await expect(elsewhere.listTools(configFor(server), TIMEOUT)).rejects.toThrow(`${server.url} is not allowed by this emulator's PTC_MCP_ALLOWED_URLS`);
-    expect(await elsewhere.callTool(configFor(server), 'echo', {}, TIMEOUT)).toEqual({ error: expect.stringContaining('PTC_MCP_ALLOWED_URLS') });
+    expect(await elsewhere.callTool(configFor(server), 'echo', {}, TIMEOUT)).toEqual({ error: httpError(expect.stringContaining('PTC_MCP_ALLOWED_URLS')) });
     // This names 127.0.0.1, with user info that reads like the allowed host.
     const disguised = `http://mcp.example.com:x@127.0.0.1:${port}/mcp`;
     await expect(newClients({ allowedUrls: ['http://mcp.example.com'] }).listTools(configFor({ url: disguised }), TIMEOUT)).rejects.toThrow('is not allowed');
@@ -449,7 +454,7 @@ describe('servers that do not work', () => {
     const clients = newClients();
     const config: McpServerConfig = { serverLabel: 'down', serverUrl: url };
     expect(await clients.callTool(config, 'echo', {}, TIMEOUT)).toEqual({
-      error: expect.stringMatching(/^MCP server 'down': tool 'echo' failed: could not connect: Streamable HTTP: fetch failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/),
+      error: httpError(expect.stringMatching(/^MCP server 'down': tool 'echo' failed: could not connect: Streamable HTTP: fetch failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/)),
     });
     await expect(clients.listTools(config, TIMEOUT)).rejects.toThrow(/^MCP server 'down': listing tools failed: could not connect: .*ECONNREFUSED/);
   });
@@ -458,9 +463,9 @@ describe('servers that do not work', () => {
     const server = await tracked(startStreamableMcpServer());
     const config: McpServerConfig = { serverLabel: 'typo', serverUrl: server.url.replace('/mcp', '/nope') };
     expect(await newClients().callTool(config, 'echo', {}, TIMEOUT)).toEqual({
-      error: expect.stringMatching(
+      error: httpError(expect.stringMatching(
         /^MCP server 'typo': tool 'echo' failed: could not connect: Streamable HTTP: HTTP 404 \(.*\); legacy HTTP\+SSE: HTTP 404 \(.*\)$/,
-      ),
+      )),
     });
     expect(server.requests).toEqual([
       { method: 'POST', path: '/nope' },
@@ -473,7 +478,7 @@ describe('servers that do not work', () => {
     const clients = newClients();
     const config: McpServerConfig = { serverLabel: 'broken', serverUrl: server.url };
     expect(await clients.callTool(config, 'echo', {}, TIMEOUT)).toEqual({
-      error: expect.stringMatching(/^MCP server 'broken': tool 'echo' failed: could not connect: Streamable HTTP: HTTP 500 \(.*internal failure\)$/),
+      error: httpError(expect.stringMatching(/^MCP server 'broken': tool 'echo' failed: could not connect: Streamable HTTP: HTTP 500 \(.*internal failure\)$/)),
     });
     await expect(clients.listTools(config, TIMEOUT)).rejects.toThrow(/^MCP server 'broken': listing tools failed: .*HTTP 500/);
   });
@@ -483,7 +488,7 @@ describe('servers that do not work', () => {
     const clients = newClients();
     const config: McpServerConfig = { serverLabel: 'hung', serverUrl: server.url };
     expect(await clients.callTool(config, 'echo', {}, { timeoutMs: 300 })).toEqual({
-      error: expect.stringMatching(/^MCP server 'hung': tool 'echo' failed: no answer within 300 ms/),
+      error: httpError(expect.stringMatching(/^MCP server 'hung': tool 'echo' failed: no answer within 300 ms/), 504),
     });
     await expect(clients.listTools(config, { timeoutMs: 300 })).rejects.toThrow(/^MCP server 'hung': listing tools failed: .*no answer within 300 ms/);
     // Giving up includes hanging up: no request is left open on the server.
@@ -493,7 +498,7 @@ describe('servers that do not work', () => {
   test('a legacy SSE server whose stream never announces its endpoint: the call times out', { timeout: 20_000 }, async () => {
     const server = await tracked(startUnresponsiveHttpServer({ eventStreamOnly: true }));
     const result = await newClients().callTool({ serverLabel: 'mute', serverUrl: server.url }, 'echo', {}, { timeoutMs: 300 });
-    expect(result).toEqual({ error: expect.stringMatching(/^MCP server 'mute': tool 'echo' failed: no answer within 300 ms/) });
+    expect(result).toEqual({ error: httpError(expect.stringMatching(/^MCP server 'mute': tool 'echo' failed: no answer within 300 ms/), 504) });
     // The abandoned event stream is closed, not left open (or reconnecting) in the background.
     await vi.waitFor(() => expect(server.openRequests).toBe(0), EVENTUALLY);
   });
@@ -501,10 +506,10 @@ describe('servers that do not work', () => {
   test('an invalid or non-HTTP server URL resolves an error instead of throwing', async () => {
     const clients = newClients();
     expect(await clients.callTool({ serverLabel: 'typo', serverUrl: 'not a url' }, 'echo', {}, TIMEOUT)).toEqual({
-      error: "MCP server 'typo': tool 'echo' failed: Invalid URL",
+      error: httpError("MCP server 'typo': tool 'echo' failed: Invalid URL"),
     });
     expect(await clients.callTool({ serverLabel: 'local', serverUrl: 'file:///etc/passwd' }, 'echo', {}, TIMEOUT)).toEqual({
-      error: "MCP server 'local': tool 'echo' failed: the server URL must be http or https, not file:",
+      error: httpError("MCP server 'local': tool 'echo' failed: the server URL must be http or https, not file:"),
     });
   });
 });

@@ -24,8 +24,10 @@ import { startServer, type RunningServer } from './support/server.ts';
 
 // Compile-time: the error event is one the SDK types, and a client event's body is a create body.
 type IsAssignable<From, To> = [From] extends [To] ? true : false;
+/** `response.create`: the client event this emulator answers (openai 7.x adds `response.steer`). */
+type CreateEvent = Extract<ResponsesClientEvent, { type: 'response.create' }>;
 const errorEventFits: IsAssignable<SocketErrorEvent, ResponseErrorEvent> = true;
-const clientEventFits: IsAssignable<Omit<ResponsesClientEvent, 'type'>, Partial<Record<keyof CreateResponseRequest, unknown>>> = true;
+const clientEventFits: IsAssignable<Omit<CreateEvent, 'type'>, Partial<Record<keyof CreateResponseRequest, unknown>>> = true;
 void [errorEventFits, clientEventFits];
 
 const MODEL = 'ptc-emulator';
@@ -68,7 +70,7 @@ class TestSocket {
   }
 
   /** Sends a response.create and reads its events up to the terminal one. */
-  async create(body: Omit<ResponsesClientEvent, 'type'>): Promise<ResponsesServerEvent[]> {
+  async create(body: Omit<CreateEvent, 'type'>): Promise<ResponsesServerEvent[]> {
     this.ws.send({ type: 'response.create', ...body });
     return this.events();
   }
@@ -125,7 +127,7 @@ function finalResponse(events: readonly ResponsesServerEvent[]): Response {
 }
 
 /** The same request's Server-Sent Events, through the SDK. */
-async function sseEvents(client: OpenAI, body: Omit<ResponsesClientEvent, 'type'>): Promise<ResponseStreamEvent[]> {
+async function sseEvents(client: OpenAI, body: Omit<CreateEvent, 'type'>): Promise<ResponseStreamEvent[]> {
   const events: ResponseStreamEvent[] = [];
   for await (const event of await client.responses.create({ ...(body as OpenAI.Responses.ResponseCreateParamsNonStreaming), stream: true })) events.push(event);
   return events;
@@ -151,7 +153,7 @@ describe('WebSocket mode', () => {
   it('connects at the Responses URL and answers response.create with the events SSE sends for the same request', async () => {
     const socket = new TestSocket(server.client);
     expect(socket.ws.url.href).toBe(`${server.baseURL.replace(/^http/, 'ws')}/responses`);
-    const bodies: Omit<ResponsesClientEvent, 'type'>[] = [
+    const bodies: Omit<CreateEvent, 'type'>[] = [
       { model: MODEL, input: 'plain message', tools: TOOLS },
       { model: MODEL, input: 'with reasoning', tools: TOOLS },
       { model: MODEL, input: 'two pauses', tools: TOOLS },
@@ -287,6 +289,45 @@ describe('WebSocket mode', () => {
       socket.ws.sendRaw(data);
       expect(await socket.error()).toMatchObject({ type: 'error', status: 400, ...expected });
     }
+    expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
+  });
+
+  it('echoes a request\'s stream_id on each of its events, error events included (openai 7.x lanes)', async () => {
+    const socket = new TestSocket(server.client);
+    const first = await socket.create({ model: MODEL, input: 'plain message', stream_id: 'lane-a' });
+    expect(first.length).toBeGreaterThan(3);
+    expect(first.map((event) => (event as { stream_id?: string }).stream_id)).toEqual(first.map(() => 'lane-a'));
+    const second = await socket.create({ model: MODEL, input: 'plain message', stream_id: 'lane-b' });
+    expect(new Set(second.map((event) => (event as { stream_id?: string }).stream_id))).toEqual(new Set(['lane-b']));
+    // Without one, events carry none.
+    const plain = await socket.create({ model: MODEL, input: 'plain message' });
+    expect(plain.some((event) => 'stream_id' in event)).toBe(false);
+    socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message', stream_id: 'lane-c', background: true });
+    expect(await socket.error()).toMatchObject({ type: 'error', code: 'invalid_value', param: 'background', stream_id: 'lane-c' });
+  });
+
+  it('refuses generate: false with an error event naming it, and a stream_id that is not a string', async () => {
+    const socket = new TestSocket(server.client);
+    socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message', generate: false });
+    expect(await socket.error()).toMatchObject({ type: 'error', status: 400, code: 'invalid_value', param: 'generate' });
+    socket.ws.sendRaw(JSON.stringify({ type: 'response.create', model: MODEL, input: 'plain message', stream_id: 7 }));
+    expect(await socket.error()).toMatchObject({ type: 'error', status: 400, code: 'invalid_type', param: 'stream_id' });
+    expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message', generate: true })).status).toBe('completed');
+  });
+
+  it('answers response.steer with response.steer.failed (steering_not_supported) and goes on serving', async () => {
+    const socket = new TestSocket(server.client);
+    const done = finalResponse(await socket.create({ model: MODEL, input: 'plain message' }));
+    const input = [{ type: 'message' as const, role: 'user' as const, content: 'and also this' }];
+    socket.ws.send({ type: 'response.steer', previous_response_id: done.id, input });
+    const message = await socket.next();
+    if (message.type !== 'message') throw new Error(`expected an event, got ${JSON.stringify(message)}`);
+    expect(message.message).toStrictEqual({
+      type: 'response.steer.failed',
+      sequence_number: 0,
+      error: { type: 'invalid_request_error', code: 'steering_not_supported', message: expect.stringContaining('does not steer responses') },
+      steer: { previous_response_id: done.id, input },
+    });
     expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
   });
 

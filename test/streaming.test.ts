@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StreamEvent } from '../schemas/stream-events.ts';
 import type { ScenarioFile } from '../server/model/scenario-model.ts';
 import { expectSdkError, rejectionOf } from './support/api-errors.ts';
+import { sseEvents } from './support/fuzz-http.ts';
+import { withoutParseFields } from './support/sdk-parse-fields.ts';
 import { SEED_TOOLS } from './fixtures/seed-tools.ts';
 import { functionCallsOf, programOutputOf } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';
@@ -74,13 +76,6 @@ const TERMINAL_FOR_STATUS: Record<string, string> = {
 /** A UTF-16 surrogate without its pair: what a delta cut inside an emoji would carry. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-/** Fields the SDK adds client-side when it parses a response (`maybeParseResponse`); the wire has none. */
-const CLIENT_PARSE_FIELDS = new Set(['output_parsed', 'parsed_arguments', 'parsed']);
-
-/** A plain JSON copy without the SDK's client-side parse fields. */
-function withoutParseFields(value: unknown): unknown {
-  return JSON.parse(JSON.stringify(value, (key, field: unknown) => (CLIENT_PARSE_FIELDS.has(key) ? undefined : field)));
-}
 
 /** The stored response exactly as the wire carries it (no `output_text`: the SDK adds that). */
 async function wireResponse(client: OpenAI, id: string): Promise<Record<string, unknown> & { output: unknown[] }> {
@@ -182,7 +177,7 @@ function expectItemBlock(block: readonly ResponseStreamEvent[], item: WireItem, 
   expect(done.item).toStrictEqual(item);
   for (const event of block) {
     if ('item_id' in event) expect(event.item_id, event.type).toBe(item.id);
-    if ('delta' in event) expect(LONE_SURROGATE.test(event.delta), `delta ${JSON.stringify(event.delta)} splits a character`).toBe(false);
+    if ('delta' in event && typeof event.delta === 'string') expect(LONE_SURROGATE.test(event.delta), `delta ${JSON.stringify(event.delta)} splits a character`).toBe(false);
   }
 
   const deltasOf = (type: string, key: (event: ResponseStreamEvent) => boolean = () => true): string =>
@@ -193,7 +188,9 @@ function expectItemBlock(block: readonly ResponseStreamEvent[], item: WireItem, 
   switch (item.type) {
     case 'function_call': {
       const argumentsDone = block.find((event) => event.type === 'response.function_call_arguments.done');
-      expect(argumentsDone).toMatchObject({ name: item.name, arguments: item.arguments, output_index: index });
+      // openai 7.x dropped `name` from this event: the item carries it.
+      expect(argumentsDone).toMatchObject({ arguments: item.arguments, output_index: index });
+      expect(argumentsDone).not.toHaveProperty('name');
       expect(deltasOf('response.function_call_arguments.delta')).toBe(item.arguments);
       if ('arguments' in added.item) expect(added.item.arguments).toBe('');
       break;
@@ -528,7 +525,8 @@ async function streamedLoopStored(client: OpenAI): Promise<{ text: string; respo
 it('rejects, as the hosted API does, a store: false loop that resends finalResponse().output with the SDK\'s parse fields', async () => {
   const input: ResponseInputItem[] = [{ role: 'user', content: 'Compare inventory with demand for sku_123.' }];
   const first = await seedServer.client.responses.stream({ model: 'YOUR_MODEL_ID', store: false, input, tools: [...SEED_TOOLS] }).finalResponse();
-  input.push(...toResponseInputItems(first.output));
+  // Resent as the helper returned them: openai 7.x's toResponseInputItems would strip the fields.
+  input.push(...(first.output as ResponseInputItem[]));
   const error = await seedServer.client.responses.create({ model: 'YOUR_MODEL_ID', store: false, input, tools: [...SEED_TOOLS] }).then(
     () => undefined,
     (reason: unknown) => reason,
@@ -682,44 +680,69 @@ describe('a background response that fails inside its turn', () => {
     });
   });
 
+  // On the wire, a failed response's stream is its items, then a flat `error` event, then
+  // response.failed. openai 7.x's stream throws an APIError at the `error` event, carrying its
+  // code and message: an SDK user sees the failure, not response.failed.
   it('replays as a flat error event followed by response.failed', async () => {
     const { client } = faulty;
     const failed = await failedBackground();
-    const events: ResponseStreamEvent[] = [];
-    for await (const event of await client.responses.retrieve(failed.id, { stream: true })) events.push(event);
+    const raw = await client.responses.retrieve(failed.id, { stream: true }).asResponse();
+    const events = sseEvents(await raw.text());
     const wire = await wireResponse(client, failed.id);
-    expect(events.map((event) => event.type)).toEqual(['response.created', 'response.queued', 'response.in_progress', 'error', 'response.failed']);
-    expectWellFormedStream(events, wire, ['response.created', 'response.queued', 'response.in_progress']);
-    const error = events[3]!;
+    expect(events.map((event) => event.event)).toEqual(['response.created', 'response.queued', 'response.in_progress', 'error', 'response.failed']);
+    const data = events.map((event) => event.data as ResponseStreamEvent);
+    expectWellFormedStream(data, wire, ['response.created', 'response.queued', 'response.in_progress']);
+    const error = data[3]!;
     expect(Object.keys(error).sort()).toEqual(['code', 'message', 'param', 'sequence_number', 'type']);
     const responseError = wire.error as { code: string; message: string };
     expect(error).toStrictEqual({ type: 'error', code: responseError.code, message: responseError.message, param: null, sequence_number: 3 });
+    await expectStreamEndsInApiError(await client.responses.retrieve(failed.id, { stream: true }), responseError);
   });
 
   it('streams the error event then response.failed when created with background and stream', async () => {
     const { client } = faulty;
-    const events: ResponseStreamEvent[] = [];
+    const raw = await client.responses.create({ model: MODEL, input: 'explode', background: true, stream: true }, { timeout: 10_000 }).asResponse();
+    const events = sseEvents(await raw.text());
+    expect(events.map((event) => event.event)).toEqual(['response.created', 'response.queued', 'response.in_progress', 'error', 'response.failed']);
+    const data = events.map((event) => event.data as ResponseStreamEvent);
+    const terminal = data.at(-1) as Extract<ResponseStreamEvent, { type: 'response.failed' }>;
+    const wire = await wireResponse(client, terminal.response.id);
+    expectWellFormedStream(data, wire, ['response.created', 'response.queued', 'response.in_progress']);
     const stream = await client.responses.create({ model: MODEL, input: 'explode', background: true, stream: true }, { timeout: 10_000 });
-    for await (const event of stream) events.push(event);
-    expect(events.map((event) => event.type)).toEqual(['response.created', 'response.queued', 'response.in_progress', 'error', 'response.failed']);
-    const terminal = events.at(-1) as Extract<ResponseStreamEvent, { type: 'response.failed' }>;
-    expectWellFormedStream(events, await wireResponse(client, terminal.response.id), ['response.created', 'response.queued', 'response.in_progress']);
+    await expectStreamEndsInApiError(stream, wire.error as { code: string; message: string });
   });
 
-  it('surfaces through the SDK stream helper: the error event ends it and finalResponse() rejects with that event', async () => {
+  it('surfaces through the SDK stream helper: the stream ends at the error event and finalResponse() rejects with its APIError', async () => {
     const { client } = faulty;
     const failed = await failedBackground();
     const stream = client.responses.stream({ response_id: failed.id });
     const onError: unknown[] = [];
     stream.on('error', (error) => onError.push(error));
     const events: ResponseStreamEvent[] = [];
-    for await (const event of stream) events.push(event);
-    // The SDK's EventStream treats an event named `error` as its own error: it stops there, and
-    // response.failed never reaches the helper's listeners.
-    expect(events.map((event) => event.type)).toEqual(['response.created', 'response.queued', 'response.in_progress', 'error']);
+    const iteration = await rejectionOf(
+      (async () => {
+        for await (const event of stream) events.push(event);
+      })(),
+    );
+    expect(events.map((event) => event.type)).toEqual(['response.created', 'response.queued', 'response.in_progress']);
     const rejection = await rejectionOf(stream.finalResponse());
-    const expected = { type: 'error', code: failed.error?.code, message: failed.error?.message, param: null, sequence_number: 3 };
-    expect(rejection).toStrictEqual(expected);
-    expect(onError).toStrictEqual([expected]);
+    for (const error of [iteration, rejection, ...onError]) {
+      expect(error).toBeInstanceOf(OpenAI.APIError);
+      expect(error).toMatchObject({ status: undefined, code: failed.error?.code, message: failed.error?.message });
+    }
+    expect(onError).toHaveLength(1);
   });
 });
+
+/** Iterates an SDK stream to its end: it must stop with an APIError carrying the response's error. */
+async function expectStreamEndsInApiError(stream: AsyncIterable<ResponseStreamEvent>, expected: { code: string; message: string }): Promise<void> {
+  const seen: string[] = [];
+  const error = await rejectionOf(
+    (async () => {
+      for await (const event of stream) seen.push(event.type);
+    })(),
+  );
+  expect(seen).toEqual(['response.created', 'response.queued', 'response.in_progress']);
+  expect(error).toBeInstanceOf(OpenAI.APIError);
+  expect(error).toMatchObject({ status: undefined, code: expected.code, param: null, message: expected.message });
+}

@@ -126,6 +126,25 @@ describe('requests the SDK can type', () => {
       prompt_cache_key: 'k',
       include: ['reasoning.encrypted_content'],
     }],
+    ['what openai 7.x adds to a request', {
+      model: 'm',
+      access_programs: { cyber: 'standard' },
+      background_options: { completion_window: 'soonest' },
+      image: { context_compression: 'auto' },
+      max_tool_calls: 5,
+      service_tier: 'fast',
+      tools: [
+        { type: 'function', name: 'f', parameters: { type: 'object' }, strict: true, async: true },
+        { type: 'custom', name: 'c', async: false },
+      ],
+      input: [
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi', prompt_cache_breakpoint: { mode: 'explicit', ttl: '12h' } }] },
+        { type: 'configuration_update', reasoning: { effort: 'low' }, text: { format: { type: 'text' } } },
+        { type: 'function_call', call_id: 'call_1', name: 'f', arguments: '{}', async: true },
+        { type: 'function_call_output', name: 'f', output: 'by name, without call_id' },
+        { type: 'custom_tool_call', call_id: 'call_c', name: 'c', input: 'raw', async: false },
+      ],
+    }],
   ];
 
   it.each(requests)('accepts %s', (_, request) => {
@@ -155,6 +174,7 @@ describe('input items as GET /v1/responses/{id}/input_items lists them', () => {
       { type: 'tool_search_output', call_id: 'call_t', execution: 'client', tools: [] },
       { type: 'program', id: 'prog_1', call_id: 'call_p', code: 'text(1)', fingerprint: 'f' },
       { type: 'program_output', id: 'po_1', call_id: 'call_p', result: '1', status: 'completed' },
+      { type: 'configuration_update', text: { format: { type: 'text' } } },
       { role: 'user', content: 'and now?' },
     ];
     const response = await server.client.responses.create({ model: 'm', store: true, input });

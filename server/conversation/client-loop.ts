@@ -297,20 +297,23 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
 
   function readOutput(item: ToolOutputItem, index: number): void {
     const { where, param } = locate(index);
-    const found = calls.get(item.call_id);
+    // An output without call_id was bound to its call by name before (output-binding.ts).
+    const callId = item.call_id;
+    if (!callId) throw new ApiError('missing_required_parameter', `${where}: a ${item.type} without call_id.`, locate(index, 'call_id').param);
+    const found = calls.get(callId);
     if (!found) {
-      const laterCall = later.toolCall(index, item.call_id);
+      const laterCall = later.toolCall(index, callId);
       if (laterCall) {
         throw new ApiError(
           'items_out_of_order',
-          `${where}: the output for ${item.call_id} comes before its ${laterCall.type}. Keep items in the order the responses returned them.`,
+          `${where}: the output for ${callId} comes before its ${laterCall.type}. Keep items in the order the responses returned them.`,
           param,
         );
       }
       violation(
         new ApiError(
           'tool_output_unknown_call',
-          `No tool call found for function call output with call_id ${item.call_id} (${where}).`,
+          `No tool call found for function call output with call_id ${callId} (${where}).`,
           locate(index, 'call_id').param,
         ),
         true,

@@ -13,6 +13,7 @@ import { backendUsage, countUsage, tokenChunks } from '../usage.ts';
 import { expandHistory } from './compaction.ts';
 import { enterConversation, storedHistory, withStoredMcpOutputs, type ConversationTurn } from './history.ts';
 import { limitOutput } from './output-limit.ts';
+import { bindOutputsByName } from './output-binding.ts';
 import { prepareTurn, runTurn, type PreparedTurn, type TurnResult, type TurnServices } from './turn.ts';
 
 export interface RespondDeps {
@@ -77,7 +78,7 @@ export async function prepareResponse(request: ResponseRequest, deps: RespondDep
     const turn = await prepareTurn(
       {
         request: body,
-        history: await withStoredMcpOutputs(deps.store, [...stored, ...input]),
+        history: await withStoredMcpOutputs(deps.store, bindOutputsByName([...stored, ...input], stored.length, storedParam)),
         inputStart: stored.length,
         storedParam,
         clientChecks: request.clientChecks,

@@ -6,10 +6,12 @@ import type {
   EmittedMcpCall,
   EmittedShellCall,
   EmittedShellCallOutput,
+  McpCallError,
   McpCallItem,
   OutputItem,
 } from '../../schemas/items.ts';
 import type { McpClients } from '../mcp/mcp-client.ts';
+import { errorContentText } from '../mcp/mcp-output.ts';
 import { callItemId } from '../ids.ts';
 import { CODE_INTERPRETER_REFUSAL, type HostedTools } from '../model/hosted-tools.ts';
 import { sealCall, type CallAnswer } from './call-seals.ts';
@@ -112,9 +114,21 @@ function codeInterpreter(call: ToolCallRequest, context: CallContext, caller: Ca
   return { items: [{ ...run, id: sealedId(call, context, CODE_INTERPRETER.sealedPrefix, { answer }) }], answer };
 }
 
-/** What an mcp_call gives the program: its output, or its error. */
-export function mcpCallAnswer(item: Pick<McpCallItem, 'output' | 'error'>): CallAnswer {
-  return item.error ? { error: item.error } : { output: item.output ?? '' };
+/** What an mcp_call gives the program: its output, or its error's message. */
+export function mcpCallAnswer(item: Pick<McpCallItem, 'output' | 'error' | 'server_label' | 'name'>): CallAnswer {
+  return item.error ? { error: mcpErrorMessage(item) } : { output: item.output ?? '' };
+}
+
+/**
+ * The message a program's call rejects with, read from the item alone (a replay reads it back):
+ * the error's own message, or the text of a tool's error content. A string is an error stored
+ * before errors were structured.
+ */
+function mcpErrorMessage({ error, server_label: label, name }: Pick<McpCallItem, 'error' | 'server_label' | 'name'>): string {
+  if (typeof error === 'string') return error;
+  if (!error) return '';
+  if (error.type !== 'mcp_tool_execution_error') return error.message;
+  return errorContentText(error.content) || `MCP server '${label}': tool '${name}' reported an error without a message`;
 }
 
 /** The server of an MCP tool id (`server_label.name`), and the tool's name. */
@@ -135,9 +149,11 @@ export async function runMcpCall(
 ): Promise<AnsweredCall> {
   const { server, name } = mcpTarget(tool, context.toolSet);
   const label = tool.namespace ?? '';
-  let result: CallAnswer;
+  let result: { readonly output: string; readonly error?: undefined } | { readonly output?: undefined; readonly error: McpCallError };
   if (!server?.definition.server_url) {
-    result = { error: `MCP server '${label}' is not among this request's tools (or has no server_url), so tools.${call.tool} could not be called` };
+    // Nothing was sent: the request itself lacks the server, a client error.
+    const message = `MCP server '${label}' is not among this request's tools (or has no server_url), so tools.${call.tool} could not be called`;
+    result = { error: { type: 'http_error', code: 400, message } };
   } else {
     const { server_url: serverUrl, headers, authorization } = server.definition;
     const outcome = await context.services.mcp.callTool(

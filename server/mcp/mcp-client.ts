@@ -1,6 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { breaksConnection, DeadlineExceeded, describeFailure, httpStatusOf, type McpTransportKind } from './mcp-failure.ts';
+import type { McpCallError } from '../../schemas/items.ts';
+import { breaksConnection, DeadlineExceeded, describeFailure, failureCode, httpStatusOf, type McpTransportKind } from './mcp-failure.ts';
 import { toolOutcome } from './mcp-output.ts';
 import { type McpConnection, newHttpScope, openMcpConnection, raceSignal, runInHttpScope } from './mcp-transport.ts';
 
@@ -33,7 +34,8 @@ export interface McpToolInfo {
   readonly annotations?: Record<string, unknown>;
 }
 
-export type McpCallResult = { readonly output: string } | { readonly error: string };
+/** A call's outcome: its output, or the error its mcp_call item carries. */
+export type McpCallResult = { readonly output: string } | { readonly error: McpCallError };
 
 export interface McpOperationOptions {
   /** The whole operation (connecting included) gives up after this long. */
@@ -137,7 +139,8 @@ export class McpClients {
 
   /**
    * Calls a tool. Never rejects: every failure (server down, HTTP error, timeout, JSON-RPC
-   * error, a result with `isError`) resolves `{ error }`, which the program receives as an error.
+   * error, a result with `isError`) resolves `{ error }`, which the program receives as an error
+   * (mcpErrorMessage).
    */
   async callTool(config: McpServerConfig, name: string, args: Record<string, unknown>, options: McpOperationOptions): Promise<McpCallResult> {
     try {
@@ -149,9 +152,9 @@ export class McpClients {
       );
       const outcome = toolOutcome(result);
       if (outcome.kind === 'output') return { output: outcome.text };
-      return { error: outcome.text || `MCP server '${config.serverLabel}': tool '${name}' reported an error without a message` };
+      return { error: { type: 'mcp_tool_execution_error', content: outcome.content } };
     } catch (error) {
-      return { error: `MCP server '${config.serverLabel}': tool '${name}' failed: ${describeFailure(error)}` };
+      return { error: { ...failureCode(error), message: `MCP server '${config.serverLabel}': tool '${name}' failed: ${describeFailure(error)}` } };
     }
   }
 

@@ -77,6 +77,19 @@ export function invitesFallback(error: unknown, observedStatus?: number): boolea
   return status !== undefined && status >= 400 && status < 500 && status !== 401 && status !== 403;
 }
 
+/**
+ * How an `mcp_call.error` classifies a failed call: a JSON-RPC error is the server's
+ * `mcp_protocol_error` with its code; anything else is an `http_error` with the HTTP status
+ * seen, or, when no status came back, 504 for a deadline passed and 502 for a server that
+ * could not be reached or answered nonsense (the emulator stands as a gateway to it).
+ */
+export function failureCode(error: unknown, observedStatus?: number): { type: 'mcp_protocol_error' | 'http_error'; code: number } {
+  if (error instanceof McpError) return { type: 'mcp_protocol_error', code: error.code };
+  const status = httpStatusOf(error, observedStatus);
+  if (status !== undefined) return { type: 'http_error', code: status };
+  return { type: 'http_error', code: error instanceof DeadlineExceeded ? 504 : 502 };
+}
+
 export function describeFailure(error: unknown, observedStatus?: number): string {
   if (error instanceof DeadlineExceeded || error instanceof McpConnectError) return error.message;
   if (error instanceof McpError) {

@@ -29,7 +29,7 @@ function itemList(items: readonly ConversationItem[], hasMore: boolean) {
 }
 
 /**
- * The Conversations API (`client.conversations.*` of the SDK 6.49.0): conversations with
+ * The Conversations API (`client.conversations.*` of the SDK 7.60.0): conversations with
  * metadata, and their items as the Responses API lists them, paged by cursor.
  */
 export function registerConversationRoutes(app: FastifyInstance, store: ResponseStore, sealingKeys: SealingKeys): void {

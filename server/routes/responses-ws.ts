@@ -55,6 +55,23 @@ export interface SocketErrorEvent {
   readonly error: { readonly type: string; readonly code: string; readonly message: string; readonly param: string | null };
 }
 
+const STEERING_REFUSED =
+  'The emulator does not steer responses: each response.create on a socket runs to its end before the next message is read. Send the input with a new response.create that continues it (previous_response_id).';
+
+/** The answer to a `response.steer` event (openai 7.x's ResponseSteerFailedEvent): the emulator never steers. */
+function steerRefusal(event: Record<string, unknown>, refusal: ApiError): Record<string, unknown> {
+  const steer = {
+    input: event.input ?? null,
+    previous_response_id: typeof event.previous_response_id === 'string' ? event.previous_response_id : '',
+  };
+  return {
+    type: 'response.steer.failed',
+    sequence_number: 0,
+    error: { type: refusal.type, code: refusal.code, message: refusal.message },
+    steer,
+  };
+}
+
 export function socketErrorEvent(apiError: ApiError): SocketErrorEvent {
   const { code, message, param, type } = apiError;
   return { type: 'error', sequence_number: 0, code, message, param, status: apiError.status, error: { type, code, message, param } };
@@ -268,8 +285,22 @@ class SocketSession {
     const log = this.#upgrade.log.child({ ws_request_id: requestId });
     let details: JournalDetails = {};
     let status = 200;
+    let streamId: string | undefined;
     try {
-      const body = this.#bodyOf(message);
+      const event = this.#eventOf(message);
+      if (event.type === 'response.steer') {
+        // Each request on a socket runs to its end before the next message is read, so there is
+        // never a response in progress to steer: refused as the hosted API refuses an execution
+        // mode that does not support it (docs/DEVIATIONS.md).
+        const refusal = new ApiError('steering_not_supported', STEERING_REFUSED);
+        status = refusal.status;
+        details = errorJournal(refusal);
+        if (this.#open()) this.#socket.send(JSON.stringify(steerRefusal(event, refusal)));
+        this.#deps.recordSocketMessage({ requestId, path: RESPONSES_SOCKET_PATH, status, durationMs: performance.now() - started, ...details });
+        return;
+      }
+      const { body, lane } = this.#createOf(event);
+      streamId = lane;
       details = requestJournal(body, true);
       if (this.#shuttingDown || this.#deps.draining()) {
         throw new ApiError('shutting_down', 'The server is shutting down and takes no new requests; retry on another instance or after it restarts.');
@@ -289,14 +320,14 @@ class SocketSession {
         this.#failedAttempts = 0;
         this.#latest = body.store === false ? this.#held(finished) : undefined;
         details = { ...details, ...finishedJournal(body, finished) };
-        if (this.#open()) details = { ...details, stream_report: await sendSocketEvents(this.#socket, responseEvents(finished.response, deltaChunks), finished.knobs) };
+        if (this.#open()) details = { ...details, stream_report: await sendSocketEvents(this.#socket, responseEvents(finished.response, deltaChunks), finished.knobs, streamId) };
       }
     } catch (error) {
       const apiError = answerableError(error as Error, this.#deps.bodyLimitBytes, { id: requestId, log });
       if (apiError.code === 'simulated_error') this.#failedAttempts += 1;
       status = apiError.status;
       details = { ...details, ...errorJournal(apiError) };
-      if (this.#open()) this.#socket.send(JSON.stringify(socketErrorEvent(apiError)));
+      if (this.#open()) this.#socket.send(JSON.stringify({ ...socketErrorEvent(apiError), ...(streamId === undefined ? {} : { stream_id: streamId }) }));
     }
     this.#deps.recordSocketMessage({ requestId, path: RESPONSES_SOCKET_PATH, status, durationMs: performance.now() - started, ...details });
   }
@@ -314,8 +345,8 @@ class SocketSession {
     return JSON.stringify(held).length > this.#deps.bodyLimitBytes ? undefined : held;
   }
 
-  /** A message as the body of a POST /v1/responses: checked as that body would be, and refused the same way. */
-  #bodyOf(message: ClientMessage): CreateResponseRequest {
+  /** A message as a client event: a JSON object with a `type`, refused as a body would be. */
+  #eventOf(message: ClientMessage): Record<string, unknown> {
     if (message.isBinary) throw new ApiError('invalid_json', 'A client event must be a text message holding a JSON object; this message was binary.');
     const { data } = message;
     const text = (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString('utf8');
@@ -328,12 +359,31 @@ class SocketSession {
     if (typeof event !== 'object' || event === null || Array.isArray(event)) {
       throw new ApiError('invalid_json', `A client event must be a JSON object with a \`type\`; this message holds ${Array.isArray(event) ? 'an array' : event === null ? 'null' : `a ${typeof event}`}.`);
     }
-    const { type, ...body } = event as Record<string, unknown>;
-    if (type !== 'response.create') {
-      throw new ApiError('invalid_value', `Invalid value for 'type': ${JSON.stringify(type) ?? 'none'}. The client event a socket takes is 'response.create'.`, 'type');
+    const { type } = event as Record<string, unknown>;
+    if (type !== 'response.create' && type !== 'response.steer') {
+      throw new ApiError('invalid_value', `Invalid value for 'type': ${JSON.stringify(type) ?? 'none'}. The client events a socket takes are 'response.create' and 'response.steer'.`, 'type');
+    }
+    return event as Record<string, unknown>;
+  }
+
+  /**
+   * A `response.create` event as the body of a POST /v1/responses, checked as that body would be,
+   * and its lane: `stream_id`, which every event answering it carries back (openai 7.x). Requests
+   * are served one at a time in the order they came, so each lane's are too.
+   */
+  #createOf(event: Record<string, unknown>): { body: CreateResponseRequest; lane: string | undefined } {
+    const { type: _type, stream_id: lane, generate, ...body } = event;
+    if (lane !== undefined && (typeof lane !== 'string' || lane === '')) {
+      throw new ApiError('invalid_type', `Invalid type for 'stream_id': expected a non-empty string, but got ${JSON.stringify(lane)}.`, 'stream_id');
+    }
+    if (generate !== undefined && typeof generate !== 'boolean') {
+      throw new ApiError('invalid_type', `Invalid type for 'generate': expected a boolean, but got ${JSON.stringify(generate)}.`, 'generate');
+    }
+    if (generate === false) {
+      throw new ApiError('invalid_value', "generate: false (a response prepared without model output) is not supported by the emulator: leave generate out, or send the input with the request that should answer it.", 'generate');
     }
     // What the SDK types besides the body: `stream` is implied over a socket (its value changes
     // nothing: the events are always sent), and stays accepted as the body schema accepts it.
-    return createBodyOf(body, this.#deps.maxInputItems);
+    return { body: createBodyOf(body, this.#deps.maxInputItems), lane };
   }
 }

@@ -27,7 +27,7 @@ function itemEvents(item: OutputItem, output_index: number, chunks: Chunker): Un
     case FUNCTION.call.type:
       events.push({ type: 'response.output_item.added', output_index, item: { ...item, arguments: '', status: 'in_progress' } });
       for (const delta of chunks(item.arguments)) events.push({ type: 'response.function_call_arguments.delta', output_index, item_id: item.id, delta });
-      events.push({ type: 'response.function_call_arguments.done', output_index, item_id: item.id, name: item.name, arguments: item.arguments });
+      events.push({ type: 'response.function_call_arguments.done', output_index, item_id: item.id, arguments: item.arguments });
       break;
     case CUSTOM.call.type:
       events.push({ type: 'response.output_item.added', output_index, item: { ...item, input: '' } });

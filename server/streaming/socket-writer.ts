@@ -16,7 +16,7 @@ function sent(socket: WebSocket, text: string): Promise<void> {
  * (`stream_cut_after`) ends the connection without a close frame: what a dropped connection
  * looks like to the client. A client that has gone stops the sending at once.
  */
-export async function sendSocketEvents(socket: WebSocket, events: readonly UnnumberedStreamEvent[], knobs: Knobs): Promise<StreamReport> {
+export async function sendSocketEvents(socket: WebSocket, events: readonly UnnumberedStreamEvent[], knobs: Knobs, streamId?: string): Promise<StreamReport> {
   const pauses: number[] = [];
   const report = (cut: boolean): StreamReport => ({ events_sent: pauses.length, pauses_ms: pauses, cut });
   const paced = isPaced(knobs);
@@ -33,7 +33,8 @@ export async function sendSocketEvents(socket: WebSocket, events: readonly Unnum
     if (step.pause > 0) await sleep(step.pause);
     if (socket.readyState !== socket.OPEN) return report(false);
     pauses.push(step.pause);
-    const text = JSON.stringify(step.event);
+    // A request's lane (`stream_id`, openai 7.x) goes back on each of its events.
+    const text = JSON.stringify(streamId === undefined ? step.event : { ...step.event, stream_id: streamId });
     unflushed += text.length;
     if (paced || unflushed >= BATCH_CHARS) {
       // Paced, each event is flushed before the next, so a cut has delivered all before it.

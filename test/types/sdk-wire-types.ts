@@ -1,6 +1,6 @@
 /**
  * Compile-time proof, checked by `tsc` in `npm test`: what the emulator emits is assignable to
- * the types of the pinned SDK (openai 6.49.0). A change on either side that breaks the wire
+ * the types of the pinned SDK (openai 7.60.0). A change on either side that breaks the wire
  * fails the build. (The other direction, that every request the SDK can type is accepted, is a
  * runtime test: "requests the SDK can type" in test/wire-shapes.test.ts.)
  */
@@ -94,6 +94,10 @@ type WithSdkResponse<Event> = Event extends { response: ResponseObject }
     ? Omit<Event, 'item'> & { item: SdkTools<Event['item']> }
     : Event;
 assertTrue<IsAssignable<WithSdkResponse<StreamEvent>, ResponseStreamEvent>>();
+// Nor does any event carry a field its SDK type lacks (assignability alone allows extra fields:
+// `name` on response.function_call_arguments.done, gone in openai 7.x, passed it).
+type ExtraKeys<Ours, Sdk> = Ours extends { type: infer Type } ? Exclude<keyof Ours, keyof Extract<Sdk, { type: Type }>> : never;
+assertTrue<IsAssignable<ExtraKeys<StreamEvent, ResponseStreamEvent>, never>>();
 assertTrue<IsAssignable<Usage, ResponseUsage>>();
 assertTrue<IsAssignable<ResponseUsage, Usage>>();
 

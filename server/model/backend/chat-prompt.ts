@@ -111,7 +111,7 @@ export function conversationMessages(history: readonly ConversationItem[], ids: 
     } else if (item.type === 'program_output') {
       messages.push(programOutputMessage(item.status, item.result));
     } else if (item.type === FUNCTION.output.type && item.caller?.type !== 'program') {
-      messages.push({ role: 'tool', tool_call_id: item.call_id, content: partsText(item.output) });
+      messages.push({ role: 'tool', tool_call_id: item.call_id ?? '', content: partsText(item.output) });
     }
   }
   flushCalls();

@@ -1,0 +1,68 @@
+import type { ConversationItem } from '../../schemas/items.ts';
+import { ApiError } from '../api-error.ts';
+import { locateItem, type StoredParam } from './client-loop.ts';
+
+type FunctionCallOutput = Extract<ConversationItem, { type: 'function_call_output' }>;
+
+/** `namespace.name`, or `name`: how a call and an output without a call_id are matched. */
+function toolName(item: { readonly name?: string | null; readonly namespace?: string | null }): string {
+  return item.namespace ? `${item.namespace}.${item.name ?? ''}` : (item.name ?? '');
+}
+
+/**
+ * openai 7.x lets a `function_call_output` leave out `call_id` and name its tool instead (`name`,
+ * `namespace`). Each such output is given the call_id of the one function_call before it with that
+ * tool that no output answers yet; the client-loop checks then read it as any other output. An
+ * output that names no tool, or whose tool has no unanswered call or several, is a 400 naming it:
+ * pairing it by guess could hand one call's result to another.
+ *
+ * One pass over the items, so linear in their number; the items are returned unchanged when no
+ * output lacks its call_id.
+ */
+export function bindOutputsByName(items: readonly ConversationItem[], inputStart: number, storedParam: StoredParam): readonly ConversationItem[] {
+  if (!items.some((item) => item.type === 'function_call_output' && !item.call_id)) return items;
+  /** Unanswered function_call call_ids by tool name, oldest first. */
+  const open = new Map<string, string[]>();
+  const answered = new Set<string>();
+  const bound: ConversationItem[] = [];
+  for (const [index, item] of items.entries()) {
+    if (item.type === 'function_call') {
+      const waiting = open.get(toolName(item)) ?? [];
+      waiting.push(item.call_id);
+      open.set(toolName(item), waiting);
+    }
+    if (item.type !== 'function_call_output') {
+      bound.push(item);
+      continue;
+    }
+    const callId = item.call_id || callIdByName(item, open, answered, index, inputStart, storedParam);
+    answered.add(callId);
+    bound.push(item.call_id ? item : ({ ...item, call_id: callId } satisfies FunctionCallOutput));
+  }
+  return bound;
+}
+
+function callIdByName(
+  item: FunctionCallOutput,
+  open: ReadonlyMap<string, readonly string[]>,
+  answered: ReadonlySet<string>,
+  index: number,
+  inputStart: number,
+  storedParam: StoredParam,
+): string {
+  const where = locateItem(index, inputStart, storedParam);
+  if (!item.name) {
+    throw new ApiError('missing_required_parameter', `${where}: a function_call_output needs call_id, or name (and namespace) saying which call it answers.`, `${where}.call_id`);
+  }
+  const tool = toolName(item);
+  const waiting = (open.get(tool) ?? []).filter((callId) => !answered.has(callId));
+  if (waiting.length === 1) return waiting[0]!;
+  if (waiting.length === 0) {
+    throw new ApiError('tool_output_unknown_call', `${where}: a function_call_output for ${tool} without call_id, but no earlier function_call of ${tool} is waiting for its output.`, `${where}.name`);
+  }
+  throw new ApiError(
+    'tool_output_unknown_call',
+    `${where}: a function_call_output for ${tool} without call_id, but ${waiting.length} function_calls of ${tool} are waiting (${waiting.join(', ')}): give call_id to say which it answers.`,
+    `${where}.call_id`,
+  );
+}
