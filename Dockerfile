@@ -5,11 +5,9 @@
 # installs the tarball without dev dependencies; the final stage copies that install only.
 # scripts/check-package.mjs runs these steps without Docker and checks the result.
 
-FROM node:20-bookworm-slim AS build
-# isolated-vm 5.0.4 and better-sqlite3 compile with node-gyp against Node 20's headers.
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ \
- && rm -rf /var/lib/apt/lists/*
+FROM node:24-bookworm-slim AS build
+# No compiler: isolated-vm 7.0.1 ships prebuilt binaries for Node 24 and 26 (glibc and musl,
+# x64 and arm64) and the SQLite store is Node's own node:sqlite, so nothing is built at install.
 WORKDIR /src
 COPY . .
 # `npm ci` builds dist/ (prepare); `npm pack` makes the tarball users would install.
@@ -18,7 +16,7 @@ WORKDIR /app
 RUN npm init -y >/dev/null \
  && npm install --omit=dev --no-audit --no-fund /tmp/ptc-emulator-*.tgz
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 LABEL org.opencontainers.image.title="ptc-emulator" \
       org.opencontainers.image.description="Self-hosted emulator of OpenAI's programmatic tool calling behind the Responses API" \
       org.opencontainers.image.licenses="MIT" \
@@ -35,6 +33,7 @@ WORKDIR /app
 EXPOSE 8787
 HEALTHCHECK --interval=30s --timeout=3s --start-period=15s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.PORT + '/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# The CLI gives its workers the Node flag isolated-vm needs; passing it here saves a re-exec.
+# isolated-vm needs --no-node-snapshot (7.0.1 still documents it). The CLI gives its workers the
+# flag and, started without it, runs itself again with it: passing it here saves that.
 ENTRYPOINT ["node", "--no-node-snapshot", "/app/node_modules/ptc-emulator/dist/cli/main.js"]
 CMD ["serve"]

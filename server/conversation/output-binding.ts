@@ -1,8 +1,10 @@
 import type { ConversationItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import { locateItem, type StoredParam } from './client-loop.ts';
+import { TOOL_KINDS } from './tool-kinds.ts';
 
-type FunctionCallOutput = Extract<ConversationItem, { type: 'function_call_output' }>;
+const FUNCTION = TOOL_KINDS.function;
+type FunctionCallOutput = Extract<ConversationItem, { type: typeof FUNCTION.output.type }>;
 
 /** `namespace.name`, or `name`: how a call and an output without a call_id are matched. */
 function toolName(item: { readonly name?: string | null; readonly namespace?: string | null }): string {
@@ -20,18 +22,18 @@ function toolName(item: { readonly name?: string | null; readonly namespace?: st
  * output lacks its call_id.
  */
 export function bindOutputsByName(items: readonly ConversationItem[], inputStart: number, storedParam: StoredParam): readonly ConversationItem[] {
-  if (!items.some((item) => item.type === 'function_call_output' && !item.call_id)) return items;
+  if (!items.some((item) => item.type === FUNCTION.output.type && !item.call_id)) return items;
   /** Unanswered function_call call_ids by tool name, oldest first. */
   const open = new Map<string, string[]>();
   const answered = new Set<string>();
   const bound: ConversationItem[] = [];
   for (const [index, item] of items.entries()) {
-    if (item.type === 'function_call') {
+    if (item.type === FUNCTION.call.type) {
       const waiting = open.get(toolName(item)) ?? [];
       waiting.push(item.call_id);
       open.set(toolName(item), waiting);
     }
-    if (item.type !== 'function_call_output') {
+    if (item.type !== FUNCTION.output.type) {
       bound.push(item);
       continue;
     }

@@ -58,6 +58,8 @@ describe('the globals a program sees', () => {
       'BigUint64Array', 'BigInt64Array', 'DataView', 'Map', 'BigInt', 'Set', 'WeakMap', 'WeakSet', 'Proxy', 'Reflect',
       'FinalizationRegistry', 'WeakRef', 'decodeURI', 'decodeURIComponent', 'encodeURI', 'encodeURIComponent', 'escape',
       'unescape', 'eval', 'isFinite', 'isNaN',
+      // New in Node 24's V8: the iterator helpers' constructor, Float16Array, explicit resource management.
+      'Iterator', 'Float16Array', 'DisposableStack', 'AsyncDisposableStack', 'SuppressedError',
     ];
     expect(names.filter((name) => !ecmascript.includes(name)).sort()).toEqual(['image', 'text', 'tools']);
   });
