@@ -19,6 +19,7 @@ import { Tally, virtualClient } from './load-client.ts';
 import { SEED_SCENARIO_PATH } from './seed.ts';
 import { positiveNumberFromEnv } from './settings.ts';
 import { formatTable } from './table.ts';
+import { ICU_RUNAWAY } from '../test/support/hostile-programs.ts';
 
 /** Seconds of each window; a class takes ROUNDS baseline windows and ROUNDS hostile ones. */
 const SECONDS = positiveNumberFromEnv('BENCH_HOSTILE_SECONDS', 8);
@@ -167,7 +168,7 @@ const HOSTILE: readonly HostileClass[] = [
         model: 'm',
         store: false,
         tools: [PROGRAMS],
-        input: inline("const thai = 'สวัสดีครับ'.repeat(200000); text(String([...new Intl.Segmenter('th', { granularity: 'word' }).segment(thai)].length))"),
+        input: inline(ICU_RUNAWAY),
       }),
   },
   {

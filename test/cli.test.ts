@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { settingFlag, settingRows } from '../server/config.ts';
 import { assertBuilt, cleanEnv, runCli, serveCli, track } from './support/cli.ts';
+import { ICU_RUNAWAY } from './support/hostile-programs.ts';
 import { closedPort } from './support/ports.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'ptc-cli-'));
@@ -160,7 +161,7 @@ describe('serve', () => {
     let frozen: number | undefined;
     try {
       // Fills its heap, and goes on in ICU after its isolate is disposed: its worker is frozen for it.
-      const code = "const thai = 'สวัสดีครับ'.repeat(200000); text(String([...new Intl.Segmenter('th', { granularity: 'word' }).segment(thai)].length))";
+      const code = ICU_RUNAWAY;
       void fetch(`${server.origin}/v1/responses`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },

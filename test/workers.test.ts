@@ -7,6 +7,7 @@ import { DEFAULT_LIMITS } from '../runtime/limits.ts';
 import type { ProgramRuntimeOptions } from '../runtime/program-runtime.ts';
 import { WorkerPool } from '../runtime/worker/worker-pool.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
+import { ICU_RUNAWAY } from './support/hostile-programs.ts';
 import { metric, startServer, type RunningServer } from './support/server.ts';
 
 /** A process's state (Linux: field 3 of /proc/<pid>/stat; `T` is stopped by a signal), or undefined once it is gone. */
@@ -337,7 +338,7 @@ describe('a worker over its memory ceiling, through the API', () => {
       // grows); its worker reports it, and is killed.
       const runaway = await server.client.responses.create({
         model: 'm',
-        input: inlineProgram("const thai = 'สวัสดีครับ'.repeat(200000); text(String([...new Intl.Segmenter('th', { granularity: 'word' }).segment(thai)].length))"),
+        input: inlineProgram(ICU_RUNAWAY),
         tools,
       });
       expect(JSON.parse(programOutputOf(runaway)!.result)).toMatchObject({ error: { code: 'memory_limit_exceeded', message: expect.stringContaining('did not stop with its isolate') } });
