@@ -26,6 +26,12 @@ export function echoTool(tool: Tool): ResponseTool {
   return { ...tool, parameters: tool.parameters ?? null, strict: tool.strict ?? true };
 }
 
+/** The tier a Response shows: `auto` (or none) as `default`, and `fast` as `priority`, as the SDK's docs say the hosted API shows it. */
+function serviceTierOf(asked: CreateResponseRequest['service_tier']): ResponseObject['service_tier'] {
+  if (!asked || asked === 'auto') return 'default';
+  return asked === 'fast' ? 'priority' : asked;
+}
+
 export interface ResponseState {
   readonly status: ResponseObject['status'];
   readonly output?: OutputItem[];
@@ -56,7 +62,7 @@ export function buildResponse(id: string, request: CreateResponseRequest, create
     parallel_tool_calls: request.parallel_tool_calls ?? true,
     previous_response_id: request.previous_response_id ?? null,
     reasoning: { effort: request.reasoning?.effort ?? null, summary: request.reasoning?.summary ?? null },
-    service_tier: request.service_tier === 'auto' || !request.service_tier ? 'default' : request.service_tier,
+    service_tier: serviceTierOf(request.service_tier),
     temperature: request.temperature ?? 1,
     text: { format: { type: 'text' }, verbosity: 'medium', ...request.text },
     tool_choice: request.tool_choice ?? 'auto',

@@ -64,6 +64,18 @@ describe('a function_call_output without call_id', () => {
     expectSdkError(unknown, { code: 'tool_output_unknown_call', param: `input[${resent.length}].name`, mentions: ['no earlier function_call of get_b'] });
   });
 
+  it('is not paired with a call another output answers by call_id, before or after it', async () => {
+    const { resent, calls } = await paused('const [x, y] = await Promise.all([tools.get_a({ n: 1 }), tools.get_a({ n: 2 })]); text(`${x},${y}`);');
+    const caller = calls[0]!.caller;
+    // By name first, then the other call by call_id: the by-name output can only be the first call's.
+    const outputs: ResponseInputItem[] = [
+      { type: 'function_call_output', name: 'get_a', output: 'one', caller },
+      { type: 'function_call_output', call_id: calls[1]!.call_id, output: 'two', caller },
+    ];
+    const done = await server.client.responses.create({ model: MODEL, store: false, input: [...resent, ...outputs], tools: TOOLS });
+    expect(programOutputOf(done)).toMatchObject({ status: 'completed', result: 'one,two' });
+  });
+
   it('is a 400 when it names no tool either', async () => {
     const { resent, calls } = await paused('text(await tools.get_a({}));');
     const error = await rejectionOf(

@@ -304,6 +304,11 @@ describe('WebSocket mode', () => {
     expect(plain.some((event) => 'stream_id' in event)).toBe(false);
     socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message', stream_id: 'lane-c', background: true });
     expect(await socket.error()).toMatchObject({ type: 'error', code: 'invalid_value', param: 'background', stream_id: 'lane-c' });
+    // A body the schema refuses, and generate: false, are answered on their lane too.
+    socket.ws.sendRaw(JSON.stringify({ type: 'response.create', input: 'no model', stream_id: 'lane-d' }));
+    expect(await socket.error()).toMatchObject({ type: 'error', param: 'model', stream_id: 'lane-d' });
+    socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message', stream_id: 'lane-e', generate: false });
+    expect(await socket.error()).toMatchObject({ type: 'error', param: 'generate', stream_id: 'lane-e' });
   });
 
   it('refuses generate: false with an error event naming it, and a stream_id that is not a string', async () => {
@@ -311,7 +316,10 @@ describe('WebSocket mode', () => {
     socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message', generate: false });
     expect(await socket.error()).toMatchObject({ type: 'error', status: 400, code: 'invalid_value', param: 'generate' });
     socket.ws.sendRaw(JSON.stringify({ type: 'response.create', model: MODEL, input: 'plain message', stream_id: 7 }));
-    expect(await socket.error()).toMatchObject({ type: 'error', status: 400, code: 'invalid_type', param: 'stream_id' });
+    expect(await socket.error()).toMatchObject({ type: 'error', status: 400, code: 'invalid_type', param: 'stream_id', message: expect.stringContaining('got a number') });
+    // Copied into every event of its request, a lane's name is bounded.
+    socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message', stream_id: 'x'.repeat(257) });
+    expect(await socket.error()).toMatchObject({ type: 'error', status: 400, code: 'invalid_value', param: 'stream_id', message: expect.stringContaining('257 characters') });
     expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message', generate: true })).status).toBe('completed');
   });
 

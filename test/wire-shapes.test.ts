@@ -4,6 +4,7 @@ import type { ResponseCreateParamsNonStreaming, ResponseInputItem } from 'openai
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CreateResponseRequest } from '../schemas/request.ts';
 import { ErrorEnvelope, ResponseObject } from '../schemas/response.ts';
+import { expectSdkError, rejectionOf } from './support/api-errors.ts';
 import { LISTED_ITEM_REQUIRED_KEYS } from './support/listed-item-keys.ts';
 import { inlineProgram, programTools } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';
@@ -146,6 +147,17 @@ describe('requests the SDK can type', () => {
       ],
     }],
   ];
+
+  it('shows the fast tier as priority, as the SDK documents, and holds the 2h and 8h windows to background requests', async () => {
+    const fast = await server.client.responses.create({ model: 'm', input: 'hi', service_tier: 'fast', access_programs: { cyber: 'daybreak_blue' } });
+    expect(fast.service_tier).toBe('priority');
+    expect(fast.access_programs).toEqual({ cyber: 'daybreak_blue' });
+    expect((await server.client.responses.create({ model: 'm', input: 'hi' })).access_programs).toBeNull();
+    const foreground = await rejectionOf(server.client.responses.create({ model: 'm', input: 'hi', background_options: { completion_window: '2h' } }));
+    expectSdkError(foreground, { code: 'invalid_value', param: 'background_options.completion_window', mentions: ["'2h' needs background: true"] });
+    const priority = await rejectionOf(server.client.responses.create({ model: 'm', input: 'hi', background: true, service_tier: 'priority', background_options: { completion_window: '8h' } }));
+    expectSdkError(priority, { code: 'invalid_value', param: 'background_options.completion_window', mentions: ['standard tier'] });
+  });
 
   it.each(requests)('accepts %s', (_, request) => {
     const parsed = CreateResponseRequest.safeParse(request);

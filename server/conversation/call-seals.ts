@@ -6,12 +6,18 @@ import { callIdMatches, canonicalJson, sealCallId, sealedBatchEnd, sha256Hex, ty
  * client resends (checked with every key), so that sealing and checking cannot drift apart.
  */
 
-/** What a call that the emulator answers gives the program: an output, or an error its promise rejects with. */
-export type CallAnswer = { readonly output: string; readonly error?: undefined } | { readonly output?: undefined; readonly error: string };
+/**
+ * What a call that the emulator answers gives the program: an output, or an error its promise
+ * rejects with. `detail` is what the item says of the error besides its message (an mcp_call's
+ * structured error): sealed with it, so that a resent item cannot change it either.
+ */
+export type CallAnswer = { readonly output: string; readonly error?: undefined } | { readonly output?: undefined; readonly error: string; readonly detail?: unknown };
 
 /** What an item's id seals of the answer it carries (CallIdentity.answer). */
 export function answerDigest(answer: CallAnswer): string {
-  return sha256Hex(canonicalJson(answer.error === undefined ? { output: answer.output } : { error: answer.error }));
+  if (answer.error === undefined) return sha256Hex(canonicalJson({ output: answer.output }));
+  // Without detail, as items sealed before errors were structured were.
+  return sha256Hex(canonicalJson(answer.detail === undefined ? { error: answer.error } : { error: answer.error, detail: answer.detail }));
 }
 
 /** A program's call as its id seals it. */

@@ -25,7 +25,8 @@ export function bindOutputsByName(items: readonly ConversationItem[], inputStart
   if (!items.some((item) => item.type === FUNCTION.output.type && !item.call_id)) return items;
   /** Unanswered function_call call_ids by tool name, oldest first. */
   const open = new Map<string, string[]>();
-  const answered = new Set<string>();
+  // A call an output names by call_id is answered wherever that output stands, before or after.
+  const answered = new Set(items.flatMap((item) => (item.type === FUNCTION.output.type && item.call_id ? [item.call_id] : [])));
   const bound: ConversationItem[] = [];
   for (const [index, item] of items.entries()) {
     if (item.type === FUNCTION.call.type) {

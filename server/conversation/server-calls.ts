@@ -116,7 +116,8 @@ function codeInterpreter(call: ToolCallRequest, context: CallContext, caller: Ca
 
 /** What an mcp_call gives the program: its output, or its error's message. */
 export function mcpCallAnswer(item: Pick<McpCallItem, 'output' | 'error' | 'server_label' | 'name'>): CallAnswer {
-  return item.error ? { error: mcpErrorMessage(item) } : { output: item.output ?? '' };
+  if (!item.error) return { output: item.output ?? '' };
+  return typeof item.error === 'string' ? { error: item.error } : { error: mcpErrorMessage(item), detail: item.error };
 }
 
 /**

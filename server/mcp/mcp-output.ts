@@ -24,7 +24,7 @@ export function toolOutcome(result: ToolResultLike): ToolOutcome {
   if (result.isError === true) {
     // A tool error is reported in its content; structured content is a fallback for servers
     // that put the details there, carried as a text block so that the item alone holds it.
-    const content = contentText || result.structuredContent === undefined ? result.content : [{ type: 'text', text: JSON.stringify(result.structuredContent) }];
+    const content = contentText !== '' || result.structuredContent === undefined ? result.content : [{ type: 'text', text: JSON.stringify(result.structuredContent) }];
     return { kind: 'error', content, text: errorContentText(content) };
   }
   if (result.structuredContent !== undefined) return { kind: 'output', text: JSON.stringify(result.structuredContent) };

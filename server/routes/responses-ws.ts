@@ -55,6 +55,34 @@ export interface SocketErrorEvent {
   readonly error: { readonly type: string; readonly code: string; readonly message: string; readonly param: string | null };
 }
 
+/** The longest `stream_id` taken: it is copied into every event answering its request. */
+const MAX_STREAM_ID_CHARS = 256;
+
+/**
+ * A `response.create` event's lane: `stream_id` (openai 7.x), which every event answering it
+ * carries back, its error event included, so it is read before anything else of the event is
+ * checked. Requests are served one at a time in the order they came, so each lane's are too.
+ */
+function laneOf(event: Record<string, unknown>): string | undefined {
+  const lane = event.stream_id;
+  if (lane === undefined) return undefined;
+  if (typeof lane !== 'string' || lane === '') {
+    throw new ApiError('invalid_type', `Invalid type for 'stream_id': expected a non-empty string, but got ${describeType(lane)}.`, 'stream_id');
+  }
+  if (lane.length > MAX_STREAM_ID_CHARS) {
+    throw new ApiError('invalid_value', `Invalid 'stream_id': ${lane.length} characters, more than the ${MAX_STREAM_ID_CHARS} a lane's name may have.`, 'stream_id');
+  }
+  return lane;
+}
+
+/** A value's JSON type for a message, never the value itself (it may be megabytes). */
+function describeType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return value === '' ? 'an empty string' : 'a string';
+  return `${typeof value === 'object' ? 'an' : 'a'} ${typeof value}`;
+}
+
 const STEERING_REFUSED =
   'The emulator does not steer responses: each response.create on a socket runs to its end before the next message is read. Send the input with a new response.create that continues it (previous_response_id).';
 
@@ -299,8 +327,8 @@ class SocketSession {
         this.#deps.recordSocketMessage({ requestId, path: RESPONSES_SOCKET_PATH, status, durationMs: performance.now() - started, ...details });
         return;
       }
-      const { body, lane } = this.#createOf(event);
-      streamId = lane;
+      streamId = laneOf(event);
+      const body = this.#createOf(event);
       details = requestJournal(body, true);
       if (this.#shuttingDown || this.#deps.draining()) {
         throw new ApiError('shutting_down', 'The server is shutting down and takes no new requests; retry on another instance or after it restarts.');
@@ -366,24 +394,17 @@ class SocketSession {
     return event as Record<string, unknown>;
   }
 
-  /**
-   * A `response.create` event as the body of a POST /v1/responses, checked as that body would be,
-   * and its lane: `stream_id`, which every event answering it carries back (openai 7.x). Requests
-   * are served one at a time in the order they came, so each lane's are too.
-   */
-  #createOf(event: Record<string, unknown>): { body: CreateResponseRequest; lane: string | undefined } {
-    const { type: _type, stream_id: lane, generate, ...body } = event;
-    if (lane !== undefined && (typeof lane !== 'string' || lane === '')) {
-      throw new ApiError('invalid_type', `Invalid type for 'stream_id': expected a non-empty string, but got ${JSON.stringify(lane)}.`, 'stream_id');
-    }
+  /** A `response.create` event as the body of a POST /v1/responses, checked as that body would be. */
+  #createOf(event: Record<string, unknown>): CreateResponseRequest {
+    const { type: _type, stream_id: _lane, generate, ...body } = event;
     if (generate !== undefined && typeof generate !== 'boolean') {
-      throw new ApiError('invalid_type', `Invalid type for 'generate': expected a boolean, but got ${JSON.stringify(generate)}.`, 'generate');
+      throw new ApiError('invalid_type', `Invalid type for 'generate': expected a boolean, but got ${describeType(generate)}.`, 'generate');
     }
     if (generate === false) {
       throw new ApiError('invalid_value', "generate: false (a response prepared without model output) is not supported by the emulator: leave generate out, or send the input with the request that should answer it.", 'generate');
     }
     // What the SDK types besides the body: `stream` is implied over a socket (its value changes
     // nothing: the events are always sent), and stays accepted as the body schema accepts it.
-    return { body: createBodyOf(body, this.#deps.maxInputItems), lane };
+    return createBodyOf(body, this.#deps.maxInputItems);
   }
 }

@@ -36,6 +36,18 @@ export interface ResponsesRouteDeps {
  * True once the client has hung up. (`request.raw.destroyed` is already true once a request's
  * body has been read, so the socket tells whether the client is still there.)
  */
+/**
+ * The `2h` and `8h` completion windows (openai 7.x's `background_options`) need a background,
+ * non-streaming request at the standard tier, as the SDK documents; the emulator runs every
+ * window at once, so it only holds a request to the same rule.
+ */
+function checkCompletionWindow(body: CreateResponseRequest): void {
+  const window = body.background_options?.completion_window;
+  if (window === undefined || window === 'soonest') return;
+  const conflict = !body.background ? 'background: true' : body.stream ? 'stream: false (or no stream)' : body.service_tier && !['auto', 'default'].includes(body.service_tier) ? `the standard tier, not service_tier '${body.service_tier}'` : undefined;
+  if (conflict) throw new ApiError('invalid_value', `background_options.completion_window '${window}' needs ${conflict}.`, 'background_options.completion_window');
+}
+
 function clientGone(request: FastifyRequest): boolean {
   return request.raw.socket?.destroyed ?? true;
 }
@@ -58,6 +70,7 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
     if (body.background && body.store === false) {
       throw new ApiError('invalid_value', 'background: true needs store: true: a background response is read back with GET /v1/responses/{id}.', 'background');
     }
+    checkCompletionWindow(body);
     const retryCount = retryCountOf(request.headers);
     const settings = { headerKnobs, clientChecks: clientChecksFor(request.headers[CLIENT_CHECKS_HEADER], deps.clientChecks), retryCount };
     // A place among the turns allowed to run, or a 429 now when too many already wait.

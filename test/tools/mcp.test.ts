@@ -283,6 +283,29 @@ describe('an mcp_call resent by a store: false client', () => {
     });
     expect((await server.client.responses.create({ model: 'm', store: false, input, tools })).output_text).toBe('noted');
   });
+
+  it('must carry its structured error unchanged: a changed code is altered too, though the message is the same', async () => {
+    const code = 'let said; try { await tools.calc.explode({}) } catch (error) { said = String(error) } text(await tools.note({ said }))';
+    const tools: OpenAI.Responses.Tool[] = [
+      ...mcpTool(mcp.url).slice(0, 1),
+      { type: 'function', name: 'note', parameters: null, strict: false, allowed_callers: ['programmatic'] },
+      { type: 'programmatic_tool_calling' },
+    ];
+    const first = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(code), tools });
+    const failed = first.output.find((item) => item.type === 'mcp_call')!;
+    expect(failed.error).toEqual({ type: 'mcp_protocol_error', code: -32603, message: expect.stringContaining('kaboom') });
+    const call = first.output.find((item) => item.type === 'function_call')!;
+    expect(JSON.parse(call.arguments)).toEqual({ said: expect.stringContaining('kaboom') });
+    const input: ResponseInputItem[] = [
+      { role: 'user', content: inlineProgram(code) },
+      ...toResponseInputItems(first.output),
+      { type: 'function_call_output', call_id: call.call_id, output: 'noted', caller: call.caller ?? null },
+    ];
+    const index = input.findIndex((item) => item.type === 'mcp_call');
+    const forged = input.map((item, at) => (at === index ? ({ ...item, error: { ...(failed.error as object), code: -1 } } as ResponseInputItem) : item));
+    expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', store: false, input: forged, tools })), { code: 'program_item_altered', param: `input[${index}]` });
+    expect((await server.client.responses.create({ model: 'm', store: false, input, tools })).output_text).toBe('noted');
+  });
 });
 
 describe('an approved call', () => {
