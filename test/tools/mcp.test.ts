@@ -260,51 +260,44 @@ text(JSON.stringify({ a, approved, local }))`;
 });
 
 describe('an mcp_call resent by a store: false client', () => {
-  it('must carry the answer the emulator gave: its id seals it', async () => {
-    const code = 'const a = JSON.parse(await tools.calc.add({ a: 1, b: 2 })); text(await tools.note({ sum: a.sum }))';
-    const tools: OpenAI.Responses.Tool[] = [
-      ...mcpTool(mcp.url).slice(0, 1),
-      { type: 'function', name: 'note', parameters: null, strict: false, allowed_callers: ['programmatic'] },
-      { type: 'programmatic_tool_calling' },
-    ];
-    const first = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(code), tools });
+  // The MCP server's URL is known once beforeAll has started it.
+  const tools = (): OpenAI.Responses.Tool[] => [
+    ...mcpTool(mcp.url).slice(0, 1),
+    { type: 'function', name: 'note', parameters: null, strict: false, allowed_callers: ['programmatic'] },
+    { type: 'programmatic_tool_calling' },
+  ];
+  const send = (input: string | ResponseInputItem[]) => server.client.responses.create({ model: 'm', store: false, input, tools: tools() });
+
+  /** The program's first turn (an MCP call, then a pause on `note`), and the loop's next input with `note` answered. */
+  async function pausedOnNote(code: string): Promise<{ first: OpenAI.Responses.Response; input: ResponseInputItem[]; index: number }> {
+    const first = await send(inlineProgram(code));
     const call = first.output.find((item) => item.type === 'function_call')!;
     const input: ResponseInputItem[] = [
       { role: 'user', content: inlineProgram(code) },
       ...toResponseInputItems(first.output),
       { type: 'function_call_output', call_id: call.call_id, output: 'noted', caller: call.caller ?? null },
     ];
-    const index = input.findIndex((item) => item.type === 'mcp_call');
-    const forged = input.map((item, at) => (at === index ? ({ ...item, output: '{"sum":4}' } as ResponseInputItem) : item));
-    expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', store: false, input: forged, tools })), {
-      code: 'program_item_altered',
-      param: `input[${index}]`,
-      mentions: ['answer'],
-    });
-    expect((await server.client.responses.create({ model: 'm', store: false, input, tools })).output_text).toBe('noted');
+    return { first, input, index: input.findIndex((item) => item.type === 'mcp_call') };
+  }
+
+  /** The input with its mcp_call changed. */
+  const forged = (input: ResponseInputItem[], index: number, change: Record<string, unknown>): ResponseInputItem[] =>
+    input.map((item, at) => (at === index ? ({ ...item, ...change } as ResponseInputItem) : item));
+
+  it('must carry the answer the emulator gave: its id seals it', async () => {
+    const { input, index } = await pausedOnNote('const a = JSON.parse(await tools.calc.add({ a: 1, b: 2 })); text(await tools.note({ sum: a.sum }))');
+    expectSdkError(await rejectionOf(send(forged(input, index, { output: '{"sum":4}' }))), { code: 'program_item_altered', param: `input[${index}]`, mentions: ['answer'] });
+    expect((await send(input)).output_text).toBe('noted');
   });
 
   it('must carry its structured error unchanged: a changed code is altered too, though the message is the same', async () => {
-    const code = 'let said; try { await tools.calc.explode({}) } catch (error) { said = String(error) } text(await tools.note({ said }))';
-    const tools: OpenAI.Responses.Tool[] = [
-      ...mcpTool(mcp.url).slice(0, 1),
-      { type: 'function', name: 'note', parameters: null, strict: false, allowed_callers: ['programmatic'] },
-      { type: 'programmatic_tool_calling' },
-    ];
-    const first = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(code), tools });
+    const { first, input, index } = await pausedOnNote('let said; try { await tools.calc.explode({}) } catch (error) { said = String(error) } text(await tools.note({ said }))');
     const failed = first.output.find((item) => item.type === 'mcp_call')!;
     expect(failed.error).toEqual({ type: 'mcp_protocol_error', code: -32603, message: expect.stringContaining('kaboom') });
     const call = first.output.find((item) => item.type === 'function_call')!;
     expect(JSON.parse(call.arguments)).toEqual({ said: expect.stringContaining('kaboom') });
-    const input: ResponseInputItem[] = [
-      { role: 'user', content: inlineProgram(code) },
-      ...toResponseInputItems(first.output),
-      { type: 'function_call_output', call_id: call.call_id, output: 'noted', caller: call.caller ?? null },
-    ];
-    const index = input.findIndex((item) => item.type === 'mcp_call');
-    const forged = input.map((item, at) => (at === index ? ({ ...item, error: { ...(failed.error as object), code: -1 } } as ResponseInputItem) : item));
-    expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', store: false, input: forged, tools })), { code: 'program_item_altered', param: `input[${index}]` });
-    expect((await server.client.responses.create({ model: 'm', store: false, input, tools })).output_text).toBe('noted');
+    expectSdkError(await rejectionOf(send(forged(input, index, { error: { ...(failed.error as object), code: -1 } }))), { code: 'program_item_altered', param: `input[${index}]` });
+    expect((await send(input)).output_text).toBe('noted');
   });
 });
 
