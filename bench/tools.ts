@@ -5,8 +5,7 @@
 // open session, measured in this run against the same local MCP server. No thresholds: this
 // reports, it never fails on speed, only on a wrong answer.
 import type { AddressInfo } from 'node:net';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import OpenAI from 'openai';
 import type { Response, ResponseInputItem, Tool } from 'openai/resources/responses/responses';
 import { buildServer } from '../server/app.ts';

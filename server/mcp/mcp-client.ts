@@ -1,5 +1,4 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CallToolResultSchema, ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/client';
 import type { McpCallError } from '../../schemas/items.ts';
 import { breaksConnection, DeadlineExceeded, describeFailure, failureCode, httpStatusOf, type McpTransportKind } from './mcp-failure.ts';
 import { toolOutcome } from './mcp-output.ts';
@@ -108,11 +107,7 @@ export class McpClients {
           const cursorsSeen = new Set<string>();
           let cursor: string | undefined;
           do {
-            const page = await client.request(
-              { method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
-              ListToolsResultSchema,
-              { signal, timeout: options.timeoutMs },
-            );
+            const page = await client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, { signal, timeout: options.timeoutMs });
             for (const tool of page.tools) {
               tools.push({
                 name: tool.name,
@@ -147,7 +142,7 @@ export class McpClients {
       const result = await this.#operate(
         config,
         options.timeoutMs,
-        (client, signal) => client.request({ method: 'tools/call', params: { name, arguments: args } }, CallToolResultSchema, { signal, timeout: options.timeoutMs }),
+        (client, signal) => client.request({ method: 'tools/call', params: { name, arguments: args } }, { signal, timeout: options.timeoutMs }),
         options.signal,
       );
       const outcome = toolOutcome(result);

@@ -1,12 +1,11 @@
-import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, SseError } from '@modelcontextprotocol/client';
 
 /**
  * Why an MCP operation failed, in words a user can act on. The SDK's errors are of many kinds
- * (HTTP errors of each transport, JSON-RPC errors, fetch's bare "fetch failed" whose reason
- * hides in `cause`, the EventSource's error events); this module turns each into one short
- * sentence and says which of them mean the connection itself is unusable.
+ * (a server's JSON-RPC errors as ProtocolError; its own local failures as SdkError, HTTP ones
+ * as SdkHttpError; fetch's bare "fetch failed" whose reason hides in `cause`; the EventSource's
+ * error events); this module turns each into one short sentence and says which of them mean
+ * the connection itself is unusable.
  */
 
 export type McpTransportKind = 'streamable-http' | 'sse';
@@ -44,25 +43,26 @@ export class McpConnectError extends Error {
 }
 
 /**
- * The HTTP status behind an error, when one is known: the transports' own error classes carry
- * it as `code`; the legacy SSE transport's POST failures are plain Errors, so the status our
- * fetch saw for the operation (`observedStatus`) fills in for them.
+ * The HTTP status behind an error, when one is known: the Streamable HTTP transport's errors
+ * carry it as `status`, the EventSource's as `code`; the legacy SSE transport's POST failures
+ * are plain Errors, so the status our fetch saw for the operation (`observedStatus`) fills in
+ * for them.
  */
 export function httpStatusOf(error: unknown, observedStatus?: number): number | undefined {
-  if ((error instanceof StreamableHTTPError || error instanceof SseError) && isHttpStatus(error.code)) {
-    return error.code;
-  }
+  if (error instanceof SdkHttpError && isHttpStatus(error.status)) return error.status;
+  if (error instanceof SseError && isHttpStatus(error.code)) return error.code;
   return observedStatus;
 }
 
 /**
  * Whether a failure means the connection cannot be trusted any more (so it is dropped and the
- * next operation reconnects). A JSON-RPC error is an answer from a working connection; anything
- * else (HTTP errors, network errors, a closed transport, an answer we could not parse) is not.
+ * next operation reconnects). A JSON-RPC error is an answer from a working connection, and a
+ * request that timed out says nothing against it; anything else (HTTP errors, network errors,
+ * a closed transport, an answer we could not parse) does.
  */
 export function breaksConnection(error: unknown): boolean {
-  if (error instanceof DeadlineExceeded) return false;
-  if (error instanceof McpError) return error.code === ErrorCode.ConnectionClosed;
+  if (error instanceof DeadlineExceeded || error instanceof ProtocolError) return false;
+  if (error instanceof SdkError) return error.code !== SdkErrorCode.RequestTimeout;
   return true;
 }
 
@@ -84,20 +84,21 @@ export function invitesFallback(error: unknown, observedStatus?: number): boolea
  * could not be reached or answered nonsense (the emulator stands as a gateway to it).
  */
 export function failureCode(error: unknown, observedStatus?: number): { type: 'mcp_protocol_error' | 'http_error'; code: number } {
-  if (error instanceof McpError) return { type: 'mcp_protocol_error', code: error.code };
+  if (error instanceof ProtocolError) return { type: 'mcp_protocol_error', code: error.code };
   const status = httpStatusOf(error, observedStatus);
   if (status !== undefined) return { type: 'http_error', code: status };
-  return { type: 'http_error', code: error instanceof DeadlineExceeded ? 504 : 502 };
+  const timedOut = error instanceof DeadlineExceeded || (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout);
+  return { type: 'http_error', code: timedOut ? 504 : 502 };
 }
 
 export function describeFailure(error: unknown, observedStatus?: number): string {
   if (error instanceof DeadlineExceeded || error instanceof McpConnectError) return error.message;
-  if (error instanceof McpError) {
-    if (error.code === ErrorCode.ConnectionClosed) return 'the connection to the server closed';
-    if (error.code === ErrorCode.RequestTimeout) return 'the request timed out';
-    // McpError's own message is "MCP error <code>: <message>", and an SDK server sends that
-    // whole string as the JSON-RPC message when a handler throws an McpError, so the client's
-    // McpError reads "MCP error -32602: MCP error -32602: ...": say it once.
+  if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) return 'the connection to the server closed';
+  if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) return 'the request timed out';
+  if (error instanceof ProtocolError) {
+    // A v1 SDK server sends an McpError's whole message, "MCP error <code>: <message>", as the
+    // JSON-RPC message when a handler throws one, and the client may prefix it again, so it
+    // could read "MCP error -32602: MCP error -32602: ...": say it once.
     return `MCP error ${error.code}: ${error.message.replace(/^(MCP error -?\d+: )+/, '')}`;
   }
   const status = httpStatusOf(error, observedStatus);

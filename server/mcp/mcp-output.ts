@@ -1,4 +1,4 @@
-import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, ContentBlock } from '@modelcontextprotocol/client';
 
 /**
  * The text a program receives from an MCP tool result. Programs get one string (like a
