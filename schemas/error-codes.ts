@@ -197,6 +197,46 @@ export const API_ERRORS = {
     type: 'invalid_request_error',
     description: 'The server was built with a store of its own that keeps no conversations (`ResponseStore.conversations`).',
   },
+  agent_not_found: {
+    status: 404,
+    type: 'not_found_error',
+    description: 'No agent has this id (Agents API; never created, or deleted).',
+  },
+  session_not_found: {
+    status: 404,
+    type: 'not_found_error',
+    description: 'No agent session has this id (never created, or deleted).',
+  },
+  turn_not_found: {
+    status: 404,
+    type: 'not_found_error',
+    description: 'The agent session has no turn with this id.',
+  },
+  vault_not_found: {
+    status: 404,
+    type: 'not_found_error',
+    description: 'No vault has this id, or the vault holds no credential with this id (`param` says which).',
+  },
+  invalid_request_error: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'An `agent.session.input.tool_result` names a call the session does not wait on: the message is exactly `Unknown pending tool call: <call_id>`, which the SDK\'s `sessions.stream()` helper retries.',
+  },
+  session_busy: {
+    status: 409,
+    type: 'conflict_error',
+    description: 'A message sent to an agent session while its turn is still running or waiting on tool results (send the results, or `agent.session.input.cancel`, first).',
+  },
+  agents_not_emulated: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'A part of the Agents API the emulator does not run (an environment other than `none`, agent tools other than function and `programmatic_tool_calling`, subagents, approvals); the message names it ([DEVIATIONS.md](DEVIATIONS.md#agents-api)).',
+  },
+  agents_unsupported: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'The server was built with a store of its own that keeps no Agents API records (`ResponseStore.records`).',
+  },
   duplicate_item_id: {
     status: 400,
     type: 'invalid_request_error',

@@ -5,14 +5,14 @@ export const AllowedCaller = z.enum(['direct', 'programmatic']);
 export type AllowedCaller = z.infer<typeof AllowedCaller>;
 
 const AllowedCallers = z.array(AllowedCaller).nullish();
-const JsonSchemaObject = z.record(z.string(), z.unknown());
+export const JsonSchemaObject = z.record(z.string(), z.unknown());
 
 /**
  * A tool's, a namespace's or an MCP server's name: letters, digits, `_` and `-`, as the hosted
  * API requires. A dot never appears, so `namespace.name` names one tool only.
  */
 const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]+$/;
-const ToolName = z
+export const ToolName = z
   .string()
   .min(1)
   .max(128)

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { z } from 'zod';
 import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
@@ -26,6 +27,7 @@ import { HostedTools, type HostedHandlers } from './model/hosted-tools.ts';
 import { ProgramClaims } from './conversation/program-claims.ts';
 import type { RespondDeps } from './conversation/respond.ts';
 import { McpClients } from './mcp/mcp-client.ts';
+import { registerAgentsApi } from './agents/register.ts';
 import { registerCompactAndCountRoutes } from './routes/compact-and-count.ts';
 import { registerConversationRoutes } from './routes/conversations.ts';
 import { registerHealthRoutes } from './routes/health.ts';
@@ -151,6 +153,18 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     draining = true;
   });
 
+  // Connections that have not sent a byte yet: Node's close() counts them as busy (it waits for
+  // their first request, up to headersTimeout), and an HTTP client may open one ahead of need
+  // (undici does after a stream it aborted). Closing drops them: they hold no request.
+  const connections = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
+  app.addHook('preClose', async () => {
+    for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
+  });
+
   // While draining, every reply ends its connection: a keep-alive connection busy when the
   // drain began would otherwise stay open and hold close() up.
   app.addHook('onSend', async (_request, reply) => {
@@ -225,6 +239,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   }
   registerCompactAndCountRoutes(app, { store, sealingKeys, maxInputItems: config.maxInputItems });
   registerConversationRoutes(app, store, sealingKeys);
+  const agents = registerAgentsApi(app, { store, respond, gate, recorder });
   registerJournalRoutes(app, journal);
   registerJournalEventRoutes(app, journal);
   if (config.inspector) registerInspectorRoutes(app);
@@ -234,6 +249,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   registerMetricsRoutes(app, runtime);
 
   app.addHook('onClose', async () => {
+    agents?.stopAll();
     await background.stopAll();
     await mcp.close();
     await runtime.close();

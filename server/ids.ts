@@ -34,3 +34,15 @@ export function programOutputId(programCallId: string): string {
 export function newCallId(): string {
   return `call_${randomHex(12)}`;
 }
+
+let sortableCounter = 0;
+
+/**
+ * `agent_…`, `sess_…`: like newId, but ids made later sort after those made before (the
+ * milliseconds, then a counter, then random digits). A list paged `after` an id can then go on
+ * from where that id was when it has been deleted since (the SDK's list-and-delete loop).
+ */
+export function newSortableId(prefix: string): string {
+  sortableCounter = (sortableCounter + 1) % 0x10000;
+  return `${prefix}_${Date.now().toString(16).padStart(12, '0')}${sortableCounter.toString(16).padStart(4, '0')}${randomHex(16)}`;
+}

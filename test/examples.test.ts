@@ -34,6 +34,7 @@ describe('SDK loops against a running server', () => {
   it.each([
     ['sdk-store-false.mjs', '{"units":42}'],
     ['sdk-previous-response-id.mjs', '{"sku":"sku_123","reorder":true,"shortfall":28}'],
+    ['agents-session.mjs', '{"value":42}'],
   ])('%s prints what its header says', async (file, expected) => {
     const header = readFileSync(`${examples}/${file}`, 'utf8');
     expect(header).toContain(`→ ${expected}`);

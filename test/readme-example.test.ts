@@ -28,6 +28,21 @@ it("the README's SDK example runs as written and prints the program's result", a
   }
 });
 
+it('the by-hand loop of docs/AGENTS.md runs as written and prints the program\'s result', async () => {
+  const doc = readFileSync(new URL('../docs/AGENTS.md', import.meta.url), 'utf8');
+  const example = /## A turn by hand[\s\S]*?````js\n([\s\S]*?)````/.exec(doc)?.[1];
+  expect(example).toContain('http://127.0.0.1:8787/v1');
+  const directory = mkdtempSync(fileURLToPath(new URL('../node_modules/.agents-example-', import.meta.url)));
+  try {
+    const script = join(directory, 'agents-loop.mjs');
+    writeFileSync(script, example!.replace('http://127.0.0.1:8787/v1', server.baseURL));
+    const { stdout } = await promisify(execFile)(process.execPath, [script], { timeout: 20_000 });
+    expect(stdout.trim()).toBe('{"value":42}');
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+});
+
 it("the README's embedding example runs as written from a project that installed the package", async () => {
   const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
   const example = /## Embedding and the library[\s\S]*?```js\n([\s\S]*?)```/.exec(readme)?.[1];

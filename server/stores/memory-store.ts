@@ -1,5 +1,6 @@
 import type { ConversationItem } from '../../schemas/items.ts';
 import { MemoryConversationStore } from './memory-conversations.ts';
+import { MemoryRecordStore } from './record-store.ts';
 import type { ResponseStore, StoredResponse } from './response-store.ts';
 
 /** Responses in this process's memory: gone on restart. Values are copied in and out. */
@@ -10,6 +11,7 @@ export class MemoryResponseStore implements ResponseStore {
   /** The ids of each stored response's output items, so a put or delete need not parse its body again. */
   readonly #itemsOf = new Map<string, readonly string[]>();
   readonly conversations = new MemoryConversationStore();
+  readonly records = new MemoryRecordStore();
 
   async get(id: string): Promise<StoredResponse | undefined> {
     const json = this.#responses.get(id);

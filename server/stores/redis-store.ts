@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import type { ConversationItem } from '../../schemas/items.ts';
 import { RedisConversationStore } from './redis-conversations.ts';
+import { RedisRecordStore } from './redis-records.ts';
 import { StoreUnavailableError, type ResponseStore, type StoredResponse } from './response-store.ts';
 
 export interface RedisResponseStoreOptions {
@@ -48,6 +49,7 @@ export class RedisResponseStore implements ResponseStore {
   /** Why the connection is down, to explain the next failed operation; cleared when it is up. */
   #lastConnectionError: Error | undefined;
   readonly conversations: RedisConversationStore;
+  readonly records: RedisRecordStore;
 
   constructor(url: string, options: RedisResponseStoreOptions = {}) {
     const { prefix = DEFAULT_REDIS_PREFIX, ttlSeconds, onConnectionError } = options;
@@ -72,6 +74,7 @@ export class RedisResponseStore implements ResponseStore {
     });
     // The same client and error wrapping: a Redis that is down fails conversations as it fails responses.
     this.conversations = new RedisConversationStore(this.#client, prefix, (operation, command) => this.#run(operation, command));
+    this.records = new RedisRecordStore(this.#client, prefix, (operation, command) => this.#run(operation, command));
   }
 
   async get(id: string): Promise<StoredResponse | undefined> {

@@ -1,6 +1,7 @@
 import type { ConversationItem } from '../../schemas/items.ts';
 import type { ResponseObject } from '../../schemas/response.ts';
 import type { ConversationStore } from './conversation-store.ts';
+import type { RecordStore } from './record-store.ts';
 
 /** A response kept for `store: true`: the Response itself and the input items of its request. */
 export interface StoredResponse {
@@ -34,6 +35,11 @@ export interface ResponseStore {
    * response, with a 400 saying so.
    */
   readonly conversations?: ConversationStore;
+  /**
+   * The Agents API's agents, sessions and other resources. Absent: a store that keeps none; the
+   * server then answers the Agents API with a 400 saying so.
+   */
+  readonly records?: RecordStore;
   /**
    * Resolves when the store can serve now; rejects with StoreUnavailableError saying why when it
    * cannot (what `GET /health` reports). Absent: a store that is always there.

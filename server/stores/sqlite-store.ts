@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { ConversationItem } from '../../schemas/items.ts';
 import type { ResponseStore, StoredResponse } from './response-store.ts';
+import { SqliteRecordStore } from './sqlite-records.ts';
 import { SqliteConversationStore } from './sqlite-conversations.ts';
 import { transaction } from './sqlite-transaction.ts';
 
@@ -56,6 +57,7 @@ export class SqliteResponseStore implements ResponseStore {
   readonly #putAll: (stored: StoredResponse) => void;
   readonly #deleteAll: (id: string) => boolean;
   readonly conversations: SqliteConversationStore;
+  readonly records: SqliteRecordStore;
 
   constructor(readonly filePath: string) {
     mkdirSync(dirname(filePath), { recursive: true });
@@ -69,6 +71,7 @@ export class SqliteResponseStore implements ResponseStore {
     this.#db.exec(CREATE_TABLE);
     this.#db.exec(CREATE_ITEMS_TABLE);
     this.conversations = new SqliteConversationStore(this.#db);
+    this.records = new SqliteRecordStore(this.#db);
     this.#select = this.#db.prepare('SELECT body FROM responses WHERE id = ?');
     // Putting an id again replaces it, as the in-memory store does.
     this.#upsert = this.#db.prepare(`

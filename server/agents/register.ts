@@ -1,0 +1,42 @@
+import type { FastifyInstance } from 'fastify';
+import { ApiError } from '../api-error.ts';
+import type { RespondDeps } from '../conversation/respond.ts';
+import type { JournalRecorder } from '../journal-hooks.ts';
+import type { ResponseStore } from '../stores/response-store.ts';
+import type { TurnGate } from '../turn-gate.ts';
+import { registerAgentRoutes } from './agent-routes.ts';
+import { AgentHarness } from './harness.ts';
+import { registerOtherAgentRoutes } from './other-routes.ts';
+import { SessionEventHub } from './session-events.ts';
+import { registerSessionRoutes } from './session-routes.ts';
+
+export interface AgentsApiDeps {
+  readonly store: ResponseStore;
+  readonly respond: RespondDeps;
+  readonly gate: TurnGate;
+  readonly recorder: JournalRecorder;
+}
+
+/**
+ * The Agents API (`client.beta.agents`, `/v1/agents…` and `/v1/vaults…`): a second front door
+ * onto the Responses engine. Its harness, or undefined when the store keeps no records (every
+ * route then answers 400 `agents_unsupported`).
+ */
+export function registerAgentsApi(app: FastifyInstance, deps: AgentsApiDeps): AgentHarness | undefined {
+  const { records } = deps.store;
+  if (!records) {
+    const refuse = async (): Promise<never> => {
+      throw new ApiError('agents_unsupported', "This server's response store keeps no Agents API records (a store given to buildServer() without a `records` member).");
+    };
+    for (const path of ['/v1/agents', '/v1/agents/*', '/v1/vaults', '/v1/vaults/*']) app.all(path, refuse);
+    return undefined;
+  }
+  const hub = new SessionEventHub();
+  const harness = new AgentHarness({ records, respond: deps.respond, gate: deps.gate, hub, journal: deps.recorder, log: app.log });
+  registerAgentRoutes(app, () => records);
+  registerSessionRoutes(app, { records: () => records, harness, hub, recordStream: deps.recorder.recordStream });
+  registerOtherAgentRoutes(app, records);
+  // Event streams never end by themselves: closing the server ends them, or close() would wait.
+  app.addHook('preClose', async () => hub.endAll());
+  return harness;
+}

@@ -1,0 +1,226 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  AgentListQuery,
+  CreateEventsRequest,
+  CreateSessionRequest,
+  EventStreamQuery,
+  SessionListQuery,
+  UpdateSessionRequest,
+  type AgentDefinition,
+  type AgentObject,
+  type SessionEvent,
+  type SessionInputMessage,
+} from '../../schemas/agents.ts';
+import { ApiError } from '../api-error.ts';
+import { newSortableId } from '../ids.ts';
+import { parseOrThrow } from '../request-validation.ts';
+import type { RecordStore } from '../stores/record-store.ts';
+import { agentDefinition, agentTools, notEmulated } from './agent-definition.ts';
+import { agentNotFound } from './agent-routes.ts';
+import type { AgentHarness } from './harness.ts';
+import { cursorPage, matchesMetadata, metadataFilters } from './list-page.ts';
+import { MAX_SESSION_EVENT_STREAMS, type SessionEventHub } from './session-events.ts';
+import { sessionNow, type SessionRecord } from './session-record.ts';
+
+type SessionParams = { Params: { session_id: string } };
+type TurnParams = { Params: { session_id: string; turn_id: string } };
+
+export interface SessionRouteDeps {
+  readonly records: () => RecordStore;
+  readonly harness: AgentHarness;
+  readonly hub: SessionEventHub;
+  /** Records a stream written by hand in the journal. */
+  readonly recordStream: (request: FastifyRequest, reply: FastifyReply) => void;
+}
+
+export function sessionNotFound(id: string): ApiError {
+  return new ApiError('session_not_found', `Session with id '${id}' not found.`, 'session_id');
+}
+
+/** What a session keeps of its agent: the settings, not the saved agent's metadata or times. */
+function sessionAgent(agent: AgentDefinition): Omit<AgentDefinition, 'metadata'> {
+  const { name, model, instructions, multi_agent, reasoning, service_tier, text, tools, compaction, experimental } = agent;
+  return { name, model, instructions, multi_agent, reasoning, service_tier, text, tools, ...(compaction ? { compaction } : {}), ...(experimental ? { experimental } : {}) };
+}
+
+/** A session's `input`: a string is one user message. */
+function inputMessages(input: CreateSessionRequest['input']): SessionInputMessage[] {
+  if (input === undefined || input === null) return [];
+  return typeof input === 'string' ? [{ role: 'user', content: [{ type: 'input_text', text: input }] }] : input;
+}
+
+/** The ends of a turn the create stream waits for: a turn ended and the session idle again, or failed. */
+function endsCreateStream(): (event: SessionEvent) => boolean {
+  let turnEnded = false;
+  return (event) => {
+    if (event.type === 'agent.session.turn.completed' || event.type === 'agent.session.turn.failed' || event.type === 'agent.session.turn.cancelled') turnEnded = true;
+    return event.type === 'agent.session.failed' || (turnEnded && event.type === 'agent.session.idle');
+  };
+}
+
+/**
+ * The Agents API's sessions (`client.beta.agents.sessions.*`): create (streamed too), read,
+ * update, list, delete; their items, turns, and events in and out. The harness runs the turns.
+ */
+export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): void {
+  const { harness, hub, records } = deps;
+  const found = async (id: string): Promise<SessionRecord> => {
+    const record = await harness.load(id);
+    if (!record) throw sessionNotFound(id);
+    return record;
+  };
+  const refuseTooManyStreams = (): void => {
+    if (hub.streams >= MAX_SESSION_EVENT_STREAMS) {
+      throw new ApiError('too_many_event_streams', `${MAX_SESSION_EVENT_STREAMS} agent session event streams are open, the most the emulator serves at once: close one and retry.`);
+    }
+  };
+
+  app.post('/v1/agents/sessions', async (request, reply) => {
+    const body = parseOrThrow(CreateSessionRequest, request.body ?? {});
+    if (body.environment.type !== 'none') throw notEmulated(`environments of type '${body.environment.type}' (sessions run with environment.type 'none')`, 'environment.type');
+    let base: AgentObject | undefined;
+    if (body.agent_id) {
+      base = await records().get<AgentObject>('agent', body.agent_id);
+      if (!base) throw agentNotFound(body.agent_id);
+    } else if (!body.agent) {
+      throw new ApiError('missing_required_parameter', "Missing required parameter: 'agent_id' or 'agent' (a saved agent's id, or the agent's settings with its model).", 'agent_id');
+    }
+    const agent = body.agent ? agentDefinition(body.agent, base, 'agent') : base!;
+    const now = Math.floor(Date.now() / 1000);
+    const id = newSortableId('sess');
+    const record: SessionRecord = {
+      session: {
+        id,
+        object: 'agent.session',
+        created_at: now,
+        last_active_at: now,
+        agent: { id: base?.id ?? newSortableId('agent'), ...sessionAgent(agent) },
+        environment: { type: 'none' },
+        error: null,
+        metadata: body.metadata ?? {},
+        required_actions: [],
+        status: 'idle',
+        usage: null,
+        vault_ids: body.vault_ids ?? [],
+        prompt_cache_options: body.prompt_cache_options ? { ttl: body.prompt_cache_options.ttl ?? '30m' } : null,
+        review: body.review ?? 'none',
+      },
+      turns: [],
+      last_response_id: null,
+      settled_response_id: null,
+      active_turn_id: null,
+      runner: null,
+      pending: [],
+      answered: [],
+      next_output_index: 0,
+      idempotency_keys: [],
+    };
+    const input = inputMessages(body.input);
+    if (body.stream !== true) {
+      await harness.create(record, input);
+      return sessionNow((await harness.load(id)) ?? record);
+    }
+    refuseTooManyStreams();
+    reply.hijack();
+    request.streamedByHand = true;
+    // Subscribed before the session exists, so that its first event is `agent.session.created`
+    // (the SDK's helper needs the session id before any tool call).
+    const stream = hub.stream(id, reply.raw, { 'x-request-id': request.id }, input.length > 0 ? endsCreateStream() : () => true);
+    reply.raw.on('close', () => deps.recordStream(request, reply));
+    try {
+      await harness.create(record, input);
+    } catch (error) {
+      request.log.error({ err: error, session: id }, 'an agent session could not be created');
+      stream.write([{ type: 'agent.session.failed', session: { ...sessionNow(record), status: 'failed', error: 'The session could not be stored; see the emulator log.' } }]);
+      stream.end();
+    }
+    return reply;
+  });
+
+  app.get('/v1/agents/sessions', async (request) => {
+    const { filters, rest } = metadataFilters((request.query ?? {}) as Record<string, unknown>);
+    const query = parseOrThrow(SessionListQuery, rest);
+    const sessions = (await records().list<SessionRecord>('session'))
+      .map((record) => record.session)
+      .filter((session) => (query.agent_id === undefined || session.agent.id === query.agent_id) && matchesMetadata(session.metadata, filters));
+    return cursorPage(sessions, query, 'session', true);
+  });
+
+  app.get<SessionParams>('/v1/agents/sessions/:session_id', async (request) => sessionNow(await found(request.params.session_id)));
+
+  app.post<SessionParams>('/v1/agents/sessions/:session_id', async (request) => {
+    const body = parseOrThrow(UpdateSessionRequest, request.body ?? {});
+    const tools = body.agent?.tools ? agentTools(body.agent.tools, 'agent.tools') : undefined;
+    await found(request.params.session_id);
+    const record = await harness.modify(request.params.session_id, (record) => {
+      const { session } = record;
+      if (body.agent?.model) session.agent.model = body.agent.model;
+      if (body.agent?.reasoning) session.agent.reasoning = { ...session.agent.reasoning, effort: body.agent.reasoning.effort ?? null };
+      if (body.agent?.service_tier) session.agent.service_tier = body.agent.service_tier;
+      if (tools) session.agent.tools = tools;
+      if (body.metadata !== undefined) session.metadata = body.metadata ?? {};
+      if (body.prompt_cache_options !== undefined) session.prompt_cache_options = body.prompt_cache_options ? { ttl: body.prompt_cache_options.ttl ?? '30m' } : null;
+      if (body.review !== undefined) session.review = body.review;
+    });
+    return sessionNow(record);
+  });
+
+  app.delete<SessionParams>('/v1/agents/sessions/:session_id', async (request) => {
+    const id = request.params.session_id;
+    if (!(await harness.remove(id))) throw sessionNotFound(id);
+    return { id, deleted: true, object: 'agent.session.deleted' as const };
+  });
+
+  app.get<SessionParams>('/v1/agents/sessions/:session_id/items', async (request) => {
+    const query = parseOrThrow(AgentListQuery, request.query);
+    await found(request.params.session_id);
+    return cursorPage(await harness.items(request.params.session_id), query, 'item of this session');
+  });
+
+  app.get<SessionParams>('/v1/agents/sessions/:session_id/turns', async (request) => {
+    const query = parseOrThrow(AgentListQuery, request.query);
+    return cursorPage((await found(request.params.session_id)).turns, query, 'turn of this session', true);
+  });
+
+  const turnOf = (record: SessionRecord, turnId: string) => {
+    const turn = record.turns.find((candidate) => candidate.id === turnId);
+    if (!turn) throw new ApiError('turn_not_found', `Turn with id '${turnId}' not found in session '${record.session.id}'.`, 'turn_id');
+    return turn;
+  };
+
+  app.get<TurnParams>('/v1/agents/sessions/:session_id/turns/:turn_id', async (request) => turnOf(await found(request.params.session_id), request.params.turn_id));
+
+  app.get<TurnParams>('/v1/agents/sessions/:session_id/turns/:turn_id/items', async (request) => {
+    const query = parseOrThrow(AgentListQuery, request.query);
+    const record = await found(request.params.session_id);
+    const turn = turnOf(record, request.params.turn_id);
+    return cursorPage((await harness.items(record.session.id)).filter((item) => item.turn_id === turn.id), query, 'item of this turn');
+  });
+
+  app.post<SessionParams>('/v1/agents/sessions/:session_id/events', async (request, reply) => {
+    const body = parseOrThrow(CreateEventsRequest, request.body ?? {});
+    const key = request.headers['idempotency-key'];
+    await harness.post(request.params.session_id, body.events, typeof key === 'string' ? key : undefined);
+    return reply.code(202).send();
+  });
+
+  app.get<SessionParams>('/v1/agents/sessions/:session_id/events', async (request, reply) => {
+    parseOrThrow(EventStreamQuery, request.query);
+    await found(request.params.session_id);
+    refuseTooManyStreams();
+    reply.hijack();
+    request.streamedByHand = true;
+    hub.stream(request.params.session_id, reply.raw, { 'x-request-id': request.id });
+    reply.raw.on('close', () => deps.recordStream(request, reply));
+    return reply;
+  });
+
+  // What a session without an environment or subagents honestly has of these: nothing.
+  for (const what of ['subagents', 'traces', 'artifacts'] as const) {
+    app.get<SessionParams>(`/v1/agents/sessions/:session_id/${what}`, async (request) => {
+      const query = parseOrThrow(AgentListQuery.extend({ environment_id: AgentListQuery.shape.after }), request.query);
+      await found(request.params.session_id);
+      return cursorPage([] as { id: string }[], query, what.slice(0, -1));
+    });
+  }
+}

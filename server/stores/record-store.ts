@@ -1,0 +1,70 @@
+/**
+ * The Agents API's resources (agents, sessions and their items, vaults and their credentials),
+ * kept beside the responses of the same store so that a restart loses none of them. Each record
+ * is one JSON object addressed by its kind and id, and may belong to a parent (a session's
+ * items, a vault's credentials); a kind lists, whole or by parent, in the order its records were
+ * first put. A record changed later keeps its place. Records are copied in and out.
+ */
+export const RECORD_KINDS = ['agent', 'session', 'session_item', 'vault', 'credential'] as const;
+export type RecordKind = (typeof RECORD_KINDS)[number];
+
+export interface RecordStore {
+  /** Creates or replaces a record; `parent` is given on every put of a child record, the same each time. */
+  put(kind: RecordKind, id: string, value: object, parent?: string): Promise<void>;
+  get<T>(kind: RecordKind, id: string): Promise<T | undefined>;
+  /** True when there was one; `parent` as it was put. */
+  delete(kind: RecordKind, id: string, parent?: string): Promise<boolean>;
+  /** Every record of the kind (of `parent` only, when given), oldest first. */
+  list<T>(kind: RecordKind, parent?: string): Promise<T[]>;
+  /** Deletes every record of the kind that belongs to `parent`. */
+  deleteChildren(kind: RecordKind, parent: string): Promise<void>;
+}
+
+/** Records in this process's memory: gone on restart. */
+export class MemoryRecordStore implements RecordStore {
+  /** Each kind's records by id, in the order they were first put. */
+  readonly #kinds = new Map<RecordKind, Map<string, { json: string; parent: string | undefined }>>();
+  /** Each kind's children ids by parent, in order. */
+  readonly #children = new Map<string, Set<string>>();
+
+  async put(kind: RecordKind, id: string, value: object, parent?: string): Promise<void> {
+    this.#of(kind).set(id, { json: JSON.stringify(value), parent });
+    if (parent !== undefined) {
+      const key = `${kind}\u0000${parent}`;
+      let ids = this.#children.get(key);
+      if (!ids) this.#children.set(key, (ids = new Set()));
+      ids.add(id);
+    }
+  }
+
+  async get<T>(kind: RecordKind, id: string): Promise<T | undefined> {
+    const record = this.#of(kind).get(id);
+    return record === undefined ? undefined : (JSON.parse(record.json) as T);
+  }
+
+  async delete(kind: RecordKind, id: string): Promise<boolean> {
+    const record = this.#of(kind).get(id);
+    if (!record) return false;
+    this.#of(kind).delete(id);
+    if (record.parent !== undefined) this.#children.get(`${kind}\u0000${record.parent}`)?.delete(id);
+    return true;
+  }
+
+  async list<T>(kind: RecordKind, parent?: string): Promise<T[]> {
+    const records = this.#of(kind);
+    const ids = parent === undefined ? [...records.keys()] : [...(this.#children.get(`${kind}\u0000${parent}`) ?? [])];
+    return ids.map((id) => JSON.parse(records.get(id)!.json) as T);
+  }
+
+  async deleteChildren(kind: RecordKind, parent: string): Promise<void> {
+    const key = `${kind}\u0000${parent}`;
+    for (const id of this.#children.get(key) ?? []) this.#of(kind).delete(id);
+    this.#children.delete(key);
+  }
+
+  #of(kind: RecordKind): Map<string, { json: string; parent: string | undefined }> {
+    let records = this.#kinds.get(kind);
+    if (!records) this.#kinds.set(kind, (records = new Map()));
+    return records;
+  }
+}

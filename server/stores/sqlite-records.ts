@@ -1,0 +1,56 @@
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import type { RecordKind, RecordStore } from './record-store.ts';
+
+const CREATE_TABLE = `
+  CREATE TABLE IF NOT EXISTS agent_records (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    parent TEXT,
+    body TEXT NOT NULL,
+    UNIQUE (kind, id)
+  );
+  CREATE INDEX IF NOT EXISTS agent_records_by_parent ON agent_records (kind, parent, seq)`;
+
+/** The Agents API's records in the SQLite file of the responses (table `agent_records`). */
+export class SqliteRecordStore implements RecordStore {
+  readonly #upsert: StatementSync;
+  readonly #select: StatementSync;
+  readonly #delete: StatementSync;
+  readonly #list: StatementSync;
+  readonly #listChildren: StatementSync;
+  readonly #deleteChildren: StatementSync;
+
+  constructor(db: DatabaseSync) {
+    db.exec(CREATE_TABLE);
+    // A replaced record keeps its seq, so its place in the list.
+    this.#upsert = db.prepare('INSERT INTO agent_records (kind, id, parent, body) VALUES (?, ?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body');
+    this.#select = db.prepare('SELECT body FROM agent_records WHERE kind = ? AND id = ?');
+    this.#delete = db.prepare('DELETE FROM agent_records WHERE kind = ? AND id = ?');
+    this.#list = db.prepare('SELECT body FROM agent_records WHERE kind = ? ORDER BY seq');
+    this.#listChildren = db.prepare('SELECT body FROM agent_records WHERE kind = ? AND parent = ? ORDER BY seq');
+    this.#deleteChildren = db.prepare('DELETE FROM agent_records WHERE kind = ? AND parent = ?');
+  }
+
+  async put(kind: RecordKind, id: string, value: object, parent?: string): Promise<void> {
+    this.#upsert.run(kind, id, parent ?? null, JSON.stringify(value));
+  }
+
+  async get<T>(kind: RecordKind, id: string): Promise<T | undefined> {
+    const row = this.#select.get(kind, id) as { body: string } | undefined;
+    return row === undefined ? undefined : (JSON.parse(row.body) as T);
+  }
+
+  async delete(kind: RecordKind, id: string): Promise<boolean> {
+    return this.#delete.run(kind, id).changes > 0;
+  }
+
+  async list<T>(kind: RecordKind, parent?: string): Promise<T[]> {
+    const rows = (parent === undefined ? this.#list.all(kind) : this.#listChildren.all(kind, parent)) as { body: string }[];
+    return rows.map((row) => JSON.parse(row.body) as T);
+  }
+
+  async deleteChildren(kind: RecordKind, parent: string): Promise<void> {
+    this.#deleteChildren.run(kind, parent);
+  }
+}
