@@ -328,3 +328,90 @@ export type CredentialAuth =
   | { type: 'mcp_oauth'; mcp_server_url: string; expires_at: string | null; refresh: { client_id: string; resource: string | null; scope: string | null; token_endpoint: string; token_endpoint_auth: { type: 'none' | 'client_secret_basic' | 'client_secret_post' } } | null }
   | { type: 'static_bearer'; mcp_server_url: string }
   | { type: 'environment_variable'; secret_name: string; networking: z.infer<typeof Networking> };
+
+// ---- automations ---------------------------------------------------------------------------
+
+/** What an automation does when it fires: a new session with this input, or a message into a session. */
+export const AutomationTargetParam = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('new_session'),
+    environment: EnvironmentParam,
+    input: z.array(SessionInputMessage).min(1).max(MAX_INPUT_MESSAGES),
+    agent: InlineAgent.optional(),
+    agent_id: z.string().min(1).optional(),
+    metadata: Metadata.nullish(),
+    vault_ids: z.array(z.string()).nullish(),
+  }),
+  z.strictObject({ type: z.literal('existing_session'), session_id: z.string().min(1), instructions: z.string().min(1) }),
+]);
+export type AutomationTargetParam = z.infer<typeof AutomationTargetParam>;
+
+const AutomationName = z.string().min(1).max(256);
+/** A cron expression: five fields (minute hour day-of-month month day-of-week). */
+const CronExpression = z.string().regex(/^\s*\S+(\s+\S+){4}\s*$/, { error: 'expected a cron expression of five fields, e.g. "0 9 * * 1"' });
+const TimeZone = z.string().refine(
+  (zone) => {
+    try {
+      new Intl.DateTimeFormat('en', { timeZone: zone });
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  { error: 'expected an IANA time zone, e.g. "Europe/Paris"' },
+);
+
+/** `POST /v1/agents/automations`. */
+export const CreateAutomationRequest = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('periodic'), name: AutomationName, expression: CronExpression, timezone: TimeZone, target: AutomationTargetParam, metadata: Metadata.optional() }),
+  z.strictObject({ type: z.literal('once'), name: AutomationName, run_at: z.number().int().nonnegative(), target: AutomationTargetParam, metadata: Metadata.optional() }),
+]);
+export type CreateAutomationRequest = z.infer<typeof CreateAutomationRequest>;
+
+/** `POST /v1/agents/automations/{id}`. */
+export const UpdateAutomationRequest = z.strictObject({
+  name: AutomationName.optional(),
+  expression: CronExpression.optional(),
+  timezone: TimeZone.optional(),
+  run_at: z.number().int().nonnegative().optional(),
+  target: AutomationTargetParam.optional(),
+  metadata: Metadata.optional(),
+});
+export type UpdateAutomationRequest = z.infer<typeof UpdateAutomationRequest>;
+
+/** An automation's target as it is returned. */
+export type AutomationTarget =
+  | {
+      type: 'new_session';
+      agent: Omit<AgentDefinition, 'name' | 'metadata'> | null;
+      agent_id: string | null;
+      environment: { type: 'none' };
+      input: { content: InputContent[]; role: 'user'; type: 'message' }[];
+      metadata: Record<string, string>;
+      vault_ids: string[];
+    }
+  | { type: 'existing_session'; session_id: string; instructions: string };
+
+export type AutomationObject = {
+  id: string;
+  object: 'agent.automation';
+  name: string;
+  created_at: number;
+  created_by: { type: 'developer' };
+  metadata: Record<string, string>;
+  target: AutomationTarget;
+  pause_reason: null;
+} & ({ type: 'periodic'; expression: string; timezone: string; status: 'active' | 'paused' } | { type: 'once'; run_at: number; status: 'active' | 'paused' | 'completed' });
+
+export interface AutomationInvocation {
+  id: string;
+  object: 'agent.automation.invocation';
+  automation_id: string;
+  created_at: number;
+  scheduled_at: null;
+  session_id: string | null;
+  status: 'completed' | 'failed';
+  skip_reason: null;
+  error: { code: string; message: string } | null;
+  source: { type: 'manual' };
+}

@@ -212,6 +212,11 @@ export const API_ERRORS = {
     type: 'not_found_error',
     description: 'The agent session has no turn with this id.',
   },
+  automation_not_found: {
+    status: 404,
+    type: 'not_found_error',
+    description: 'No automation has this id, or the automation has no invocation with this id (`param` says which).',
+  },
   vault_not_found: {
     status: 404,
     type: 'not_found_error',
@@ -230,7 +235,7 @@ export const API_ERRORS = {
   agents_not_emulated: {
     status: 400,
     type: 'invalid_request_error',
-    description: 'A part of the Agents API the emulator does not run (an environment other than `none`, agent tools other than function and `programmatic_tool_calling`, subagents, approvals); the message names it ([DEVIATIONS.md](DEVIATIONS.md#agents-api)).',
+    description: 'A part of the Agents API the emulator does not run (environments other than `none`, agent tools other than function and `programmatic_tool_calling`, subagents, approvals); the message names it ([DEVIATIONS.md](DEVIATIONS.md#the-agents-api)).',
   },
   agents_unsupported: {
     status: 400,
@@ -280,7 +285,7 @@ export const API_ERRORS = {
   too_many_event_streams: {
     status: 429,
     type: 'rate_limit_error',
-    description: '`GET /v1/emulator/journal/events`: as many journal event streams as the emulator serves at once are open (64, `MAX_EVENT_STREAMS` in server/inspector/journal-events.ts).',
+    description: '`GET /v1/emulator/journal/events`: as many journal event streams as the emulator serves at once are open (64, `MAX_EVENT_STREAMS` in server/inspector/journal-events.ts); an agent session\'s `GET …/events` (or `sessions.create` with `stream: true`): 256 open on the server, or 16 on that session (server/agents/session-events.ts).',
   },
   shutting_down: {
     status: 503,

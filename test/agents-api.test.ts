@@ -366,7 +366,6 @@ describe('the Agents API: agents and sessions as resources', () => {
     await expectApiError(client.beta.agents.sessions.create({ agent: { model: 'm' }, environment: { type: 'openai_hosted' } }), 400, 'agents_not_emulated', /environments of type 'openai_hosted'/, 'environment.type');
     await expectApiError(client.beta.agents.sessions.create({ environment: { type: 'none' } }), 400, 'missing_required_parameter', /'agent_id' or 'agent'/, 'agent_id');
     await expectApiError(client.beta.agents.environments.create({ environment: { type: 'openai_hosted' } }), 400, 'agents_not_emulated', /environments/);
-    await expectApiError(client.beta.agents.automations.list(), 400, 'agents_not_emulated', /automations/);
     const session = await client.beta.agents.sessions.create({ agent: { model: 'm' }, environment: { type: 'none' } });
     await expectApiError(
       client.beta.agents.sessions.events.create(session.id, { events: [{ type: 'agent.session.input.mcp_approval_request_result', request_id: 'r', response: { type: 'mcp_tool_call', decision: 'approve' } }] }),
@@ -375,6 +374,44 @@ describe('the Agents API: agents and sessions as resources', () => {
       /mcp_approval_request_result/,
       'events[0].type',
     );
+  });
+
+  it('automations round-trip, pause and resume, and an invocation runs its target now: a new session, or a message into one', async () => {
+    const { client } = await start();
+    const agent = await client.beta.agents.create({ model: 'm', tools: AGENT_TOOLS });
+    const periodic = await client.beta.agents.automations.create({
+      type: 'periodic',
+      name: 'nightly pricing',
+      expression: '0 2 * * *',
+      timezone: 'Europe/Paris',
+      target: { type: 'new_session', agent_id: agent.id, environment: { type: 'none' }, input: [{ role: 'user', content: [{ type: 'input_text', text: 'take your time' }] }] },
+    });
+    expect(periodic).toMatchObject({
+      object: 'agent.automation',
+      type: 'periodic',
+      status: 'active',
+      created_by: { type: 'developer' },
+      target: { type: 'new_session', agent: null, agent_id: agent.id, environment: { type: 'none' }, input: [{ role: 'user', type: 'message' }] },
+    });
+    expect(await client.beta.agents.automations.pause(periodic.id)).toMatchObject({ status: 'paused' });
+    expect(await client.beta.agents.automations.resume(periodic.id)).toMatchObject({ status: 'active' });
+    expect(await client.beta.agents.automations.update(periodic.id, { expression: '30 3 * * 1' })).toMatchObject({ expression: '30 3 * * 1', name: 'nightly pricing' });
+    await expectApiError(client.beta.agents.automations.update(periodic.id, { timezone: 'Mars/Olympus' }), 400, 'invalid_value', /IANA time zone/, 'timezone');
+
+    const invocation = await client.beta.agents.automations.invocations.create(periodic.id);
+    expect(invocation).toMatchObject({ object: 'agent.automation.invocation', automation_id: periodic.id, status: 'completed', source: { type: 'manual' }, scheduled_at: null, error: null });
+    const session = await client.beta.agents.sessions.retrieve(invocation.session_id!);
+    expect(session).toMatchObject({ agent: { id: agent.id }, status: 'in_progress' });
+
+    // A message into that session while its turn runs: the invocation fails, saying why.
+    const once = await client.beta.agents.automations.create({ type: 'once', name: 'nudge', run_at: 2_000_000_000, target: { type: 'existing_session', session_id: session.id, instructions: 'Anything new?' } });
+    const busy = await client.beta.agents.automations.invocations.create(once.id);
+    expect(busy).toMatchObject({ status: 'failed', session_id: session.id, error: { code: 'session_busy' } });
+    expect((await client.beta.agents.automations.list({ session_id: session.id })).data.map((listed) => listed.id)).toEqual([once.id]);
+    expect((await client.beta.agents.automations.invocations.list(periodic.id)).data.map((listed) => listed.id)).toEqual([invocation.id]);
+    expect(await client.beta.agents.automations.invocations.retrieve(busy.id, { automation_id: once.id })).toEqual(busy);
+    expect(await client.beta.agents.automations.delete(once.id)).toEqual({ id: once.id, deleted: true, object: 'agent.automation.deleted' });
+    await expectApiError(client.beta.agents.automations.retrieve(once.id), 404, 'automation_not_found', /not found/, 'automation_id');
   });
 
   it('vaults and credentials round-trip, and a credential never returns its secret', async () => {

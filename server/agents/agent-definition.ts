@@ -40,7 +40,7 @@ export function agentTools(tools: readonly AgentToolParam[], param: string): Age
 }
 
 export function notEmulated(what: string, param: string | null): ApiError {
-  return new ApiError('agents_not_emulated', `ptc-emulator does not emulate ${what}; see docs/DEVIATIONS.md#agents-api.`, param);
+  return new ApiError('agents_not_emulated', `ptc-emulator does not emulate ${what}; see docs/DEVIATIONS.md#the-agents-api.`, param);
 }
 
 /** The settings of a create request, or an update's or an inline agent's over `base`. */

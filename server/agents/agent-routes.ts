@@ -1,17 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { AgentListQuery, CreateAgentRequest, UpdateAgentRequest, type AgentObject } from '../../schemas/agents.ts';
-import { ApiError } from '../api-error.ts';
 import { newSortableId } from '../ids.ts';
 import { parseOrThrow } from '../request-validation.ts';
 import type { RecordStore } from '../stores/record-store.ts';
 import { agentDefinition } from './agent-definition.ts';
 import { cursorPage } from './list-page.ts';
+import { agentNotFound } from './new-session.ts';
 
 type AgentParams = { Params: { agent_id: string } };
-
-export function agentNotFound(id: string, param = 'agent_id'): ApiError {
-  return new ApiError('agent_not_found', `Agent with id '${id}' not found.`, param);
-}
 
 /** The Agents API's agents (`client.beta.agents.*`): saved definitions a session may start from. */
 export function registerAgentRoutes(app: FastifyInstance, records: () => RecordStore): void {

@@ -242,7 +242,7 @@ export class AgentHarness {
     applied.events.push({ type: 'agent.session.turn.item.done', session_id: sessionId, turn_id: call!.turn_id, item: callItem, output_index: call!.output_index });
     applied.events.push({ type: 'agent.session.turn.item.added', session_id: sessionId, turn_id: call!.turn_id, item: outputItem, output_index: null });
     // A failed call reaches the program (or the model) as its error text: the hosted harness's
-    // rendering of a failure is not documented (docs/DEVIATIONS.md#agents-api).
+    // rendering of a failure is not documented (docs/DEVIATIONS.md#the-agents-api).
     const output: AnsweredCall = {
       type: OUTPUT.type,
       call_id: call!.call_id,
@@ -458,7 +458,7 @@ export class AgentHarness {
         events.push({ type: 'agent.session.turn.item.added', ...at, item: call, output_index: outputIndex });
       }
       // program and program_output stay inside the harness: the Agents API has no item for
-      // them (the journal and the inspector show them; docs/DEVIATIONS.md#agents-api).
+      // them (the journal and the inspector show them; docs/DEVIATIONS.md#the-agents-api).
     }
     if (record.pending.length > 0) {
       turn.status = 'waiting';

@@ -155,11 +155,10 @@ export function registerOtherAgentRoutes(app: FastifyInstance, records: RecordSt
     return { id: credential.id, deleted: true, object: 'vault.credential.deleted' as const };
   });
 
-  // No sandbox, no scheduler: environments (and their files and templates) and automations are
-  // refused by name rather than faked (docs/DEVIATIONS.md#agents-api).
+  // No sandbox: environments (and their files and templates) are refused by name rather than
+  // faked (docs/DEVIATIONS.md#the-agents-api).
   const refuse = (what: string) => async (): Promise<never> => {
     throw notEmulated(what, null);
   };
   for (const path of ['/v1/agents/environments', '/v1/agents/environments/*']) app.all(path, refuse('environments (hosted or self-hosted sandboxes, their files and templates)'));
-  for (const path of ['/v1/agents/automations', '/v1/agents/automations/*']) app.all(path, refuse('automations (scheduled sessions)'));
 }

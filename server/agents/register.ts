@@ -5,6 +5,7 @@ import type { JournalRecorder } from '../journal-hooks.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
 import type { TurnGate } from '../turn-gate.ts';
 import { registerAgentRoutes } from './agent-routes.ts';
+import { registerAutomationRoutes } from './automation-routes.ts';
 import { AgentHarness } from './harness.ts';
 import { registerOtherAgentRoutes } from './other-routes.ts';
 import { SessionEventHub } from './session-events.ts';
@@ -36,6 +37,7 @@ export function registerAgentsApi(app: FastifyInstance, deps: AgentsApiDeps): Ag
   registerAgentRoutes(app, () => records);
   registerSessionRoutes(app, { records: () => records, harness, hub, recordStream: deps.recorder.recordStream });
   registerOtherAgentRoutes(app, records);
+  registerAutomationRoutes(app, records, harness);
   // Event streams never end by themselves: closing the server ends them, or close() would wait.
   app.addHook('preClose', async () => hub.endAll());
   return harness;

@@ -6,6 +6,9 @@ import { MAX_EVENT_STREAM_BUFFER_BYTES } from '../inspector/journal-events.ts';
 /** Event streams of agent sessions open at once; one more is answered 429 `too_many_event_streams`. */
 export const MAX_SESSION_EVENT_STREAMS = 256;
 
+/** Event streams open at once on one session: a client that opens and forgets them fills its session's share, not the server's. */
+export const MAX_STREAMS_PER_SESSION = 16;
+
 /** A comment line every so often keeps proxies from closing an idle stream (the SDK skips comments). */
 const HEARTBEAT_MS = 15_000;
 
@@ -41,6 +44,13 @@ export class SessionEventHub {
 
   get streams(): number {
     return this.#open.size;
+  }
+
+  /** The streams open on one session. */
+  streamsOf(sessionId: string): number {
+    let count = 0;
+    for (const id of this.#open.values()) if (id === sessionId) count += 1;
+    return count;
   }
 
   /**

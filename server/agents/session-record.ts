@@ -1,5 +1,5 @@
 import type { Caller } from '../../schemas/items.ts';
-import type { InputContent, SessionItem, SessionObject, TokenUsage, TurnObject } from '../../schemas/agents.ts';
+import type { InputContent, SessionObject, TokenUsage, TurnObject } from '../../schemas/agents.ts';
 import type { Usage } from '../../schemas/usage.ts';
 import { TOOL_KINDS } from '../conversation/tool-kinds.ts';
 

@@ -6,20 +6,17 @@ import {
   EventStreamQuery,
   SessionListQuery,
   UpdateSessionRequest,
-  type AgentDefinition,
-  type AgentObject,
   type SessionEvent,
   type SessionInputMessage,
 } from '../../schemas/agents.ts';
 import { ApiError } from '../api-error.ts';
-import { newSortableId } from '../ids.ts';
 import { parseOrThrow } from '../request-validation.ts';
 import type { RecordStore } from '../stores/record-store.ts';
-import { agentDefinition, agentTools, notEmulated } from './agent-definition.ts';
-import { agentNotFound } from './agent-routes.ts';
+import { agentTools } from './agent-definition.ts';
+import { newSessionRecord, resolveAgent } from './new-session.ts';
 import type { AgentHarness } from './harness.ts';
 import { cursorPage, matchesMetadata, metadataFilters } from './list-page.ts';
-import { MAX_SESSION_EVENT_STREAMS, type SessionEventHub } from './session-events.ts';
+import { MAX_SESSION_EVENT_STREAMS, MAX_STREAMS_PER_SESSION, type SessionEventHub } from './session-events.ts';
 import { sessionNow, type SessionRecord } from './session-record.ts';
 
 type SessionParams = { Params: { session_id: string } };
@@ -35,12 +32,6 @@ export interface SessionRouteDeps {
 
 export function sessionNotFound(id: string): ApiError {
   return new ApiError('session_not_found', `Session with id '${id}' not found.`, 'session_id');
-}
-
-/** What a session keeps of its agent: the settings, not the saved agent's metadata or times. */
-function sessionAgent(agent: AgentDefinition): Omit<AgentDefinition, 'metadata'> {
-  const { name, model, instructions, multi_agent, reasoning, service_tier, text, tools, compaction, experimental } = agent;
-  return { name, model, instructions, multi_agent, reasoning, service_tier, text, tools, ...(compaction ? { compaction } : {}), ...(experimental ? { experimental } : {}) };
 }
 
 /** A session's `input`: a string is one user message. */
@@ -69,58 +60,34 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
     if (!record) throw sessionNotFound(id);
     return record;
   };
-  const refuseTooManyStreams = (): void => {
+  const refuseTooManyStreams = (sessionId: string): void => {
     if (hub.streams >= MAX_SESSION_EVENT_STREAMS) {
       throw new ApiError('too_many_event_streams', `${MAX_SESSION_EVENT_STREAMS} agent session event streams are open, the most the emulator serves at once: close one and retry.`);
+    }
+    if (hub.streamsOf(sessionId) >= MAX_STREAMS_PER_SESSION) {
+      throw new ApiError('too_many_event_streams', `${MAX_STREAMS_PER_SESSION} event streams are open on session '${sessionId}', the most one session has: close one and retry.`);
     }
   };
 
   app.post('/v1/agents/sessions', async (request, reply) => {
     const body = parseOrThrow(CreateSessionRequest, request.body ?? {});
-    if (body.environment.type !== 'none') throw notEmulated(`environments of type '${body.environment.type}' (sessions run with environment.type 'none')`, 'environment.type');
-    let base: AgentObject | undefined;
-    if (body.agent_id) {
-      base = await records().get<AgentObject>('agent', body.agent_id);
-      if (!base) throw agentNotFound(body.agent_id);
-    } else if (!body.agent) {
-      throw new ApiError('missing_required_parameter', "Missing required parameter: 'agent_id' or 'agent' (a saved agent's id, or the agent's settings with its model).", 'agent_id');
-    }
-    const agent = body.agent ? agentDefinition(body.agent, base, 'agent') : base!;
-    const now = Math.floor(Date.now() / 1000);
-    const id = newSortableId('sess');
-    const record: SessionRecord = {
-      session: {
-        id,
-        object: 'agent.session',
-        created_at: now,
-        last_active_at: now,
-        agent: { id: base?.id ?? newSortableId('agent'), ...sessionAgent(agent) },
-        environment: { type: 'none' },
-        error: null,
-        metadata: body.metadata ?? {},
-        required_actions: [],
-        status: 'idle',
-        usage: null,
-        vault_ids: body.vault_ids ?? [],
-        prompt_cache_options: body.prompt_cache_options ? { ttl: body.prompt_cache_options.ttl ?? '30m' } : null,
-        review: body.review ?? 'none',
-      },
-      turns: [],
-      last_response_id: null,
-      settled_response_id: null,
-      active_turn_id: null,
-      runner: null,
-      pending: [],
-      answered: [],
-      next_output_index: 0,
-      idempotency_keys: [],
+    const plan = {
+      agentId: body.agent_id,
+      agent: body.agent,
+      environment: body.environment,
+      metadata: body.metadata,
+      vaultIds: body.vault_ids,
+      promptCacheTtl: body.prompt_cache_options ? (body.prompt_cache_options.ttl ?? '30m') : undefined,
+      review: body.review,
     };
+    const record = newSessionRecord(plan, await resolveAgent(records(), plan));
+    const { id } = record.session;
     const input = inputMessages(body.input);
     if (body.stream !== true) {
       await harness.create(record, input);
       return sessionNow((await harness.load(id)) ?? record);
     }
-    refuseTooManyStreams();
+    refuseTooManyStreams(id);
     reply.hijack();
     request.streamedByHand = true;
     // Subscribed before the session exists, so that its first event is `agent.session.created`
@@ -207,7 +174,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
   app.get<SessionParams>('/v1/agents/sessions/:session_id/events', async (request, reply) => {
     parseOrThrow(EventStreamQuery, request.query);
     await found(request.params.session_id);
-    refuseTooManyStreams();
+    refuseTooManyStreams(request.params.session_id);
     reply.hijack();
     request.streamedByHand = true;
     hub.stream(request.params.session_id, reply.raw, { 'x-request-id': request.id });

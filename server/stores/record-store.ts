@@ -5,7 +5,7 @@
  * items, a vault's credentials); a kind lists, whole or by parent, in the order its records were
  * first put. A record changed later keeps its place. Records are copied in and out.
  */
-export const RECORD_KINDS = ['agent', 'session', 'session_item', 'vault', 'credential'] as const;
+export const RECORD_KINDS = ['agent', 'session', 'session_item', 'vault', 'credential', 'automation', 'automation_invocation'] as const;
 export type RecordKind = (typeof RECORD_KINDS)[number];
 
 export interface RecordStore {

@@ -2,7 +2,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { RecordKind, RecordStore } from './record-store.ts';
 
 const CREATE_TABLE = `
-  CREATE TABLE IF NOT EXISTS agent_records (
+  CREATE TABLE IF NOT EXISTS agents_api_records (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     kind TEXT NOT NULL,
     id TEXT NOT NULL,
@@ -10,9 +10,9 @@ const CREATE_TABLE = `
     body TEXT NOT NULL,
     UNIQUE (kind, id)
   );
-  CREATE INDEX IF NOT EXISTS agent_records_by_parent ON agent_records (kind, parent, seq)`;
+  CREATE INDEX IF NOT EXISTS agents_api_records_by_parent ON agents_api_records (kind, parent, seq)`;
 
-/** The Agents API's records in the SQLite file of the responses (table `agent_records`). */
+/** The Agents API's records in the SQLite file of the responses (table `agents_api_records`). */
 export class SqliteRecordStore implements RecordStore {
   readonly #upsert: StatementSync;
   readonly #select: StatementSync;
@@ -24,12 +24,12 @@ export class SqliteRecordStore implements RecordStore {
   constructor(db: DatabaseSync) {
     db.exec(CREATE_TABLE);
     // A replaced record keeps its seq, so its place in the list.
-    this.#upsert = db.prepare('INSERT INTO agent_records (kind, id, parent, body) VALUES (?, ?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body');
-    this.#select = db.prepare('SELECT body FROM agent_records WHERE kind = ? AND id = ?');
-    this.#delete = db.prepare('DELETE FROM agent_records WHERE kind = ? AND id = ?');
-    this.#list = db.prepare('SELECT body FROM agent_records WHERE kind = ? ORDER BY seq');
-    this.#listChildren = db.prepare('SELECT body FROM agent_records WHERE kind = ? AND parent = ? ORDER BY seq');
-    this.#deleteChildren = db.prepare('DELETE FROM agent_records WHERE kind = ? AND parent = ?');
+    this.#upsert = db.prepare('INSERT INTO agents_api_records (kind, id, parent, body) VALUES (?, ?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body');
+    this.#select = db.prepare('SELECT body FROM agents_api_records WHERE kind = ? AND id = ?');
+    this.#delete = db.prepare('DELETE FROM agents_api_records WHERE kind = ? AND id = ?');
+    this.#list = db.prepare('SELECT body FROM agents_api_records WHERE kind = ? ORDER BY seq');
+    this.#listChildren = db.prepare('SELECT body FROM agents_api_records WHERE kind = ? AND parent = ? ORDER BY seq');
+    this.#deleteChildren = db.prepare('DELETE FROM agents_api_records WHERE kind = ? AND parent = ?');
   }
 
   async put(kind: RecordKind, id: string, value: object, parent?: string): Promise<void> {
