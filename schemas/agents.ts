@@ -276,28 +276,31 @@ export const CreateVaultRequest = z.strictObject({ name: z.string().max(256).opt
 export const UpdateVaultRequest = z.strictObject({ name: z.string().max(256).nullish(), metadata: Metadata.optional() });
 
 const Networking = z.discriminatedUnion('type', [z.strictObject({ type: z.literal('unrestricted') }), z.strictObject({ type: z.literal('limited'), allowed_hosts: z.array(z.string()) })]);
-const SecretEndpointAuth = (type: 'client_secret_basic' | 'client_secret_post') => z.strictObject({ type: z.literal(type), client_secret: z.string() });
+const SecretEndpointAuth = (type: 'client_secret_basic' | 'client_secret_post') => z.strictObject({ type: z.literal(type), client_secret: z.string().min(1) });
+const ServerUrl = z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' });
+const Secret = z.string().min(1);
+const ExpiresAt = z.iso.datetime({ offset: true, error: 'expected an ISO 8601 date-time, e.g. "2026-12-31T23:59:00Z"' });
 
 /** A credential's `auth` on create: what it is, with its secret (never kept). */
 export const CredentialAuthCreate = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('mcp_oauth'),
-    access_token: z.string(),
-    mcp_server_url: z.string(),
-    expires_at: z.string().nullish(),
+    access_token: Secret,
+    mcp_server_url: ServerUrl,
+    expires_at: ExpiresAt.nullish(),
     refresh: z
       .strictObject({
-        client_id: z.string(),
-        refresh_token: z.string(),
-        token_endpoint: z.string(),
+        client_id: z.string().min(1),
+        refresh_token: Secret,
+        token_endpoint: ServerUrl,
         token_endpoint_auth: z.discriminatedUnion('type', [z.strictObject({ type: z.literal('none') }), SecretEndpointAuth('client_secret_basic'), SecretEndpointAuth('client_secret_post')]),
         resource: z.string().nullish(),
         scope: z.string().nullish(),
       })
       .nullish(),
   }),
-  z.strictObject({ type: z.literal('static_bearer'), token: z.string(), mcp_server_url: z.string() }),
-  z.strictObject({ type: z.literal('environment_variable'), networking: Networking, secret_name: z.string(), secret_value: z.string() }),
+  z.strictObject({ type: z.literal('static_bearer'), token: Secret, mcp_server_url: ServerUrl }),
+  z.strictObject({ type: z.literal('environment_variable'), networking: Networking, secret_name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name' }), secret_value: Secret }),
 ]);
 export type CredentialAuthCreate = z.infer<typeof CredentialAuthCreate>;
 
@@ -305,18 +308,18 @@ export type CredentialAuthCreate = z.infer<typeof CredentialAuthCreate>;
 export const CredentialAuthRotate = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('mcp_oauth'),
-    access_token: z.string().nullish(),
-    expires_at: z.string().nullish(),
+    access_token: Secret.nullish(),
+    expires_at: ExpiresAt.nullish(),
     refresh: z
       .strictObject({
-        refresh_token: z.string().nullish(),
+        refresh_token: Secret.nullish(),
         scope: z.string().nullish(),
         token_endpoint_auth: z.discriminatedUnion('type', [z.strictObject({ type: z.literal('client_secret_basic'), client_secret: z.string().nullish() }), z.strictObject({ type: z.literal('client_secret_post'), client_secret: z.string().nullish() })]).nullish(),
       })
       .nullish(),
   }),
-  z.strictObject({ type: z.literal('static_bearer'), token: z.string() }),
-  z.strictObject({ type: z.literal('environment_variable'), secret_value: z.string() }),
+  z.strictObject({ type: z.literal('static_bearer'), token: Secret }),
+  z.strictObject({ type: z.literal('environment_variable'), secret_value: Secret }),
 ]);
 export type CredentialAuthRotate = z.infer<typeof CredentialAuthRotate>;
 
@@ -347,10 +350,51 @@ export const AutomationTargetParam = z.discriminatedUnion('type', [
 export type AutomationTargetParam = z.infer<typeof AutomationTargetParam>;
 
 const AutomationName = z.string().min(1).max(256);
-/** A cron expression: five fields (minute hour day-of-month month day-of-week). */
-const CronExpression = z.string().regex(/^\s*\S+(\s+\S+){4}\s*$/, { error: 'expected a cron expression of five fields, e.g. "0 9 * * 1"' });
+/** Each field of a cron expression: its range, and the names it may use (months, days of the week). */
+const CRON_FIELDS = [
+  { min: 0, max: 59 },
+  { min: 0, max: 23 },
+  { min: 1, max: 31 },
+  { min: 1, max: 12, names: ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'], first: 1 },
+  { min: 0, max: 7, names: ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'], first: 0 },
+] as const;
+
+/** Whether one field of a cron expression fits its range: `*`, values, ranges, lists and `/` steps. */
+function cronFieldFits(text: string, field: (typeof CRON_FIELDS)[number]): boolean {
+  const value = (token: string): number | undefined => {
+    const named = 'names' in field ? (field.names as readonly string[]).indexOf(token.toUpperCase()) : -1;
+    if (named >= 0 && 'first' in field) return named + field.first;
+    if (!/^\d{1,2}$/.test(token)) return undefined;
+    const number = Number(token);
+    return number >= field.min && number <= field.max ? number : undefined;
+  };
+  return text.split(',').every((part) => {
+    const [range, step, ...extra] = part.split('/');
+    if (extra.length > 0 || (step !== undefined && !/^[1-9]\d{0,1}$/.test(step))) return false;
+    if (range === '*') return true;
+    const [from, to, ...more] = range!.split('-');
+    if (more.length > 0) return false;
+    const start = value(from!);
+    if (start === undefined) return false;
+    if (to === undefined) return step === undefined;
+    const end = value(to);
+    return end !== undefined && start <= end;
+  });
+}
+
+/** A cron expression: five fields (minute hour day-of-month month day-of-week), each in its range. */
+const CronExpression = z.string().refine(
+  (expression) => {
+    const fields = expression.trim().split(/\s+/);
+    return fields.length === 5 && fields.every((text, index) => cronFieldFits(text, CRON_FIELDS[index]!));
+  },
+  { error: 'expected a cron expression of five fields (minute hour day-of-month month day-of-week) in their ranges, e.g. "0 9 * * 1"' },
+);
+
+/** An IANA time zone name (`Europe/Paris`, `UTC`), as Node's ICU knows them; not an offset. */
 const TimeZone = z.string().refine(
   (zone) => {
+    if (!/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(zone)) return false;
     try {
       new Intl.DateTimeFormat('en', { timeZone: zone });
       return true;
@@ -361,10 +405,16 @@ const TimeZone = z.string().refine(
   { error: 'expected an IANA time zone, e.g. "Europe/Paris"' },
 );
 
+/** When a one-time automation runs: a time to come (Unix seconds). */
+const RunAt = z
+  .number()
+  .int()
+  .refine((seconds) => seconds > Date.now() / 1000, { error: 'expected a time to come, in Unix seconds' });
+
 /** `POST /v1/agents/automations`. */
 export const CreateAutomationRequest = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('periodic'), name: AutomationName, expression: CronExpression, timezone: TimeZone, target: AutomationTargetParam, metadata: Metadata.optional() }),
-  z.strictObject({ type: z.literal('once'), name: AutomationName, run_at: z.number().int().nonnegative(), target: AutomationTargetParam, metadata: Metadata.optional() }),
+  z.strictObject({ type: z.literal('once'), name: AutomationName, run_at: RunAt, target: AutomationTargetParam, metadata: Metadata.optional() }),
 ]);
 export type CreateAutomationRequest = z.infer<typeof CreateAutomationRequest>;
 
@@ -373,7 +423,7 @@ export const UpdateAutomationRequest = z.strictObject({
   name: AutomationName.optional(),
   expression: CronExpression.optional(),
   timezone: TimeZone.optional(),
-  run_at: z.number().int().nonnegative().optional(),
+  run_at: RunAt.optional(),
   target: AutomationTargetParam.optional(),
   metadata: Metadata.optional(),
 });

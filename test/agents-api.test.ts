@@ -215,7 +215,9 @@ describe('the Agents API: sessions run programs in the harness, PTC on by defaul
     await client.beta.agents.sessions.events.create(session.id, { events: [{ type: 'agent.session.input.cancel' }] });
     const cancelled = await readUntil(stream, (event) => event.type === 'agent.session.idle');
     await stream.return?.();
-    expect(cancelled.map((event) => event.type)).toEqual(['agent.session.turn.cancelled', 'agent.session.idle']);
+    expect(cancelled.map((event) => event.type)).toEqual(['agent.session.turn.item.done', 'agent.session.turn.cancelled', 'agent.session.idle']);
+    // The call the turn still waited on ends with it, on the stream as in the items.
+    expect(cancelled[0]).toMatchObject({ item: { type: 'function_call', status: 'incomplete', arguments: '{"sku":"b"}' } });
     const retrieved = await client.beta.agents.sessions.retrieve(session.id);
     expect(retrieved).toMatchObject({ status: 'idle', required_actions: [] });
     expect((await client.beta.agents.sessions.turns.list(session.id)).data[0]).toMatchObject({ status: 'cancelled' });
@@ -267,8 +269,8 @@ describe('the Agents API: what a hostile or careless client does', () => {
     await client.beta.agents.sessions.delete(session.id);
     const rest: AgentSessionEvent[] = [];
     for (let next = await stream.next(); !next.done; next = await stream.next()) rest.push(next.value);
-    expect(rest.map((event) => event.type)).toEqual(['agent.session.turn.cancelled', 'agent.session.failed']);
-    expect(rest[1]).toMatchObject({ session: { status: 'failed', error: 'The session was deleted.' } });
+    expect(rest.map((event) => event.type)).toEqual(['agent.session.turn.item.done', 'agent.session.turn.item.done', 'agent.session.turn.cancelled', 'agent.session.failed']);
+    expect(rest.at(-1)).toMatchObject({ session: { status: 'failed', error: 'The session was deleted.' } });
   });
 
   it("the SDK's list-and-delete loop goes through every page though each cursor is deleted", async () => {
@@ -396,7 +398,22 @@ describe('the Agents API: agents and sessions as resources', () => {
     expect(await client.beta.agents.automations.pause(periodic.id)).toMatchObject({ status: 'paused' });
     expect(await client.beta.agents.automations.resume(periodic.id)).toMatchObject({ status: 'active' });
     expect(await client.beta.agents.automations.update(periodic.id, { expression: '30 3 * * 1' })).toMatchObject({ expression: '30 3 * * 1', name: 'nightly pricing' });
-    await expectApiError(client.beta.agents.automations.update(periodic.id, { timezone: 'Mars/Olympus' }), 400, 'invalid_value', /IANA time zone/, 'timezone');
+    for (const [change, param] of [
+      [{ timezone: 'Mars/Olympus' }, 'timezone'],
+      [{ timezone: '+05:00' }, 'timezone'],
+      [{ expression: '99 99 99 99 99' }, 'expression'],
+      [{ expression: 'foo bar baz qux quux' }, 'expression'],
+    ] as const) {
+      await expectApiError(client.beta.agents.automations.update(periodic.id, change), 400, 'invalid_value', /expected/, param);
+    }
+    expect(await client.beta.agents.automations.update(periodic.id, { expression: '*/15 9-17 * JAN-MAR mon,fri', timezone: 'UTC' })).toMatchObject({ timezone: 'UTC' });
+    await expectApiError(
+      client.beta.agents.automations.create({ type: 'once', name: 'late', run_at: 1_000, target: { type: 'existing_session', session_id: 'sess_x', instructions: 'x' } }),
+      400,
+      'invalid_value',
+      /time to come/,
+      'run_at',
+    );
 
     const invocation = await client.beta.agents.automations.invocations.create(periodic.id);
     expect(invocation).toMatchObject({ object: 'agent.automation.invocation', automation_id: periodic.id, status: 'completed', source: { type: 'manual' }, scheduled_at: null, error: null });
@@ -428,5 +445,27 @@ describe('the Agents API: agents and sessions as resources', () => {
     expect(await client.beta.agents.vaults.update(vault.id, { name: 'ci-2' })).toMatchObject({ name: 'ci-2' });
     expect(await client.beta.agents.vaults.delete(vault.id)).toEqual({ id: vault.id, deleted: true, object: 'vault.deleted' });
     await expectApiError(client.beta.agents.vaults.credentials.retrieve(credential.id, { vault_id: vault.id }), 404, 'vault_not_found', /Vault with id/, 'vault_id');
+
+    // Values are checked too, and a rotation cannot add refresh settings a credential lacks.
+    const other = await client.beta.agents.vaults.create({});
+    await expectApiError(
+      client.beta.agents.vaults.credentials.create(other.id, { name: 'c', auth: { type: 'static_bearer', mcp_server_url: 'not a url', token: 't' } }),
+      400,
+      'invalid_value',
+      /http\(s\) URL/,
+      'auth.mcp_server_url',
+    );
+    const oauth = await client.beta.agents.vaults.credentials.create(other.id, { name: 'o', auth: { type: 'mcp_oauth', mcp_server_url: 'https://mcp.example/mcp', access_token: 'at', expires_at: '2030-01-01T00:00:00Z' } });
+    expect(oauth.auth).toEqual({ type: 'mcp_oauth', mcp_server_url: 'https://mcp.example/mcp', expires_at: '2030-01-01T00:00:00Z', refresh: null });
+    await expectApiError(
+      client.beta.agents.vaults.credentials.update(oauth.id, { vault_id: other.id, auth: { type: 'mcp_oauth', refresh: { scope: 'all' } } }),
+      400,
+      'invalid_value',
+      /no refresh settings/,
+      'auth.refresh',
+    );
+    const rotated = await client.beta.agents.vaults.credentials.update(oauth.id, { vault_id: other.id, auth: { type: 'mcp_oauth', access_token: 'at-2', expires_at: '2031-01-01T00:00:00Z' } });
+    expect(rotated.auth).toMatchObject({ expires_at: '2031-01-01T00:00:00Z' });
+    expect(JSON.stringify(rotated)).not.toContain('at-2');
   });
 });

@@ -267,7 +267,14 @@ export class AgentHarness {
     turn.status = status;
     turn.completed_at = Math.floor(Date.now() / 1000);
     turn.error = error;
-    for (const call of record.pending) items.push(callItemOf(call, 'incomplete'));
+    const sessionId = record.session.id;
+    const events: SessionEventBody[] = [];
+    // The calls the turn still waited on end with it: their items say so, on the stream too.
+    for (const call of record.pending) {
+      const item = callItemOf(call, 'incomplete');
+      items.push(item);
+      events.push({ type: 'agent.session.turn.item.done', session_id: sessionId, turn_id: call.turn_id, item, output_index: call.output_index });
+    }
     record.pending = [];
     record.answered = [];
     record.active_turn_id = null;
@@ -277,11 +284,11 @@ export class AgentHarness {
     else record.last_response_id = record.settled_response_id;
     record.session.status = 'idle';
     record.session.last_active_at = turn.completed_at;
-    const sessionId = record.session.id;
-    return [
+    events.push(
       { type: `agent.session.turn.${status}`, session_id: sessionId, turn_id: turn.id, turn: { ...turn }, usage: turn.usage },
       { type: 'agent.session.idle', session: sessionNow(record) },
-    ];
+    );
+    return events;
   }
 
   /**

@@ -51,9 +51,14 @@ function storedAuth(auth: CredentialAuthCreate): CredentialAuth {
 /** A credential's `auth` after a rotation: a new secret (not kept), and for OAuth what else it changes. */
 function rotatedAuth(auth: CredentialAuth, rotation: CredentialAuthRotate): CredentialAuth {
   if (auth.type !== 'mcp_oauth' || rotation.type !== 'mcp_oauth') return auth;
-  const refresh = auth.refresh && rotation.refresh
-    ? { ...auth.refresh, ...(rotation.refresh.scope !== undefined ? { scope: rotation.refresh.scope } : {}), ...(rotation.refresh.token_endpoint_auth ? { token_endpoint_auth: { type: rotation.refresh.token_endpoint_auth.type } } : {}) }
-    : auth.refresh;
+  let { refresh } = auth;
+  if (rotation.refresh === null) refresh = null;
+  else if (rotation.refresh) {
+    // A rotation changes refresh settings; it cannot make them (no client_id, no token_endpoint).
+    if (!refresh) throw new ApiError('invalid_value', "Invalid parameter 'auth.refresh': this credential has no refresh settings to rotate; create a credential with them.", 'auth.refresh');
+    const { scope, token_endpoint_auth: endpointAuth } = rotation.refresh;
+    refresh = { ...refresh, ...(scope !== undefined ? { scope } : {}), ...(endpointAuth ? { token_endpoint_auth: { type: endpointAuth.type } } : {}) };
+  }
   return { ...auth, ...(rotation.expires_at !== undefined ? { expires_at: rotation.expires_at } : {}), refresh };
 }
 

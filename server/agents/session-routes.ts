@@ -62,10 +62,10 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
   };
   const refuseTooManyStreams = (sessionId: string): void => {
     if (hub.streams >= MAX_SESSION_EVENT_STREAMS) {
-      throw new ApiError('too_many_event_streams', `${MAX_SESSION_EVENT_STREAMS} agent session event streams are open, the most the emulator serves at once: close one and retry.`);
+      throw new ApiError('too_many_event_streams', `${MAX_SESSION_EVENT_STREAMS} agent session event streams are open, the most the emulator serves at once: close one and retry.`, null, { 'retry-after': '1' });
     }
     if (hub.streamsOf(sessionId) >= MAX_STREAMS_PER_SESSION) {
-      throw new ApiError('too_many_event_streams', `${MAX_STREAMS_PER_SESSION} event streams are open on session '${sessionId}', the most one session has: close one and retry.`);
+      throw new ApiError('too_many_event_streams', `${MAX_STREAMS_PER_SESSION} event streams are open on session '${sessionId}', the most one session has: close one and retry.`, null, { 'retry-after': '1' });
     }
   };
 
