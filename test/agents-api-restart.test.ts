@@ -92,5 +92,12 @@ describe('an agent session waiting on tool results survives a restart (kill -9) 
     const final = items.data.at(-1);
     expect(final?.type === 'message' && final.content).toEqual([{ type: 'output_text', text: ptc === 'on' ? '{"value":42}' : 'Outputs: ["{\\"price\\":7}","{\\"units\\":6}"]' }]);
     expect(items.data.map((item) => item.type)).toEqual(['message', 'function_call', 'function_call', 'function_call_output', 'function_call_output', 'message']);
+    // Paged from the store, two at a time, either way.
+    for (const order of ['asc', 'desc'] as const) {
+      const paged = [];
+      for await (const item of second.client.beta.agents.sessions.items.list(session.id, { order, limit: 2 })) paged.push(item.id);
+      const ids = items.data.map((item) => item.id);
+      expect(paged).toEqual(order === 'asc' ? ids : ids.reverse());
+    }
   });
 });

@@ -115,6 +115,9 @@ describe('the Agents API: sessions run programs in the harness, PTC on by defaul
 
     const items = await client.beta.agents.sessions.items.list(session.id, { order: 'asc' });
     expect(items.data.map((item) => item.type)).toEqual(['message', 'function_call', 'function_call', 'function_call_output', 'function_call_output', 'message']);
+    const newestFirst = [];
+    for await (const item of client.beta.agents.sessions.items.list(session.id, { limit: 4 })) newestFirst.push(item.id);
+    expect(newestFirst).toEqual(items.data.map((item) => item.id).reverse());
     const [turn] = (await client.beta.agents.sessions.turns.list(session.id)).data;
     expect(turn).toMatchObject({ object: 'agent.session.turn', status: 'completed', session_id: session.id, subagent_id: null, error: null });
     expect(turn!.usage!.total_tokens).toBeGreaterThan(0);
@@ -144,6 +147,30 @@ describe('the Agents API: sessions run programs in the harness, PTC on by defaul
     const refused = await runTurn(client, session.id, PRICING_PROGRAM);
     expect(callsOf(refused)).toEqual([]);
     expect(finalText(refused)).toMatch(/programmatic_tool_calling/);
+  });
+
+  it('an in-process model function decides as for the Responses API: it sees the agent, writes the program, then answers', async () => {
+    const seen: { instructions: string | null; ptc: boolean; tools: string[] }[] = [];
+    const server = await startServer({
+      model: (context) => {
+        seen.push({ instructions: context.instructions, ptc: context.programmaticToolCalling, tools: context.tools.map((tool) => tool.name) });
+        if (context.phase === 'user_turn') {
+          return { type: 'program', reasoning: 'Both lookups at once.', code: "const [p, s] = await Promise.all([tools.get_price({ sku: 'a' }), tools.get_stock({ sku: 'a' })]); text(JSON.parse(p).price * JSON.parse(s).units);" };
+        }
+        if (context.phase === 'after_program') return { type: 'message', text: `Stock is worth ${context.program!.result}.` };
+        return undefined;
+      },
+    });
+    running.push(server);
+    const { client } = server;
+    const agent = await client.beta.agents.create({ model: 'm', instructions: 'Value the stock.', tools: AGENT_TOOLS });
+    const session = await client.beta.agents.sessions.create({ agent_id: agent.id, environment: { type: 'none' } });
+    const events = await runTurn(client, session.id, 'How much is sku a worth?');
+    expect(finalText(events)).toBe('Stock is worth 42.');
+    expect(seen[0]).toEqual({ instructions: 'Value the stock.', ptc: true, tools: ['get_price', 'get_stock'] });
+    const items = await client.beta.agents.sessions.items.list(session.id, { order: 'asc' });
+    expect(items.data.map((item) => item.type)).toEqual(['message', 'reasoning', 'function_call', 'function_call', 'function_call_output', 'function_call_output', 'message']);
+    expect(items.data[1]).toMatchObject({ type: 'reasoning', summary: [{ type: 'summary_text', text: 'Both lookups at once.' }] });
   });
 
   it('programmatic tool calling stays on with a bare entry, with enabled: true, and with no entry', async () => {

@@ -11,7 +11,7 @@ import { finishedJournal, requestJournal } from '../routes/create-response.ts';
 import { newId, newSortableId } from '../ids.ts';
 import type { JournalRecorder } from '../journal-hooks.ts';
 import { parseOrThrow } from '../request-validation.ts';
-import type { RecordStore } from '../stores/record-store.ts';
+import type { RecordPageQuery, RecordStore } from '../stores/record-store.ts';
 import type { TurnGate } from '../turn-gate.ts';
 import { notEmulated, responsesTools } from './agent-definition.ts';
 import type { SessionEventHub } from './session-events.ts';
@@ -490,6 +490,11 @@ export class AgentHarness {
   /** A session's items, oldest first. */
   async items(sessionId: string): Promise<SessionItem[]> {
     return this.#deps.records.list<SessionItem>('session_item', sessionId);
+  }
+
+  /** One page of a session's items (only that page is read); undefined when `after` is none of them. */
+  async itemPage(sessionId: string, query: RecordPageQuery): Promise<{ data: SessionItem[]; has_more: boolean } | undefined> {
+    return this.#deps.records.page<SessionItem>('session_item', sessionId, { ...query, ...(query.after !== undefined ? { after: sessionItemKey(sessionId, query.after) } : {}) });
   }
 }
 

@@ -25,8 +25,12 @@ export function cursorPage<T extends { id: string }>(oldestFirst: readonly T[], 
       throw new ApiError('invalid_value', `Invalid value for 'after': no ${what} has id '${after}'.`, 'after');
     }
   }
-  const data = ordered.slice(start, start + query.limit);
-  return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: start + query.limit < ordered.length };
+  return listOf(ordered.slice(start, start + query.limit), start + query.limit < ordered.length);
+}
+
+/** A page as the Agents API's lists answer it. */
+export function listOf<T extends { id: string }>(data: readonly T[], hasMore: boolean) {
+  return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
 }
 
 /** Whether `id` has the shape of the listed ids (same prefix and length), so comparing them means something. */

@@ -15,7 +15,7 @@ import type { RecordStore } from '../stores/record-store.ts';
 import { agentTools } from './agent-definition.ts';
 import { newSessionRecord, resolveAgent } from './new-session.ts';
 import type { AgentHarness } from './harness.ts';
-import { cursorPage, matchesMetadata, metadataFilters } from './list-page.ts';
+import { cursorPage, listOf, matchesMetadata, metadataFilters } from './list-page.ts';
 import { MAX_SESSION_EVENT_STREAMS, MAX_STREAMS_PER_SESSION, type SessionEventHub } from './session-events.ts';
 import { sessionNow, type SessionRecord } from './session-record.ts';
 
@@ -140,8 +140,11 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
 
   app.get<SessionParams>('/v1/agents/sessions/:session_id/items', async (request) => {
     const query = parseOrThrow(AgentListQuery, request.query);
-    await found(request.params.session_id);
-    return cursorPage(await harness.items(request.params.session_id), query, 'item of this session');
+    const id = request.params.session_id;
+    await found(id);
+    const page = await harness.itemPage(id, query);
+    if (!page) throw new ApiError('invalid_value', `Invalid value for 'after': no item of this session has id '${query.after}'.`, 'after');
+    return listOf(page.data, page.has_more);
   });
 
   app.get<SessionParams>('/v1/agents/sessions/:session_id/turns', async (request) => {

@@ -18,6 +18,17 @@ export interface RecordStore {
   list<T>(kind: RecordKind, parent?: string): Promise<T[]>;
   /** Deletes every record of the kind that belongs to `parent`. */
   deleteChildren(kind: RecordKind, parent: string): Promise<void>;
+  /**
+   * One page of a parent's records in `order`, after the record `after` names: only the page is
+   * read. Undefined when `after` is not a record of that parent.
+   */
+  page<T>(kind: RecordKind, parent: string, query: RecordPageQuery): Promise<{ data: T[]; has_more: boolean } | undefined>;
+}
+
+export interface RecordPageQuery {
+  readonly after?: string | undefined;
+  readonly limit: number;
+  readonly order: 'asc' | 'desc';
 }
 
 /** Records in this process's memory: gone on restart. */
@@ -60,6 +71,19 @@ export class MemoryRecordStore implements RecordStore {
     const key = `${kind}\u0000${parent}`;
     for (const id of this.#children.get(key) ?? []) this.#of(kind).delete(id);
     this.#children.delete(key);
+  }
+
+  async page<T>(kind: RecordKind, parent: string, query: RecordPageQuery): Promise<{ data: T[]; has_more: boolean } | undefined> {
+    const ids = [...(this.#children.get(`${kind}\u0000${parent}`) ?? [])];
+    if (query.order === 'desc') ids.reverse();
+    let start = 0;
+    if (query.after !== undefined) {
+      const index = ids.indexOf(query.after);
+      if (index < 0) return undefined;
+      start = index + 1;
+    }
+    const records = this.#of(kind);
+    return { data: ids.slice(start, start + query.limit).map((id) => JSON.parse(records.get(id)!.json) as T), has_more: start + query.limit < ids.length };
   }
 
   #of(kind: RecordKind): Map<string, { json: string; parent: string | undefined }> {

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { RedisRun } from './redis-conversations.ts';
-import type { RecordKind, RecordStore } from './record-store.ts';
+import type { RecordKind, RecordPageQuery, RecordStore } from './record-store.ts';
 
 // KEYS: the kind's bodies (a hash), the order it lists in (a sorted set: the kind's, or the
 // parent's), the kind's counter; ARGV: id, JSON. One step, so a record is never in the hash
@@ -62,6 +62,24 @@ export class RedisRecordStore implements RecordStore {
 
   async deleteChildren(kind: RecordKind, parent: string): Promise<void> {
     await this.run(`delete of the ${kind} records of ${parent}`, () => this.client.eval(DELETE_CHILDREN_SCRIPT, 2, this.#bodies(kind), this.#order(kind, parent)));
+  }
+
+  async page<T>(kind: RecordKind, parent: string, query: RecordPageQuery): Promise<{ data: T[]; has_more: boolean } | undefined> {
+    return this.run(`page of the ${kind} records of ${parent}`, async () => {
+      const order = this.#order(kind, parent);
+      let start = 0;
+      if (query.after !== undefined) {
+        const rank = query.order === 'asc' ? await this.client.zrank(order, query.after) : await this.client.zrevrank(order, query.after);
+        if (rank === null) return undefined;
+        start = rank + 1;
+      }
+      // One more than the page, to know whether more follow.
+      const end = start + query.limit;
+      const ids = query.order === 'asc' ? await this.client.zrange(order, start, end) : await this.client.zrevrange(order, start, end);
+      const pageIds = ids.slice(0, query.limit);
+      const bodies = pageIds.length === 0 ? [] : await this.client.hmget(this.#bodies(kind), ...pageIds);
+      return { data: bodies.filter((json): json is string => json !== null).map((json) => JSON.parse(json) as T), has_more: ids.length > query.limit };
+    });
   }
 
   #bodies(kind: RecordKind): string {

@@ -1,5 +1,5 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { RecordKind, RecordStore } from './record-store.ts';
+import type { RecordKind, RecordPageQuery, RecordStore } from './record-store.ts';
 
 const CREATE_TABLE = `
   CREATE TABLE IF NOT EXISTS agents_api_records (
@@ -20,6 +20,9 @@ export class SqliteRecordStore implements RecordStore {
   readonly #list: StatementSync;
   readonly #listChildren: StatementSync;
   readonly #deleteChildren: StatementSync;
+  readonly #seqOf: StatementSync;
+  readonly #pageAsc: StatementSync;
+  readonly #pageDesc: StatementSync;
 
   constructor(db: DatabaseSync) {
     db.exec(CREATE_TABLE);
@@ -30,6 +33,21 @@ export class SqliteRecordStore implements RecordStore {
     this.#list = db.prepare('SELECT body FROM agents_api_records WHERE kind = ? ORDER BY seq');
     this.#listChildren = db.prepare('SELECT body FROM agents_api_records WHERE kind = ? AND parent = ? ORDER BY seq');
     this.#deleteChildren = db.prepare('DELETE FROM agents_api_records WHERE kind = ? AND parent = ?');
+    this.#seqOf = db.prepare('SELECT seq FROM agents_api_records WHERE kind = ? AND id = ? AND parent = ?');
+    // One more than the page, to know whether more follow.
+    this.#pageAsc = db.prepare('SELECT body FROM agents_api_records WHERE kind = ? AND parent = ? AND seq > ? ORDER BY seq LIMIT ?');
+    this.#pageDesc = db.prepare('SELECT body FROM agents_api_records WHERE kind = ? AND parent = ? AND seq < ? ORDER BY seq DESC LIMIT ?');
+  }
+
+  async page<T>(kind: RecordKind, parent: string, query: RecordPageQuery): Promise<{ data: T[]; has_more: boolean } | undefined> {
+    let from = query.order === 'asc' ? 0 : Number.MAX_SAFE_INTEGER;
+    if (query.after !== undefined) {
+      const row = this.#seqOf.get(kind, query.after, parent) as { seq: number } | undefined;
+      if (row === undefined) return undefined;
+      from = row.seq;
+    }
+    const rows = (query.order === 'asc' ? this.#pageAsc : this.#pageDesc).all(kind, parent, from, query.limit + 1) as { body: string }[];
+    return { data: rows.slice(0, query.limit).map((row) => JSON.parse(row.body) as T), has_more: rows.length > query.limit };
   }
 
   async put(kind: RecordKind, id: string, value: object, parent?: string): Promise<void> {
