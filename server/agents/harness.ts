@@ -165,7 +165,8 @@ export class AgentHarness {
       case 'agent.session.input.message': {
         const turn = activeTurn(record);
         if (turn) {
-          throw new ApiError('session_busy', `Session '${record.session.id}' has turn '${turn.id}' ${turn.status === 'waiting' ? 'waiting on tool results' : 'running'}: a new message starts a turn once it has ended (send its tool results, or agent.session.input.cancel).`, `${param}.type`);
+          const state = turn.status === 'waiting' ? 'waiting on tool results (send them' : `running (a turn left running by a process that stopped is failed once its lease of ${CONVERSATION_LOCK_MS / 1000} s ends`;
+          throw new ApiError('session_busy', `Session '${record.session.id}' has turn '${turn.id}' ${state}, or end it with agent.session.input.cancel): a new message starts a turn once it has ended.`, `${param}.type`);
         }
         this.#startTurn(record, input.input, applied);
         return;
