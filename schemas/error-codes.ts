@@ -212,6 +212,11 @@ export const API_ERRORS = {
     type: 'not_found_error',
     description: 'The agent session has no turn with this id.',
   },
+  session_resource_not_found: {
+    status: 404,
+    type: 'not_found_error',
+    description: 'A subagent, artifact or trace of an agent session asked for by id: the emulator\'s sessions have none (no subagents, no environment).',
+  },
   automation_not_found: {
     status: 404,
     type: 'not_found_error',

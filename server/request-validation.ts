@@ -59,7 +59,10 @@ export function toApiError(error: z.ZodError, body: unknown): ApiError {
   if (path.length === 0) return new ApiError('invalid_json', 'The request body must be a JSON object.');
   if (issue.code === 'invalid_type' || (first.code === 'invalid_union' && everyBranchInvalidType(first))) {
     if (value === undefined) return new ApiError('missing_required_parameter', `Missing required parameter: '${param}'.`, param);
-    return new ApiError('invalid_type', `Invalid type for '${param}': expected ${expectedTypes(first)}, but got ${describeJsonType(value)} instead.`, param);
+    // The types expected where the value is: the deepest issue's when it lies below a union
+    // whose branches failed (`input[0].content` inside `input`), else the union's own.
+    const expected = issue.path.length > first.path.length ? expectedTypes(issue) : expectedTypes(first);
+    return new ApiError('invalid_type', `Invalid type for '${param}': expected ${expected}, but got ${describeJsonType(value)} instead.`, param);
   }
   if (value === undefined && (issue.code === 'invalid_value' || issue.code === 'invalid_union')) {
     return new ApiError('missing_required_parameter', `Missing required parameter: '${param}'.`, param);

@@ -329,6 +329,15 @@ describe('the Agents API: what a hostile or careless client does', () => {
     expect(((await response.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: 'unknown_parameter', param: 'foo' });
     const session = await client.beta.agents.sessions.create({ agent: { model: 'm' }, environment: { type: 'none' } });
     await expectApiError(client.beta.agents.sessions.turns.retrieve('turn_nope', { session_id: session.id }), 404, 'turn_not_found', /turn_nope/, 'turn_id');
+    await expectApiError(client.beta.agents.sessions.subagents.retrieve('sub_1', { session_id: session.id }), 404, 'session_resource_not_found', /no subagents/, 'subagent_id');
+    await expectApiError(client.beta.agents.sessions.artifacts.delete('art_1', { session_id: session.id }), 404, 'session_resource_not_found', /no artifacts/, 'artifact_id');
+    // A type error inside an item names the type expected there, not the union around it.
+    const wrongContent = await fetch(`${baseURL}/agents/sessions`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer test-key', 'content-type': 'application/json' },
+      body: JSON.stringify({ agent: { model: 'm' }, environment: { type: 'none' }, input: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(((await wrongContent.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_type', param: 'input[0].content', message: "Invalid type for 'input[0].content': expected array, but got a string instead." });
   });
 
   it('a server whose store keeps no Agents API records answers every route 400 agents_unsupported', async () => {

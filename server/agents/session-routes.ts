@@ -187,10 +187,18 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
 
   // What a session without an environment or subagents honestly has of these: nothing.
   for (const what of ['subagents', 'traces', 'artifacts'] as const) {
+    const one = what.slice(0, -1);
     app.get<SessionParams>(`/v1/agents/sessions/:session_id/${what}`, async (request) => {
       const query = parseOrThrow(AgentListQuery.extend({ environment_id: AgentListQuery.shape.after }), request.query);
       await found(request.params.session_id);
-      return cursorPage([] as { id: string }[], query, what.slice(0, -1));
+      return cursorPage([] as { id: string }[], query, one);
     });
+    const none = async (request: FastifyRequest<{ Params: { session_id: string; id: string } }>): Promise<never> => {
+      await found(request.params.session_id);
+      throw new ApiError('session_resource_not_found', `No ${one} with id '${request.params.id}' in session '${request.params.session_id}': the emulator's sessions have no ${what}.`, `${one}_id`);
+    };
+    app.get(`/v1/agents/sessions/:session_id/${what}/:id`, none);
+    app.get(`/v1/agents/sessions/:session_id/${what}/:id/*`, none);
+    if (what === 'artifacts') app.delete(`/v1/agents/sessions/:session_id/${what}/:id`, none);
   }
 }
