@@ -259,6 +259,9 @@ export const AgentListQuery = z.strictObject({
   order: z.enum(['asc', 'desc']).default('desc'),
 });
 
+/** `GET …/subagents`, `…/traces`, `…/artifacts` (artifacts by `environment_id` too). */
+export const SessionResourceListQuery = AgentListQuery.extend({ environment_id: z.string().optional() });
+
 /** `GET /v1/agents/sessions`: also by agent (and by metadata, `metadata[key]=value`, read apart). */
 export const SessionListQuery = z.strictObject({
   after: z.string().optional(),
@@ -271,6 +274,16 @@ export const SessionListQuery = z.strictObject({
 export const EventStreamQuery = z.strictObject({ include_obfuscation: z.enum(['true', 'false']).optional() });
 
 // ---- vaults --------------------------------------------------------------------------------
+
+/** `GET /v1/vaults` and `…/credentials` (their `metadata[key]` filters read apart); `status` is accepted, nothing is archived. */
+const VaultStatus = z.enum(['active', 'archived']);
+export const VaultListQuery = z.strictObject({
+  after: z.string().optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  order: z.enum(['asc', 'desc']).default('desc'),
+  status: z.union([VaultStatus, z.array(VaultStatus)]).optional(),
+  'status[]': z.union([VaultStatus, z.array(VaultStatus)]).optional(),
+});
 
 export const CreateVaultRequest = z.strictObject({ name: z.string().max(256).optional(), metadata: Metadata.nullish() });
 export const UpdateVaultRequest = z.strictObject({ name: z.string().max(256).nullish(), metadata: Metadata.optional() });
@@ -410,6 +423,9 @@ const RunAt = z
   .number()
   .int()
   .refine((seconds) => seconds > Date.now() / 1000, { error: 'expected a time to come, in Unix seconds' });
+
+/** `GET /v1/agents/automations`: also those whose target is a session. */
+export const AutomationListQuery = AgentListQuery.extend({ session_id: z.string().optional() });
 
 /** `POST /v1/agents/automations`. */
 export const CreateAutomationRequest = z.discriminatedUnion('type', [

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import {
   AgentListQuery,
+  AutomationListQuery,
   CreateAutomationRequest,
   UpdateAutomationRequest,
   type AgentObject,
@@ -21,8 +21,6 @@ import { sessionNotFound } from './session-routes.ts';
 
 type AutomationParams = { Params: { automation_id: string } };
 type InvocationParams = { Params: { automation_id: string; invocation_id: string } };
-
-const AutomationListQuery = AgentListQuery.extend({ session_id: z.string().optional() });
 
 function automationNotFound(id: string): ApiError {
   return new ApiError('automation_not_found', `Automation with id '${id}' not found.`, 'automation_id');

@@ -4,12 +4,13 @@ import type { RespondDeps } from '../conversation/respond.ts';
 import type { JournalRecorder } from '../journal-hooks.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
 import type { TurnGate } from '../turn-gate.ts';
+import { notEmulated } from './agent-definition.ts';
 import { registerAgentRoutes } from './agent-routes.ts';
 import { registerAutomationRoutes } from './automation-routes.ts';
 import { AgentHarness } from './harness.ts';
-import { registerOtherAgentRoutes } from './other-routes.ts';
 import { SessionEventHub } from './session-events.ts';
 import { registerSessionRoutes } from './session-routes.ts';
+import { registerVaultRoutes } from './vault-routes.ts';
 
 export interface AgentsApiDeps {
   readonly store: ResponseStore;
@@ -36,7 +37,13 @@ export function registerAgentsApi(app: FastifyInstance, deps: AgentsApiDeps): Ag
   const harness = new AgentHarness({ records, respond: deps.respond, gate: deps.gate, hub, journal: deps.recorder, log: app.log });
   registerAgentRoutes(app, () => records);
   registerSessionRoutes(app, { records: () => records, harness, hub, recordStream: deps.recorder.recordStream });
-  registerOtherAgentRoutes(app, records);
+  registerVaultRoutes(app, records);
+  // No sandbox runs here: environments (their files and templates too) are refused by name
+  // rather than faked (docs/DEVIATIONS.md#the-agents-api).
+  const refuseEnvironments = async (): Promise<never> => {
+    throw notEmulated('environments (hosted or self-hosted sandboxes, their files and templates)', null);
+  };
+  for (const path of ['/v1/agents/environments', '/v1/agents/environments/*']) app.all(path, refuseEnvironments);
   registerAutomationRoutes(app, records, harness);
   // Event streams never end by themselves: closing the server ends them, or close() would wait.
   app.addHook('preClose', async () => hub.endAll());

@@ -5,6 +5,7 @@ import {
   CreateSessionRequest,
   EventStreamQuery,
   SessionListQuery,
+  SessionResourceListQuery,
   UpdateSessionRequest,
   type SessionEvent,
   type SessionInputMessage,
@@ -189,7 +190,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
   for (const what of ['subagents', 'traces', 'artifacts'] as const) {
     const one = what.slice(0, -1);
     app.get<SessionParams>(`/v1/agents/sessions/:session_id/${what}`, async (request) => {
-      const query = parseOrThrow(AgentListQuery.extend({ environment_id: AgentListQuery.shape.after }), request.query);
+      const query = parseOrThrow(SessionResourceListQuery, request.query);
       await found(request.params.session_id);
       return cursorPage([] as { id: string }[], query, one);
     });

@@ -1,11 +1,18 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
-import { CreateCredentialRequest, CreateVaultRequest, UpdateCredentialRequest, UpdateVaultRequest, type CredentialAuth, type CredentialAuthCreate, type CredentialAuthRotate } from '../../schemas/agents.ts';
+import {
+  CreateCredentialRequest,
+  CreateVaultRequest,
+  UpdateCredentialRequest,
+  UpdateVaultRequest,
+  VaultListQuery,
+  type CredentialAuth,
+  type CredentialAuthCreate,
+  type CredentialAuthRotate,
+} from '../../schemas/agents.ts';
 import { ApiError } from '../api-error.ts';
 import { newSortableId } from '../ids.ts';
 import { parseOrThrow } from '../request-validation.ts';
 import type { RecordStore } from '../stores/record-store.ts';
-import { notEmulated } from './agent-definition.ts';
 import { cursorPage, matchesMetadata, metadataFilters } from './list-page.ts';
 
 // Vaults and their credentials round-trip (a client's set-up code runs against them); nothing
@@ -13,18 +20,10 @@ import { cursorPage, matchesMetadata, metadataFilters } from './list-page.ts';
 // a credential holds secret (a token, an access or refresh token, a secret value, a client
 // secret) is never stored nor returned: the credential keeps its other fields.
 
-const ListQuery = z.strictObject({
-  after: z.string().optional(),
-  limit: z.coerce.number().int().min(1).max(100).default(20),
-  order: z.enum(['asc', 'desc']).default('desc'),
-  status: z.union([z.enum(['active', 'archived']), z.array(z.enum(['active', 'archived']))]).optional(),
-  'status[]': z.union([z.enum(['active', 'archived']), z.array(z.enum(['active', 'archived']))]).optional(),
-});
-
 /** A list's query, checked, and its metadata filters. */
 function listQueryOf(raw: unknown) {
   const { filters, rest } = metadataFilters((raw ?? {}) as Record<string, unknown>);
-  return { query: parseOrThrow(ListQuery, rest), filters };
+  return { query: parseOrThrow(VaultListQuery, rest), filters };
 }
 
 /** What a credential keeps of its `auth`: everything but the secret. */
@@ -84,8 +83,8 @@ interface Credential {
 type VaultParams = { Params: { vault_id: string } };
 type CredentialParams = { Params: { vault_id: string; credential_id: string } };
 
-/** Vaults and credentials (`client.beta.agents.vaults`), and the refusals of what is not emulated. */
-export function registerOtherAgentRoutes(app: FastifyInstance, records: RecordStore): void {
+/** Vaults and their credentials (`client.beta.agents.vaults`). */
+export function registerVaultRoutes(app: FastifyInstance, records: RecordStore): void {
   const vaultOf = async (id: string): Promise<Vault> => {
     const vault = await records.get<Vault>('vault', id);
     if (!vault) throw new ApiError('vault_not_found', `Vault with id '${id}' not found.`, 'vault_id');
@@ -159,11 +158,4 @@ export function registerOtherAgentRoutes(app: FastifyInstance, records: RecordSt
     await records.delete('credential', credential.id, credential.vault_id);
     return { id: credential.id, deleted: true, object: 'vault.credential.deleted' as const };
   });
-
-  // No sandbox: environments (and their files and templates) are refused by name rather than
-  // faked (docs/DEVIATIONS.md#the-agents-api).
-  const refuse = (what: string) => async (): Promise<never> => {
-    throw notEmulated(what, null);
-  };
-  for (const path of ['/v1/agents/environments', '/v1/agents/environments/*']) app.all(path, refuse('environments (hosted or self-hosted sandboxes, their files and templates)'));
 }
