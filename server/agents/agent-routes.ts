@@ -4,7 +4,7 @@ import { newSortableId } from '../ids.ts';
 import { parseOrThrow } from '../request-validation.ts';
 import type { RecordStore } from '../stores/record-store.ts';
 import { agentDefinition } from './agent-definition.ts';
-import { cursorPage } from './list-page.ts';
+import { cursorPage } from '../list-page.ts';
 import { agentNotFound } from './new-session.ts';
 
 type AgentParams = { Params: { agent_id: string } };

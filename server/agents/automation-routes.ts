@@ -15,7 +15,7 @@ import { newSortableId } from '../ids.ts';
 import { parseOrThrow } from '../request-validation.ts';
 import type { RecordStore } from '../stores/record-store.ts';
 import type { AgentHarness } from './harness.ts';
-import { cursorPage } from './list-page.ts';
+import { cursorPage } from '../list-page.ts';
 import { agentNotFound, newSessionRecord, resolveAgent, sessionAgent } from './new-session.ts';
 import { sessionNotFound } from './session-routes.ts';
 

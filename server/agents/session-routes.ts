@@ -16,7 +16,8 @@ import type { RecordStore } from '../stores/record-store.ts';
 import { agentTools } from './agent-definition.ts';
 import { newSessionRecord, resolveAgent } from './new-session.ts';
 import type { AgentHarness } from './harness.ts';
-import { cursorPage, listOf, matchesMetadata, metadataFilters } from './list-page.ts';
+import { cursorPage, listOf } from '../list-page.ts';
+import { matchesMetadata, metadataFilters } from './metadata-filters.ts';
 import { MAX_SESSION_EVENT_STREAMS, MAX_STREAMS_PER_SESSION, type SessionEventHub } from './session-events.ts';
 import { sessionNow, type SessionRecord } from './session-record.ts';
 

@@ -13,7 +13,8 @@ import { ApiError } from '../api-error.ts';
 import { newSortableId } from '../ids.ts';
 import { parseOrThrow } from '../request-validation.ts';
 import type { RecordStore } from '../stores/record-store.ts';
-import { cursorPage, matchesMetadata, metadataFilters } from './list-page.ts';
+import { cursorPage } from '../list-page.ts';
+import { matchesMetadata, metadataFilters } from './metadata-filters.ts';
 
 // Vaults and their credentials round-trip (a client's set-up code runs against them); nothing
 // in a session uses them here: no MCP server or environment runs in an emulated session. What

@@ -15,6 +15,7 @@ import { CONVERSATION_LOCK_MS, conversationLocked, conversationNotFound, convers
 import { inputItems } from '../conversation/history.ts';
 import { newId } from '../ids.ts';
 import { listedItem } from '../listed-item.ts';
+import { listOf } from '../list-page.ts';
 import { parseOrThrow } from '../request-validation.ts';
 import { UnknownCursorError, type ConversationStore } from '../stores/conversation-store.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
@@ -24,8 +25,7 @@ type ItemParams = { Params: { conversation_id: string; item_id: string } };
 
 /** A list of items as the Conversations API returns one. */
 function itemList(items: readonly ConversationItem[], hasMore: boolean) {
-  const data = items.map(listedItem);
-  return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
+  return listOf(items.map(listedItem), hasMore);
 }
 
 /**

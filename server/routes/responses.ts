@@ -8,6 +8,7 @@ import type { TurnGate } from '../turn-gate.ts';
 import type { ClientChecks } from '../config.ts';
 import { prepareResponse, type PreparedResponse, type RespondDeps } from '../conversation/respond.ts';
 import { listedItem } from '../listed-item.ts';
+import { listOf, pageOf } from '../list-page.ts';
 import type { JournalDetails } from '../journal.ts';
 import { knobsFromHeaders, retryCountOf } from '../knobs.ts';
 import { parseOrThrow } from '../request-validation.ts';
@@ -132,20 +133,7 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
   app.get<{ Params: { id: string } }>('/v1/responses/:id/input_items', async (request) => {
     const query = parseOrThrow(InputItemsQuery, request.query);
     const stored = await storedOrNotFound(store, request.params.id);
-    const ordered = query.order === 'asc' ? [...stored.inputItems] : [...stored.inputItems].reverse();
-    let start = 0;
-    if (query.after !== undefined) {
-      const index = ordered.findIndex((item) => item.id === query.after);
-      if (index < 0) throw new ApiError('invalid_value', `Invalid value for 'after': no input item '${query.after}' in response '${request.params.id}'.`, 'after');
-      start = index + 1;
-    }
-    const data = ordered.slice(start, start + query.limit).map(listedItem);
-    return {
-      object: 'list',
-      data,
-      first_id: data[0]?.id ?? null,
-      last_id: data.at(-1)?.id ?? null,
-      has_more: start + query.limit < ordered.length,
-    };
+    const page = pageOf(stored.inputItems, query, (after) => new ApiError('invalid_value', `Invalid value for 'after': no input item '${after}' in response '${request.params.id}'.`, 'after'));
+    return listOf(page.data.map(listedItem), page.has_more);
   });
 }
