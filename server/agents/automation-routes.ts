@@ -16,8 +16,7 @@ import { parseOrThrow } from '../request-validation.ts';
 import type { RecordStore } from '../stores/record-store.ts';
 import type { AgentHarness } from './harness.ts';
 import { cursorPage } from '../list-page.ts';
-import { agentNotFound, newSessionRecord, resolveAgent, sessionAgent } from './new-session.ts';
-import { sessionNotFound } from './session-routes.ts';
+import { agentNotFound, newSessionRecord, resolveAgent, sessionAgent, sessionNotFound } from './new-session.ts';
 
 type AutomationParams = { Params: { automation_id: string } };
 type InvocationParams = { Params: { automation_id: string; invocation_id: string } };
@@ -42,7 +41,7 @@ export function registerAutomationRoutes(app: FastifyInstance, records: RecordSt
   /** A target as it is kept and returned, its agent and session checked now. */
   const targetOf = async (target: AutomationTargetParam): Promise<AutomationTarget> => {
     if (target.type === 'existing_session') {
-      if (!(await harness.load(target.session_id))) throw new ApiError('session_not_found', `Session with id '${target.session_id}' not found.`, 'target.session_id');
+      if (!(await harness.load(target.session_id))) throw sessionNotFound(target.session_id, 'target.session_id');
       return { type: target.type, session_id: target.session_id, instructions: target.instructions };
     }
     const resolved = await resolveAgent(records, { agentId: target.agent_id, agent: target.agent, environment: target.environment }, 'target.');

@@ -14,6 +14,7 @@ import { parseOrThrow } from '../request-validation.ts';
 import type { RecordPageQuery, RecordStore } from '../stores/record-store.ts';
 import type { TurnGate } from '../turn-gate.ts';
 import { notEmulated, responsesTools } from './agent-definition.ts';
+import { sessionNotFound } from './new-session.ts';
 import type { SessionEventHub } from './session-events.ts';
 import { activeTurn, addUsage, MAX_IDEMPOTENCY_KEYS, sessionNow, type AnsweredCall, type PendingCall, type SessionRecord } from './session-record.ts';
 
@@ -300,7 +301,7 @@ export class AgentHarness {
     let controller: AbortController | undefined;
     const applied = await this.#serially(sessionId, async () => {
       const record = created ?? (await this.#read(sessionId));
-      if (!record) throw new ApiError('session_not_found', `Session with id '${sessionId}' not found.`, 'session_id');
+      if (!record) throw sessionNotFound(sessionId);
       const result = await change(record);
       if (result.stop) this.#stop(sessionId);
       if (result.run) {

@@ -9,6 +9,10 @@ export function agentNotFound(id: string, param = 'agent_id'): ApiError {
   return new ApiError('agent_not_found', `Agent with id '${id}' not found.`, param);
 }
 
+export function sessionNotFound(id: string, param = 'session_id'): ApiError {
+  return new ApiError('session_not_found', `Session with id '${id}' not found.`, param);
+}
+
 /** What a session (or an automation's new session) is made of: the agent, where it runs, and what it keeps. */
 export interface SessionPlan {
   readonly agentId?: string | null | undefined;

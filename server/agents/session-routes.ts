@@ -14,7 +14,7 @@ import { ApiError } from '../api-error.ts';
 import { parseOrThrow } from '../request-validation.ts';
 import type { RecordStore } from '../stores/record-store.ts';
 import { agentTools } from './agent-definition.ts';
-import { newSessionRecord, resolveAgent } from './new-session.ts';
+import { newSessionRecord, resolveAgent, sessionNotFound } from './new-session.ts';
 import type { AgentHarness } from './harness.ts';
 import { cursorPage, listOf } from '../list-page.ts';
 import { matchesMetadata, metadataFilters } from './metadata-filters.ts';
@@ -30,10 +30,6 @@ export interface SessionRouteDeps {
   readonly hub: SessionEventHub;
   /** Records a stream written by hand in the journal. */
   readonly recordStream: (request: FastifyRequest, reply: FastifyReply) => void;
-}
-
-export function sessionNotFound(id: string): ApiError {
-  return new ApiError('session_not_found', `Session with id '${id}' not found.`, 'session_id');
 }
 
 /** A session's `input`: a string is one user message. */
