@@ -8,9 +8,9 @@ import OpenAI from 'openai';
 import type { ResponseInputItem, Tool } from 'openai/resources/responses/responses';
 import { buildServer } from '../server/app.ts';
 import { describeEnvironment } from './environment.ts';
-import { measure, summarize, type MeasureOptions, type Summary } from './measure.ts';
+import type { MeasureOptions } from './measure.ts';
+import { measureInRounds, ratioTable, type BenchCase } from './rounds.ts';
 import { positiveNumberFromEnv } from './settings.ts';
-import { formatTable } from './table.ts';
 
 /** BENCH_AGENTS_SCALE multiplies every iteration count (e.g. 0.1 for a quick look). */
 const factor = positiveNumberFromEnv('BENCH_AGENTS_SCALE', 1);
@@ -73,7 +73,7 @@ async function agentsTurnWithHelper(): Promise<void> {
   expectAnswer(result.output_text);
 }
 
-const cases = [
+const cases: BenchCase[] = [
   { name: 'Responses API by hand: 2 requests (baseline)', run: responsesTurn, options: options(20, 200) },
   { name: 'Agents API by hand: session, stream, message, 2 results', run: agentsTurnByHand, options: options(20, 200) },
   { name: 'Agents API, sessions.stream() with toolHandlers', run: agentsTurnWithHelper, options: options(20, 200) },
@@ -82,37 +82,10 @@ const cases = [
 for (const line of describeEnvironment()) console.log(line);
 console.log("Sequential, one turn at a time, responses and records in memory, isolates in the server's process; times in ms; ratios divide medians measured in this run.\n");
 
-// Cases take turns, a slice of each per round, so that drift over the run spreads over every case.
-const ROUNDS = 5;
-const samples = new Map<string, number[]>(cases.map(({ name }) => [name, []]));
+let results;
 try {
-  for (const { name, run, options: measureOptions } of cases) {
-    process.stderr.write(`warming up: ${name}\n`);
-    await measure(run, { warmup: measureOptions.warmup, iterations: 0 });
-  }
-  for (let round = 0; round < ROUNDS; round++) {
-    process.stderr.write(`round ${round + 1} of ${ROUNDS}\n`);
-    for (const { name, run, options: measureOptions } of cases) {
-      samples.get(name)!.push(...(await measure(run, { warmup: 0, iterations: Math.max(1, Math.round(measureOptions.iterations / ROUNDS)) })));
-    }
-  }
+  results = await measureInRounds(cases);
 } finally {
   await app.close();
 }
-const results = new Map<string, Summary>([...samples].map(([name, taken]) => [name, summarize(taken)]));
-const baseline = results.get(cases[0]!.name)!;
-console.log(
-  formatTable(
-    [
-      { header: 'turn', align: 'left' },
-      { header: 'iters', align: 'right' },
-      { header: 'median', align: 'right' },
-      { header: 'p95', align: 'right' },
-      { header: 'x Responses by hand', align: 'right' },
-    ],
-    cases.map(({ name }) => {
-      const summary = results.get(name)!;
-      return [name, String(summary.iterations), summary.medianMs.toFixed(3), summary.p95Ms.toFixed(3), `${(summary.medianMs / baseline.medianMs).toFixed(2)}x`];
-    }),
-  ),
-);
+console.log(ratioTable(cases, results, 'turn', 'x Responses by hand'));

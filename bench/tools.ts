@@ -11,7 +11,8 @@ import type { Response, ResponseInputItem, Tool } from 'openai/resources/respons
 import { buildServer } from '../server/app.ts';
 import { startStreamableMcpServer } from '../test/support/mcp-servers.ts';
 import { describeEnvironment } from './environment.ts';
-import { measure, summarize, type MeasureOptions, type Summary } from './measure.ts';
+import type { MeasureOptions } from './measure.ts';
+import { measureInRounds, ratioTable, type BenchCase } from './rounds.ts';
 import { formatTable } from './table.ts';
 import { positiveNumberFromEnv } from './settings.ts';
 
@@ -77,7 +78,7 @@ const bare = new Client({ name: 'bench', version: '1.0.0' });
 await bare.connect(new StreamableHTTPClientTransport(new URL(mcp.url)));
 
 const sum = (count: number): string => String(Array.from({ length: count }, (_, i) => i + 1).reduce((x, y) => x + y, 0));
-const cases: { name: string; run: () => Promise<void>; options: MeasureOptions }[] = [
+const cases: BenchCase[] = [
   {
     name: 'bare MCP client: one tools/call (baseline)',
     options: options(50, 500),
@@ -102,46 +103,18 @@ const cases: { name: string; run: () => Promise<void>; options: MeasureOptions }
 for (const line of describeEnvironment()) console.log(line);
 console.log(`Sequential, one request at a time, store: false, isolates in the server's process; a local Streamable HTTP MCP server; times in ms; ratios divide medians measured in this run.\n`);
 
-// Cases take turns, a slice of each per round, so that drift over the run (JIT, GC, a noisy
-// neighbour) spreads over every case instead of landing on whichever ran last.
-const ROUNDS = 5;
-const samples = new Map<string, number[]>(cases.map(({ name }) => [name, []]));
+let results;
 try {
-  for (const { name, run, options: measureOptions } of cases) {
-    process.stderr.write(`warming up: ${name}\n`);
-    await measure(run, { warmup: measureOptions.warmup, iterations: 0 });
-  }
-  for (let round = 0; round < ROUNDS; round++) {
-    process.stderr.write(`round ${round + 1} of ${ROUNDS}\n`);
-    for (const { name, run, options: measureOptions } of cases) {
-      const slice = Math.max(1, Math.round(measureOptions.iterations / ROUNDS));
-      samples.get(name)!.push(...(await measure(run, { warmup: 0, iterations: slice })));
-    }
-  }
+  results = await measureInRounds(cases);
 } finally {
   await bare.close();
   await app.close();
   await mcp.close();
 }
-const results = new Map<string, Summary>([...samples].map(([name, taken]) => [name, summarize(taken)]));
+console.log(ratioTable(cases, results, 'case', 'x bare MCP call'));
 
 const baseline = results.get(cases[0]!.name)!;
 const ms = (value: number): string => value.toFixed(3);
-console.log(
-  formatTable(
-    [
-      { header: 'case', align: 'left' },
-      { header: 'iters', align: 'right' },
-      { header: 'median', align: 'right' },
-      { header: 'p95', align: 'right' },
-      { header: 'x bare MCP call', align: 'right' },
-    ],
-    cases.map(({ name }) => {
-      const summary = results.get(name)!;
-      return [name, String(summary.iterations), ms(summary.medianMs), ms(summary.p95Ms), `${(summary.medianMs / baseline.medianMs).toFixed(2)}x`];
-    }),
-  ),
-);
 
 // What one more call adds, from the slope between 1 and CALLS calls: the request's fixed cost cancels out.
 const slope = (many: string, one: string): number => (results.get(many)!.medianMs - results.get(one)!.medianMs) / (CALLS - 1);
