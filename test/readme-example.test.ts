@@ -12,35 +12,32 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-it("the README's SDK example runs as written and prints the program's result", async () => {
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-  const example = /## Use it from the SDK[\s\S]*?````js\n([\s\S]*?)````/.exec(readme)?.[1];
+/**
+ * Runs the SDK example fenced with ```` under `heading` of a doc as a script against the test
+ * server (its base URL swapped in), from a scratch directory inside the project so that
+ * `import "openai"` resolves from node_modules; what it printed.
+ */
+async function runSdkExample(docPath: string, heading: string, scriptName: string): Promise<string> {
+  const doc = readFileSync(new URL(docPath, import.meta.url), 'utf8');
+  const example = new RegExp(`## ${heading}[\\s\\S]*?\`\`\`\`js\\n([\\s\\S]*?)\`\`\`\``).exec(doc)?.[1];
   expect(example).toContain('http://127.0.0.1:8787/v1');
-  // A scratch directory inside the project, so `import "openai"` resolves from node_modules.
-  const directory = mkdtempSync(fileURLToPath(new URL('../node_modules/.readme-example-', import.meta.url)));
+  const directory = mkdtempSync(fileURLToPath(new URL(`../node_modules/.${scriptName}-`, import.meta.url)));
   try {
-    const script = join(directory, 'example.mjs');
+    const script = join(directory, `${scriptName}.mjs`);
     writeFileSync(script, example!.replace('http://127.0.0.1:8787/v1', server.baseURL));
     const { stdout } = await promisify(execFile)(process.execPath, [script], { timeout: 20_000 });
-    expect(stdout.trim()).toBe('{"units":42}');
+    return stdout.trim();
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
+}
+
+it("the README's SDK example runs as written and prints the program's result", async () => {
+  expect(await runSdkExample('../README.md', 'Use it from the SDK', 'example')).toBe('{"units":42}');
 });
 
-it('the by-hand loop of docs/AGENTS.md runs as written and prints the program\'s result', async () => {
-  const doc = readFileSync(new URL('../docs/AGENTS.md', import.meta.url), 'utf8');
-  const example = /## A turn by hand[\s\S]*?````js\n([\s\S]*?)````/.exec(doc)?.[1];
-  expect(example).toContain('http://127.0.0.1:8787/v1');
-  const directory = mkdtempSync(fileURLToPath(new URL('../node_modules/.agents-example-', import.meta.url)));
-  try {
-    const script = join(directory, 'agents-loop.mjs');
-    writeFileSync(script, example!.replace('http://127.0.0.1:8787/v1', server.baseURL));
-    const { stdout } = await promisify(execFile)(process.execPath, [script], { timeout: 20_000 });
-    expect(stdout.trim()).toBe('{"value":42}');
-  } finally {
-    rmSync(directory, { recursive: true, force: true });
-  }
+it("the by-hand loop of docs/AGENTS.md runs as written and prints the program's result", async () => {
+  expect(await runSdkExample('../docs/AGENTS.md', 'A turn by hand', 'agents-loop')).toBe('{"value":42}');
 });
 
 it("the README's embedding example runs as written from a project that installed the package", async () => {
