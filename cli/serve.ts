@@ -38,13 +38,15 @@ function startLine(config: ServerConfig, origin: string, scenarios: ScenarioFile
   const store =
     config.store === 'sqlite' ? `sqlite (${resolve(dataDirOf(config), SQLITE_FILE_NAME)})` : config.store === 'redis' ? `redis (prefix ${config.redisPrefix})` : 'memory (lost on exit)';
   const workers = config.workers === 0 ? 'isolates in process' : `${config.workers} worker${config.workers === 1 ? '' : 's'}`;
-  const rules = scenarios ? `${scenarios.rules.length} scenario rule${scenarios.rules.length === 1 ? '' : 's'} from ${config.scenariosPath}` : 'no scenario file (inline programs only)';
+  const rules = scenarios ? `${scenarios.rules.length} scenario rule${scenarios.rules.length === 1 ? '' : 's'} from ${config.scenariosPath}` : 'no scenario file';
+  // What decides the turns nothing else does (docs/STAND-IN.md).
+  const autopilot = config.autopilot ? 'autopilot on' : 'autopilot off (unscripted turns run nothing)';
   // The backend's URL and model, never its key.
   const backend = config.modelBackend ? ` · model backend ${config.modelBackend.url}${config.modelBackend.model ? ` (${config.modelBackend.model})` : ''}` : '';
   const { recordDir, upstreamUrl, replayDir } = config.cassettes;
   // Record and replay change what answers (docs/CASSETTES.md): the line says so.
   const cassettes = recordDir ? ` · recording cassettes to ${recordDir} from ${upstreamUrl}` : replayDir ? ` · replaying cassettes from ${replayDir}${config.cassettes.replayStrict ? ' (strict)' : ''}` : '';
-  return `ptc-emulator ${PACKAGE.version} · API at ${origin}/v1 · store ${store} · ${workers} · ${rules}${backend}${cassettes}`;
+  return `ptc-emulator ${PACKAGE.version} · API at ${origin}/v1 · store ${store} · ${workers} · ${rules} · ${autopilot}${backend}${cassettes}`;
 }
 
 /** `ptc-emulator serve`: serve on HOST:PORT until SIGINT or SIGTERM. */

@@ -1,8 +1,9 @@
 // The Agents API: an agent with two function tools, a session without an environment, and one
-// turn. Programmatic tool calling is on by default: the program calls both tools at once, the
-// SDK's sessions.stream() runs them (toolHandlers) and sends their results.
+// turn. Programmatic tool calling is on by default: the program (the autopilot's, as no scenario
+// is set) calls both tools at once, the SDK's sessions.stream() runs them (toolHandlers) and
+// sends their results.
 //   npx ptc-emulator serve            (in another terminal)
-//   node agents-session.mjs           → {"value":42}
+//   node agents-session.mjs           → get_price returned sku sku_1 and price 7; get_stock returned sku sku_1 and units 6.
 import OpenAI from "openai";
 
 const client = new OpenAI({
@@ -21,14 +22,7 @@ const agent = await client.beta.agents.create({
 });
 const session = await client.beta.agents.sessions.create({ agent_id: agent.id, environment: { type: "none" } });
 
-// With no model inside, the emulator runs the fenced program of the message.
-const input = [
-  "Value the stock of sku_1:",
-  "```js",
-  "const [price, stock] = await Promise.all([tools.get_price({ sku: 'sku_1' }), tools.get_stock({ sku: 'sku_1' })]);",
-  "text({ value: JSON.parse(price).price * JSON.parse(stock).units });",
-  "```",
-].join("\n");
+const input = "What are the price and the stock of sku_1?";
 
 const result = await client.beta.agents.sessions
   .stream(session.id, {

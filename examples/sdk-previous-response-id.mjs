@@ -1,7 +1,8 @@
 // The same loop with `store: true` (the default): the emulator keeps the conversation, and each
-// request sends only the new outputs, continuing from `previous_response_id`.
+// request sends only the new outputs, continuing from `previous_response_id`. Both calls of the
+// program arrive in one response (one batch); the loop goes on until a message ends the turn.
 //   npx ptc-emulator serve            (in another terminal)
-//   node sdk-previous-response-id.mjs → {"sku":"sku_123","reorder":true,"shortfall":28}
+//   node sdk-previous-response-id.mjs → get_inventory returned sku sku_123 and available_units 42; get_demand returned sku sku_123 and requested_units 70.
 import OpenAI from "openai";
 
 const client = new OpenAI({
@@ -12,29 +13,20 @@ const client = new OpenAI({
 const skuParameters = { type: "object", properties: { sku: { type: "string" } }, required: ["sku"], additionalProperties: false };
 const tools = [
   { type: "function", name: "get_inventory", parameters: skuParameters, strict: true, allowed_callers: ["programmatic"],
-    output_schema: { type: "object", properties: { available_units: { type: "number" } }, required: ["available_units"] } },
+    output_schema: { type: "object", properties: { sku: { type: "string" }, available_units: { type: "number" } }, required: ["sku", "available_units"] } },
   { type: "function", name: "get_demand", parameters: skuParameters, strict: true, allowed_callers: ["programmatic"],
-    output_schema: { type: "object", properties: { units: { type: "number" } }, required: ["units"] } },
+    output_schema: { type: "object", properties: { sku: { type: "string" }, requested_units: { type: "number" } }, required: ["sku", "requested_units"] } },
   { type: "programmatic_tool_calling" },
 ];
 const implementations = {
   get_inventory: ({ sku }) => ({ sku, available_units: 42 }),
-  get_demand: ({ sku }) => ({ sku, units: 70 }),
+  get_demand: ({ sku }) => ({ sku, requested_units: 70 }),
 };
 
-const program = `
-const [stock, demand] = await Promise.all([
-  tools.get_inventory({ sku: 'sku_123' }),
-  tools.get_demand({ sku: 'sku_123' }),
-]);
-text({ sku: 'sku_123', reorder: demand.units > stock.available_units, shortfall: Math.max(0, demand.units - stock.available_units) });
-`;
-
-let response = await client.responses.create({ model: "gpt-6-astra", tools, input: `Should we reorder?\n\`\`\`js${program}\`\`\`` });
+let response = await client.responses.create({ model: "gpt-6-astra", tools, input: "Should we reorder sku_123? Compare inventory with demand." });
 for (;;) {
-  // Both calls of Promise.all arrive in one response: one batch.
   const calls = response.output.filter((item) => item.type === "function_call");
-  if (calls.length === 0) break;
+  if (calls.length === 0 && response.output.some((item) => item.type === "message")) break;
   response = await client.responses.create({
     model: "gpt-6-astra",
     tools,

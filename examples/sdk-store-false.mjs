@@ -1,7 +1,8 @@
-// The client loop of OpenAI's PTC guide with `store: false`: the client keeps the conversation
-// and resends every item; the emulator resumes the program from the items and its fingerprint.
+// The client loop of OpenAI's PTC guide, unchanged but for where the client points: `store:
+// false`, every item resent, `caller` copied. No scenario: the emulator's autopilot writes the
+// program a model would (both tools at once, the sku from the message) and states the result.
 //   npx ptc-emulator serve            (in another terminal)
-//   node sdk-store-false.mjs          → {"units":42}
+//   node sdk-store-false.mjs          → get_inventory returned sku sku_123 and available_units 42; get_demand returned sku sku_123 and requested_units 31.
 import OpenAI from "openai";
 import { toResponseInputItems } from "openai/lib/responses/ResponseInputItems";
 
@@ -10,41 +11,75 @@ const client = new OpenAI({
   apiKey: process.env.OPENAI_API_KEY ?? "any",
 });
 
+const implementations = {
+  get_inventory: async ({ sku }) => ({ sku, available_units: 42 }),
+  get_demand: async ({ sku }) => ({ sku, requested_units: 31 }),
+};
+
 const tools = [
   {
     type: "function",
     name: "get_inventory",
+    description: "Return an object with sku (string) and available_units (number).",
     parameters: { type: "object", properties: { sku: { type: "string" } }, required: ["sku"], additionalProperties: false },
-    output_schema: { type: "object", properties: { available_units: { type: "number" } }, required: ["available_units"] },
+    output_schema: {
+      type: "object",
+      properties: { sku: { type: "string" }, available_units: { type: "number" } },
+      required: ["sku", "available_units"],
+      additionalProperties: false,
+    },
+    allowed_callers: ["programmatic"],
+    strict: true,
+  },
+  {
+    type: "function",
+    name: "get_demand",
+    description: "Return an object with sku (string) and requested_units (number).",
+    parameters: { type: "object", properties: { sku: { type: "string" } }, required: ["sku"], additionalProperties: false },
+    output_schema: {
+      type: "object",
+      properties: { sku: { type: "string" }, requested_units: { type: "number" } },
+      required: ["sku", "requested_units"],
+      additionalProperties: false,
+    },
     allowed_callers: ["programmatic"],
     strict: true,
   },
   { type: "programmatic_tool_calling" },
 ];
 
-// The tool as the client implements it.
-const getInventory = ({ sku }) => ({ sku, available_units: 42 });
+const input = [{ role: "user", content: "Compare inventory with demand for sku_123." }];
 
-// With no model inside, the emulator runs the fenced program of the last user message.
-const input = [{
-  role: "user",
-  content: "Check stock:\n```js\nconst s = await tools.get_inventory({ sku: 'sku_123' });\ntext({ units: s.available_units });\n```",
-}];
-
-for (;;) {
+while (true) {
   const response = await client.responses.create({ model: "gpt-6-astra", store: false, input, tools });
+  if (response.status !== "completed") {
+    throw new Error(`Response ended with status ${response.status}`);
+  }
+  // Preserve replayable output, including program and reasoning items.
   input.push(...toResponseInputItems(response.output));
   const calls = response.output.filter((item) => item.type === "function_call");
   if (calls.length === 0) {
-    console.log(response.output_text);
-    break;
+    const message = response.output.find((item) => item.type === "message");
+    if (message) {
+      const refusal = message.content.find((part) => part.type === "refusal");
+      console.log(response.output_text || refusal?.refusal || "");
+      break;
+    }
+    continue;
   }
-  for (const call of calls) {
-    input.push({
-      type: "function_call_output",
-      call_id: call.call_id,
-      output: JSON.stringify(getInventory(JSON.parse(call.arguments))),
-      caller: call.caller, // copy caller so the output reaches the program
-    });
-  }
+  const outputs = await Promise.all(
+    calls.map(async (call) => {
+      const run = implementations[call.name];
+      if (!run) throw new Error(`Unknown tool: ${call.name}`);
+      const result = await run(JSON.parse(call.arguments));
+      return {
+        type: "function_call_output",
+        call_id: call.call_id,
+        output: JSON.stringify(result),
+        // Preserve caller so the runtime can resume the correct program.
+        caller: call.caller,
+      };
+    }),
+  );
+  input.push(...outputs);
 }

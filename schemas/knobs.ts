@@ -24,7 +24,7 @@ export const Knobs = z.strictObject({
   event_latency_ms: z.number().int().min(0).max(60_000).optional(),
   /** Up to this much more, drawn from `seed`, before each streamed event. */
   latency_jitter_ms: z.number().int().min(0).max(60_000).optional(),
-  /** Seed of every random draw the knobs make. */
+  /** Seed of every random draw the knobs make, and of the autopilot's choices. */
   seed: z.number().int().optional(),
   /** Wait this long before running the turn (a background response stays queued meanwhile). */
   delay_ms: z.number().int().min(0).max(600_000).optional(),

@@ -19,8 +19,9 @@ import { newId } from './ids.ts';
 import { modelBackend } from './model/backend/backend-model.ts';
 import { inlineModel } from './model/inline-model.ts';
 import type { ModelFunction } from './model/model-decision.ts';
+import { createAutopilot } from './model/autopilot/autopilot-model.ts';
 import { loadScenarioFile, parseScenarios, scenarioKnobs, scenarioModel, ScenarioFile } from './model/scenario-model.ts';
-import { ModelStandIn } from './model/stand-in.ts';
+import { ModelStandIn, type NamedStandIn } from './model/stand-in.ts';
 import { CassetteReplay } from './cassettes/cassette-replay.ts';
 import { registerRecordRoutes } from './cassettes/record-routes.ts';
 import { HostedTools, type HostedHandlers } from './model/hosted-tools.ts';
@@ -107,17 +108,20 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     persist: typeof options.store === 'object' || keepsKeyFile(config),
   });
 
-  const chain: ModelFunction[] = [];
-  if (options.model) chain.push(options.model);
+  const chain: NamedStandIn[] = [];
+  if (options.model) chain.push({ name: 'function', model: options.model });
   // Replay mode: the cassettes decide every turn, and nothing after them in the chain is asked.
   const replay = config.cassettes.replayDir === undefined ? undefined : new CassetteReplay({ dir: config.cassettes.replayDir, strict: config.cassettes.replayStrict, redactPattern: config.cassettes.redactPattern });
-  if (replay) chain.push(replay.model);
+  if (replay) chain.push({ name: 'cassette', model: replay.model });
   const scenarioSource = options.scenarios ?? config.scenariosPath;
   const scenarios = scenarioSource === undefined ? undefined : typeof scenarioSource === 'string' ? loadScenarioFile(scenarioSource) : parseScenarios(scenarioSource);
-  if (scenarios) chain.push(scenarioModel(scenarios));
+  if (scenarios) chain.push({ name: 'scenario', model: scenarioModel(scenarios) });
   // A real model decides every turn the scenario leaves: fenced blocks in a user's message are its to read.
-  if (config.modelBackend) chain.push(modelBackend(config.modelBackend));
-  chain.push(inlineModel);
+  if (config.modelBackend) chain.push({ name: 'model_backend', model: modelBackend(config.modelBackend) });
+  chain.push({ name: 'inline', model: inlineModel });
+  // Last: whatever nothing else decided, as a model using PTC would.
+  const autopilot = config.autopilot ? createAutopilot({ compileTimeoutMs: config.schemaCompileTimeoutMs }) : undefined;
+  if (autopilot) chain.push({ name: 'autopilot', model: autopilot.model });
   const journal = new RequestJournal(config.journalSize);
 
   const app = Fastify({
@@ -252,6 +256,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     agents?.stopAll();
     await background.stopAll();
     await mcp.close();
+    await autopilot?.close();
     await runtime.close();
     await store.close();
   });

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ResponseObject } from '../schemas/response.ts';
 import { ApiError, type ResponseError } from './api-error.ts';
 import { finishResponse, releasePrepared, type PreparedResponse, type RespondDeps } from './conversation/respond.ts';
-import type { JournalDetails } from './journal.ts';
+import { standInJournal, type JournalDetails } from './journal.ts';
 import type { JournalRecorder } from './journal-hooks.ts';
 import { buildResponse } from './response-object.ts';
 import { storedOrNotFound } from './stored-response.ts';
@@ -100,7 +100,7 @@ export class BackgroundResponses {
         const release = await place;
         try {
           const { response, knobs, turn } = await finishResponse(prepared, respond, { signal, onStart: () => put(buildResponse(id, body, createdAt, { status: 'in_progress' })) });
-          journal(200, { response_id: id, response_status: response.status, output: response.output.map((item) => item.type), programs: turn.trace, knobs, client_loop: { tolerated: turn.tolerated } });
+          journal(200, { response_id: id, response_status: response.status, output: response.output.map((item) => item.type), programs: turn.trace, stand_in: standInJournal(turn), knobs, client_loop: { tolerated: turn.tolerated } });
         } catch (error) {
           // Cancelled: cancel() has stored the cancelled response.
           if (signal.aborted && signal.reason === 'cancelled') {

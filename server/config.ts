@@ -14,6 +14,11 @@ export const SETTINGS = {
   LOG_LEVEL: { default: 'info', description: 'pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`.' },
   PTC_API_KEY: { default: '', description: 'When set, requests must send `Authorization: Bearer <key>`; otherwise any key is accepted.' },
   PTC_SCENARIOS: { default: '', description: 'Path of a scenario file (YAML or JSON) for the model stand-in.' },
+  PTC_AUTOPILOT: {
+    default: 'on',
+    description:
+      '`on`: when no other stand-in decides a turn, the autopilot does, as a model that uses PTC would: it calls the tools the message is about, with arguments valid against their parameters, in a program it writes, and states the results (docs/STAND-IN.md). `off`: such a turn gets a message saying how to steer the stand-in, and the `x-ptc-nothing-ran` header.',
+  },
   PTC_RECORD: {
     default: '',
     description: 'Record mode: a directory to write cassettes to (docs/CASSETTES.md). Each `POST /v1/responses` goes to `PTC_UPSTREAM` and its answer back unchanged; every model decision is written as one YAML entry.',
@@ -134,6 +139,8 @@ export interface ServerConfig {
   readonly logLevel: string;
   readonly apiKey: string | undefined;
   readonly scenariosPath: string | undefined;
+  /** Whether the autopilot decides the turns no other stand-in does. */
+  readonly autopilot: boolean;
   /** Record and replay (server/cassettes/). */
   readonly cassettes: CassetteConfig;
   readonly clientChecks: ClientChecks;
@@ -346,6 +353,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     logLevel,
     apiKey: setting(env, 'PTC_API_KEY') || undefined,
     scenariosPath: setting(env, 'PTC_SCENARIOS') || undefined,
+    autopilot: onOff(env, 'PTC_AUTOPILOT', SETTINGS.PTC_AUTOPILOT.default),
     cassettes: cassetteConfig(env),
     clientChecks,
     models: models.length > 0 ? models : [SETTINGS.PTC_MODELS.default],

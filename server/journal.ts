@@ -1,5 +1,5 @@
 import type { Knobs } from '../schemas/knobs.ts';
-import type { ProgramTrace } from './conversation/turn.ts';
+import type { ProgramTrace, TurnResult } from './conversation/turn.ts';
 import type { StreamReport } from './streaming/paced-events.ts';
 import type { CassetteJournal } from './cassettes/cassette-replay.ts';
 
@@ -20,6 +20,8 @@ export interface JournalEntry {
   /** Output item types, in order. */
   readonly output?: readonly string[];
   readonly programs?: readonly ProgramTrace[];
+  /** Who decided the turn (docs/STAND-IN.md), and why nothing ran when no stand-in did. */
+  readonly stand_in?: { readonly decided_by: readonly string[]; readonly nothing_ran?: string };
   readonly knobs?: Knobs;
   /** For a streamed reply: events sent, the pause before each, and whether a knob cut it. */
   readonly stream_report?: StreamReport;
@@ -31,6 +33,11 @@ export interface JournalEntry {
   /** The request body and the Response, kept only for `store: true` requests. */
   readonly request?: unknown;
   readonly response?: unknown;
+}
+
+/** Who decided a turn, for the journal; and why nothing ran, when nothing did. */
+export function standInJournal(turn: Pick<TurnResult, 'standIns' | 'nothingRan'>): NonNullable<JournalEntry['stand_in']> {
+  return { decided_by: turn.standIns, ...(turn.nothingRan === undefined ? {} : { nothing_ran: turn.nothingRan }) };
 }
 
 /** What a route adds to the entry of the request it serves. */

@@ -18,7 +18,7 @@ describe('serve', () => {
     const dataDir = join(scratch, 'data');
     const server = await serveCli(['--workers', '1', '--data-dir', dataDir, '--scenarios', 'examples/scenario/inventory.yaml']);
     try {
-      expect(server.startLine).toMatch(/^ptc-emulator \d+\.\d+\.\d+ · API at http:\/\/127\.0\.0\.1:\d+\/v1 · store sqlite \(.*ptc-emulator\.sqlite\) · 1 worker · 1 scenario rule from examples\/scenario\/inventory\.yaml$/);
+      expect(server.startLine).toMatch(/^ptc-emulator \d+\.\d+\.\d+ · API at http:\/\/127\.0\.0\.1:\d+\/v1 · store sqlite \(.*ptc-emulator\.sqlite\) · 1 worker · 1 scenario rule from examples\/scenario\/inventory\.yaml · autopilot on$/);
       expect(server.startLine).toContain(join(dataDir, 'ptc-emulator.sqlite'));
       // Nothing else at start: no raw log line beside it.
       expect(server.output().trim().split('\n')).toEqual([server.startLine]);

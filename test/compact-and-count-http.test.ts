@@ -18,7 +18,8 @@ describe.each(stores)('input_tokens and compact on the %s store', (store, availa
   let client: OpenAI;
   beforeEach(async ({ skip }) => {
     skip(!available, 'no Redis available');
-    server = await startServer({ config: configFor(store) });
+    // Counting is the subject, not the stand-in: with the autopilot off each turn is one message, no calls to answer.
+    server = await startServer({ config: { ...configFor(store), autopilot: false } });
     client = server.client;
   });
   afterEach(async () => {

@@ -32,9 +32,9 @@ describe('SDK loops against a running server', () => {
   afterAll(() => server.close());
 
   it.each([
-    ['sdk-store-false.mjs', '{"units":42}'],
-    ['sdk-previous-response-id.mjs', '{"sku":"sku_123","reorder":true,"shortfall":28}'],
-    ['agents-session.mjs', '{"value":42}'],
+    ['sdk-store-false.mjs', 'get_inventory returned sku sku_123 and available_units 42; get_demand returned sku sku_123 and requested_units 31.'],
+    ['sdk-previous-response-id.mjs', 'get_inventory returned sku sku_123 and available_units 42; get_demand returned sku sku_123 and requested_units 70.'],
+    ['agents-session.mjs', 'get_price returned sku sku_1 and price 7; get_stock returned sku sku_1 and units 6.'],
   ])('%s prints what its header says', async (file, expected) => {
     const header = readFileSync(`${examples}/${file}`, 'utf8');
     expect(header).toContain(`→ ${expected}`);
@@ -70,10 +70,11 @@ describe('the test helper examples, run by their runners with no Node flag', () 
     expect(code).toBe(0);
   });
 
-  it('vitest run passes the vitest example', async () => {
+  it('vitest run passes the vitest examples', async () => {
     // As examples/README.md says: from examples/, with the example's config.
     const { code, stdout, stderr } = await node([`${ROOT}node_modules/vitest/vitest.mjs`, 'run', '--config', 'vitest/vitest.config.mjs'], examples, { CI: 'true', NO_COLOR: '1' });
-    expect(`${stdout}${stderr}`).toMatch(/Tests\s+1 passed/);
+    expect(`${stdout}${stderr}`).toMatch(/✓ weather\.test\.mjs/);
+    expect(`${stdout}${stderr}`).toMatch(/Tests\s+2 passed/);
     expect(code).toBe(0);
   });
 });

@@ -38,11 +38,10 @@ describe('the inline stand-in', () => {
     expect(response.output_text).toBe('42');
   });
 
-  it('answers without a program, explaining how to steer it, when there is no code and no rule', async () => {
-    const response = await server.client.responses.create({ model: 'any', input: 'hello', tools: programTools() });
-    expect(response.output.map((item) => item.type)).toEqual(['message']);
-    expect(response.output_text).toContain('```js');
-    expect(response.output_text).toContain('PTC_SCENARIOS');
+  it('passes a turn with no code on: the autopilot writes the program (with it off, test/autopilot.test.ts)', async () => {
+    const { data, response } = await server.client.responses.create({ model: 'any', input: 'hello', tools: programTools('lookup') }).withResponse();
+    expect(data.output.map((item) => item.type)).toEqual(['reasoning', 'program', 'function_call']);
+    expect(response.headers.get('x-ptc-stand-in')).toBe('autopilot');
   });
 
   it.each([
@@ -246,8 +245,9 @@ describe('an in-process model function', () => {
       // The second turn sees the whole conversation: the first input and output, then the call's output.
       expect(seen[1]?.history.map((item) => item.type)).toEqual(['message', 'reasoning', 'program', 'function_call', 'function_call_output']);
 
+      // Passed on, past the inline stand-in (no fenced code), to the autopilot.
       const passed = await server.client.responses.create({ model: 'm', input: 'inline please' });
-      expect(passed.output_text).toContain('```js');
+      expect(passed.output_text).toMatch(/^ptc-emulator autopilot: the request has no tools/);
     } finally {
       await server.close();
     }

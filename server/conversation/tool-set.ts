@@ -58,6 +58,8 @@ export interface ToolSummary {
   readonly parameters?: unknown;
   /** A function's `output_schema`, as sent. */
   readonly outputSchema?: unknown;
+  /** A custom tool's grammar, as sent. */
+  readonly grammar?: { readonly syntax: string; readonly definition: string };
 }
 
 /** The request's tools, read once: who may call what, and what a program gets on `tools`. */
@@ -230,7 +232,10 @@ function summary(tool: CallableTool): ToolSummary {
       ...(definition.output_schema != null ? { outputSchema: definition.output_schema } : {}),
     };
   }
-  if (definition.type === 'custom' && definition.description) return { ...base, description: definition.description };
+  if (definition.type === 'custom') {
+    const grammar = definition.format?.type === 'grammar' ? { syntax: definition.format.syntax, definition: definition.format.definition } : undefined;
+    return { ...base, ...(definition.description ? { description: definition.description } : {}), ...(grammar ? { grammar } : {}) };
+  }
   return base;
 }
 

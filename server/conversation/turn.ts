@@ -56,6 +56,10 @@ export interface TurnResult {
   readonly tolerated: readonly string[];
   /** What a real model (a model backend) spent on this turn's decisions, summed, when one decided. */
   readonly modelUsage?: ModelUsage;
+  /** The stand-ins that decided this turn, in order (`fallback` when none of the chain did); empty when none was asked. */
+  readonly standIns: readonly string[];
+  /** Why no program or call ran although the user's turn asked for a decision: no stand-in made one. */
+  readonly nothingRan?: string;
 }
 
 /** A turn whose conversation has been read and checked: what the stand-in will see. */
@@ -91,16 +95,28 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
     services.log.info({ ...trace.at(-1), ...(failure?.cause ? { err: failure.cause } : {}) }, 'program step');
     return event;
   };
-  // Every decision of the turn goes through here, so that a real model's tokens are counted.
+  // Every decision of the turn goes through here, so that a real model's tokens are counted,
+  // and who decided (or why nothing ran) is known.
   const spent: ModelUsage[] = [];
+  const decidedBy: string[] = [];
+  let nothingRan: string | undefined;
   const standIn: Decides = {
     decide: async (modelContext) => {
-      const decision = await services.standIn.decide(modelContext);
-      if (decision.usage) spent.push(decision.usage);
-      return decision;
+      const decided = await services.standIn.decide(modelContext);
+      if (decided.decision.usage) spent.push(decided.decision.usage);
+      if (!decidedBy.includes(decided.by)) decidedBy.push(decided.by);
+      nothingRan ??= decided.nothingRan;
+      return decided.decision;
     },
   };
-  const result = (output: OutputItem[]): TurnResult => ({ output, trace, tolerated: state.tolerated, ...(spent.length > 0 ? { modelUsage: sumUsage(spent) } : {}) });
+  const result = (output: OutputItem[]): TurnResult => ({
+    output,
+    trace,
+    tolerated: state.tolerated,
+    standIns: decidedBy,
+    ...(nothingRan === undefined ? {} : { nothingRan }),
+    ...(spent.length > 0 ? { modelUsage: sumUsage(spent) } : {}),
+  });
 
   const output: OutputItem[] = [];
   let ended: { code: string; output: EmittedProgramOutput } | undefined;
@@ -116,7 +132,7 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
   }
   // The program waits on the client: its calls or an approval.
   if (output.some((item) => waitsOnClient(item))) return result(output);
-  const context = turn.context;
+  const context: ModelContext = knobs.seed === undefined ? turn.context : { ...turn.context, seed: knobs.seed };
   // The knob `final_message: next` holds back the message that would follow a program ending in this response.
   const afterProgram = async (program: ModelContext['program']): Promise<OutputItem[]> =>
     knobs.final_message === 'next' ? [] : finalMessage({ ...context, phase: 'after_program', program }, standIn);
@@ -184,10 +200,11 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
         const seed = randomInt(2 ** 32);
         const clock = Date.now();
         const tools = toolSet.programTools;
+        const limits = tightened(services.limits, decision.limits);
         let fingerprint: string;
         try {
           fingerprint = sealFingerprint(
-            { programCallId, codeSha256: sha256Hex(decision.code), seed, clock, limits: services.limits, tools: tools.map(sealTool) },
+            { programCallId, codeSha256: sha256Hex(decision.code), seed, clock, limits, tools: tools.map(sealTool) },
             services.sealingKeys[0],
           );
         } catch (error) {
@@ -197,10 +214,13 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
           break;
         }
         items.push({ type: 'program', id: newId('prog'), call_id: programCallId, code: decision.code, fingerprint });
-        const stepped = await startProgram(programCallId, { code: decision.code, tools, seed, clock, limits: services.limits }, toolSet, services, record);
+        const stepped = await startProgram(programCallId, { code: decision.code, tools, seed, clock, limits }, toolSet, services, record);
         items.push(...stepped);
+        // The model's own calls beside the program's: the final message waits for their outputs too.
+        const direct = (decision.calls ?? []).map((call) => directCall(call, toolSet));
+        items.push(...direct);
         const programOutput = stepped.find((item): item is EmittedProgramOutput => item.type === 'program_output');
-        if (programOutput) items.push(...(await afterProgram({ code: decision.code, status: programOutput.status, result: programOutput.result })));
+        if (programOutput && direct.length === 0) items.push(...(await afterProgram({ code: decision.code, status: programOutput.status, result: programOutput.result })));
         break;
       }
     }
@@ -210,6 +230,7 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
 
 function modelContext(input: TurnInput, state: ConversationState, toolSet: ToolSet): ModelContext {
   return {
+    toolSearch: toolSet.toolSearch !== undefined && toolSet.deferred.length > 0,
     phase: 'user_turn',
     model: input.request.model,
     lastUserText: state.lastUserText,
@@ -223,7 +244,22 @@ function modelContext(input: TurnInput, state: ConversationState, toolSet: ToolS
   };
 }
 
-type Decides = Pick<ModelStandIn, 'decide'>;
+/** What a turn asks of the stand-in: a decision (who made it is noted by runTurn). */
+interface Decides {
+  decide(context: ModelContext): Promise<ModelDecision>;
+}
+
+/** The server's limits, each tightened where a decision asks for a smaller one (never loosened). */
+function tightened(limits: ProgramLimits, asked: Partial<ProgramLimits> | undefined): ProgramLimits {
+  if (!asked) return limits;
+  const result = { ...limits };
+  for (const [name, value] of Object.entries(asked) as [keyof ProgramLimits, number | undefined][]) {
+    if (value !== undefined && Number.isSafeInteger(value) && value > 0 && value < result[name]) result[name] = value;
+  }
+  // isolated-vm's floor for a heap.
+  result.memoryMb = Math.max(result.memoryMb, Math.min(8, limits.memoryMb));
+  return result;
+}
 
 /** The phases in which the stand-in may act (call tools, search, run a program), not only answer. */
 type ActingPhase = 'user_turn' | 'after_search' | 'after_calls';
@@ -268,13 +304,10 @@ async function whyNot(decision: ModelDecision, request: CreateResponseRequest, t
   }
   const what = decision.type === 'program' ? 'run a program' : 'call tools';
   if (request.tool_choice === 'none') return `ptc-emulator: the stand-in wanted to ${what}, but tool_choice is "none".`;
-  if (decision.type === 'program') {
-    if (!toolSet.programmaticToolCalling) {
-      return 'ptc-emulator: the stand-in wanted to run a program, but the request\'s tools have no {"type": "programmatic_tool_calling"} entry, so programs are disabled.';
-    }
-    return undefined;
+  if (decision.type === 'program' && !toolSet.programmaticToolCalling) {
+    return 'ptc-emulator: the stand-in wanted to run a program, but the request\'s tools have no {"type": "programmatic_tool_calling"} entry, so programs are disabled.';
   }
-  for (const call of decision.calls) {
+  for (const call of decision.calls ?? []) {
     const id = toolId(call);
     const tool = toolSet.tools.get(id);
     if (!tool) return `ptc-emulator: the stand-in wanted to call '${id}', which is not a tool of this request.`;

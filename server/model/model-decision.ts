@@ -1,3 +1,4 @@
+import type { ProgramLimits } from '../../runtime/index.ts';
 import type { ConversationItem } from '../../schemas/items.ts';
 import type { ToolSummary } from '../conversation/tool-set.ts';
 
@@ -33,6 +34,10 @@ export interface ModelContext {
   readonly callOutputs?: readonly { readonly name: string; readonly arguments: string; readonly output: string }[];
   /** Request headers, lower-cased. */
   readonly headers: Readonly<Record<string, string | undefined>>;
+  /** The `seed` knob (header `x-ptc-seed`, or a scenario rule's): stand-ins that draw choices draw them from it. */
+  readonly seed?: number;
+  /** The request has a `tool_search` tool and deferred tools no search has loaded yet. */
+  readonly toolSearch?: boolean;
 }
 
 /** A call the stand-in makes itself: a function tool's `arguments`, or a custom tool's `input`. */
@@ -54,7 +59,15 @@ export interface ModelUsage {
 
 /** What the stand-in decides to emit this turn; `usage` when a real model decided. */
 export type ModelDecision = (
-  | { readonly type: 'program'; readonly code: string; readonly reasoning?: string }
+  | {
+      readonly type: 'program';
+      readonly code: string;
+      readonly reasoning?: string;
+      /** Direct calls of the model's own in the same response, after the program's items. */
+      readonly calls?: readonly DirectCallDecision[];
+      /** Tighter limits for this program (never looser than the server's): sealed in its fingerprint, so every resume keeps them. */
+      readonly limits?: Partial<ProgramLimits>;
+    }
   | { readonly type: 'function_calls'; readonly calls: readonly DirectCallDecision[]; readonly reasoning?: string }
   /** Load deferred tools first (the request needs a `tool_search` tool). */
   | { readonly type: 'tool_search'; readonly query: string; readonly reasoning?: string }

@@ -8,7 +8,7 @@ import { inputItems } from '../conversation/history.ts';
 import { finishResponse, prepareResponse, type RespondDeps, type Responded, type ResponseRequest } from '../conversation/respond.ts';
 import { MCP_APPROVAL } from '../conversation/tool-kinds.ts';
 import { newId } from '../ids.ts';
-import type { JournalDetails } from '../journal.ts';
+import { standInJournal, type JournalDetails } from '../journal.ts';
 import { parseOrThrow, refuseTooManyInputItems } from '../request-validation.ts';
 import { withoutSecrets } from '../response-object.ts';
 import type { TurnPriority } from '../turn-gate.ts';
@@ -94,6 +94,12 @@ export function requestJournal(body: CreateResponseRequest, stream: boolean): Jo
   return { model: body.model, store: body.store !== false, stream, background: body.background === true };
 }
 
+/** The headers that tell a client who decided its turn (`x-ptc-stand-in`) and why nothing ran (`x-ptc-nothing-ran`). */
+export function standInHeaders(finished: Pick<Responded, 'turn'>): Record<string, string> {
+  const { standIns, nothingRan } = finished.turn;
+  return { ...(standIns.length > 0 ? { 'x-ptc-stand-in': standIns.join(', ') } : {}), ...(nothingRan === undefined ? {} : { 'x-ptc-nothing-ran': nothingRan }) };
+}
+
 /** What the journal keeps of a finished response; content only for `store: true` (docs/JOURNAL.md). */
 export function finishedJournal(body: CreateResponseRequest, finished: Responded): JournalDetails {
   const { response } = finished;
@@ -102,6 +108,7 @@ export function finishedJournal(body: CreateResponseRequest, finished: Responded
     response_status: response.status,
     output: response.output.map((item) => item.type),
     programs: finished.turn.trace,
+    stand_in: standInJournal(finished.turn),
     knobs: finished.knobs,
     client_loop: { tolerated: finished.turn.tolerated },
     ...(body.store !== false ? { request: { ...body, ...(body.tools ? { tools: body.tools.map(withoutSecrets) } : {}) }, response } : {}),

@@ -17,7 +17,7 @@ import type { ResponseStore } from '../stores/response-store.ts';
 import { responseEvents } from '../streaming/response-events.ts';
 import { deltaChunks } from '../streaming/delta-chunks.ts';
 import { writeEventStream } from '../streaming/sse-writer.ts';
-import { CLIENT_CHECKS_HEADER, clientChecksFor, createBodyOf, finishedJournal, requestJournal, respondInPlace, responseRequest, turnPriority, type RequestSettings } from './create-response.ts';
+import { CLIENT_CHECKS_HEADER, clientChecksFor, createBodyOf, finishedJournal, requestJournal, respondInPlace, responseRequest, standInHeaders, turnPriority, type RequestSettings } from './create-response.ts';
 
 export interface ResponsesRouteDeps {
   readonly store: ResponseStore;
@@ -80,6 +80,7 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
 
     const finished = await respondInPlace(responseRequest(request, body, settings), place, deps.respond);
     deps.note(request, finishedJournal(body, finished));
+    reply.headers(standInHeaders(finished));
     if (!body.stream) return finished.response;
     await stream(request, reply, finished.response, finished.knobs);
     return reply;

@@ -75,10 +75,14 @@ export interface ServingCli {
   stop(): Promise<number | null>;
 }
 
-/** Starts `serve ARGS` and waits for its start line. */
-export async function serveCli(args: readonly string[], env: Record<string, string> = {}): Promise<ServingCli> {
+/**
+ * Starts `serve ARGS` and waits for its start line. It listens on a free port: `--port 0`, or
+ * the `PORT` of `env` when that is set (a server started with no flags at all).
+ */
+export async function serveCli(args: readonly string[], env: Record<string, string> = {}, options: { readonly cwd?: string } = {}): Promise<ServingCli> {
   assertBuilt();
-  const child = track(spawn(process.execPath, [BUILT_CLI, 'serve', '--port', '0', ...args], { cwd: ROOT, env: cleanEnv(env), detached: true, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const port = env.PORT === undefined ? ['--port', '0'] : [];
+  const child = track(spawn(process.execPath, [BUILT_CLI, 'serve', ...port, ...args], { cwd: options.cwd ?? ROOT, env: cleanEnv(env), detached: true, stdio: ['ignore', 'pipe', 'pipe'] }));
   let output = '';
   const startLine = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {

@@ -470,9 +470,11 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
     // reach it completes ("100030001", 2 s of CPU, the heap at 96 MiB of a 32 MiB isolate; 4e4
     // items made 400 MB in 8 s, never disposed). Within the 300 ms step the step's clock ends it,
     // 50–250 ms late (measured on Node 24): past 200 ms a worker is frozen for it, so the message
-    // says which, and the code does not.
+    // says which, and the code does not. One such string took 267–304 ms on a loaded 2-core
+    // machine, against the 300 ms step: it completed there. The program makes them without end,
+    // so no machine finishes it within any step limit.
     name: 'a huge JSON.stringify',
-    code: "const s = JSON.stringify(new Array(1e4).fill('x'.repeat(1e4))); text(s.length)",
+    code: "let n = 0; for (;;) n += JSON.stringify(new Array(1e4).fill('x'.repeat(1e4))).length; text(n)",
     outcome: incomplete('wall_time_exceeded'),
   },
   {
