@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `ptc-emulator` command: `serve`, `run`, `validate`, `eval`. Every failure it can name (a wrong
+ * The `ptc-emulator` command: `serve`, `run`, `validate`, `eval`, `explore`. Every failure it can name (a wrong
  * flag, a bad setting, a port in use, a scenario file that does not load) is one line on
  * stderr and exit code 2, never a stack.
  */
@@ -18,6 +18,9 @@ Usage:
                                              run one program in the sandbox and print what it did
   ptc-emulator validate SCENARIOS.yaml       check a scenario file
   ptc-emulator eval TASKS.yaml [--html FILE] compare direct tool calling with PTC on the file's tasks
+  ptc-emulator explore [--seeds N] -- COMMAND [ARGS...]
+                                             run COMMAND (your client loop) once per seed against every
+                                             shape of response a PTC loop must survive, and report each
   ptc-emulator --version
 
 Docs: README.md in the package, or https://www.npmjs.com/package/ptc-emulator
@@ -39,6 +42,10 @@ async function main(argv: readonly string[]): Promise<number> {
       const { evaluate } = await import('./eval.ts');
       return evaluate(args);
     }
+    case 'explore': {
+      const { explore } = await import('./explore.ts');
+      return explore(args);
+    }
     case 'validate': {
       const { validate } = await import('./validate.ts');
       return validate(args) ? 0 : 1;
@@ -54,7 +61,7 @@ async function main(argv: readonly string[]): Promise<number> {
       process.stdout.write(HELP);
       return 0;
     default:
-      throw new UsageError(`unknown command "${command}" (commands: serve, run, validate, eval; see ptc-emulator --help)`);
+      throw new UsageError(`unknown command "${command}" (commands: serve, run, validate, eval, explore; see ptc-emulator --help)`);
   }
 }
 
@@ -72,7 +79,7 @@ try {
 }
 // eval ran the user's module, which may keep timers or sockets open: once its output is
 // written, it ends however that module left the event loop.
-if (process.argv[2] === 'eval') {
+if (process.argv[2] === 'eval' || process.argv[2] === 'explore') {
   await new Promise<void>((done) => process.stdout.write('', () => done()));
   await new Promise<void>((done) => process.stderr.write('', () => done()));
   process.exit();

@@ -24,6 +24,7 @@ export {
 export { REQUIRED_NODE_FLAG, hasRequiredNodeFlag } from './node-flags.ts';
 export { jsonDepthExceeds, MAX_JSON_DEPTH } from '../schemas/json-depth.ts';
 export { checkAgainstSchema, compileToolSchemas } from './schema-compiler.ts';
+export { compileValidator, describeViolation, type Validator } from './tool-schemas.ts';
 export { startModuleThread } from './module-thread.ts';
 export { WorkerPool, type WorkerPoolOptions } from './worker/worker-pool.ts';
 export { FingerprintError, FingerprintTooLargeError, MissingNodeFlagError, ProgramBusyError, SchemaDeadlineError, SchemaTooComplexError, ToolSchemaError, WorkerDeathError } from './errors.ts';

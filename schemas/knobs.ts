@@ -26,6 +26,8 @@ export const Knobs = z.strictObject({
   latency_jitter_ms: z.number().int().min(0).max(60_000).optional(),
   /** Seed of every random draw the knobs make, and of the autopilot's choices. */
   seed: z.number().int().optional(),
+  /** Explore mode for this request's conversation: its program is drawn from the explorer's shapes (docs/EXPLORE.md). */
+  explore: z.boolean().optional(),
   /** Wait this long before running the turn (a background response stays queued meanwhile). */
   delay_ms: z.number().int().min(0).max(600_000).optional(),
 });

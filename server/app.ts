@@ -19,7 +19,10 @@ import { newId } from './ids.ts';
 import { modelBackend } from './model/backend/backend-model.ts';
 import { inlineModel } from './model/inline-model.ts';
 import type { ModelFunction } from './model/model-decision.ts';
-import { createAutopilot } from './model/autopilot/autopilot-model.ts';
+import { autopilotModel, createCallPlanner } from './model/autopilot/autopilot-model.ts';
+import { Explorer } from './model/explorer/explorer-model.ts';
+import { ExploreLedger, type ExploredConversation } from './explore/explore-ledger.ts';
+import { registerExploreRoutes } from './routes/explore.ts';
 import { loadScenarioFile, parseScenarios, scenarioKnobs, scenarioModel, ScenarioFile } from './model/scenario-model.ts';
 import { ModelStandIn, type NamedStandIn } from './model/stand-in.ts';
 import { CassetteReplay } from './cassettes/cassette-replay.ts';
@@ -44,6 +47,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Stops taking new requests (503 shutting_down) while the running ones finish; then call close(). */
     drain(): void;
+    /** Explore mode's controls (`ptc-emulator explore`): the seed of requests that set none, and what was explored. */
+    explorer: { setSeed(seed: number): void; conversations(): ExploredConversation[] };
   }
 }
 
@@ -119,9 +124,15 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   // A real model decides every turn the scenario leaves: fenced blocks in a user's message are its to read.
   if (config.modelBackend) chain.push({ name: 'model_backend', model: modelBackend(config.modelBackend) });
   chain.push({ name: 'inline', model: inlineModel });
+  // The autopilot's planner serves the explorer too (a request may explore on any server: its
+  // knob); its threads start only once a plan is asked for.
+  const planner = createCallPlanner();
+  const explorer = new Explorer({ planner, limits: config.limits, always: config.explore });
+  explorer.seed = config.exploreSeed;
+  const exploreLedger = new ExploreLedger(explorer);
+  chain.push({ name: 'explorer', model: explorer.model });
   // Last: whatever nothing else decided, as a model using PTC would.
-  const autopilot = config.autopilot ? createAutopilot({ compileTimeoutMs: config.schemaCompileTimeoutMs }) : undefined;
-  if (autopilot) chain.push({ name: 'autopilot', model: autopilot.model });
+  if (config.autopilot) chain.push({ name: 'autopilot', model: autopilotModel(planner) });
   const journal = new RequestJournal(config.journalSize);
 
   const app = Fastify({
@@ -210,7 +221,13 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
       mcp,
       mcpTimeoutMs: config.mcpTimeoutMs,
     },
-    scenarioKnobs: scenarios ? scenarioKnobs(scenarios) : () => undefined,
+    standInKnobs: (context) => {
+      // A scenario rule's knobs over the explored shape's.
+      const explored = explorer.knobs(context);
+      const scripted = scenarios ? scenarioKnobs(scenarios)(context) : undefined;
+      return explored || scripted ? { ...explored, ...scripted } : undefined;
+    },
+    observer: exploreLedger,
   };
   const background = new BackgroundResponses({ store, respond, recordBackground: recorder.recordBackground });
 
@@ -245,6 +262,13 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   registerConversationRoutes(app, store, sealingKeys);
   const agents = registerAgentsApi(app, { store, respond, gate, recorder });
   registerJournalRoutes(app, journal);
+  registerExploreRoutes(app, exploreLedger);
+  app.decorate('explorer', {
+    setSeed: (seed: number) => {
+      explorer.seed = seed;
+    },
+    conversations: () => exploreLedger.conversations(),
+  });
   registerJournalEventRoutes(app, journal);
   if (config.inspector) registerInspectorRoutes(app);
   registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));
@@ -256,7 +280,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     agents?.stopAll();
     await background.stopAll();
     await mcp.close();
-    await autopilot?.close();
+    await planner.close();
     await runtime.close();
     await store.close();
   });

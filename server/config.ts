@@ -19,6 +19,12 @@ export const SETTINGS = {
     description:
       '`on`: when no other stand-in decides a turn, the autopilot does, as a model that uses PTC would: it calls the tools the message is about, with arguments valid against their parameters, in a program it writes, and states the results (docs/STAND-IN.md). `off`: such a turn gets a message saying how to steer the stand-in, and the `x-ptc-nothing-ran` header.',
   },
+  PTC_EXPLORE: {
+    default: 'off',
+    description:
+      '`on`: every conversation\'s program is drawn from the explorer\'s catalogue of shapes a client loop must survive (pauses, batches, failures, each runtime limit, a message one response late, …), seeded by `PTC_EXPLORE_SEED` or the request\'s `x-ptc-seed`; `GET /v1/emulator/explore` reports what each shape came to (docs/EXPLORE.md). A request\'s `x-ptc-explore` header turns it on or off for that request.',
+  },
+  PTC_EXPLORE_SEED: { default: '0', description: 'The seed explore mode draws shapes with when a request sets none (`ptc-emulator explore` sets one per run of its command).' },
   PTC_RECORD: {
     default: '',
     description: 'Record mode: a directory to write cassettes to (docs/CASSETTES.md). Each `POST /v1/responses` goes to `PTC_UPSTREAM` and its answer back unchanged; every model decision is written as one YAML entry.',
@@ -141,6 +147,9 @@ export interface ServerConfig {
   readonly scenariosPath: string | undefined;
   /** Whether the autopilot decides the turns no other stand-in does. */
   readonly autopilot: boolean;
+  /** Whether every conversation explores (docs/EXPLORE.md), and the seed it draws with. */
+  readonly explore: boolean;
+  readonly exploreSeed: number;
   /** Record and replay (server/cassettes/). */
   readonly cassettes: CassetteConfig;
   readonly clientChecks: ClientChecks;
@@ -354,6 +363,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     apiKey: setting(env, 'PTC_API_KEY') || undefined,
     scenariosPath: setting(env, 'PTC_SCENARIOS') || undefined,
     autopilot: onOff(env, 'PTC_AUTOPILOT', SETTINGS.PTC_AUTOPILOT.default),
+    explore: onOff(env, 'PTC_EXPLORE', SETTINGS.PTC_EXPLORE.default),
+    exploreSeed: integer(env, 'PTC_EXPLORE_SEED', SETTINGS.PTC_EXPLORE_SEED.default, 0, 2 ** 32 - 1),
     cassettes: cassetteConfig(env),
     clientChecks,
     models: models.length > 0 ? models : [SETTINGS.PTC_MODELS.default],

@@ -89,12 +89,58 @@ describe('planning the calls (call-plan.ts)', () => {
     expect(await checkAgainstSchema(parameters, value, 'arguments')).toBeUndefined();
   });
 
-  it('picks the tools the message names; failing that those it describes; failing that all of them', () => {
-    const tools = [summary('get_weather', SKU, { description: 'Forecast for a city' }), summary('book_flight', SKU, { description: 'Reserve an airline seat' })];
-    expect(plan(tools, 'Book a flight to Oslo').calls.map((call) => call.tool)).toEqual(['book_flight']);
-    expect(plan(tools, 'I need an airline seat').calls.map((call) => call.tool)).toEqual(['book_flight']);
+  it('picks the tools the message names; failing that, by their verb, their namespace, their description; failing that all that change nothing', () => {
+    const tools = [
+      summary('get_weather', SKU, { description: 'Forecast for a city' }),
+      summary('list_flights', SKU, { description: 'Seats free on airline routes' }),
+      summary('book_flight', SKU, { description: 'Reserve an airline seat' }),
+      summary('fetch_page', SKU),
+      summary('wiki.count_words', SKU),
+      summary('wiki.get_article', SKU),
+    ];
+    const chosen = (message: string) => plan(tools, message).calls.map((call) => call.tool);
+    expect(chosen('Book a flight to Oslo')).toEqual(['book_flight']);
+    // A tool that changes something is called only when the message asks for it by its verb.
+    expect(chosen('Which flights go to Oslo?')).toEqual(['list_flights']);
+    expect(chosen('Fetch https://example.com/a')).toEqual(['fetch_page']);
+    expect(chosen('Anything on the wiki?')).toEqual(['wiki.count_words', 'wiki.get_article']);
+    expect(chosen('I need an airline seat')).toEqual(['list_flights']);
     expect(plan(tools, 'Hello there').choice).toBe('all');
-    expect(plan(tools, 'Hello there').calls).toHaveLength(2);
+    expect(chosen('Hello there')).toEqual(['get_weather', 'list_flights', 'fetch_page', 'wiki.count_words', 'wiki.get_article']);
+  });
+
+  it.each([
+    ['What is the weather in Paris?', { city: 'Paris' }],
+    ['Weather for the city New York, please', { city: 'New York' }],
+  ])('takes a place from %j', (message, expected) => {
+    const parameters = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
+    expect(plan([summary('get_weather', parameters)], message).calls[0]!.candidates![0]!.value).toEqual(expected);
+  });
+
+  it('takes quoted phrases, identifiers, dates in words, lists of addresses, counts, and each token once', () => {
+    const parameters = {
+      type: 'object',
+      properties: {
+        title: { type: 'string' },
+        flight_id: { type: 'string' },
+        day: { type: 'string', format: 'date' },
+        attendees: { type: 'array', items: { type: 'string', format: 'email' } },
+        limit: { type: 'integer' },
+        origin: { type: 'string', pattern: '^[A-Z]{3}$' },
+        destination: { type: 'string', pattern: '^[A-Z]{3}$' },
+      },
+      required: ['title', 'flight_id', 'day', 'attendees', 'limit', 'origin', 'destination'],
+    };
+    const message = 'Plan a meeting titled "Design review" about flight AF123 from CDG to JFK on March 14, 2025 with ada@example.com and bob@example.org';
+    expect(plan([summary('plan_meeting', parameters)], message).calls[0]!.candidates![0]!.value).toEqual({
+      title: 'Design review',
+      flight_id: 'AF123',
+      day: '2025-03-14',
+      attendees: ['ada@example.com', 'bob@example.org'],
+      limit: 5,
+      origin: 'CDG',
+      destination: 'JFK',
+    });
   });
 
   it('takes a required argument the message does not give from the output of another chosen tool, a step later', () => {
@@ -247,6 +293,25 @@ describe('the autopilot behind a listening server', () => {
     expect(result.text).toBe('get_weather returned city Oslo and celsius -3.');
   });
 
+  it('without programs, makes a call that needs another call\'s output a round later', async () => {
+    const tools = [
+      {
+        type: 'function',
+        name: 'find_customer',
+        parameters: { type: 'object', properties: { email: { type: 'string' } }, required: ['email'] },
+        output_schema: { type: 'object', properties: { customer_id: { type: 'string' } }, required: ['customer_id'] },
+        strict: false,
+      },
+      { type: 'function', name: 'list_orders', parameters: { type: 'object', properties: { customer_id: { type: 'string' } }, required: ['customer_id'] }, strict: false },
+    ] as Tool[];
+    const result = await agentLoop(server.client, { model: 'm', input: 'Find the customer ada@example.com and list her orders.', tools }, {
+      functions: { find_customer: () => ({ customer_id: 'cus_9' }), list_orders: ({ customer_id }) => [`${customer_id}-order-1`] },
+    });
+    const rounds = result.responses.map((response) => response.output.filter((item) => item.type === 'function_call').map((call) => `${call.name} ${call.arguments}`));
+    expect(rounds).toEqual([['find_customer {"email":"ada@example.com"}'], ['list_orders {"customer_id":"cus_9"}'], []]);
+    expect(result.text).toBe('find_customer returned customer_id cus_9; list_orders returned 0 cus_9-order-1.');
+  });
+
   it('searches for deferred tools the message is about before it writes the program', async () => {
     const tools = [
       { type: 'function', name: 'get_invoice', description: 'An invoice by number', parameters: { type: 'object', properties: { number: { type: 'string' } }, required: ['number'] }, allowed_callers: ['programmatic'], defer_loading: true },
@@ -259,18 +324,81 @@ describe('the autopilot behind a listening server', () => {
   });
 
   it('a schema whose values cost seconds to make holds up only its own conversation, which gets a message saying so', async () => {
-    // Three counted repeats of 256 inside each other: 16 million characters for one string.
+    // Checking the message's token against this pattern backtracks for ever (2^40 ways to split 40 a's).
     const costly = [
-      { type: 'function', name: 'stamp_label', parameters: { type: 'object', properties: { code: { type: 'string', pattern: '^(((a{256}){256}){256})$' } }, required: ['code'], additionalProperties: false }, allowed_callers: ['programmatic'], strict: true },
+      { type: 'function', name: 'stamp_label', parameters: { type: 'object', properties: { code: { type: 'string', pattern: '^(a+)+$' } }, required: ['code'], additionalProperties: false }, allowed_callers: ['programmatic'], strict: true },
       { type: 'programmatic_tool_calling' },
     ] as Tool[];
+    const hostileInput = `Stamp the label with code ${'a'.repeat(40)}b.`;
     const order: string[] = [];
-    const hostile = server.client.responses.create({ model: 'm', input: 'Stamp the label.', tools: costly }).then((response) => (order.push('costly'), response));
+    const hostile = server.client.responses.create({ model: 'm', input: hostileInput, tools: costly }).then((response) => (order.push('costly'), response));
     const honest = agentLoop(server.client, { model: 'm', input: 'Compare inventory with demand for sku_123.', tools: GUIDE_TOOLS }, GUIDE_HANDLERS).then((result) => (order.push('honest'), result));
     const [costlyResponse, honestResult] = await Promise.all([hostile, honest]);
     expect(order).toEqual(['honest', 'costly']);
     expect(honestResult.text).toContain('42');
     expect(costlyResponse.output_text).toMatch(/^ptc-emulator autopilot: working out the calls for this request took over 2000 ms/);
+  });
+
+  it.each([
+    ['on: a program calls both', true],
+    ['off: the model calls both directly', false],
+  ])('decides Agents API turns too, PTC %s', async (_, ptc) => {
+    const sku = { type: 'object', properties: { sku: { type: 'string' } }, required: ['sku'] } as const;
+    const agent = await server.client.beta.agents.create({
+      model: 'm',
+      tools: [
+        { type: 'function', name: 'get_price', description: 'Unit price of a SKU.', parameters: sku },
+        { type: 'function', name: 'get_stock', description: 'Units in stock of a SKU.', parameters: sku },
+        ...(ptc ? [] : [{ type: 'programmatic_tool_calling' as const, enabled: false }]),
+      ],
+    });
+    const session = await server.client.beta.agents.sessions.create({ agent_id: agent.id, environment: { type: 'none' } });
+    const seen: string[] = [];
+    const result = await server.client.beta.agents.sessions
+      .stream(session.id, {
+        input: 'What are the price and the stock of sku_9?',
+        toolHandlers: {
+          get_price: ({ sku }) => (seen.push(`get_price ${String(sku)}`), { price: 7 }),
+          get_stock: ({ sku }) => (seen.push(`get_stock ${String(sku)}`), { units: 6 }),
+        },
+      })
+      .finalResult();
+    expect(seen.sort()).toEqual(['get_price sku_9', 'get_stock sku_9']);
+    expect(result.output_text).toBe('get_price returned price 7; get_stock returned units 6.');
+  });
+
+  it("calls a tool that changes something only when asked by its verb, or when tool_choice names it", async () => {
+    const user = { type: 'object', properties: { user_id: { type: 'string' } }, required: ['user_id'], additionalProperties: false };
+    const tools = [
+      { type: 'function', name: 'get_user_profile', parameters: user, strict: true, allowed_callers: ['programmatic'] },
+      { type: 'function', name: 'delete_user', parameters: user, strict: true, allowed_callers: ['programmatic'] },
+      { type: 'programmatic_tool_calling' },
+    ] as Tool[];
+    const calls = async (input: string, extra: Record<string, unknown> = {}) => {
+      const response = await server.client.responses.create({ model: 'm', input, tools, ...extra });
+      return response.output.filter((item) => item.type === 'function_call').map((call) => `${call.name} ${call.arguments}`);
+    };
+    expect(await calls('Show me the profile of user u_77')).toEqual(['get_user_profile {"user_id":"u_77"}']);
+    expect(await calls('Hi! Who are you?')).toEqual(['get_user_profile {"user_id":"user_id-sample"}']);
+    expect(await calls('Delete user u_77')).toEqual(['delete_user {"user_id":"u_77"}']);
+    expect(await calls('Hi!', { tool_choice: { type: 'function', name: 'delete_user' } })).toEqual(['delete_user {"user_id":"user_id-sample"}']);
+    expect(await calls('user u_77', { tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'get_user_profile' }] } })).toEqual(['get_user_profile {"user_id":"u_77"}']);
+  });
+
+  it('keeps its arguments small and its lookups its own, whatever the schema says', async () => {
+    // A 16 KiB const in arrays of at least 64 of arrays of at least 64: 64 MiB of arguments, if made.
+    let huge: Record<string, unknown> = { type: 'string', const: 'a '.repeat(8_192) };
+    huge = { type: 'array', items: { type: 'array', items: huge, minItems: 64 }, minItems: 64 };
+    const tools = [
+      { type: 'function', name: 'load_docs', parameters: { type: 'object', properties: { data: huge }, required: ['data'] }, strict: false, allowed_callers: ['programmatic'] },
+      { type: 'function', name: 'load_names', parameters: { type: 'object', properties: { name: { type: 'string', format: 'constructor' }, x: { $ref: '#/%zz' } }, required: ['name'] }, strict: false, allowed_callers: ['programmatic'] },
+      { type: 'programmatic_tool_calling' },
+    ] as Tool[];
+    const result = await agentLoop(server.client, { model: 'm', input: 'Load the docs and the names.', tools }, { functions: { load_docs: () => 'never', load_names: () => ({ ok: 1 }) } });
+    const program = result.responses[0]!.output.find((item) => item.type === 'program')!;
+    expect(program.code.length).toBeLessThan(20_000);
+    expect(program.code).not.toContain('tools.load_docs');
+    expect(result.text).toBe('load_names returned ok 1.');
   });
 
   it('says plainly when the request has no tools', async () => {

@@ -45,12 +45,21 @@ export interface RunningEmulator {
   close(): Promise<void>;
 }
 
+/** Set by `ptc-emulator explore` for the command it runs: the base URL of its emulator. */
+export const EXPLORE_URL_VARIABLE = 'PTC_EXPLORE_URL';
+
 /**
  * An emulator for a test: listening on a free loopback port, responses in memory, its own
  * sealing key, no log, nothing written to disk. Settings come from `config` and these
- * defaults only, never from the environment, so a test runs the same everywhere.
+ * defaults only, never from the environment, so a test runs the same everywhere; but for one
+ * variable: under `ptc-emulator explore` (PTC_EXPLORE_URL set), the handle is the explorer's
+ * emulator, so that the suite's loop meets its shapes (its `model`, `scenarios` and `config`
+ * are then not used: the explorer decides).
  */
 export async function startEmulator(options: StartEmulatorOptions = {}): Promise<RunningEmulator> {
+  // Under `ptc-emulator explore`, the suite's loop must meet the explorer's emulator, not one of its own.
+  const explored = process.env[EXPLORE_URL_VARIABLE];
+  if (explored) return exploringEmulator(explored);
   const config = { fingerprintKey: randomBytes(32).toString('hex'), workers: 1, ...options.config };
   const app = await buildServer({
     config,
@@ -92,4 +101,24 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
 
 function authorization(config: { readonly apiKey?: string | undefined }): Record<string, string> {
   return config.apiKey === undefined ? {} : { authorization: `Bearer ${config.apiKey}` };
+}
+
+/** The handle of the emulator `ptc-emulator explore` runs, reached over HTTP: it is that command's to close. */
+function exploringEmulator(baseURL: string): RunningEmulator {
+  const url = baseURL.replace(/\/v1\/?$/, '');
+  return {
+    baseURL: `${url}/v1`,
+    url,
+    port: Number(new URL(url).port),
+    get app(): FastifyInstance {
+      throw new Error(`the emulator runs in the process of ptc-emulator explore (${EXPLORE_URL_VARIABLE}), not in this one`);
+    },
+    async journal(limit = 100) {
+      return ((await (await fetch(`${url}/v1/emulator/journal?limit=${limit}`)).json()) as { data: JournalEntry[] }).data;
+    },
+    async reset() {
+      await fetch(`${url}/v1/emulator/journal`, { method: 'DELETE' });
+    },
+    close: async () => {},
+  };
 }

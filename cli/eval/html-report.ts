@@ -1,3 +1,4 @@
+import { escapeHtml as escape } from '../../server/html-escape.ts';
 import { EVAL_MODES } from './run-task.ts';
 import { ALL_TASKS, MEASURES, RATIO_LABEL, reportNotes, reportRows, type EvalReport } from './report.ts';
 
@@ -9,9 +10,6 @@ import { ALL_TASKS, MEASURES, RATIO_LABEL, reportNotes, reportRows, type EvalRep
 
 const COLOURS = { direct: '#8a8f98', ptc: '#2563eb' } as const;
 
-function escape(text: string): string {
-  return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
-}
 
 /** A horizontal bar chart: per task one bar per mode, scaled to the largest value. */
 function barChart(report: EvalReport, key: 'totalTokens' | 'modelTurns' | 'contextBytes', title: string): string {

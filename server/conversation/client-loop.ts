@@ -106,6 +106,9 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     return { where, param: field === undefined ? where : `${where}.${field}` };
   };
   const later = laterItems(items);
+  /** When an item of the stored conversation comes again in the request's input: what the client did, and what to send instead. */
+  const resentHint = (first: number, again: number): string =>
+    first < inputStart && again >= inputStart ? ` The stored conversation (${storedParam}) holds it already: send only the items that are new since its last response.` : '';
   let untold = 0;
   const violation = (error: ApiError, recoverable: boolean): void => {
     if (mode !== 'lenient' || !recoverable) throw error;
@@ -140,7 +143,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         break;
       case 'program': {
         if (programs.has(item.call_id)) {
-          throw new ApiError('program_item_altered', `${where}: program ${item.call_id} appears twice in the conversation.`, param);
+          throw new ApiError('program_item_altered', `${where}: program ${item.call_id} appears twice in the conversation.${resentHint(programs.get(item.call_id)!.index, index)}`, param);
         }
         programs.set(item.call_id, { program: item, index, calls: [], outputs: new Map(), approved: new Map(), closedBy: undefined });
         break;
@@ -258,7 +261,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     const { where, param } = locate(index);
     const what = describeCall(item);
     if (calls.has(item.call_id)) {
-      throw new ApiError('program_item_altered', `${where}: ${what} appears twice in the conversation.`, param);
+      throw new ApiError('program_item_altered', `${where}: ${what} appears twice in the conversation.${resentHint(calls.get(item.call_id)!.index, index)}`, param);
     }
     calls.set(item.call_id, { call: item, index });
     if (item.caller?.type !== 'program') {
@@ -343,7 +346,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         violation(
           new ApiError(
             'caller_missing',
-            `${where}: the ${item.type} for ${call.call_id} must copy caller ${callerLabel(call.caller)} from its function call, so the output reaches the program that made it.`,
+            `${where}: the ${item.type} for ${call.call_id} must copy caller ${callerLabel(call.caller)} from its ${describeCall(call).replace(/ \S+$/, '')}, so the output reaches the program that made it.`,
             locate(index, 'caller').param,
           ),
           true,

@@ -19,8 +19,18 @@ import { prepareTurn, runTurn, type PreparedTurn, type TurnResult, type TurnServ
 export interface RespondDeps {
   readonly store: ResponseStore;
   readonly services: Omit<TurnServices, 'log'>;
-  /** The knobs of the scenario rule that matches this turn, if any. */
-  readonly scenarioKnobs: (context: ModelContext) => Knobs | undefined;
+  /** The knobs the stand-ins ask of this turn (a matching scenario rule's, an explored shape's), if any. */
+  readonly standInKnobs: (context: ModelContext) => Knobs | undefined;
+  /** Told of every response made and every request refused, whichever front door it came by. */
+  readonly observer?: TurnObserver;
+}
+
+/** What watches turns as they end (the explorer's report): nothing it does changes a response. */
+export interface TurnObserver {
+  /** A response was made: the conversation it continued (stored history, then its input) and the Response. */
+  finished(request: ResponseRequest, history: readonly ConversationItem[], response: ResponseObject): void;
+  /** A request was refused before its turn ran: a client-loop 400, a conversation not found, … */
+  refused(request: ResponseRequest, error: unknown): void;
 }
 
 export interface ResponseRequest {
@@ -86,12 +96,13 @@ export async function prepareResponse(request: ResponseRequest, deps: RespondDep
       },
       deps.services,
     );
-    const knobs = mergeKnobs(deps.scenarioKnobs(turn.context), request.headerKnobs);
+    const knobs = mergeKnobs(deps.standInKnobs(turn.context), request.headerKnobs);
     const injected = simulatedError(knobs, request.retryCount);
     if (injected) throw injected;
     return { request, turn, knobs, ...(conversation ? { conversation } : {}) };
   } catch (error) {
     await conversation?.release();
+    deps.observer?.refused(request, error);
     throw error;
   }
 }
@@ -122,6 +133,7 @@ export async function finishResponse(prepared: PreparedResponse, deps: RespondDe
       usage,
     });
     signal?.throwIfAborted();
+    deps.observer?.finished(request, prepared.turn.input.history, response);
     if (body.store !== false) await deps.store.put({ response, inputItems: request.newInput });
     if (prepared.conversation) {
       // A background response cancelled while it was being stored adds nothing (the cancel

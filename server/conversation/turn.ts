@@ -132,7 +132,7 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
   }
   // The program waits on the client: its calls or an approval.
   if (output.some((item) => waitsOnClient(item))) return result(output);
-  const context: ModelContext = knobs.seed === undefined ? turn.context : { ...turn.context, seed: knobs.seed };
+  const context: ModelContext = { ...turn.context, ...(knobs.seed === undefined ? {} : { seed: knobs.seed }), ...(knobs.explore === undefined ? {} : { explore: knobs.explore }) };
   // The knob `final_message: next` holds back the message that would follow a program ending in this response.
   const afterProgram = async (program: ModelContext['program']): Promise<OutputItem[]> =>
     knobs.final_message === 'next' ? [] : finalMessage({ ...context, phase: 'after_program', program }, standIn);
@@ -231,6 +231,7 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
 function modelContext(input: TurnInput, state: ConversationState, toolSet: ToolSet): ModelContext {
   return {
     toolSearch: toolSet.toolSearch !== undefined && toolSet.deferred.length > 0,
+    ...(input.request.tool_choice == null ? {} : { toolChoice: input.request.tool_choice }),
     phase: 'user_turn',
     model: input.request.model,
     lastUserText: state.lastUserText,

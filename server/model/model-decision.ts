@@ -1,5 +1,6 @@
 import type { ProgramLimits } from '../../runtime/index.ts';
 import type { ConversationItem } from '../../schemas/items.ts';
+import type { ToolChoice } from '../../schemas/tools.ts';
 import type { ToolSummary } from '../conversation/tool-set.ts';
 
 /**
@@ -38,6 +39,10 @@ export interface ModelContext {
   readonly seed?: number;
   /** The request has a `tool_search` tool and deferred tools no search has loaded yet. */
   readonly toolSearch?: boolean;
+  /** The `explore` knob (header `x-ptc-explore`): this request explores, or does not, whatever the server's setting. */
+  readonly explore?: boolean;
+  /** The request's `tool_choice`, as sent. */
+  readonly toolChoice?: ToolChoice;
 }
 
 /** A call the stand-in makes itself: a function tool's `arguments`, or a custom tool's `input`. */

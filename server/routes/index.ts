@@ -49,6 +49,8 @@ export function registerIndexRoutes(app: FastifyInstance): void {
       'GET /v1/models',
       'GET /v1/emulator/journal',
       'DELETE /v1/emulator/journal',
+      'GET /v1/emulator/explore',
+      'DELETE /v1/emulator/explore',
       'GET /health',
       'GET /metrics',
     ],

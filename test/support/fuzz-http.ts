@@ -775,6 +775,7 @@ export const KNOB_RULES: Readonly<Record<string, KnobRule>> = {
   'x-ptc-event-latency-ms': { kind: 'int', min: 0, max: 60_000 },
   'x-ptc-latency-jitter-ms': { kind: 'int', min: 0, max: 60_000 },
   'x-ptc-seed': { kind: 'int', min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER },
+  'x-ptc-explore': { kind: 'bool' },
   'x-ptc-delay-ms': { kind: 'int', min: 0, max: 600_000 },
   'x-ptc-client-checks': { kind: 'enum', values: ['strict', 'lenient'] },
 };

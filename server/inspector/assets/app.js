@@ -221,10 +221,13 @@ async function refresh() {
   fillFilter(model, entries.map((entry) => entry.model).filter(Boolean));
   const main = document.getElementById('conversations');
   main.replaceChildren();
+  // `#program=<call_id>` (the explore report links so): only the conversation of that program.
+  const program = new URLSearchParams(location.hash.slice(1)).get('program');
   for (const conversation of conversationsOf(entries)) {
     const matches = (entry) =>
       (!status.value || (entry.response_status ?? String(entry.status)) === status.value) && (!code.value || codesOf(entry).includes(code.value)) && (!model.value || entry.model === model.value);
     if (!conversation.some(matches)) continue;
+    if (program && !conversation.some((entry) => (entry.programs ?? []).some((trace) => trace.program === program))) continue;
     const first = conversation[0];
     const section = el('section', { class: 'conversation' }, el('h2', {}, `Conversation from ${first.at} (${conversation.length} requests)`), el('ol', { class: 'timeline' }, ...conversation.map(renderEntry)));
     main.append(section);
@@ -285,6 +288,7 @@ document.addEventListener('DOMContentLoaded', () => {
   });
   for (const id of ['filter-status', 'filter-code', 'filter-model']) document.getElementById(id).addEventListener('change', rerender);
   document.getElementById('refresh').addEventListener('click', rerender);
+  window.addEventListener('hashchange', rerender);
   rerender();
   follow();
 });

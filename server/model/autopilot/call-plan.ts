@@ -1,8 +1,9 @@
 import type { ToolSummary } from '../../conversation/tool-set.ts';
+import { compileValidator, ToolSchemaError, type Validator } from '../../../runtime/index.ts';
 import { readMessage, type MessageText } from './message-text.ts';
 import { argumentCandidates, customInput, type ArgumentCandidate } from './sample-arguments.ts';
 import { isNode, propertySchema, resolved, typesOf, type SchemaNode } from './schema-nodes.ts';
-import { chooseTools, type ToolChoice } from './tool-choice.ts';
+import { chooseTools, MAX_AUTOPILOT_CALLS, type ToolChoice } from './tool-choice.ts';
 import { valueFromText } from './text-values.ts';
 
 /**
@@ -22,6 +23,8 @@ export interface PlanRequest {
   readonly seed: number;
   /** Programs are enabled for this request. */
   readonly programmatic: boolean;
+  /** `tool_choice` names the tools: call them, whatever the message says. */
+  readonly forced?: boolean;
 }
 
 /** An argument taken from an earlier call's output: `property` ← `calls[call].field`. */
@@ -36,11 +39,13 @@ export interface PlannedCall {
   readonly kind: string;
   /** A program makes the call, or the model directly (a tool only the model may call). */
   readonly via: 'program' | 'direct';
-  /** A JSON tool's candidate arguments, best first (the caller keeps the first its schema passes). */
+  /** A JSON tool's candidate arguments, the one to use first: the first its parameters accept. None: every one made was too large. */
   readonly candidates?: readonly ArgumentCandidate[];
+  /** Whether its parameters accept the first candidate (or cannot be checked: ajv does not compile them). */
+  readonly valid: boolean;
   /** A text tool's input (a custom tool). */
   readonly input?: string;
-  /** Arguments taken from earlier calls' outputs (program calls only). */
+  /** Arguments taken from earlier calls' outputs: a program's, or (a round later) the model's own. */
   readonly references: readonly OutputReference[];
   /** The fields of its `output_schema`, which the program reads. */
   readonly outputFields: readonly string[];
@@ -87,7 +92,8 @@ function referencesOf(tool: PlannableTool, index: number, chosen: readonly Plann
     const wanted = typesOf(schema, root);
     for (let earlier = 0; earlier < index; earlier++) {
       const source = chosen[earlier]!;
-      if (vias[earlier] !== 'program') continue;
+      // A program's call waits on the program's calls; the model's own on its own, a round later.
+      if (vias[earlier] !== vias[index]) continue;
       const outputRoot = isNode(source.outputSchema) ? source.outputSchema : undefined;
       const field = outputRoot && propertySchema(outputRoot, property, outputRoot);
       if (!field) continue;
@@ -117,19 +123,52 @@ function builtInCandidates(kind: string, message: MessageText): ArgumentCandidat
   }
 }
 
+/** Validators of the schemas this thread has checked arguments against, by the schema's JSON: a conversation sends the same tools each turn. */
+const validators = new Map<string, Validator | undefined>();
+const MAX_VALIDATORS = 64;
+
+function validatorFor(schema: unknown): Validator | undefined {
+  if (!isNode(schema)) return undefined;
+  const key = JSON.stringify(schema);
+  if (validators.has(key)) return validators.get(key);
+  let validator: Validator | undefined;
+  try {
+    validator = compileValidator(schema);
+  } catch (error) {
+    // A schema ajv cannot compile checks nothing: a program's call of the tool is not checked either.
+    if (!(error instanceof ToolSchemaError)) throw error;
+  }
+  if (validators.size >= MAX_VALIDATORS) validators.delete(validators.keys().next().value!);
+  validators.set(key, validator);
+  return validator;
+}
+
+/**
+ * The candidates with the first one the parameters accept put first, checked here (ajv, as a
+ * program's call is checked), under the thread's deadline: a pattern that makes ajv's check
+ * slow costs this plan, never the schema thread every request shares.
+ */
+function checked(candidates: readonly ArgumentCandidate[], parameters: unknown): { candidates: ArgumentCandidate[]; valid: boolean } {
+  const validator = validatorFor(parameters);
+  if (!validator) return { candidates: [...candidates], valid: true };
+  const index = candidates.findIndex((candidate) => validator.validate(candidate.value));
+  if (index === -1) return { candidates: [...candidates], valid: false };
+  return { candidates: [candidates[index]!, ...candidates.filter((_, other) => other !== index)], valid: true };
+}
+
 export function planCalls(request: PlanRequest): CallPlan {
   const message = readMessage(request.message);
   const callable = request.tools.filter((tool) => whoCalls(tool, request.programmatic) !== undefined);
-  const choice = chooseTools(callable, message);
+  const choice: ToolChoice = request.forced ? { tools: callable.slice(0, MAX_AUTOPILOT_CALLS), reason: 'forced' } : chooseTools(callable, message);
   const chosen = choice.tools as readonly PlannableTool[];
   const vias = chosen.map((tool) => whoCalls(tool, request.programmatic));
   const calls = chosen.map((tool, index): PlannedCall => {
     const via = vias[index]!;
     const seed = (request.seed + index * 7919) >>> 0;
-    const references = via === 'program' ? referencesOf(tool, index, chosen, vias, message) : [];
+    const references = referencesOf(tool, index, chosen, vias, message);
     const base = { tool: tool.name, kind: tool.type, via, references, outputFields: outputFieldsOf(tool) };
-    if (TEXT_KINDS.has(tool.type)) return { ...base, input: customInput(tool.grammar, message, seed) };
-    return { ...base, candidates: [...builtInCandidates(tool.type, message), ...argumentCandidates(parametersOf(tool), message, seed)] };
+    if (TEXT_KINDS.has(tool.type)) return { ...base, input: customInput(tool.grammar, message, seed), valid: true };
+    return { ...base, ...checked([...builtInCandidates(tool.type, message), ...argumentCandidates(parametersOf(tool), message, seed)], tool.parameters) };
   });
   return { calls, choice: choice.reason };
 }

@@ -19,6 +19,8 @@ export interface MessageText {
   readonly code: readonly string[];
   /** Content words, lower-cased and stemmed (stopwords left out). */
   readonly words: ReadonlySet<string>;
+  /** Every word, lower-cased, as written (verbs such as "fetch" and "list" included). */
+  readonly allWords: ReadonlySet<string>;
 }
 
 /** Words too common to say what a message or a tool is about. */
@@ -70,5 +72,5 @@ export function readMessage(message: string): MessageText {
     .filter((token) => token.length > 0);
   const quoted = [...text.matchAll(/"([^"\n]{1,500})"|“([^”\n]{1,500})”|(?<![A-Za-z])'([^'\n]{1,500})'(?![A-Za-z])/g)].map((match) => match[1] ?? match[2] ?? match[3]!);
   const code = [...text.matchAll(/`([^`\n]{1,500})`/g)].map((match) => match[1]!);
-  return { text, tokens, quoted, code, words: contentWords(text) };
+  return { text, tokens, quoted, code, words: contentWords(text), allWords: new Set(nameParts(text)) };
 }

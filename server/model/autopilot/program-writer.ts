@@ -30,6 +30,18 @@ const RESERVED = new Set(
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
+/** The helpers every program of the autopilot (and the explorer) starts with. */
+export const RESULT_HELPERS: readonly string[] = [
+  '// Each call\'s result is read once: parsed when it is JSON text; a call that fails gives {error}.',
+  'const read = (value) => { if (typeof value !== "string") return value; try { return JSON.parse(value); } catch { return value; } };',
+  'const attempt = async (call) => { try { return read(await call()); } catch (error) { return { error: String(error?.message ?? error) }; } };',
+];
+
+/** A call of a tool with its arguments, as the program writes it: `tools.get_inventory({"sku":"a"})`. */
+export function invocation(call: Pick<ProgramCall, 'tool' | 'argument'>): string {
+  return `${toolPath(call.tool)}(${JSON.stringify(call.argument)})`;
+}
+
 /** `tools.get_inventory`, `tools.crm.add_note`, `tools["my-server"]["do.it"]`. */
 export function toolPath(tool: string): string {
   const dot = tool.indexOf('.');
@@ -55,8 +67,8 @@ function argumentLiteral(call: ProgramCall, names: readonly string[]): string {
   if (call.references.length === 0 || call.argument === null || typeof call.argument !== 'object' || Array.isArray(call.argument)) return JSON.stringify(call.argument);
   const entries = Object.entries(call.argument as Record<string, unknown>).filter(([key]) => !call.references.some((reference) => reference.property === key));
   const parts = [
-    ...entries.map(([key, value]) => `${JSON.stringify(key)}: ${JSON.stringify(value)}`),
-    ...call.references.map((reference) => `${JSON.stringify(reference.property)}: ${names[reference.call]}?.[${JSON.stringify(reference.field)}]`),
+    ...entries.map(([key, value]) => `[${JSON.stringify(key)}]: ${JSON.stringify(value)}`),
+    ...call.references.map((reference) => `[${JSON.stringify(reference.property)}]: ${names[reference.call]}?.[${JSON.stringify(reference.field)}]`),
   ];
   return `{ ${parts.join(', ')} }`;
 }
@@ -73,12 +85,7 @@ function stepsOf(calls: readonly ProgramCall[]): number[] {
 export function writeProgram(calls: readonly ProgramCall[], comment: string): string {
   const names = variableNames(calls);
   const steps = stepsOf(calls);
-  const lines = [
-    `// ${comment.replace(/\s+/g, ' ').slice(0, 300)}`,
-    '// Each call\'s result is read once: parsed when it is JSON text; a call that fails gives {error}.',
-    'const read = (value) => { if (typeof value !== "string") return value; try { return JSON.parse(value); } catch { return value; } };',
-    'const attempt = async (call) => { try { return read(await call()); } catch (error) { return { error: String(error?.message ?? error) }; } };',
-  ];
+  const lines = [`// ${comment.replace(/\s+/g, ' ').slice(0, 300)}`, ...RESULT_HELPERS];
   if (calls.some((call) => call.outputFields.length > 0)) {
     lines.push('const pick = (value, fields) => value && typeof value === "object" && !("error" in value) ? Object.fromEntries(fields.filter((field) => field in value).map((field) => [field, value[field]])) : value;');
   }
@@ -95,7 +102,8 @@ export function writeProgram(calls: readonly ProgramCall[], comment: string): st
   }
   const fields = calls.map((call, index) => {
     const value = call.outputFields.length > 0 ? `pick(${names[index]}, ${JSON.stringify(call.outputFields)})` : names[index];
-    return `  ${JSON.stringify(call.tool)}: ${value},`;
+    // A computed key: `{"__proto__": x}` would set the object's prototype, not a property.
+    return `  [${JSON.stringify(call.tool)}]: ${value},`;
   });
   lines.push('text({', ...fields, '});');
   return `${lines.join('\n')}\n`;

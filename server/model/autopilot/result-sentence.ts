@@ -22,19 +22,32 @@ function shown(value: unknown): string {
   return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS)}…` : text;
 }
 
-/** Leaf values as `path value`, depth first, at most `limit`. */
-function pairs(value: unknown, path: string, out: string[], limit: number): void {
-  if (out.length >= limit) return;
+/**
+ * Leaf values as `path value`, an object's plain values before what it nests (so that a `total`
+ * beside a long list is stated), at most `limit`; `more` counts the leaves left out.
+ */
+function pairs(value: unknown, path: string, out: string[], limit: number, more: { count: number }): void {
   if (value !== null && typeof value === 'object') {
     const entries = Array.isArray(value) ? value.map((item, index) => [String(index), item] as const) : Object.entries(value);
-    if (entries.length === 0) out.push(`${path || 'value'} ${Array.isArray(value) ? '[]' : '{}'}`);
-    for (const [key, inner] of entries) {
-      if (out.length >= limit) break;
-      pairs(inner, path ? `${path}.${key}` : key, out, limit);
-    }
+    if (entries.length === 0) return leaf(`${path || 'value'} ${Array.isArray(value) ? '[]' : '{}'}`, out, limit, more);
+    const nests = ([, inner]: readonly [string, unknown]): boolean => inner !== null && typeof inner === 'object';
+    for (const [key, inner] of [...entries.filter((entry) => !nests(entry)), ...entries.filter(nests)]) pairs(inner, path ? `${path}.${key}` : key, out, limit, more);
     return;
   }
-  out.push(path ? `${path} ${shown(value)}` : shown(value));
+  leaf(path ? `${path} ${shown(value)}` : shown(value), out, limit, more);
+}
+
+function leaf(text: string, out: string[], limit: number, more: { count: number }): void {
+  if (out.length < limit) out.push(text);
+  else more.count += 1;
+}
+
+/** The pairs of a value, with a last "N more" when some were left out. */
+function stated(value: unknown): string[] {
+  const out: string[] = [];
+  const more = { count: 0 };
+  pairs(value, '', out, MAX_PAIRS_PER_TOOL, more);
+  return more.count > 0 ? [...out, `${more.count} more value${more.count === 1 ? '' : 's'}`] : out;
 }
 
 function listed(parts: readonly string[]): string {
@@ -47,13 +60,11 @@ function clause(tool: string, value: unknown): string {
   if (value !== null && typeof value === 'object' && !Array.isArray(value) && 'error' in value && Object.keys(value).length === 1) {
     return `${tool} failed: ${shown((value as { error: unknown }).error)}`;
   }
-  const found: string[] = [];
-  pairs(value, '', found, MAX_PAIRS_PER_TOOL);
-  return `${tool} returned ${listed(found)}`;
+  return `${tool} returned ${listed(stated(value))}`;
 }
 
 function capped(text: string): string {
-  return text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS)}…` : text;
+  return text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS)}… (${text.length - MAX_MESSAGE_CHARS} more characters)` : text;
 }
 
 /** The sentence for results keyed by tool (the autopilot's programs text such an object), or any other value. */
@@ -61,9 +72,7 @@ export function resultSentence(result: unknown): string {
   if (result !== null && typeof result === 'object' && !Array.isArray(result) && Object.keys(result).length > 0) {
     return capped(`${Object.entries(result).map(([tool, value]) => clause(tool, value)).join('; ')}.`);
   }
-  const found: string[] = [];
-  pairs(result, '', found, MAX_PAIRS_PER_TOOL);
-  return capped(`The result is ${listed(found)}.`);
+  return capped(`The result is ${listed(stated(result))}.`);
 }
 
 /** The final message after a program: its result, or why it stopped. */

@@ -18,7 +18,14 @@ function pointed(root: SchemaNode, ref: string): SchemaNode | undefined {
   if (!ref.startsWith('#/')) return undefined;
   let node: unknown = root;
   for (const raw of ref.slice(2).split('/')) {
-    const key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+    let key: string;
+    try {
+      key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+    } catch {
+      // `#/%zz`: no pointer, so no node.
+      return undefined;
+    }
+    if (!Object.hasOwn(node as object, key)) return undefined;
     if (!isNode(node) && !Array.isArray(node)) return undefined;
     node = (node as Record<string, unknown>)[key];
   }
