@@ -101,10 +101,10 @@ describe.skipIf(!found)('the inspector in a browser', () => {
 
     // `#program=<call_id>` (the explore report's links): that program's conversation alone.
     const program = paused.responses[0]!.output.find((item) => item.type === 'program')!.call_id;
-    await page.evaluate((hash) => (location.hash = hash), `program=${program}`);
+    await page.evaluate(`location.hash = ${JSON.stringify(`program=${program}`)}`);
     await page.waitForFunction("document.querySelectorAll('.conversation').length === 1");
     expect(await page.$eval('#conversations', (node) => node.textContent ?? '')).toContain('alpha+beta');
-    await page.evaluate(() => (location.hash = ''));
+    await page.evaluate("location.hash = ''");
     await page.waitForFunction("document.querySelectorAll('.conversation').length === 3");
 
     if (process.env.PTC_INSPECTOR_SCREENSHOT) {
