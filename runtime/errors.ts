@@ -2,7 +2,6 @@
  * Every error class the runtime throws, in one module (exported from index.ts): what a caller
  * of the runtime can catch and tell apart.
  */
-import type { WorkerDeath } from './worker/worker-process.ts';
 
 /**
  * The Node flag isolated-vm needs in every process that makes isolates (see node-flags.ts),
@@ -57,6 +56,9 @@ export class SchemaDeadlineError extends SchemaTooComplexError {
  */
 export const RUNAWAY_LIMITS = ['wall_time', 'memory'] as const;
 export type RunawayLimit = (typeof RUNAWAY_LIMITS)[number];
+
+/** Why a worker process died: it exited, missed heartbeats, or was killed for its memory, its CPU or a step's deadline. */
+export type WorkerDeath = 'exit' | 'heartbeat' | 'rss' | 'cpu' | 'deadline';
 
 /** The worker process running a step died, and why. */
 export class WorkerDeathError extends Error {

@@ -1,7 +1,15 @@
 import type { Knobs } from '../schemas/knobs.ts';
 import type { ProgramTrace, TurnResult } from './conversation/turn.ts';
 import type { StreamReport } from './streaming/paced-events.ts';
-import type { CassetteJournal } from './cassettes/cassette-replay.ts';
+import type { Divergence } from './cassettes/divergence.ts';
+
+/** What the journal keeps of a replayed request (docs/JOURNAL.md). */
+export interface CassetteJournal {
+  /** The entries that decided its turns. */
+  readonly entries: readonly string[];
+  /** What its recorded programs did otherwise here (none: the replay matched). */
+  readonly divergences: readonly Divergence[];
+}
 
 /** One request as the journal keeps it: what came in, what went out, and what programs did. */
 export interface JournalEntry {

@@ -3,7 +3,8 @@ import { answersDigest, type ProgramEvent, type RecordedCall } from '../program-
 import { ProgramBusyError, WorkerDeathError, type RunawayLimit } from '../errors.ts';
 import type { ProgramLimits } from '../limits.ts';
 import type { ProgramEngine, ProgramRuntimeOptions, ProgramRuntimeStats, ResumePath } from '../program-runtime.ts';
-import { WorkerProcess, type ContinueRequest, type StepRequest, type WorkerDeath, type WorkerLimits } from './worker-process.ts';
+import type { WorkerDeath } from '../errors.ts';
+import { WorkerProcess, type ContinueRequest, type StepRequest, type WorkerLimits } from './worker-process.ts';
 
 export interface WorkerPoolOptions extends WorkerLimits {
   /** How many worker processes run isolates. */

@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ProgramRuntimeOptions, ProgramRuntimeStats } from '../program-runtime.ts';
-import { WorkerDeathError, type RunawayLimit } from '../errors.ts';
+import { WorkerDeathError, type RunawayLimit, type WorkerDeath } from '../errors.ts';
 import { cpuMsFromStat } from '../proc-stat.ts';
 import { PROTOCOL_VERSION, RUNAWAY_THRESHOLDS_MS, WorkerMessage, type HostMessage } from './protocol.ts';
 
@@ -38,7 +38,6 @@ const START_TIMEOUT_MS = 30_000;
 /** How long a worker whose channel broke has to exit by itself before it is killed. */
 const BROKEN_CHANNEL_GRACE_MS = 250;
 
-export type WorkerDeath = 'exit' | 'heartbeat' | 'rss' | 'cpu' | 'deadline';
 
 /** What a worker tells its pool. */
 export interface WorkerEvents {

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../api-error.ts';
-import type { JournalDetails } from '../journal.ts';
+import type { CassetteJournal, JournalDetails } from '../journal.ts';
 import type { ModelContext, ModelDecision, ModelFunction } from '../model/model-decision.ts';
 import { CassetteDirectory, type IndexedEntry } from './cassette-directory.ts';
 import type { CassetteEntry, Decision } from './cassette-entry.ts';
@@ -9,13 +9,6 @@ import { compareProgram, observedCalls, type Divergence } from './divergence.ts'
 import { Redactor } from './redaction.ts';
 import { currentRequest, scopeRequests } from './request-scope.ts';
 
-/** What the journal keeps of a replayed request (docs/JOURNAL.md). */
-export interface CassetteJournal {
-  /** The entries that decided its turns. */
-  readonly entries: readonly string[];
-  /** What its recorded programs did otherwise here (none: the replay matched). */
-  readonly divergences: readonly Divergence[];
-}
 
 export interface CassetteReplayOptions {
   readonly dir: string;
