@@ -4,14 +4,25 @@
  */
 
 /**
+ * What every error class of the emulator is: a fixed `name` (the class's) and a fixed `code`
+ * (`PTC_ERR_…`, one per class), so that a caller tells them apart without parsing a message
+ * (undici's errors are the model). test/error-classes.test.ts checks every class as a table.
+ */
+export abstract class EmulatorError extends Error {
+  abstract override readonly name: string;
+  abstract readonly code: string;
+}
+
+/**
  * The Node flag isolated-vm needs in every process that makes isolates (see node-flags.ts),
  * declared beside the error that names it.
  */
 export const REQUIRED_NODE_FLAG = '--no-node-snapshot';
 
 /** A process without REQUIRED_NODE_FLAG was about to make an isolate. */
-export class MissingNodeFlagError extends Error {
+export class MissingNodeFlagError extends EmulatorError {
   override readonly name = 'MissingNodeFlagError';
+  readonly code = 'PTC_ERR_MISSING_NODE_FLAG';
   constructor() {
     super(
       `ptc-emulator runs programs with isolated-vm, which needs Node started with ${REQUIRED_NODE_FLAG} ` +
@@ -22,26 +33,42 @@ export class MissingNodeFlagError extends Error {
 }
 
 /** A step was asked of a program while another caller runs one. */
-export class ProgramBusyError extends Error {
+export class ProgramBusyError extends EmulatorError {
+  override readonly name = 'ProgramBusyError';
+  readonly code = 'PTC_ERR_PROGRAM_BUSY';
   constructor(readonly programId: string) {
     super(`Program ${programId} is already running a step`);
   }
 }
 
 /** A fingerprint or sealed id that does not verify, or that this version cannot read. */
-export class FingerprintError extends Error {}
+export class FingerprintError extends EmulatorError {
+  override readonly name = 'FingerprintError';
+  readonly code = 'PTC_ERR_FINGERPRINT';
+}
 
 /** A program's claims (its tools, mostly) too large to seal: it could never be resumed. */
-export class FingerprintTooLargeError extends Error {}
+export class FingerprintTooLargeError extends EmulatorError {
+  override readonly name = 'FingerprintTooLargeError';
+  readonly code = 'PTC_ERR_FINGERPRINT_TOO_LARGE';
+}
 
 /** A schema ajv could not compile: the message says why. */
-export class ToolSchemaError extends Error {}
+export class ToolSchemaError extends EmulatorError {
+  override readonly name: string = 'ToolSchemaError';
+  readonly code: string = 'PTC_ERR_TOOL_SCHEMA';
+}
 
 /** A schema ajv compiles, but at a cost past what the emulator takes on for one request. */
-export class SchemaTooComplexError extends ToolSchemaError {}
+export class SchemaTooComplexError extends ToolSchemaError {
+  override readonly name: string = 'SchemaTooComplexError';
+  override readonly code: string = 'PTC_ERR_SCHEMA_TOO_COMPLEX';
+}
 
 /** ajv took longer than the job's deadline over a schema; `measure` says how long, by which clock. */
 export class SchemaDeadlineError extends SchemaTooComplexError {
+  override readonly name = 'SchemaDeadlineError';
+  override readonly code = 'PTC_ERR_SCHEMA_DEADLINE';
   constructor(
     readonly deadlineMs: number,
     readonly measure: string = `${deadlineMs} ms`,
@@ -61,7 +88,9 @@ export type RunawayLimit = (typeof RUNAWAY_LIMITS)[number];
 export type WorkerDeath = 'exit' | 'heartbeat' | 'rss' | 'cpu' | 'deadline';
 
 /** The worker process running a step died, and why. */
-export class WorkerDeathError extends Error {
+export class WorkerDeathError extends EmulatorError {
+  override readonly name = 'WorkerDeathError';
+  readonly code = 'PTC_ERR_WORKER_DEATH';
   /**
    * @param runaways the programs whose steps the worker last reported past a limit without
    * ending, and which limit (see RUNAWAY_THRESHOLDS_MS).

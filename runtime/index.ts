@@ -27,5 +27,5 @@ export { checkAgainstSchema, compileToolSchemas } from './schema-compiler.ts';
 export { compileValidator, describeViolation, type Validator } from './tool-schemas.ts';
 export { startModuleThread } from './module-thread.ts';
 export { WorkerPool, type WorkerPoolOptions } from './worker/worker-pool.ts';
-export { FingerprintError, FingerprintTooLargeError, MissingNodeFlagError, ProgramBusyError, SchemaDeadlineError, SchemaTooComplexError, ToolSchemaError, WorkerDeathError } from './errors.ts';
+export { EmulatorError, FingerprintError, FingerprintTooLargeError, MissingNodeFlagError, ProgramBusyError, SchemaDeadlineError, SchemaTooComplexError, ToolSchemaError, WorkerDeathError } from './errors.ts';
 export { PROGRAM_ERRORS, type ProgramErrorCode } from '../schemas/error-codes.ts';

@@ -1,6 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import ivm from 'isolated-vm';
+import type ivm from 'isolated-vm';
 import { assertCanMakeIsolates } from './node-flags.ts';
 import {
   dispatchArguments,

@@ -23,7 +23,7 @@ import { autopilotModel, createCallPlanner } from './model/autopilot/autopilot-m
 import { Explorer } from './model/explorer/explorer-model.ts';
 import { ExploreLedger, type ExploredConversation } from './explore/explore-ledger.ts';
 import { registerExploreRoutes } from './routes/explore.ts';
-import { loadScenarioFile, parseScenarios, scenarioKnobs, scenarioModel, ScenarioFile } from './model/scenario-model.ts';
+import { loadScenarioFile, parseScenarios, scenarioKnobs, scenarioModel, type ScenarioFile } from './model/scenario-model.ts';
 import { ModelStandIn, type NamedStandIn } from './model/stand-in.ts';
 import { CassetteReplay } from './cassettes/cassette-replay.ts';
 import { registerRecordRoutes } from './cassettes/record-routes.ts';

@@ -6,10 +6,10 @@ import { standInJournal, type JournalDetails } from './journal.ts';
 import type { JournalRecorder } from './journal-hooks.ts';
 import { buildResponse } from './response-object.ts';
 import { storedOrNotFound } from './stored-response.ts';
+import { stoppedBy, TurnStopped } from './turn-stopped.ts';
 import type { ResponseStore, StoredResponse } from './stores/response-store.ts';
 
 /** Why a background job was stopped: the abort signal's reason. */
-type StopReason = 'cancelled' | 'shutdown';
 
 const UNFINISHED: ReadonlySet<ResponseObject['status']> = new Set(['queued', 'in_progress']);
 
@@ -74,7 +74,7 @@ export class BackgroundResponses {
   async cancel({ response, inputItems }: StoredResponse): Promise<ResponseObject> {
     if (!UNFINISHED.has(response.status)) return response;
     // Stop the job first, so that it cannot store its result over the cancellation.
-    this.#running.get(response.id)?.abort('cancelled' satisfies StopReason);
+    this.#running.get(response.id)?.abort(new TurnStopped('cancelled'));
     const cancelled: ResponseObject = { ...response, status: 'cancelled', completed_at: Math.floor(Date.now() / 1000) };
     await this.#deps.store.put({ response: cancelled, inputItems });
     return cancelled;
@@ -82,7 +82,7 @@ export class BackgroundResponses {
 
   /** Stops every running job and waits until each has recorded how it ended. */
   async stopAll(): Promise<void> {
-    for (const controller of this.#running.values()) controller.abort('shutdown' satisfies StopReason);
+    for (const controller of this.#running.values()) controller.abort(new TurnStopped('shutdown'));
     while (this.#running.size > 0) await new Promise((resolve) => setTimeout(resolve, 10));
   }
 
@@ -103,12 +103,13 @@ export class BackgroundResponses {
           journal(200, { response_id: id, response_status: response.status, output: response.output.map((item) => item.type), programs: turn.trace, stand_in: standInJournal(turn), knobs, client_loop: { tolerated: turn.tolerated } });
         } catch (error) {
           // Cancelled: cancel() has stored the cancelled response.
-          if (signal.aborted && signal.reason === 'cancelled') {
+          const stopped = signal.aborted ? stoppedBy(signal.reason) : undefined;
+          if (stopped?.why === 'cancelled') {
             journal(200, { response_id: id, response_status: 'cancelled' });
             return;
           }
           const failure: ResponseError =
-            signal.aborted && signal.reason === 'shutdown'
+            stopped?.why === 'shutdown'
               ? { code: 'server_error', message: 'The server shut down before this background response finished.' }
               : responseError(error);
           log.warn({ err: error, response: id }, 'background response failed');

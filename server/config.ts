@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { DEFAULT_WARM_ISOLATES, LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from '../runtime/index.ts';
+import { DEFAULT_WARM_ISOLATES, EmulatorError, LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from '../runtime/index.ts';
 import { STORE_KINDS, type StoreKind } from './stores/create-store.ts';
 
 export type ClientChecks = 'strict' | 'lenient';
@@ -204,7 +204,10 @@ export interface ModelBackendConfig {
   readonly retries: number;
 }
 
-export class ConfigError extends Error {}
+export class ConfigError extends EmulatorError {
+  override readonly name = 'ConfigError';
+  readonly code = 'PTC_ERR_CONFIG';
+}
 
 /** The directory of the embedded state: `PTC_DATA_DIR`, or its default. */
 export function dataDirOf(config: Pick<ServerConfig, 'dataDir'>): string {

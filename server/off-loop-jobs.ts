@@ -1,5 +1,5 @@
 import type { ResourceLimits, Worker } from 'node:worker_threads';
-import { startModuleThread } from '../runtime/index.ts';
+import { EmulatorError, startModuleThread } from '../runtime/index.ts';
 
 /**
  * Work whose cost a request sets (its tools' schemas, its message) done in threads of its own,
@@ -8,12 +8,14 @@ import { startModuleThread } from '../runtime/index.ts';
  * is bounded. The threads' module answers with serveJobs (off-loop-thread.ts).
  */
 
-export class OffLoopQueueFullError extends Error {
+export class OffLoopQueueFullError extends EmulatorError {
   override readonly name = 'OffLoopQueueFullError';
+  readonly code = 'PTC_ERR_OFF_LOOP_QUEUE_FULL';
 }
 
-export class OffLoopDeadlineError extends Error {
+export class OffLoopDeadlineError extends EmulatorError {
   override readonly name = 'OffLoopDeadlineError';
+  readonly code = 'PTC_ERR_OFF_LOOP_DEADLINE';
 }
 
 export interface OffLoopJobsOptions {

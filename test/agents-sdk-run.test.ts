@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Agent, MaxTurnsExceededError, programmaticToolCallingTool, Runner, RunState, tool, type Tool } from '@openai/agents';
+import { Agent, MaxTurnsExceededError, programmaticToolCallingTool, type Runner, RunState, tool, type Tool } from '@openai/agents';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { note, runnerFor } from './support/agents.ts';

@@ -1,4 +1,4 @@
-import { Agent, hostedMcpTool, programmaticToolCallingTool, Runner, RunState } from '@openai/agents';
+import { Agent, hostedMcpTool, programmaticToolCallingTool, type Runner, RunState } from '@openai/agents';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { note, runnerFor } from './support/agents.ts';
 import { startStreamableMcpServer, type McpTestServer } from './support/mcp-servers.ts';

@@ -46,6 +46,68 @@ describe('the layers', () => {
   });
 });
 
+/** The strongly connected groups of more than one node of a graph (Tarjan's algorithm): each is a cycle. */
+function cyclesOf(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  let next = 0;
+  const order = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (file: string): void => {
+    order.set(file, next);
+    low.set(file, next);
+    next += 1;
+    stack.push(file);
+    onStack.add(file);
+    for (const target of graph.get(file)!) {
+      if (!order.has(target)) {
+        visit(target);
+        low.set(file, Math.min(low.get(file)!, low.get(target)!));
+      } else if (onStack.has(target)) {
+        low.set(file, Math.min(low.get(file)!, order.get(target)!));
+      }
+    }
+    if (low.get(file) !== order.get(file)) return;
+    const group: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      group.push(member);
+    } while (member !== file);
+    if (group.length > 1) cycles.push(group.sort());
+  };
+  for (const file of graph.keys()) if (!order.has(file)) visit(file);
+  return cycles;
+}
+
+/** The cycles of the import graph of `files`. */
+function importCycles(files: readonly string[]): string[][] {
+  const known = new Set(files);
+  return cyclesOf(new Map(files.map((file) => [file, importsOf(file).filter((target) => known.has(target))])));
+}
+
+describe('imports', () => {
+  it('the product has no import cycle (type-only imports count)', () => {
+    const product = ['schemas', 'runtime', 'server', 'cli', 'testing'].flatMap(sources);
+    expect(product.length).toBeGreaterThan(150);
+    expect(importCycles(product)).toEqual([]);
+  });
+
+  it('finds a cycle when there is one (the check itself)', () => {
+    const graph = new Map([
+      ['a', ['b']],
+      ['b', ['c']],
+      ['c', ['a', 'd']],
+      ['d', []],
+      ['e', ['a']],
+    ]);
+    expect(cyclesOf(graph)).toEqual([['a', 'b', 'c']]);
+    expect(cyclesOf(new Map([['a', ['b']], ['b', []]]))).toEqual([]);
+  });
+});
+
 describe('tool kinds', () => {
   const TABLE = join('server', 'conversation', 'tool-kinds.ts');
   const items = [...Object.values(TOOL_KINDS).flatMap((kind) => ['output' in kind ? [kind.call, kind.output] : [kind.call]].flat()), ...Object.values(MCP_APPROVAL)];

@@ -3,7 +3,7 @@ import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../runtime/limits.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
-import { metric, startServer, type RunningServer } from './support/server.ts';
+import { metric, startServer, } from './support/server.ts';
 
 describe('a failing program over HTTP', () => {
   // Each case's limits keep the other clocks far out of reach, so that on a loaded machine the

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { askedWaitMs } from '../../server/retry-after.ts';
 import { oneLine } from './settled.ts';
+import { EmulatorError } from '../../runtime/index.ts';
 
 /**
  * The evaluation's client: `POST /responses` and nothing else, retried as the openai SDK retries
@@ -36,7 +37,10 @@ export interface ResponseBody {
   readonly usage?: { readonly input_tokens: number; readonly output_tokens: number; readonly total_tokens: number } | null;
 }
 
-export class EvalRequestError extends Error {}
+export class EvalRequestError extends EmulatorError {
+  override readonly name = 'EvalRequestError';
+  readonly code = 'PTC_ERR_EVAL_REQUEST';
+}
 
 export class ResponsesClient {
   readonly #url: string;

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { TOOL_KINDS } from '../../server/conversation/tool-kinds.ts';
 import { textMatches } from '../../server/model/text-matcher.ts';
-import { EvalRequestError, ResponsesClient, type ResponseBody, type ResponseItem } from './responses-client.ts';
+import { EvalRequestError, type ResponsesClient, type ResponseBody, type ResponseItem } from './responses-client.ts';
 import { messageOf, oneLine, settled } from './settled.ts';
 import type { EvalTask, EvalTool, TaskFile } from './task-file.ts';
 

@@ -3,6 +3,7 @@ import type { SessionEventBody, SessionInputEvent, SessionInputMessage, SessionI
 import type { OutputItem } from '../../schemas/items.ts';
 import { CreateResponseRequest } from '../../schemas/request.ts';
 import { ApiError } from '../api-error.ts';
+import { stoppedBy, TurnStopped } from '../turn-stopped.ts';
 import { CONVERSATION_LOCK_MS } from '../conversations.ts';
 import { TOOL_KINDS } from '../conversation/tool-kinds.ts';
 import { inputItems } from '../conversation/history.ts';
@@ -134,7 +135,7 @@ export class AgentHarness {
 
   /** Stops every running turn's response (the server is closing). */
   stopAll(): void {
-    for (const controller of this.#running.values()) controller.abort();
+    for (const controller of this.#running.values()) controller.abort(new TurnStopped('shutdown'));
   }
 
   /**
@@ -143,7 +144,7 @@ export class AgentHarness {
    */
   async #read(sessionId: string): Promise<SessionRecord | undefined> {
     const record = await this.#deps.records.get<SessionRecord>('session', sessionId);
-    if (!record || record.session.status !== 'in_progress') return record;
+    if (record?.session.status !== 'in_progress') return record;
     const { runner } = record;
     const gone = runner === null || (runner.instance === INSTANCE ? !this.#running.has(sessionId) : runner.until < Date.now());
     if (gone) {
@@ -157,7 +158,7 @@ export class AgentHarness {
 
   /** Aborts the session's running response, if any, and forgets it. */
   #stop(sessionId: string): void {
-    this.#running.get(sessionId)?.abort();
+    this.#running.get(sessionId)?.abort(new TurnStopped('cancelled'));
     this.#running.delete(sessionId);
   }
 
@@ -515,6 +516,6 @@ function turnError(error: unknown): { code: TurnErrorCode; message: string } {
   if (error instanceof ApiError) {
     return { code: error.status === 429 ? 'server_overloaded' : error.status >= 500 ? 'internal_error' : 'invalid_request', message: error.message };
   }
-  if (error instanceof Error && error.name === 'AbortError') return { code: 'request_timeout', message: 'The turn was stopped before its response was made (the server is closing).' };
+  if (stoppedBy(error)) return { code: 'request_timeout', message: 'The turn was stopped before its response was made (the server is closing).' };
   return { code: 'internal_error', message: 'The emulator failed while it made this turn\'s response; its log says why.' };
 }

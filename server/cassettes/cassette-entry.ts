@@ -4,6 +4,7 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { z } from 'zod';
 import { formatParam } from '../request-validation.ts';
 import { keyDigest, type CassetteKey } from './cassette-key.ts';
+import { EmulatorError } from '../../runtime/index.ts';
 
 /**
  * One cassette entry: a model decision and the key it answers, one YAML file each
@@ -71,7 +72,10 @@ export interface LoadedEntry {
   readonly entry: CassetteEntry;
 }
 
-export class CassetteError extends Error {}
+export class CassetteError extends EmulatorError {
+  override readonly name = 'CassetteError';
+  readonly code = 'PTC_ERR_CASSETTE';
+}
 
 function slug(text: string): string {
   return (

@@ -168,7 +168,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         thread.closedBy = item;
         break;
       }
-      case MCP_APPROVAL.response.type:
+      case MCP_APPROVAL.response.type: {
         if (approvals.has(item.approval_request_id)) {
           // Lenient checks keep the first answer, as for any duplicate output.
           violation(new ApiError('tool_output_duplicate', `${where}: a second mcp_approval_response for ${item.approval_request_id}; each request takes exactly one.`, param), true);
@@ -206,6 +206,7 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         }
         approvals.set(item.approval_request_id, item);
         break;
+      }
       case 'mcp_list_tools':
         mcpListings.set(item.server_label, item);
         break;

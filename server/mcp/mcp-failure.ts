@@ -1,4 +1,5 @@
 import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, SseError } from '@modelcontextprotocol/client';
+import { EmulatorError } from '../../runtime/index.ts';
 
 /**
  * Why an MCP operation failed, in words a user can act on. The SDK's errors are of many kinds
@@ -16,13 +17,14 @@ export const TRANSPORT_NAMES: Readonly<Record<McpTransportKind, string>> = {
 };
 
 /** The per-operation deadline passed: raised by us, never by the SDK. */
-export class DeadlineExceeded extends Error {
+export class DeadlineExceeded extends EmulatorError {
+  override readonly name = 'DeadlineExceeded';
+  readonly code = 'PTC_ERR_MCP_DEADLINE';
   constructor(
     readonly timeoutMs: number,
     readonly phase: 'connecting' | 'waiting',
   ) {
     super(`no answer within ${timeoutMs} ms${phase === 'connecting' ? ' while connecting' : ''}`);
-    this.name = 'DeadlineExceeded';
   }
 }
 
@@ -33,7 +35,9 @@ export interface ConnectAttempt {
 }
 
 /** No transport could connect; carries each attempt so the message can name every cause. */
-export class McpConnectError extends Error {
+export class McpConnectError extends EmulatorError {
+  override readonly name = 'McpConnectError';
+  readonly code = 'PTC_ERR_MCP_CONNECT';
   constructor(readonly attempts: readonly ConnectAttempt[]) {
     super(
       `could not connect: ${attempts.map((attempt) => `${TRANSPORT_NAMES[attempt.kind]}: ${describeFailure(attempt.error)}`).join('; ')}`,

@@ -8,6 +8,7 @@ import { HostedScenarios } from './hosted-tools.ts';
 import { textMatches } from './text-matcher.ts';
 import { directRounds } from '../conversation/direct-rounds.ts';
 import type { ModelContext, ModelFunction } from './model-decision.ts';
+import { EmulatorError } from '../../runtime/index.ts';
 
 /** A text matcher: `/regex/flags`, or a case-insensitive substring. */
 const Matcher = z.string().min(1);
@@ -64,7 +65,10 @@ export const ScenarioFile = z
   .refine((file) => file.rules.length > 0 || file.hosted !== undefined, { message: 'a scenario file needs rules, hosted outputs, or both' });
 export type ScenarioFile = z.infer<typeof ScenarioFile>;
 
-export class ScenarioError extends Error {}
+export class ScenarioError extends EmulatorError {
+  override readonly name = 'ScenarioError';
+  readonly code = 'PTC_ERR_SCENARIO';
+}
 
 /** Reads a YAML or JSON scenario file; errors name the file and the offending field. */
 export function loadScenarioFile(path: string): ScenarioFile {

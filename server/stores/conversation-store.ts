@@ -1,5 +1,6 @@
 import type { ConversationItem } from '../../schemas/items.ts';
 import type { ConversationObject } from '../../schemas/conversation.ts';
+import { EmulatorError } from '../../runtime/index.ts';
 
 /** One page of a conversation's items, in the order asked for. */
 export interface ItemPage {
@@ -16,7 +17,10 @@ export interface ItemPageQuery {
 }
 
 /** `after` names no item of the conversation. */
-export class UnknownCursorError extends Error {}
+export class UnknownCursorError extends EmulatorError {
+  override readonly name = 'UnknownCursorError';
+  readonly code = 'PTC_ERR_UNKNOWN_CURSOR';
+}
 
 /**
  * Where conversations (the Conversations API, and `conversation` on `POST /v1/responses`)

@@ -2,6 +2,7 @@ import type { ConversationItem } from '../../schemas/items.ts';
 import type { ResponseObject } from '../../schemas/response.ts';
 import type { ConversationStore } from './conversation-store.ts';
 import type { RecordStore } from './record-store.ts';
+import { EmulatorError } from '../../runtime/index.ts';
 
 /** A response kept for `store: true`: the Response itself and the input items of its request. */
 export interface StoredResponse {
@@ -11,7 +12,10 @@ export interface StoredResponse {
 }
 
 /** The store cannot be reached (Redis down, say): the request may succeed later. */
-export class StoreUnavailableError extends Error {}
+export class StoreUnavailableError extends EmulatorError {
+  override readonly name = 'StoreUnavailableError';
+  readonly code = 'PTC_ERR_STORE_UNAVAILABLE';
+}
 
 /**
  * Where `store: true` responses live. Asynchronous so durable stores fit behind it; every

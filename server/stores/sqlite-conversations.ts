@@ -38,12 +38,6 @@ interface BodyRow {
   readonly body: string;
 }
 
-interface ItemRow {
-  readonly conversation_id: string;
-  readonly item_id: string;
-  readonly body: string;
-}
-
 interface LockRow {
   readonly id: string;
   readonly lock_token: string;

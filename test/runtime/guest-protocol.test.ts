@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dispatchArguments, guestLimitMessages, GUEST_LIMIT_CODES, parseCheckerReply, parseGuestReply, type CheckerOp, type GuestOp, type RepliedGuestOp, type SandboxConfig } from '../../runtime/guest-protocol.ts';
-import { DEFAULT_LIMITS, LIMIT_DEFINITIONS, limitMessage, limitTemplate, type LimitCode } from '../../runtime/limits.ts';
+import { type DEFAULT_LIMITS, LIMIT_DEFINITIONS, limitMessage, limitTemplate, type LimitCode } from '../../runtime/limits.ts';
 import { runProgram, type HostTool } from '../../runtime/run-program.ts';
 
 const running = '{"state":"running","inFlight":2,"calls":[{"seq":0,"tool":"a","args":"{}"},{"seq":1,"tool":"ns.b","args":"text"}]}';

@@ -1,4 +1,4 @@
-import OpenAI, { APIError } from 'openai';
+import OpenAI, { type APIError } from 'openai';
 import { expect } from 'vitest';
 import { API_ERRORS, type ApiErrorCode } from '../../schemas/error-codes.ts';
 

@@ -283,7 +283,7 @@ function stringFromText(name: string, node: SchemaNode, message: MessageText, ke
   if (following !== undefined) {
     const index = message.tokens.indexOf(following);
     const run = capitalisedRun(message.tokens, index);
-    const value = run !== undefined && run.includes(' ') && fits(run) ? run : following;
+    const value = run?.includes(' ') && fits(run) ? run : following;
     return taking(taken, following, { value, source: 'name' });
   }
   // A token of the property's format (its own, or the one its name says) or pattern.
@@ -346,7 +346,7 @@ export function valueFromText(name: string, schema: unknown, root: SchemaNode, m
       const singular = keys.strong.map(stem);
       const itemShape = typeof items['format'] === 'string' ? FORMAT_SHAPES[items['format']] : undefined;
       const found = message.tokens.filter(
-        (token) => !taken.has(token) && fitsString(token, items) && (keyedToken([token], singular, taken) !== undefined || (itemShape !== undefined && itemShape.test(token)) || (items['pattern'] !== undefined && patternOf(items) !== undefined)),
+        (token) => !taken.has(token) && fitsString(token, items) && (keyedToken([token], singular, taken) !== undefined || (itemShape?.test(token)) || (items['pattern'] !== undefined && patternOf(items) !== undefined)),
       );
       if (found.length > 0) {
         for (const token of found) taken.add(token);
