@@ -13,7 +13,13 @@ const AS_USERS_RUN_IT = ['test/cli.test.ts', 'test/examples.test.ts', 'test/test
 // the process that loads it: tests run in forked children started with it.
 // This run's id in every test worker's environment: the redis-servers they spawn are noted
 // under it, and the global teardown reaps those and no other (no-process-left.ts).
-const shared = { pool: 'forks' as const, execArgv: ['--no-node-snapshot'], testTimeout: 30_000, hookTimeout: 30_000, env: { [SUITE_MARK]: String(process.pid) } };
+const shared = {
+  pool: 'forks' as const,
+  execArgv: ['--no-node-snapshot'],
+  testTimeout: 30_000,
+  hookTimeout: 30_000,
+  env: { [SUITE_MARK]: String(process.pid) },
+};
 
 export default defineConfig({
   test: {

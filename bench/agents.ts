@@ -14,7 +14,10 @@ import { positiveNumberFromEnv } from './settings.ts';
 
 /** BENCH_AGENTS_SCALE multiplies every iteration count (e.g. 0.1 for a quick look). */
 const factor = positiveNumberFromEnv('BENCH_AGENTS_SCALE', 1);
-const options = (warmup: number, iterations: number): MeasureOptions => ({ warmup: Math.max(1, Math.round(warmup * factor)), iterations: Math.max(1, Math.round(iterations * factor)) });
+const options = (warmup: number, iterations: number): MeasureOptions => ({
+  warmup: Math.max(1, Math.round(warmup * factor)),
+  iterations: Math.max(1, Math.round(iterations * factor)),
+});
 
 const app = await buildServer({ logger: false, config: { workers: 0, store: 'memory' } });
 await app.listen({ host: '127.0.0.1', port: 0 });
@@ -27,8 +30,12 @@ const AGENT_TOOLS = [
   { type: 'function' as const, name: 'get_stock', description: 'Units in stock of a SKU.', parameters: sku },
 ];
 /** The Responses tools the harness gives an agent with these tools (PTC on). */
-const RESPONSE_TOOLS: Tool[] = [...AGENT_TOOLS.map((tool): Tool => ({ ...tool, strict: false, allowed_callers: ['direct', 'programmatic'] })), { type: 'programmatic_tool_calling' }];
-const PROGRAM = "Value it:\n```js\nconst [p, s] = await Promise.all([tools.get_price({ sku: 'a' }), tools.get_stock({ sku: 'a' })]);\ntext({ value: JSON.parse(p).price * JSON.parse(s).units });\n```";
+const RESPONSE_TOOLS: Tool[] = [
+  ...AGENT_TOOLS.map((tool): Tool => ({ ...tool, strict: false, allowed_callers: ['direct', 'programmatic'] })),
+  { type: 'programmatic_tool_calling' },
+];
+const PROGRAM =
+  "Value it:\n```js\nconst [p, s] = await Promise.all([tools.get_price({ sku: 'a' }), tools.get_stock({ sku: 'a' })]);\ntext({ value: JSON.parse(p).price * JSON.parse(s).units });\n```";
 const EXPECTED = '{"value":42}';
 const answer = (name: string): string => JSON.stringify(name === 'get_price' ? { price: 7 } : { units: 6 });
 
@@ -42,7 +49,9 @@ async function responsesTurn(): Promise<void> {
   for (;;) {
     const calls = response.output.filter((item) => item.type === 'function_call');
     if (calls.length === 0) return expectAnswer(response.output_text);
-    const input = calls.map((call): ResponseInputItem => ({ type: 'function_call_output', call_id: call.call_id, output: answer(call.name), caller: call.caller ?? null }));
+    const input = calls.map(
+      (call): ResponseInputItem => ({ type: 'function_call_output', call_id: call.call_id, output: answer(call.name), caller: call.caller ?? null }),
+    );
     response = await client.responses.create({ model: 'bench', previous_response_id: response.id, tools: RESPONSE_TOOLS, input });
   }
 }
@@ -53,12 +62,16 @@ const agent = await client.beta.agents.create({ model: 'bench', tools: AGENT_TOO
 async function agentsTurnByHand(): Promise<void> {
   const session = await client.beta.agents.sessions.create({ agent_id: agent.id, environment: { type: 'none' } });
   const stream = await client.beta.agents.sessions.events.stream(session.id);
-  await client.beta.agents.sessions.events.create(session.id, { events: [{ type: 'agent.session.input.message', input: [{ role: 'user', content: [{ type: 'input_text', text: PROGRAM }] }] }] });
+  await client.beta.agents.sessions.events.create(session.id, {
+    events: [{ type: 'agent.session.input.message', input: [{ role: 'user', content: [{ type: 'input_text', text: PROGRAM }] }] }],
+  });
   let text = '';
   for await (const event of stream) {
     if (event.type === 'agent.session.turn.item.added' && event.item.type === 'function_call') {
       const call = event.item;
-      await client.beta.agents.sessions.events.create(session.id, { events: [{ type: 'agent.session.input.tool_result', turn_id: call.turn_id, call_id: call.call_id, success: true, output: answer(call.name) }] });
+      await client.beta.agents.sessions.events.create(session.id, {
+        events: [{ type: 'agent.session.input.tool_result', turn_id: call.turn_id, call_id: call.call_id, success: true, output: answer(call.name) }],
+      });
     }
     if (event.type === 'agent.session.turn.item.done' && event.item.type === 'message') text = event.item.content.map((part) => part.text).join('');
     if (event.type === 'agent.session.idle' && text !== '') break;
@@ -69,7 +82,9 @@ async function agentsTurnByHand(): Promise<void> {
 /** The SDK's own loop: sessions.stream() with toolHandlers. */
 async function agentsTurnWithHelper(): Promise<void> {
   const session = await client.beta.agents.sessions.create({ agent_id: agent.id, environment: { type: 'none' } });
-  const result = await client.beta.agents.sessions.stream(session.id, { input: PROGRAM, toolHandlers: { get_price: () => ({ price: 7 }), get_stock: () => ({ units: 6 }) } }).finalResult();
+  const result = await client.beta.agents.sessions
+    .stream(session.id, { input: PROGRAM, toolHandlers: { get_price: () => ({ price: 7 }), get_stock: () => ({ units: 6 }) } })
+    .finalResult();
   expectAnswer(result.output_text);
 }
 
@@ -80,7 +95,9 @@ const cases: BenchCase[] = [
 ];
 
 for (const line of describeEnvironment()) console.log(line);
-console.log("Sequential, one turn at a time, responses and records in memory, isolates in the server's process; times in ms; ratios divide medians measured in this run.\n");
+console.log(
+  "Sequential, one turn at a time, responses and records in memory, isolates in the server's process; times in ms; ratios divide medians measured in this run.\n",
+);
 
 let results;
 try {

@@ -26,10 +26,7 @@ const COLD_START_FLOOR = 'bare isolate + context + dispose';
 
 /** The seed tools in runProgram's shape: `json` as the fixture's tools declare output_schema. */
 const HOST_TOOLS: Record<string, HostTool> = Object.fromEntries(
-  Object.entries(SEED_IMPLEMENTATIONS).map(([name, implementation]) => [
-    name,
-    { json: true, run: (args: unknown) => implementation(args as { sku: string }) },
-  ]),
+  Object.entries(SEED_IMPLEMENTATIONS).map(([name, implementation]) => [name, { json: true, run: (args: unknown) => implementation(args as { sku: string }) }]),
 );
 
 /** Programs this far apart leave the runtime idle time between them, as real clients do. */
@@ -59,7 +56,12 @@ function workloadCases(workload: Workload): BenchCase[] {
   return [
     ...cases,
     { name: apartFloor, idleMs: APART_MS, prepare: async () => ({ iteration: () => runBare(workload) }) },
-    { name: `${workload.id} runProgram, ${APART_MS} ms apart`, floor: apartFloor, idleMs: APART_MS, prepare: async () => ({ iteration: () => runInProcess(workload) }) },
+    {
+      name: `${workload.id} runProgram, ${APART_MS} ms apart`,
+      floor: apartFloor,
+      idleMs: APART_MS,
+      prepare: async () => ({ iteration: () => runInProcess(workload) }),
+    },
   ];
 }
 

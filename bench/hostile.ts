@@ -37,7 +37,6 @@ const SERVER_ENV: Record<string, string> = {
   PTC_SCENARIOS: SEED_SCENARIO_PATH,
   PTC_WORKERS: String(WORKERS),
   LOG_LEVEL: 'silent',
-
 };
 
 const progress = (message: string): void => {
@@ -81,7 +80,11 @@ interface HostileClass {
 }
 
 async function post(origin: string, body: unknown, headers: Record<string, string> = {}): Promise<string> {
-  const response = await fetch(`${origin}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const response = await fetch(`${origin}/v1/responses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   const text = await response.text();
   if (response.status !== 200) {
     let code = '?';
@@ -107,7 +110,10 @@ const HOSTILE: readonly HostileClass[] = [
       post(origin, {
         model: 'm',
         input: 'hi',
-        tools: [PROGRAMS, strictTool('pick', { type: 'object', properties: { code: { enum: Array.from({ length: 60_000 }, (_, index) => `v${n}-${index}`) } } })],
+        tools: [
+          PROGRAMS,
+          strictTool('pick', { type: 'object', properties: { code: { enum: Array.from({ length: 60_000 }, (_, index) => `v${n}-${index}`) } } }),
+        ],
       }),
   },
   {
@@ -128,7 +134,10 @@ const HOSTILE: readonly HostileClass[] = [
         {
           model: 'm',
           store: false,
-          input: [{ role: 'user', content: 'hi' }, ...Array.from({ length: 20_000 }, (_, index) => ({ type: 'function_call_output', call_id: `call_${n}_${index}`, output: 'x' }))],
+          input: [
+            { role: 'user', content: 'hi' },
+            ...Array.from({ length: 20_000 }, (_, index) => ({ type: 'function_call_output', call_id: `call_${n}_${index}`, output: 'x' })),
+          ],
         },
         { 'x-ptc-client-checks': 'lenient' },
       ),
@@ -259,7 +268,9 @@ async function phase(server: Server, name: string, hostile: HostileClass | undef
       await sleep(INTERVAL_MS);
     }
   })();
-  const tallies = await Promise.all(Array.from({ length: CLIENTS }, () => virtualClient({ origin: server.origin, timeoutMs: 60_000, maxAttempts: 60 }, window)));
+  const tallies = await Promise.all(
+    Array.from({ length: CLIENTS }, () => virtualClient({ origin: server.origin, timeoutMs: 60_000, maxAttempts: 60 }, window)),
+  );
   const lag = await server.ask('read');
   await attacker;
   const honest = new Tally();

@@ -47,7 +47,12 @@ export function postJson(agent: http.Agent, origin: string, path: string, body: 
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
         response.on('end', () =>
-          resolve({ status: response.statusCode ?? 0, headers: response.headers, text: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started }),
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            text: Buffer.concat(chunks).toString('utf8'),
+            ms: performance.now() - started,
+          }),
         );
         response.on('error', reject);
       },

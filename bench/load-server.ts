@@ -153,7 +153,8 @@ export async function workerPids(origin: string): Promise<number[]> {
   const workers = (health.body as { workers?: unknown } | undefined)?.workers;
   if (health.status !== 200) throw new Error(`GET /health answered ${health.status}: ${health.text}`);
   if (workers === undefined) return [];
-  if (!Array.isArray(workers) || !workers.every((pid) => Number.isSafeInteger(pid))) throw new Error(`GET /health: unexpected workers ${JSON.stringify(workers)}`);
+  if (!Array.isArray(workers) || !workers.every((pid) => Number.isSafeInteger(pid)))
+    throw new Error(`GET /health: unexpected workers ${JSON.stringify(workers)}`);
   return workers as number[];
 }
 

@@ -24,7 +24,10 @@ const WORKERS = positiveNumberFromEnv('BENCH_LOAD_WORKERS', 2, true);
 const MAX_CONCURRENT = positiveNumberFromEnv('BENCH_LOAD_MAX_CONCURRENT_TURNS', 8, true);
 const MAX_QUEUED = positiveNumberFromEnv('BENCH_LOAD_MAX_QUEUED_TURNS', 8, true);
 const BOUND = MAX_CONCURRENT + MAX_QUEUED;
-const HOP: MeasureOptions = { warmup: positiveNumberFromEnv('BENCH_HOP_WARMUP', 20, true), iterations: positiveNumberFromEnv('BENCH_HOP_ITERATIONS', 200, true) };
+const HOP: MeasureOptions = {
+  warmup: positiveNumberFromEnv('BENCH_HOP_WARMUP', 20, true),
+  iterations: positiveNumberFromEnv('BENCH_HOP_ITERATIONS', 200, true),
+};
 const LOG_LEVEL = process.env['BENCH_LOAD_LOG_LEVEL'] || 'info';
 const SAMPLE_MS = 500;
 
@@ -235,7 +238,9 @@ function percentile(samples: readonly number[], fraction: number): number {
 }
 
 const totalRss = (sample: Sample): number | undefined =>
-  sample.server === undefined || sample.workers.some((rss) => rss === undefined) ? undefined : sample.workers.reduce((sum: number, rss) => sum + rss!, sample.server);
+  sample.server === undefined || sample.workers.some((rss) => rss === undefined)
+    ? undefined
+    : sample.workers.reduce((sum: number, rss) => sum + rss!, sample.server);
 
 function startMaxEnd(samples: readonly Sample[], read: (sample: Sample) => number | undefined): string {
   const values = samples.map(read).filter((value): value is number => value !== undefined);
@@ -290,7 +295,9 @@ function printLoad(run: LoadRun): void {
     { header: 'max 429s in a row', align: 'right' },
     { header: '>= 3 429s in a row', align: 'right' },
   ];
-  console.log(`Table 1: the seed conversation under load (server as a child process, PTC_WORKERS=${WORKERS}, bound ${MAX_CONCURRENT} running + ${MAX_QUEUED} queued = ${BOUND})`);
+  console.log(
+    `Table 1: the seed conversation under load (server as a child process, PTC_WORKERS=${WORKERS}, bound ${MAX_CONCURRENT} running + ${MAX_QUEUED} queued = ${BOUND})`,
+  );
   console.log('  each virtual client runs seed conversations back to back on its own keep-alive connection (node:http, no SDK):');
   console.log('  request 1 (user message) must return program + 2 function_calls; request 2 resends every item + 2 function_call_outputs');
   console.log('  (caller copied) and must return program_output (completed, the seed result) + message. A 429 waits retry-after-ms and');
@@ -325,7 +332,9 @@ function printLoad(run: LoadRun): void {
     startMaxEnd(step.window, totalRss),
     [step.cpu.server, ...step.cpu.workers, step.cpu.client].map((value) => value.toFixed(0)).join(' / '),
   ]);
-  console.log(`\nTable 2: resident memory (VmRSS from /proc/<pid>/status) per step, sampled every ${SAMPLE_MS} ms; start and end are read at the window's edges;`);
+  console.log(
+    `\nTable 2: resident memory (VmRSS from /proc/<pid>/status) per step, sampled every ${SAMPLE_MS} ms; start and end are read at the window's edges;`,
+  );
   console.log('  CPU = user + system time used in the window (/proc/<pid>/stat; the client: process.cpuUsage()), in % of one core (2 cores = 200%)');
   console.log(formatTable(rssColumns, rssRows));
 
@@ -335,16 +344,21 @@ function printLoad(run: LoadRun): void {
   const width = Math.max(...phases.map((phase) => phase.length));
   const series: [string, (sample: Sample) => number | undefined][] = [
     ['server', (sample) => sample.server],
-    ...Array.from({ length: slots }, (_, index): [string, (sample: Sample) => number | undefined] => [`worker ${index + 1}`, (sample) => sample.workers[index]]),
+    ...Array.from({ length: slots }, (_, index): [string, (sample: Sample) => number | undefined] => [
+      `worker ${index + 1}`,
+      (sample) => sample.workers[index],
+    ]),
     ['total', totalRss],
   ];
   for (const [name, read] of series) {
     console.log(`  ${name}:`);
     for (const phase of phases) {
-      const values = run.sampler.samples.filter((sample) => sample.phase === phase).map((sample) => {
-        const value = read(sample);
-        return value === undefined ? '-' : String(Math.round(value / MIB));
-      });
+      const values = run.sampler.samples
+        .filter((sample) => sample.phase === phase)
+        .map((sample) => {
+          const value = read(sample);
+          return value === undefined ? '-' : String(Math.round(value / MIB));
+        });
       console.log(`    ${phase.padEnd(width)}  ${values.join(' ')}`);
     }
   }

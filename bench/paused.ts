@@ -38,9 +38,11 @@ const server = await spawnBenchServer({
 /** Runs `task` for 0..count-1, `CONCURRENCY` at a time. */
 async function inParallel(count: number, task: (index: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < count) await task(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < count) await task(next++);
+    }),
+  );
 }
 
 interface Memory {
@@ -103,7 +105,9 @@ try {
     ),
   );
   const added = paused.server + paused.workers - (before.server + before.workers);
-  console.log(`\npaused isolates held (ptc_paused_programs): ${held}; added by them: ${mib(added)} MiB, ${(added / PROGRAMS / 1024).toFixed(0)} KiB per paused program`);
+  console.log(
+    `\npaused isolates held (ptc_paused_programs): ${held}; added by them: ${mib(added)} MiB, ${(added / PROGRAMS / 1024).toFixed(0)} KiB per paused program`,
+  );
   console.log(`then resumed: ${warm} of ${PROGRAMS} warm (the rest replayed: evicted or lost), every answer checked`);
 } finally {
   await server.stop();

@@ -49,7 +49,8 @@ async function driveLoop(server: RunningServer, lastCall: number): Promise<LoopI
   const callIds: string[] = [];
   for (let seq = 0; seq <= lastCall; seq++) {
     const response = await request(server.client, items);
-    if (seq === 0 && response.output[0]?.type !== 'program') throw new Error(`driving the loop: expected a program item first, got ${JSON.stringify(response.output)}`);
+    if (seq === 0 && response.output[0]?.type !== 'program')
+      throw new Error(`driving the loop: expected a program item first, got ${JSON.stringify(response.output)}`);
     const call = expectNextCall('driving the loop', response, undefined, seq);
     items.push(...toResponseInputItems(response.output));
     items.push({ type: 'function_call_output', call_id: call.call_id, output: toolOutput(seq), caller: call.caller ?? null });
@@ -97,30 +98,36 @@ export async function measureHttpResume(schedule: readonly ResumeSchedule[], pro
       const input = itemsAnswering(loop, n);
 
       progress(`HTTP: warm resume, N=${n} (${input.length} items)`);
-      const warm = await measureStaged(async () => {
-        // The cache holds the program further on (or nowhere): this request replays it to call N.
-        expectNextCall(`HTTP warm set-up N=${n}`, await request(warmServer.client, setupInput), loop, n);
-        const before = await counters(warmServer);
-        return {
-          timed: () => request(warmServer.client, input),
-          check: async (response) => {
-            expectNextCall(`HTTP warm N=${n}`, response, loop, n + 1);
-            await expectPath(`HTTP warm N=${n}`, warmServer, 'warm', before);
-          },
-        };
-      }, { warmup, iterations });
+      const warm = await measureStaged(
+        async () => {
+          // The cache holds the program further on (or nowhere): this request replays it to call N.
+          expectNextCall(`HTTP warm set-up N=${n}`, await request(warmServer.client, setupInput), loop, n);
+          const before = await counters(warmServer);
+          return {
+            timed: () => request(warmServer.client, input),
+            check: async (response) => {
+              expectNextCall(`HTTP warm N=${n}`, response, loop, n + 1);
+              await expectPath(`HTTP warm N=${n}`, warmServer, 'warm', before);
+            },
+          };
+        },
+        { warmup, iterations },
+      );
 
       progress(`HTTP: replay resume, N=${n} (${input.length} items)`);
-      const replay = await measureStaged(async () => {
-        const before = await counters(coldServer);
-        return {
-          timed: () => request(coldServer.client, input),
-          check: async (response) => {
-            expectNextCall(`HTTP replay N=${n}`, response, loop, n + 1);
-            await expectPath(`HTTP replay N=${n}`, coldServer, 'replay', before);
-          },
-        };
-      }, { warmup, iterations });
+      const replay = await measureStaged(
+        async () => {
+          const before = await counters(coldServer);
+          return {
+            timed: () => request(coldServer.client, input),
+            check: async (response) => {
+              expectNextCall(`HTTP replay N=${n}`, response, loop, n + 1);
+              await expectPath(`HTTP replay N=${n}`, coldServer, 'replay', before);
+            },
+          };
+        },
+        { warmup, iterations },
+      );
 
       results.set(n, { warm, replay });
     }

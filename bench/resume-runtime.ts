@@ -69,35 +69,45 @@ export async function measureRuntimeResume(schedule: readonly ResumeSchedule[], 
 
       progress(`runtime: warm resume, N=${n}`);
       const warmId = `warm-${n}`;
-      const warm = await measureStaged(async () => {
-        runtime.dispose(warmId);
-        expectPausedOn(`runtime warm set-up N=${n}`, await runtime.resume(warmId, spec, before), 'replay', n);
-        return {
-          timed: () => runtime.resume(warmId, spec, through),
-          check: (result) => expectPausedOn(`runtime warm N=${n}`, result, 'warm', n + 1),
-        };
-      }, { warmup, iterations });
+      const warm = await measureStaged(
+        async () => {
+          runtime.dispose(warmId);
+          expectPausedOn(`runtime warm set-up N=${n}`, await runtime.resume(warmId, spec, before), 'replay', n);
+          return {
+            timed: () => runtime.resume(warmId, spec, through),
+            check: (result) => expectPausedOn(`runtime warm N=${n}`, result, 'warm', n + 1),
+          };
+        },
+        { warmup, iterations },
+      );
       runtime.dispose(warmId);
 
       progress(`runtime: replay resume, N=${n}`);
       let fresh = 0;
-      const replay = await measureStaged(async () => {
-        const replayId = `replay-${n}-${fresh++}`;
-        return {
-          timed: () => runtime.resume(replayId, spec, through),
-          check: (result) => {
-            runtime.dispose(replayId);
-            expectPausedOn(`runtime replay N=${n}`, result, 'replay', n + 1);
-          },
-        };
-      }, { warmup, iterations });
+      const replay = await measureStaged(
+        async () => {
+          const replayId = `replay-${n}-${fresh++}`;
+          return {
+            timed: () => runtime.resume(replayId, spec, through),
+            check: (result) => {
+              runtime.dispose(replayId);
+              expectPausedOn(`runtime replay N=${n}`, result, 'replay', n + 1);
+            },
+          };
+        },
+        { warmup, iterations },
+      );
 
       results.set(n, { warm, replay });
     }
     // Every timed warm resume, every set-up replay and every timed replay, counted by the runtime itself.
     const stats = runtime.stats();
     const timed = schedule.reduce((sum, row) => sum + row.warmup + row.iterations, 0);
-    if (stats.resumes.warm !== timed + maxEarlierCalls || stats.resumes.replay !== 2 * timed || stats.evictions.count + stats.evictions.memory + stats.evictions.ttl !== 0) {
+    if (
+      stats.resumes.warm !== timed + maxEarlierCalls ||
+      stats.resumes.replay !== 2 * timed ||
+      stats.evictions.count + stats.evictions.memory + stats.evictions.ttl !== 0
+    ) {
       throw new Error(`runtime: unexpected resume counts ${JSON.stringify(stats)} for ${timed} timed resumes per path`);
     }
     return results;

@@ -106,7 +106,9 @@ console.log(
   `\n  floor: one bare isolated-vm run of W3 (1,000 calls in batches of 50, fresh isolate) ${ms(bareW3.medianMs)} median;` +
     ` the runtime's replay at N=1000 above (1,000 one-call batches) is ${ratio(replay1000.medianMs / bareW3.medianMs)} of it,`,
 );
-console.log(`  and a replay of W3 itself from its ${w3Replay.calls} recorded calls (20 batches, in process) ${ms(replayW3.medianMs)} median, ${ratio(replayW3.medianMs / bareW3.medianMs)} of it`);
+console.log(
+  `  and a replay of W3 itself from its ${w3Replay.calls} recorded calls (20 batches, in process) ${ms(replayW3.medianMs)} median, ${ratio(replayW3.medianMs / bareW3.medianMs)} of it`,
+);
 
 // ---- Table 2 ---------------------------------------------------------------------------------
 const storeColumns: Column[] = [
@@ -137,9 +139,11 @@ const storeRows = storeSummaries.map(({ row, summary }): string[] => {
   ];
 });
 
-console.log('\nTable 2: the store\'s added latency per store:true request (real SDK to a listening server per store)');
+console.log("\nTable 2: the store's added latency per store:true request (real SDK to a listening server per store)");
 console.log('  servers identical but for the store; measured in round-robin (one request to each server per round);');
-console.log(`  continuations branch off the tip of a stored chain of 1 or ${LONG_CHAIN} message turns (one store read per response in it) and store a new response.`);
+console.log(
+  `  continuations branch off the tip of a stored chain of 1 or ${LONG_CHAIN} message turns (one store read per response in it) and store a new response.`,
+);
 console.log(`  each server keeps at most ${PAUSED_PROGRAMS_KEPT} paused programs, so program turns evict (and dispose) an older isolate alike on every store.`);
 for (const note of stores.notes) console.log(`  ${note}`);
 console.log('');

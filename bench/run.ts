@@ -20,7 +20,10 @@ for (const benchCase of CASES) {
   process.stderr.write(`running: ${benchCase.name}\n`);
   const prepared = await benchCase.prepare();
   try {
-    results.set(benchCase.name, summarize(await measure(prepared.iteration, { warmup, iterations, ...(benchCase.idleMs === undefined ? {} : { idleMs: benchCase.idleMs }) })));
+    results.set(
+      benchCase.name,
+      summarize(await measure(prepared.iteration, { warmup, iterations, ...(benchCase.idleMs === undefined ? {} : { idleMs: benchCase.idleMs }) })),
+    );
   } finally {
     await prepared.teardown?.();
   }

@@ -61,7 +61,14 @@ for (const workers of ['0', '2']) {
   const baseline = median(samples[0]!);
   for (const [index, variant] of variants.entries()) {
     const values = samples[index]!;
-    rows.push([variant.name, workers, Math.min(...values).toFixed(0), median(values).toFixed(0), Math.max(...values).toFixed(0), `${(median(values) / baseline).toFixed(2)}x`]);
+    rows.push([
+      variant.name,
+      workers,
+      Math.min(...values).toFixed(0),
+      median(values).toFixed(0),
+      Math.max(...values).toFixed(0),
+      `${(median(values) / baseline).toFixed(2)}x`,
+    ]);
   }
 }
 process.stdout.write(

@@ -160,7 +160,10 @@ export async function measureStoreLatency(options: MeasureOptions, progress: Pro
     ];
     if (redis) configs.push(['redis', { redisUrl: redis.url, redisPrefix: redis.keyPrefix }]);
     for (const [store, overrides] of configs) {
-      const server = await startServer({ logger: false, config: benchServerConfig({ fingerprintKey, store, maxPausedPrograms: PAUSED_PROGRAMS_KEPT, ...overrides }) });
+      const server = await startServer({
+        logger: false,
+        config: benchServerConfig({ fingerprintKey, store, maxPausedPrograms: PAUSED_PROGRAMS_KEPT, ...overrides }),
+      });
       targets.push({ store, server, chainTips: new Map(), lastIds: new Map() });
     }
     for (const target of targets) {
@@ -195,7 +198,9 @@ export async function measureStoreLatency(options: MeasureOptions, progress: Pro
     for (const target of targets) await target.server.close();
     rmSync(dataDir, { recursive: true, force: true });
     if (redis) {
-      notes.push(`redis: Redis ${await redisVersionAndCleanUp(redis)} at ${redis.url} (${process.env['PTC_TEST_REDIS_URL'] ? 'PTC_TEST_REDIS_URL' : 'a redis-server started for this run, no persistence'}), keys under ${redis.keyPrefix}`);
+      notes.push(
+        `redis: Redis ${await redisVersionAndCleanUp(redis)} at ${redis.url} (${process.env['PTC_TEST_REDIS_URL'] ? 'PTC_TEST_REDIS_URL' : 'a redis-server started for this run, no persistence'}), keys under ${redis.keyPrefix}`,
+      );
       await redis.stop();
     }
   }

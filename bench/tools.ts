@@ -18,7 +18,10 @@ import { positiveNumberFromEnv } from './settings.ts';
 
 /** BENCH_TOOLS_SCALE multiplies every iteration count (e.g. 0.1 for a quick look). */
 const factor = positiveNumberFromEnv('BENCH_TOOLS_SCALE', 1);
-const options = (warmup: number, iterations: number): MeasureOptions => ({ warmup: Math.max(1, Math.round(warmup * factor)), iterations: Math.max(1, Math.round(iterations * factor)) });
+const options = (warmup: number, iterations: number): MeasureOptions => ({
+  warmup: Math.max(1, Math.round(warmup * factor)),
+  iterations: Math.max(1, Math.round(iterations * factor)),
+});
 
 /** Calls per program in the many-calls cases. */
 const CALLS = 10;
@@ -34,12 +37,19 @@ const MCP_TOOLS: Tool[] = [
   { type: 'programmatic_tool_calling' },
 ];
 const FUNCTION_TOOLS: Tool[] = [
-  { type: 'function', name: 'add', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } }, strict: false, allowed_callers: ['programmatic'] },
+  {
+    type: 'function',
+    name: 'add',
+    parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } },
+    strict: false,
+    allowed_callers: ['programmatic'],
+  },
   { type: 'programmatic_tool_calling' },
 ];
 
 const inline = (code: string): string => `Run this:\n\`\`\`js\n${code}\n\`\`\``;
-const sequential = (count: number): string => `let total = 0;\nfor (let i = 0; i < ${count}; i++) total = JSON.parse(await tools.calc.add({ a: total, b: 1 })).sum;\ntext(total);`;
+const sequential = (count: number): string =>
+  `let total = 0;\nfor (let i = 0; i < ${count}; i++) total = JSON.parse(await tools.calc.add({ a: total, b: 1 })).sum;\ntext(total);`;
 const parallel = (count: number): string =>
   `const sums = await Promise.all(Array.from({ length: ${count} }, (_, i) => tools.calc.add({ a: i, b: 1 })));\ntext(sums.map((s) => JSON.parse(s).sum).reduce((x, y) => x + y, 0));`;
 const sequentialFunctions = (count: number): string =>
@@ -90,18 +100,28 @@ const cases: BenchCase[] = [
   {
     name: 'program, no tools',
     options: options(20, 200),
-    run: async () => expectResult(await client.responses.create({ model: 'bench', store: false, input: inline('text(0)'), tools: [{ type: 'programmatic_tool_calling' }] }), '0'),
+    run: async () =>
+      expectResult(
+        await client.responses.create({ model: 'bench', store: false, input: inline('text(0)'), tools: [{ type: 'programmatic_tool_calling' }] }),
+        '0',
+      ),
   },
   { name: 'program, no call (MCP server listed)', options: options(20, 200), run: () => mcpRequest('text(0)', '0') },
   { name: 'program, 1 MCP call', options: options(20, 200), run: () => mcpRequest(sequential(1), '1') },
   { name: `program, ${CALLS} MCP calls one after another`, options: options(10, 100), run: () => mcpRequest(sequential(CALLS), String(CALLS)) },
   { name: `program, ${CALLS} MCP calls in Promise.all`, options: options(10, 100), run: () => mcpRequest(parallel(CALLS), sum(CALLS)) },
   { name: 'program, 1 client function call (2 requests)', options: options(20, 200), run: () => functionLoop(sequentialFunctions(1), '1') },
-  { name: `program, ${CALLS} client function calls (${CALLS + 1} requests)`, options: options(5, 50), run: () => functionLoop(sequentialFunctions(CALLS), String(CALLS)) },
+  {
+    name: `program, ${CALLS} client function calls (${CALLS + 1} requests)`,
+    options: options(5, 50),
+    run: () => functionLoop(sequentialFunctions(CALLS), String(CALLS)),
+  },
 ];
 
 for (const line of describeEnvironment()) console.log(line);
-console.log(`Sequential, one request at a time, store: false, isolates in the server's process; a local Streamable HTTP MCP server; times in ms; ratios divide medians measured in this run.\n`);
+console.log(
+  `Sequential, one request at a time, store: false, isolates in the server's process; a local Streamable HTTP MCP server; times in ms; ratios divide medians measured in this run.\n`,
+);
 
 let results;
 try {

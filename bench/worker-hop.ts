@@ -99,7 +99,12 @@ const SEED_SPEC: ProgramSpec = {
 /** Fails unless the program paused on the seed's Promise.all batch; returns the calls with the client's outputs. */
 function recordedFrom(label: string, event: ProgramEvent): RecordedCall[] {
   const calls = event.type === 'paused' ? event.calls : [];
-  if (calls.length !== 2 || calls[0]?.tool !== 'get_inventory' || calls[1]?.tool !== 'get_demand' || !calls.every((call) => call.argumentsJson === '{"sku":"sku_123"}')) {
+  if (
+    calls.length !== 2 ||
+    calls[0]?.tool !== 'get_inventory' ||
+    calls[1]?.tool !== 'get_demand' ||
+    !calls.every((call) => call.argumentsJson === '{"sku":"sku_123"}')
+  ) {
     throw new Error(`${label}: expected the seed program paused on get_inventory + get_demand, got ${JSON.stringify(event)}`);
   }
   return calls.map((call) => ({
@@ -129,7 +134,8 @@ async function longRecord(label: string, engine: ProgramEngine, programId: strin
     if (resumed.path !== 'warm') throw new Error(`${label}: expected every resume of the long record warm, got ${resumed.path}`);
     event = resumed.event;
   }
-  if (event.type !== 'completed' || event.result !== '1000') throw new Error(`${label}: expected the long record to complete with 1000, got ${JSON.stringify(event)}`);
+  if (event.type !== 'completed' || event.result !== '1000')
+    throw new Error(`${label}: expected the long record to complete with 1000, got ${JSON.stringify(event)}`);
   return performance.now() - started;
 }
 
@@ -174,7 +180,12 @@ export async function measureEngineHop(options: MeasureOptions, progress: (messa
         const ended = performance.now();
         checkCompleted(label, finished);
         const long = await longRecord(label, engine, `${programId}-long`);
-        return { 'start + resume': pausedAt - started + (ended - resumedAt), start: pausedAt - started, resume: ended - resumedAt, '1,000 calls, 20 warm resumes': long };
+        return {
+          'start + resume': pausedAt - started + (ended - resumedAt),
+          start: pausedAt - started,
+          resume: ended - resumedAt,
+          '1,000 calls, 20 warm resumes': long,
+        };
       },
     }));
     const samples = await roundRobin(targets, options);
@@ -182,7 +193,11 @@ export async function measureEngineHop(options: MeasureOptions, progress: (messa
     return engines.map(([label, engine], index) => {
       const stats = engine.stats();
       const deaths = stats.workers ? `; worker deaths ${Object.values(stats.workers.deaths).reduce((sum, count) => sum + count, 0)}` : '';
-      return { label, phases: samples[index]!, notes: [`started ${stats.started}, resumes warm ${stats.resumes.warm}, replay ${stats.resumes.replay}, paused left ${stats.paused}${deaths}`] };
+      return {
+        label,
+        phases: samples[index]!,
+        notes: [`started ${stats.started}, resumes warm ${stats.resumes.warm}, replay ${stats.resumes.replay}, paused left ${stats.paused}${deaths}`],
+      };
     });
   } finally {
     await runtime.close();

@@ -90,7 +90,14 @@ export async function runInProcess(workload: Workload): Promise<void> {
  * with every call recorded so far after each pause, then dispose.
  */
 export async function startWorkerRunner(): Promise<{ run: (workload: Workload) => Promise<void>; close: () => Promise<void> }> {
-  const pool = new WorkerPool({ size: 1, runtime: DEFAULT_CACHE, heartbeatMs: 500, heartbeatTimeoutMs: 5_000, maxRssBytes: 1536 * 1024 * 1024, maxIdleCpuShare: 0.5 });
+  const pool = new WorkerPool({
+    size: 1,
+    runtime: DEFAULT_CACHE,
+    heartbeatMs: 500,
+    heartbeatTimeoutMs: 5_000,
+    maxRssBytes: 1536 * 1024 * 1024,
+    maxIdleCpuShare: 0.5,
+  });
   await pool.ready();
   const tools = Object.keys(TOOL_ANSWERS).map((name) => ({ name, parseOutputAsJson: true }));
   let programs = 0;
@@ -128,7 +135,11 @@ export async function startReplayRunner(workload: Workload): Promise<{ run: () =
   let event: ProgramEvent = await runtime.start('record', spec);
   while (event.type === 'paused') {
     for (const call of event.calls) {
-      recorded[call.seq] = { tool: call.tool, argumentsJson: call.argumentsJson, output: JSON.stringify(TOOL_ANSWERS[call.tool]!(JSON.parse(call.argumentsJson) as { sku: string })) };
+      recorded[call.seq] = {
+        tool: call.tool,
+        argumentsJson: call.argumentsJson,
+        output: JSON.stringify(TOOL_ANSWERS[call.tool]!(JSON.parse(call.argumentsJson) as { sku: string })),
+      };
     }
     ({ event } = await runtime.resume('record', spec, recorded));
   }

@@ -65,7 +65,15 @@ async function startModel(scenarios: string | undefined, settings: readonly stri
   const { env: fromFlags } = settingsFromFlags(settings, 'eval');
   // Settings from the environment and the flags, but never a place on disk, a port or a key:
   // this emulator keeps everything in memory and listens on loopback for this command alone.
-  const { PTC_DATA_DIR: _dataDir, PTC_STORE: _store, HOST: _host, PORT: _port, PTC_API_KEY: _key, PTC_SCENARIOS: _scenarios, ...env } = { ...process.env, ...fromFlags };
+  const {
+    PTC_DATA_DIR: _dataDir,
+    PTC_STORE: _store,
+    HOST: _host,
+    PORT: _port,
+    PTC_API_KEY: _key,
+    PTC_SCENARIOS: _scenarios,
+    ...env
+  } = { ...process.env, ...fromFlags };
   let config;
   try {
     config = loadConfig(env);
@@ -74,12 +82,18 @@ async function startModel(scenarios: string | undefined, settings: readonly stri
     throw new UsageError(error.message);
   }
   if (scenarios === undefined && !config.modelBackend && !config.cassettes.replayDir) {
-    throw new UsageError('nothing would play the model: give the task file scenarios, or set a model backend (--model-backend URL --model NAME) or cassettes (--replay DIR), or --base-url');
+    throw new UsageError(
+      'nothing would play the model: give the task file scenarios, or set a model backend (--model-backend URL --model NAME) or cassettes (--replay DIR), or --base-url',
+    );
   }
   // A model backend or cassettes play the model in place of the task file's scenarios, which
   // would otherwise decide first. Loaded here, as serve does: a file that does not load is
   // refused before any worker starts.
-  const elsewhere = config.modelBackend ? `--model-backend ${config.modelBackend.url}` : config.cassettes.replayDir ? `--replay ${config.cassettes.replayDir}` : undefined;
+  const elsewhere = config.modelBackend
+    ? `--model-backend ${config.modelBackend.url}`
+    : config.cassettes.replayDir
+      ? `--replay ${config.cassettes.replayDir}`
+      : undefined;
   if (elsewhere && scenarios !== undefined) process.stderr.write(`ptc-emulator: the task file's scenarios are not used: ${elsewhere} plays the model\n`);
   const rules = scenarios === undefined || elsewhere ? undefined : loadScenarioFile(scenarios);
   let app: FastifyInstance;
@@ -99,8 +113,19 @@ async function startModel(scenarios: string | undefined, settings: readonly stri
 }
 
 async function warmUp(app: FastifyInstance): Promise<void> {
-  const warmTool = { type: 'function', name: 'warm_up', parameters: { type: 'object', properties: {}, additionalProperties: false }, strict: true, output_schema: { type: 'object' }, allowed_callers: ['programmatic'] };
-  await app.inject({ method: 'POST', url: '/v1/responses', payload: { model: 'ptc-eval-warm-up', input: "```js\ntext('warm')\n```", tools: [warmTool, { type: 'programmatic_tool_calling' }] } });
+  const warmTool = {
+    type: 'function',
+    name: 'warm_up',
+    parameters: { type: 'object', properties: {}, additionalProperties: false },
+    strict: true,
+    output_schema: { type: 'object' },
+    allowed_callers: ['programmatic'],
+  };
+  await app.inject({
+    method: 'POST',
+    url: '/v1/responses',
+    payload: { model: 'ptc-eval-warm-up', input: "```js\ntext('warm')\n```", tools: [warmTool, { type: 'programmatic_tool_calling' }] },
+  });
 }
 
 /** `ptc-emulator eval TASKS.yaml`: runs, prints the table, writes the files asked for. */
@@ -113,10 +138,12 @@ export async function evaluate(args: readonly string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError('eval takes one task file: ptc-emulator eval TASKS.yaml');
   const file = await loadTaskFile(positionals[0]!);
   const baseUrl = own.get('--base-url');
-  if (baseUrl !== undefined && settings.length > 0) throw new UsageError(`${settings[0]} sets up the emulator eval starts, and --base-url names another: give one or the other`);
+  if (baseUrl !== undefined && settings.length > 0)
+    throw new UsageError(`${settings[0]} sets up the emulator eval starts, and --base-url names another: give one or the other`);
   const badUrl = baseUrl === undefined ? undefined : ResponsesClient.check(baseUrl);
   if (badUrl) throw new UsageError(badUrl);
-  if (baseUrl !== undefined && file.scenarios !== undefined) process.stderr.write(`ptc-emulator: the task file's scenarios are not used: --base-url ${baseUrl} plays the model\n`);
+  if (baseUrl !== undefined && file.scenarios !== undefined)
+    process.stderr.write(`ptc-emulator: the task file's scenarios are not used: --base-url ${baseUrl} plays the model\n`);
   // The report files are opened before the first run, so that a path that cannot be written
   // is said now rather than after every run.
   for (const flag of ['--json', '--html']) {

@@ -54,9 +54,18 @@ function wholeNumber(flag: string, raw: string | undefined, min: number, max: nu
 
 function parseArgs(args: readonly string[]): ExploreArgs {
   const split = args.indexOf('--');
-  if (split === -1 || split === args.length - 1) throw new UsageError('explore needs the command to run after --, e.g. ptc-emulator explore -- node my-loop.mjs (see ptc-emulator explore --help)');
+  if (split === -1 || split === args.length - 1)
+    throw new UsageError('explore needs the command to run after --, e.g. ptc-emulator explore -- node my-loop.mjs (see ptc-emulator explore --help)');
   const own = args.slice(0, split);
-  const parsed = { seeds: 20, firstSeed: 0, json: false, html: undefined as string | undefined, timeoutMs: 120_000, serveFlags: [] as string[], command: args.slice(split + 1) };
+  const parsed = {
+    seeds: 20,
+    firstSeed: 0,
+    json: false,
+    html: undefined as string | undefined,
+    timeoutMs: 120_000,
+    serveFlags: [] as string[],
+    command: args.slice(split + 1),
+  };
   for (let index = 0; index < own.length; index++) {
     const arg = own[index]!;
     const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -90,7 +99,11 @@ function parseArgs(args: readonly string[]): ExploreArgs {
 }
 
 /** Runs the command once; its output goes to stderr, so that stdout holds the report alone. */
-async function runOnce(command: readonly string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number | null; signal: string | null; timedOut: boolean }> {
+async function runOnce(
+  command: readonly string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+): Promise<{ code: number | null; signal: string | null; timedOut: boolean }> {
   const child = spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
   child.stdout.pipe(process.stderr, { end: false });
   let timedOut = false;
@@ -160,7 +173,13 @@ export async function explore(args: readonly string[]): Promise<number> {
       const outcome = await runOnce(
         options.command,
         // PTC_EXPLORE_URL: the test helpers (usePtcEmulator, startEmulator) hand the suite this emulator rather than start their own.
-        { ...process.env, OPENAI_BASE_URL: baseURL, OPENAI_API_KEY: process.env.OPENAI_API_KEY ?? 'ptc-emulator', PTC_EXPLORE_SEED: String(seed), [EXPLORE_URL_VARIABLE]: baseURL },
+        {
+          ...process.env,
+          OPENAI_BASE_URL: baseURL,
+          OPENAI_API_KEY: process.env.OPENAI_API_KEY ?? 'ptc-emulator',
+          PTC_EXPLORE_SEED: String(seed),
+          [EXPLORE_URL_VARIABLE]: baseURL,
+        },
         options.timeoutMs,
       );
       const ended = outcome.timedOut ? `killed after ${options.timeoutMs} ms` : outcome.signal ? `ended by ${outcome.signal}` : `exited with ${outcome.code}`;
@@ -171,7 +190,9 @@ export async function explore(args: readonly string[]): Promise<number> {
     process.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : reportTable(report));
     if (options.html) writeFileSync(options.html, exploreHtml(report, { inspectorLinks: false }));
     if (!report.shapes.some((row) => row.reached > 0)) {
-      process.stderr.write('ptc-emulator explore: no conversation reached the emulator with tools for programs: does the command read OPENAI_BASE_URL (or use usePtcEmulator), and send {"type": "programmatic_tool_calling"} with its tools?\n');
+      process.stderr.write(
+        'ptc-emulator explore: no conversation reached the emulator with tools for programs: does the command read OPENAI_BASE_URL (or use usePtcEmulator), and send {"type": "programmatic_tool_calling"} with its tools?\n',
+      );
     }
     return report.passed ? 0 : 1;
   } finally {

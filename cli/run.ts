@@ -152,7 +152,8 @@ export async function run(args: readonly string[]): Promise<number> {
     process.stdout.write(RUN_HELP);
     return 0;
   }
-  if (parsed.positionals.length !== 1) throw new UsageError('run takes one program file: ptc-emulator run PROGRAM.js [--tools tools.json] [--outputs answers.json]');
+  if (parsed.positionals.length !== 1)
+    throw new UsageError('run takes one program file: ptc-emulator run PROGRAM.js [--tools tools.json] [--outputs answers.json]');
   const programPath = parsed.positionals[0]!;
   // Settings (limits above all) from the environment, but never a place on disk or a socket:
   // this command keeps everything in memory and listens nowhere.
@@ -161,8 +162,13 @@ export async function run(args: readonly string[]): Promise<number> {
   // A program larger than the code limit is refused all the same; this only spares reading it.
   const code = readBounded(programPath, 'program', Math.max(config.limits.maxCodeBytes * 4, 1024 * 1024));
   const tools =
-    parsed.values.tools === undefined ? [{ type: 'programmatic_tool_calling' }] : programTools(readJson(parsed.values.tools, 'tools file', config.bodyLimitBytes), parsed.values.tools);
-  const answers = new Answers(parsed.values.outputs === undefined ? {} : readJson(parsed.values.outputs, 'outputs file', config.bodyLimitBytes), parsed.values.outputs ?? '');
+    parsed.values.tools === undefined
+      ? [{ type: 'programmatic_tool_calling' }]
+      : programTools(readJson(parsed.values.tools, 'tools file', config.bodyLimitBytes), parsed.values.tools);
+  const answers = new Answers(
+    parsed.values.outputs === undefined ? {} : readJson(parsed.values.outputs, 'outputs file', config.bodyLimitBytes),
+    parsed.values.outputs ?? '',
+  );
 
   // The whole emulator without a socket: the program meets exactly the checks and items a
   // client of the server would. Its isolate runs in a worker process, as on the server, so a

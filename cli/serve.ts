@@ -25,7 +25,9 @@ function checkDataDir(config: ServerConfig): void {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (exists && code === 'ENOENT') return;
-      throw new UsageError(`PTC_DATA_DIR ${resolve(dataDir)} cannot be used: ${resolve(path)}: ${code ?? (error as Error).message} (set --data-dir or PTC_DATA_DIR to a directory this user can write)`);
+      throw new UsageError(
+        `PTC_DATA_DIR ${resolve(dataDir)} cannot be used: ${resolve(path)}: ${code ?? (error as Error).message} (set --data-dir or PTC_DATA_DIR to a directory this user can write)`,
+      );
     }
   };
   check(dataDir, constants.R_OK | constants.W_OK, false);
@@ -36,16 +38,26 @@ function checkDataDir(config: ServerConfig): void {
 /** The one line a person reads at start: where the API is, and what this server runs with. */
 function startLine(config: ServerConfig, origin: string, scenarios: ScenarioFile | undefined): string {
   const store =
-    config.store === 'sqlite' ? `sqlite (${resolve(dataDirOf(config), SQLITE_FILE_NAME)})` : config.store === 'redis' ? `redis (prefix ${config.redisPrefix})` : 'memory (lost on exit)';
+    config.store === 'sqlite'
+      ? `sqlite (${resolve(dataDirOf(config), SQLITE_FILE_NAME)})`
+      : config.store === 'redis'
+        ? `redis (prefix ${config.redisPrefix})`
+        : 'memory (lost on exit)';
   const workers = config.workers === 0 ? 'isolates in process' : `${config.workers} worker${config.workers === 1 ? '' : 's'}`;
-  const rules = scenarios ? `${scenarios.rules.length} scenario rule${scenarios.rules.length === 1 ? '' : 's'} from ${config.scenariosPath}` : 'no scenario file';
+  const rules = scenarios
+    ? `${scenarios.rules.length} scenario rule${scenarios.rules.length === 1 ? '' : 's'} from ${config.scenariosPath}`
+    : 'no scenario file';
   // What decides the turns nothing else does (docs/STAND-IN.md).
   const autopilot = config.autopilot ? 'autopilot on' : 'autopilot off (unscripted turns run nothing)';
   // The backend's URL and model, never its key.
   const backend = config.modelBackend ? ` · model backend ${config.modelBackend.url}${config.modelBackend.model ? ` (${config.modelBackend.model})` : ''}` : '';
   const { recordDir, upstreamUrl, replayDir } = config.cassettes;
   // Record and replay change what answers (docs/CASSETTES.md): the line says so.
-  const cassettes = recordDir ? ` · recording cassettes to ${recordDir} from ${upstreamUrl}` : replayDir ? ` · replaying cassettes from ${replayDir}${config.cassettes.replayStrict ? ' (strict)' : ''}` : '';
+  const cassettes = recordDir
+    ? ` · recording cassettes to ${recordDir} from ${upstreamUrl}`
+    : replayDir
+      ? ` · replaying cassettes from ${replayDir}${config.cassettes.replayStrict ? ' (strict)' : ''}`
+      : '';
   return `ptc-emulator ${PACKAGE.version} · API at ${origin}/v1 · store ${store} · ${workers} · ${rules} · ${autopilot}${backend}${cassettes}`;
 }
 
@@ -124,7 +136,8 @@ export async function serve(args: readonly string[]): Promise<void> {
     await app.close();
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') throw new UsageError(`port ${config.port} on ${config.host} is already in use (set --port or PORT; 0 picks a free one)`);
-    if (code === 'EACCES') throw new UsageError(`this user may not listen on ${config.host}:${config.port} (ports below 1024 need privileges; set --port or PORT)`);
+    if (code === 'EACCES')
+      throw new UsageError(`this user may not listen on ${config.host}:${config.port} (ports below 1024 need privileges; set --port or PORT)`);
     if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new UsageError(`cannot listen on ${config.host}: no such local address (set --host or HOST)`);
     throw error;
   } finally {

@@ -27,7 +27,7 @@ export class MissingNodeFlagError extends EmulatorError {
     super(
       `ptc-emulator runs programs with isolated-vm, which needs Node started with ${REQUIRED_NODE_FLAG} ` +
         `in the process that makes isolates. Start Node with it (node ${REQUIRED_NODE_FLAG} …, or NODE_OPTIONS=${REQUIRED_NODE_FLAG}), ` +
-        'or run isolates in worker processes (the server\'s default; the workers get the flag by themselves).',
+        "or run isolates in worker processes (the server's default; the workers get the flag by themselves).",
     );
   }
 }

@@ -43,7 +43,6 @@ const Claims = z.strictObject({
 /** The keys a server seals with (the first) and accepts (all of them, for rotation). */
 export type SealingKeys = readonly [Buffer, ...Buffer[]];
 
-
 function mac(key: Buffer, payload: string): Buffer {
   return createHmac('sha256', key).update(`${VERSION}.${payload}`).digest();
 }
@@ -57,7 +56,9 @@ export function sealFingerprint(claims: FingerprintClaims, key: Buffer): string 
   const payload = Buffer.from(canonicalJson(claims), 'utf8').toString('base64url');
   const fingerprint = `${VERSION}.${payload}.${mac(key, payload).toString('base64url')}`;
   if (fingerprint.length > MAX_FINGERPRINT_LENGTH) {
-    throw new FingerprintTooLargeError(`the fingerprint of a program with ${claims.tools.length} tools would be ${fingerprint.length} characters, over the ${MAX_FINGERPRINT_LENGTH} a server opens`);
+    throw new FingerprintTooLargeError(
+      `the fingerprint of a program with ${claims.tools.length} tools would be ${fingerprint.length} characters, over the ${MAX_FINGERPRINT_LENGTH} a server opens`,
+    );
   }
   return fingerprint;
 }
@@ -70,7 +71,9 @@ export function openFingerprint(fingerprint: string, keys: readonly Buffer[]): F
   if (fingerprint.length > MAX_FINGERPRINT_LENGTH) throw new FingerprintError('it is longer than any fingerprint this server seals');
   const parts = fingerprint.split('.');
   if (parts.length === 3 && /^ptcfp\d{1,3}$/.test(parts[0]!) && parts[0] !== VERSION) {
-    throw new FingerprintError(`it is a fingerprint of ${parts[0]}, not of the known version ${VERSION}: a program paused by another version of the emulator cannot be resumed`);
+    throw new FingerprintError(
+      `it is a fingerprint of ${parts[0]}, not of the known version ${VERSION}: a program paused by another version of the emulator cannot be resumed`,
+    );
   }
   if (parts.length !== 3 || parts[0] !== VERSION) throw new FingerprintError('not a ptc-emulator fingerprint of a known version');
   const [, payload = '', signature = ''] = parts;
@@ -112,7 +115,9 @@ export interface CallIdentity {
 /** The MAC of what identifies the call itself: its program, position, tool and canonical input (undefined: input no program can have made). */
 function identityMac(key: Buffer, call: CallIdentity): Buffer | undefined {
   if (call.text === true) {
-    return createHmac('sha256', key).update(canonicalJson([VERSION, 'text-call', call.programCallId, call.seq, call.tool, call.argumentsJson])).digest();
+    return createHmac('sha256', key)
+      .update(canonicalJson([VERSION, 'text-call', call.programCallId, call.seq, call.tool, call.argumentsJson]))
+      .digest();
   }
   let args: string;
   try {
@@ -123,7 +128,9 @@ function identityMac(key: Buffer, call: CallIdentity): Buffer | undefined {
   } catch {
     return undefined;
   }
-  return createHmac('sha256', key).update(canonicalJson([VERSION, 'call', call.programCallId, call.seq, call.tool, args])).digest();
+  return createHmac('sha256', key)
+    .update(canonicalJson([VERSION, 'call', call.programCallId, call.seq, call.tool, args]))
+    .digest();
 }
 
 /**
@@ -134,7 +141,10 @@ function identityMac(key: Buffer, call: CallIdentity): Buffer | undefined {
 function sealedMac(key: Buffer, identity: Buffer, extra: Pick<CallIdentity, 'batchEnd' | 'answer'>): Buffer {
   if (extra.batchEnd === undefined && extra.answer === undefined) return identity.subarray(0, 12);
   const tail = [...(extra.batchEnd === undefined ? [] : [{ batchEnd: extra.batchEnd }]), ...(extra.answer === undefined ? [] : [{ answer: extra.answer }])];
-  return createHmac('sha256', key).update(canonicalJson([VERSION, 'sealed', identity.toString('hex'), ...tail])).digest().subarray(0, 12);
+  return createHmac('sha256', key)
+    .update(canonicalJson([VERSION, 'sealed', identity.toString('hex'), ...tail]))
+    .digest()
+    .subarray(0, 12);
 }
 
 function callMac(key: Buffer, call: CallIdentity): Buffer | undefined {

@@ -138,7 +138,7 @@ function parseReply<T>(schema: z.ZodType<T>, text: unknown, what: string): T {
  * the program's); a `fault` reply is returned, for the host to handle.
  */
 export function parseGuestReply<Op extends RepliedGuestOp>(op: Op, text: unknown): GuestReplyTo<Op> {
-  const reply = parseReply(GuestReply, text, 'program\'s context');
+  const reply = parseReply(GuestReply, text, "program's context");
   const states: readonly string[] = GUEST_REPLY_STATES[op];
   if (reply.state !== 'fault' && !states.includes(reply.state)) {
     throw new Error(`The program's context replied ${reply.state} to ${op}`);
@@ -148,11 +148,16 @@ export function parseGuestReply<Op extends RepliedGuestOp>(op: Op, text: unknown
 
 /** The reply of the checker's context, parsed and checked; anything but a CheckerReply throws. */
 export function parseCheckerReply(text: unknown): CheckerReply {
-  return parseReply(CheckerReply, text, 'checker\'s context');
+  return parseReply(CheckerReply, text, "checker's context");
 }
 
 /** The limits whose breach the prelude reports itself, with the message it formats from their template. */
-export const GUEST_LIMIT_CODES = ['call_limit_exceeded', 'calls_in_flight_exceeded', 'arguments_too_large', 'output_limit_exceeded'] as const satisfies readonly LimitCode[];
+export const GUEST_LIMIT_CODES = [
+  'call_limit_exceeded',
+  'calls_in_flight_exceeded',
+  'arguments_too_large',
+  'output_limit_exceeded',
+] as const satisfies readonly LimitCode[];
 export type GuestLimitCode = (typeof GUEST_LIMIT_CODES)[number];
 
 /** The message templates (runtime/limits.ts) the prelude formats, by code. */

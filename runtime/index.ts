@@ -8,7 +8,15 @@ export { DEFAULT_WARM_ISOLATES } from './warm-isolates.ts';
 export { ProgramRuntime, type ProgramEngine, type ProgramRuntimeOptions, type ProgramRuntimeStats, type ResumePath } from './program-runtime.ts';
 export { runProgram, type HostTool, type RunProgramOptions, type RunProgramResult } from './run-program.ts';
 export { DEFAULT_LIMITS, LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from './limits.ts';
-export { failureResult, type ProgramEvent, type ProgramFailure, type ProgramStats, type RecordedCall, type ToolCallOutput, type ToolCallRequest } from './program-events.ts';
+export {
+  failureResult,
+  type ProgramEvent,
+  type ProgramFailure,
+  type ProgramStats,
+  type RecordedCall,
+  type ToolCallOutput,
+  type ToolCallRequest,
+} from './program-events.ts';
 export {
   callIdMatches,
   canonicalJson,
@@ -27,5 +35,15 @@ export { checkAgainstSchema, compileToolSchemas } from './schema-compiler.ts';
 export { compileValidator, describeViolation, type Validator } from './tool-schemas.ts';
 export { startModuleThread } from './module-thread.ts';
 export { WorkerPool, type WorkerPoolOptions } from './worker/worker-pool.ts';
-export { EmulatorError, FingerprintError, FingerprintTooLargeError, MissingNodeFlagError, ProgramBusyError, SchemaDeadlineError, SchemaTooComplexError, ToolSchemaError, WorkerDeathError } from './errors.ts';
+export {
+  EmulatorError,
+  FingerprintError,
+  FingerprintTooLargeError,
+  MissingNodeFlagError,
+  ProgramBusyError,
+  SchemaDeadlineError,
+  SchemaTooComplexError,
+  ToolSchemaError,
+  WorkerDeathError,
+} from './errors.ts';
 export { PROGRAM_ERRORS, type ProgramErrorCode } from '../schemas/error-codes.ts';

@@ -17,7 +17,16 @@ import {
 } from './guest-protocol.ts';
 import { limitMessage, limitNamed, type PlainLimitCode, type ProgramLimits } from './limits.ts';
 import type { RunawayLimit } from './errors.ts';
-import { answersDigest, hashOutputs, type ProgramEvent, type ProgramFailure, type ProgramStats, type RecordedCall, type ToolCallOutput, type ToolCallRequest } from './program-events.ts';
+import {
+  answersDigest,
+  hashOutputs,
+  type ProgramEvent,
+  type ProgramFailure,
+  type ProgramStats,
+  type RecordedCall,
+  type ToolCallOutput,
+  type ToolCallRequest,
+} from './program-events.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../schemas/json-depth.ts';
 import { takesText, toolId, type ProgramTool } from './program-tool.ts';
 import { compileToolSchema } from './schema-compiler.ts';
@@ -90,16 +99,18 @@ async function sandboxTools(tools: readonly ProgramTool[]): Promise<SandboxConfi
   for (const namespace of new Set(tools.flatMap((tool) => (tool.namespace === undefined ? [] : [tool.namespace])))) {
     inside.set(namespace, toolKeys(tools.filter((tool) => tool.namespace === namespace).map((tool) => tool.name)));
   }
-  return Promise.all(tools.map(async (tool) => ({
-    id: toolId(tool),
-    keys: tool.namespace === undefined ? (topLevel.get(tool.name) ?? [tool.name]) : (inside.get(tool.namespace)?.get(tool.name) ?? [tool.name]),
-    ...(tool.namespace === undefined ? {} : { namespaceKeys: topLevel.get(tool.namespace) ?? [tool.namespace] }),
-    text: takesText(tool),
-    ...(tool.nullDefaults ? { nullDefaults: tool.nullDefaults } : {}),
-    parseJson: tool.parseOutputAsJson,
-    ...(tool.parameters ? { checkInput: (await compileToolSchema(tool.parameters)).source } : {}),
-    ...(tool.outputSchema ? { checkOutput: (await compileToolSchema(tool.outputSchema)).source } : {}),
-  })));
+  return Promise.all(
+    tools.map(async (tool) => ({
+      id: toolId(tool),
+      keys: tool.namespace === undefined ? (topLevel.get(tool.name) ?? [tool.name]) : (inside.get(tool.namespace)?.get(tool.name) ?? [tool.name]),
+      ...(tool.namespace === undefined ? {} : { namespaceKeys: topLevel.get(tool.namespace) ?? [tool.namespace] }),
+      text: takesText(tool),
+      ...(tool.nullDefaults ? { nullDefaults: tool.nullDefaults } : {}),
+      parseJson: tool.parseOutputAsJson,
+      ...(tool.parameters ? { checkInput: (await compileToolSchema(tool.parameters)).source } : {}),
+      ...(tool.outputSchema ? { checkOutput: (await compileToolSchema(tool.outputSchema)).source } : {}),
+    })),
+  );
 }
 
 /**
@@ -258,7 +269,11 @@ export class IsolateProgram {
     function* entries(): Generator<ReplayEntry> {
       for (let at = seq; at < record.length; at++) {
         const { tool, argumentsJson: args, output, error } = record[at]!;
-        yield oversized >= 0 && at >= oversized ? { seq: at, tool, args, withheld: true } : error === undefined ? { seq: at, tool, args, output } : { seq: at, tool, args, output, error };
+        yield oversized >= 0 && at >= oversized
+          ? { seq: at, tool, args, withheld: true }
+          : error === undefined
+            ? { seq: at, tool, args, output }
+            : { seq: at, tool, args, output, error };
       }
     }
     return firstPart(entries(), this.#partBytes());
@@ -354,7 +369,9 @@ export class IsolateProgram {
     };
     // Synchronous: the prelude's own code on a configuration bounded by the tool limits, no
     // program code (see prepareIsolate for why a thread hop costs more).
-    this.#dispatch = (await this.#within(started, async (timeout) => install.applySync(undefined, [JSON.stringify(config)], { result: { reference: true }, timeout }))) as ivm.Reference<Dispatch>;
+    this.#dispatch = (await this.#within(started, async (timeout) =>
+      install.applySync(undefined, [JSON.stringify(config)], { result: { reference: true }, timeout }),
+    )) as ivm.Reference<Dispatch>;
     install.release();
     if (tools.some((tool) => tool.checkInput !== undefined)) {
       // The checker needs only the strict tools' argument validators; it starts on the first call to one.
@@ -387,8 +404,12 @@ export class IsolateProgram {
     const setup = this.#checkerSetup;
     if (!isolate || !setup) throw new Error('The program is not running');
     const context = await isolate.createContext();
-    const install = (await this.#within(started, (timeout) => setup.script.run(context, { reference: true, timeout }))) as ivm.Reference<(configJson: string) => unknown>;
-    const checker = (await this.#within(started, (timeout) => install.apply(undefined, [setup.config], { result: { reference: true }, timeout }))) as ivm.Reference<Dispatch>;
+    const install = (await this.#within(started, (timeout) => setup.script.run(context, { reference: true, timeout }))) as ivm.Reference<
+      (configJson: string) => unknown
+    >;
+    const checker = (await this.#within(started, (timeout) =>
+      install.apply(undefined, [setup.config], { result: { reference: true }, timeout }),
+    )) as ivm.Reference<Dispatch>;
     install.release();
     setup.script.release();
     this.#checkerSetup = undefined;
@@ -400,7 +421,10 @@ export class IsolateProgram {
    * The first of `calls` (in order) whose arguments break its tool's strict parameters, checked
    * by #checker in as few round trips as fit the program's memory (one, for most batches).
    */
-  async #firstArgumentViolation(calls: readonly { readonly index: number; readonly tool: string; readonly args: string }[], started: number): Promise<{ index: number; failure: ProgramFailure } | undefined> {
+  async #firstArgumentViolation(
+    calls: readonly { readonly index: number; readonly tool: string; readonly args: string }[],
+    started: number,
+  ): Promise<{ index: number; failure: ProgramFailure } | undefined> {
     const strict = calls.filter((call) => this.#spec.tools.find((candidate) => toolId(candidate) === call.tool)?.parameters !== undefined);
     if (strict.length === 0) return undefined;
     const checker = this.#checker ?? (await this.#startChecker(started));
@@ -440,7 +464,11 @@ export class IsolateProgram {
    * (parseGuestReply). A `fault` reply, or one the protocol does not have, throws: the emulator
    * failed to run the program.
    */
-  async #call<Op extends GuestOp & { readonly op: RepliedGuestOp }>(op: Op, started: number, crossing: 'async' | 'sync' = 'async'): Promise<Exclude<GuestReplyTo<Op['op']>, { state: 'fault' }>> {
+  async #call<Op extends GuestOp & { readonly op: RepliedGuestOp }>(
+    op: Op,
+    started: number,
+    crossing: 'async' | 'sync' = 'async',
+  ): Promise<Exclude<GuestReplyTo<Op['op']>, { state: 'fault' }>> {
     const dispatch = this.#dispatch;
     if (!dispatch) throw new Error('The program is not running');
     let request = dispatchArguments(op);
@@ -450,7 +478,9 @@ export class IsolateProgram {
     for (let rejections = 0; ; rejections++) {
       let text: unknown;
       try {
-        text = await this.#within(started, async (timeout) => (crossing === 'sync' ? dispatch.applySync(undefined, request, { timeout }) : dispatch.apply(undefined, request, { timeout })));
+        text = await this.#within(started, async (timeout) =>
+          crossing === 'sync' ? dispatch.applySync(undefined, request, { timeout }) : dispatch.apply(undefined, request, { timeout }),
+        );
       } catch (error) {
         if (error instanceof LimitReached || this.#isolate?.isDisposed || rejections >= UNHANDLED_REJECTIONS_BEFORE_FAULT) throw error;
         request = dispatchArguments(REPEAT);
@@ -567,7 +597,10 @@ export class IsolateProgram {
       if (call.seq !== this.#calls + index || !tool) {
         first = { index, failure: { code: 'runtime_error', message: 'The program reported a call the emulator did not expect' } };
       } else if (Buffer.byteLength(call.args, 'utf8') > limits.maxArgumentBytes) {
-        first = { index, failure: { code: 'arguments_too_large', message: limitMessage('arguments_too_large', { tool: call.tool, limit: limits.maxArgumentBytes }) } };
+        first = {
+          index,
+          failure: { code: 'arguments_too_large', message: limitMessage('arguments_too_large', { tool: call.tool, limit: limits.maxArgumentBytes }) },
+        };
       } else if (!takesText(tool)) {
         const problem = argumentsProblem(call.args, tool);
         if (problem) first = { index, failure: problem };

@@ -17,7 +17,7 @@ export const LIMIT_DEFINITIONS = {
     default: 5_000,
     code: 'cpu_time_exceeded',
     message: 'The program used more than {limit} ms of CPU',
-    description: 'CPU time a program\'s code may use across all its steps (isolated-vm `cpuTime`; time waiting on the client not counted).',
+    description: "CPU time a program's code may use across all its steps (isolated-vm `cpuTime`; time waiting on the client not counted).",
   },
   stepWallTimeMs: {
     env: 'PTC_STEP_WALL_TIME_MS',
@@ -32,14 +32,14 @@ export const LIMIT_DEFINITIONS = {
     default: 64,
     code: 'memory_limit_exceeded',
     message: "The program's heap exceeded {limit} MiB",
-    description: 'Heap of one program\'s isolate, in MiB (isolated-vm `memoryLimit`, at least 8).',
+    description: "Heap of one program's isolate, in MiB (isolated-vm `memoryLimit`, at least 8).",
   },
   maxCodeBytes: {
     env: 'PTC_MAX_CODE_BYTES',
     default: 256 * 1024,
     code: 'code_too_large',
     message: "The program's code exceeds {limit} bytes",
-    description: 'Size of a program\'s source, UTF-8 bytes.',
+    description: "Size of a program's source, UTF-8 bytes.",
   },
   maxCalls: {
     env: 'PTC_MAX_CALLS',
@@ -93,11 +93,17 @@ export type LimitCode = LimitDefinition['code'];
 /** The names of the placeholders in a message template. */
 type Placeholders<Template extends string> = Template extends `${string}{${infer Name}}${infer Rest}` ? Name | Placeholders<Rest> : never;
 /** What a limit's message needs filled in. */
-export type LimitMessageValues<Code extends LimitCode> = { readonly [Name in Placeholders<Extract<LimitDefinition, { code: Code }>['message']>]: string | number };
+export type LimitMessageValues<Code extends LimitCode> = {
+  readonly [Name in Placeholders<Extract<LimitDefinition, { code: Code }>['message']>]: string | number;
+};
 /** The codes of the limits whose message needs only the limit's value. */
-export type PlainLimitCode = { [Code in LimitCode]: Placeholders<Extract<LimitDefinition, { code: Code }>['message']> extends 'limit' ? Code : never }[LimitCode];
+export type PlainLimitCode = {
+  [Code in LimitCode]: Placeholders<Extract<LimitDefinition, { code: Code }>['message']> extends 'limit' ? Code : never;
+}[LimitCode];
 
-const LIMIT_NAMES_BY_CODE: ReadonlyMap<string, LimitName> = new Map((Object.entries(LIMIT_DEFINITIONS) as [LimitName, LimitDefinition][]).map(([name, definition]) => [definition.code, name]));
+const LIMIT_NAMES_BY_CODE: ReadonlyMap<string, LimitName> = new Map(
+  (Object.entries(LIMIT_DEFINITIONS) as [LimitName, LimitDefinition][]).map(([name, definition]) => [definition.code, name]),
+);
 
 /** The limit a code ends programs for. */
 export function limitNamed(code: LimitCode): LimitName {

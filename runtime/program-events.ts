@@ -70,4 +70,3 @@ export function hashOutputs(hash: Hash, answers: readonly { readonly output: str
   // One update of the joined text: a thousand small updates cost more than the hashing.
   return hash.update(answers.map(answerDigestPart).join(''), 'utf8');
 }
-

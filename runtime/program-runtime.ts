@@ -15,7 +15,6 @@ export interface ProgramRuntimeOptions {
   readonly warmIsolates?: number;
 }
 
-
 /** How a resume was served: from the paused isolate, or by replaying the program from the start. */
 export type ResumePath = 'warm' | 'replay';
 

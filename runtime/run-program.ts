@@ -36,15 +36,22 @@ export interface RunProgramResult {
  */
 export async function runProgram(code: string, options: RunProgramOptions = {}): Promise<RunProgramResult> {
   const tools = options.tools ?? {};
-  const program = new IsolateProgram({
-    code,
-    tools: Object.entries(tools).map(([name, tool]) => ({ name, ...(tool.text === true ? { input: 'text' as const } : {}), parseOutputAsJson: tool.json === true })),
-    seed: options.seed ?? randomInt(2 ** 32),
-    clock: options.clock ?? Date.now(),
-    limits: resolveLimits(options.limits),
-    // Isolates made ahead and shared by every runProgram of the process: each is still fresh,
-    // taken by one program only.
-  }, sharedWarmIsolates());
+  const program = new IsolateProgram(
+    {
+      code,
+      tools: Object.entries(tools).map(([name, tool]) => ({
+        name,
+        ...(tool.text === true ? { input: 'text' as const } : {}),
+        parseOutputAsJson: tool.json === true,
+      })),
+      seed: options.seed ?? randomInt(2 ** 32),
+      clock: options.clock ?? Date.now(),
+      limits: resolveLimits(options.limits),
+      // Isolates made ahead and shared by every runProgram of the process: each is still fresh,
+      // taken by one program only.
+    },
+    sharedWarmIsolates(),
+  );
   const calls: ToolCallRequest[] = [];
   let event: ProgramEvent = await program.start();
   try {

@@ -18,7 +18,9 @@ import { SchemaDeadlineError, SchemaTooComplexError, ToolSchemaError } from './e
 
 type Schema = Readonly<Record<string, unknown>>;
 
-type SchemaTask = { readonly op: 'compile'; readonly schemas: readonly Schema[] } | { readonly op: 'check'; readonly schema: Schema; readonly value: unknown; readonly root: string };
+type SchemaTask =
+  | { readonly op: 'compile'; readonly schemas: readonly Schema[] }
+  | { readonly op: 'check'; readonly schema: Schema; readonly value: unknown; readonly root: string };
 
 export type SchemaJob = SchemaTask & { readonly id: number };
 
@@ -37,7 +39,6 @@ export interface CompiledSchema {
   /** The validator as a CommonJS module body for the isolate (see GUEST_SCHEMA_MODULES). */
   readonly source: string;
 }
-
 
 /** How long a job may take when its caller names no deadline: far beyond any honest schema. */
 export const DEFAULT_SCHEMA_DEADLINE_MS = 10_000;
@@ -137,7 +138,11 @@ class SchemaThread {
       if (head) {
         clearInterval(head.timer);
         const outOfMemory = (error as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY';
-        head.reject(outOfMemory ? new SchemaTooComplexError(`ajv ran out of the ${SCHEMA_THREAD_HEAP_MB} MiB of heap it may use, compiling this request's schemas from this one on`) : error);
+        head.reject(
+          outOfMemory
+            ? new SchemaTooComplexError(`ajv ran out of the ${SCHEMA_THREAD_HEAP_MB} MiB of heap it may use, compiling this request's schemas from this one on`)
+            : error,
+        );
       }
       this.#postHead();
     };

@@ -15,7 +15,6 @@ import { SchemaTooComplexError, ToolSchemaError } from './errors.ts';
  * loop that serves requests or programs: schema-compiler.ts is the way in.
  */
 
-
 /**
  * The most code one schema's validator may come to, in characters. Ajv's code runs 16 to 20
  * times a schema's JSON (measured: 2,000 small object properties, 300 KB, compile to 5.8 MB; a
@@ -143,11 +142,12 @@ function compile(schema: Readonly<Record<string, unknown>>): Validator {
   // The CommonJS module's exports are the function itself (its `default` is the same function).
   const source = (standalone as unknown as typeof standalone.default)(ajv, validate);
   if (source.length > MAX_VALIDATOR_CHARS) {
-    throw new SchemaTooComplexError(`ajv compiles it to ${(source.length / 2 ** 20).toFixed(1)} MiB of code, over the ${MAX_VALIDATOR_CHARS / 2 ** 20} MiB the emulator loads for one schema`);
+    throw new SchemaTooComplexError(
+      `ajv compiles it to ${(source.length / 2 ** 20).toFixed(1)} MiB of code, over the ${MAX_VALIDATOR_CHARS / 2 ** 20} MiB the emulator loads for one schema`,
+    );
   }
   for (const [, name] of source.matchAll(REQUIRE_CALL)) {
     if (!(name! in GUEST_SCHEMA_MODULES)) throw new ToolSchemaError(`it needs ${name}, which the emulator does not load into programs`);
   }
   return { validate, source };
 }
-

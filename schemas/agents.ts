@@ -141,7 +141,12 @@ export type CreateSessionRequest = z.infer<typeof CreateSessionRequest>;
 /** `POST /v1/agents/sessions/{session_id}`. */
 export const UpdateSessionRequest = z.strictObject({
   agent: z
-    .strictObject({ model: z.string().min(1).optional(), reasoning: z.strictObject({ effort: ReasoningEffort.nullish() }).nullish(), service_tier: ServiceTier.nullish(), tools: z.array(AgentToolParam).max(128).nullish() })
+    .strictObject({
+      model: z.string().min(1).optional(),
+      reasoning: z.strictObject({ effort: ReasoningEffort.nullish() }).nullish(),
+      service_tier: ServiceTier.nullish(),
+      tools: z.array(AgentToolParam).max(128).nullish(),
+    })
     .nullish(),
   metadata: Metadata.nullish(),
   prompt_cache_options: PromptCacheOptions.nullish(),
@@ -209,10 +214,32 @@ export type CallStatus = 'in_progress' | 'completed' | 'failed' | 'incomplete';
 
 export type SessionItem =
   | { type: 'message'; id: string; role: 'user'; content: InputContent[]; phase: null; status: 'completed'; turn_id: string }
-  | { type: 'message'; id: string; role: 'assistant'; content: { type: 'output_text'; text: string }[]; phase: 'commentary' | 'final_answer' | null; status: 'in_progress' | 'completed' | 'incomplete'; turn_id: string }
-  | { type: 'reasoning'; id: string; status: 'in_progress' | 'completed' | 'incomplete' | null; summary: { type: 'summary_text'; text: string }[]; turn_id: string }
+  | {
+      type: 'message';
+      id: string;
+      role: 'assistant';
+      content: { type: 'output_text'; text: string }[];
+      phase: 'commentary' | 'final_answer' | null;
+      status: 'in_progress' | 'completed' | 'incomplete';
+      turn_id: string;
+    }
+  | {
+      type: 'reasoning';
+      id: string;
+      status: 'in_progress' | 'completed' | 'incomplete' | null;
+      summary: { type: 'summary_text'; text: string }[];
+      turn_id: string;
+    }
   | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string; status: CallStatus; turn_id: string }
-  | { type: 'function_call_output'; id: string; call_id: string; output: string | InputContent[] | null; error: string | null; status: CallStatus; turn_id: string };
+  | {
+      type: 'function_call_output';
+      id: string;
+      call_id: string;
+      output: string | InputContent[] | null;
+      error: string | null;
+      status: CallStatus;
+      turn_id: string;
+    };
 
 // ---- events --------------------------------------------------------------------------------
 
@@ -239,14 +266,47 @@ export const CreateEventsRequest = z.strictObject({ events: z.array(SessionInput
 
 /** What a session streams, without its `event_id` (given as it is sent). */
 export type SessionEventBody =
-  | { type: 'agent.session.created' | 'agent.session.in_progress' | 'agent.session.idle' | 'agent.session.requires_action' | 'agent.session.failed'; session: SessionObject }
+  | {
+      type: 'agent.session.created' | 'agent.session.in_progress' | 'agent.session.idle' | 'agent.session.requires_action' | 'agent.session.failed';
+      session: SessionObject;
+    }
   | { type: 'agent.session.turn.created' | 'agent.session.turn.in_progress'; session_id: string; turn_id: string; turn: TurnObject }
-  | { type: 'agent.session.turn.completed' | 'agent.session.turn.failed' | 'agent.session.turn.cancelled'; session_id: string; turn_id: string; turn: TurnObject; usage: TokenUsage | null }
+  | {
+      type: 'agent.session.turn.completed' | 'agent.session.turn.failed' | 'agent.session.turn.cancelled';
+      session_id: string;
+      turn_id: string;
+      turn: TurnObject;
+      usage: TokenUsage | null;
+    }
   | { type: 'agent.session.turn.item.added'; session_id: string; turn_id: string; item: SessionItem; output_index: number | null }
   | { type: 'agent.session.turn.item.done'; session_id: string; turn_id: string; item: SessionItem; output_index: number }
-  | { type: 'agent.session.turn.content_part.added' | 'agent.session.turn.content_part.done'; session_id: string; turn_id: string; item_id: string; output_index: number; content_index: number; part: { type: 'output_text'; text: string } }
-  | { type: 'agent.session.turn.output_text.delta'; session_id: string; turn_id: string; item_id: string; output_index: number; content_index: number; delta: string }
-  | { type: 'agent.session.turn.output_text.done'; session_id: string; turn_id: string; item_id: string; output_index: number; content_index: number; text: string };
+  | {
+      type: 'agent.session.turn.content_part.added' | 'agent.session.turn.content_part.done';
+      session_id: string;
+      turn_id: string;
+      item_id: string;
+      output_index: number;
+      content_index: number;
+      part: { type: 'output_text'; text: string };
+    }
+  | {
+      type: 'agent.session.turn.output_text.delta';
+      session_id: string;
+      turn_id: string;
+      item_id: string;
+      output_index: number;
+      content_index: number;
+      delta: string;
+    }
+  | {
+      type: 'agent.session.turn.output_text.done';
+      session_id: string;
+      turn_id: string;
+      item_id: string;
+      output_index: number;
+      content_index: number;
+      text: string;
+    };
 
 export type SessionEvent = SessionEventBody & { event_id: string };
 
@@ -288,7 +348,10 @@ export const VaultListQuery = z.strictObject({
 export const CreateVaultRequest = z.strictObject({ name: z.string().max(256).optional(), metadata: Metadata.nullish() });
 export const UpdateVaultRequest = z.strictObject({ name: z.string().max(256).nullish(), metadata: Metadata.optional() });
 
-const Networking = z.discriminatedUnion('type', [z.strictObject({ type: z.literal('unrestricted') }), z.strictObject({ type: z.literal('limited'), allowed_hosts: z.array(z.string()) })]);
+const Networking = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('unrestricted') }),
+  z.strictObject({ type: z.literal('limited'), allowed_hosts: z.array(z.string()) }),
+]);
 const SecretEndpointAuth = (type: 'client_secret_basic' | 'client_secret_post') => z.strictObject({ type: z.literal(type), client_secret: z.string().min(1) });
 const ServerUrl = z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' });
 const Secret = z.string().min(1);
@@ -306,14 +369,23 @@ export const CredentialAuthCreate = z.discriminatedUnion('type', [
         client_id: z.string().min(1),
         refresh_token: Secret,
         token_endpoint: ServerUrl,
-        token_endpoint_auth: z.discriminatedUnion('type', [z.strictObject({ type: z.literal('none') }), SecretEndpointAuth('client_secret_basic'), SecretEndpointAuth('client_secret_post')]),
+        token_endpoint_auth: z.discriminatedUnion('type', [
+          z.strictObject({ type: z.literal('none') }),
+          SecretEndpointAuth('client_secret_basic'),
+          SecretEndpointAuth('client_secret_post'),
+        ]),
         resource: z.string().nullish(),
         scope: z.string().nullish(),
       })
       .nullish(),
   }),
   z.strictObject({ type: z.literal('static_bearer'), token: Secret, mcp_server_url: ServerUrl }),
-  z.strictObject({ type: z.literal('environment_variable'), networking: Networking, secret_name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name' }), secret_value: Secret }),
+  z.strictObject({
+    type: z.literal('environment_variable'),
+    networking: Networking,
+    secret_name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected an environment variable name' }),
+    secret_value: Secret,
+  }),
 ]);
 export type CredentialAuthCreate = z.infer<typeof CredentialAuthCreate>;
 
@@ -327,7 +399,12 @@ export const CredentialAuthRotate = z.discriminatedUnion('type', [
       .strictObject({
         refresh_token: Secret.nullish(),
         scope: z.string().nullish(),
-        token_endpoint_auth: z.discriminatedUnion('type', [z.strictObject({ type: z.literal('client_secret_basic'), client_secret: z.string().nullish() }), z.strictObject({ type: z.literal('client_secret_post'), client_secret: z.string().nullish() })]).nullish(),
+        token_endpoint_auth: z
+          .discriminatedUnion('type', [
+            z.strictObject({ type: z.literal('client_secret_basic'), client_secret: z.string().nullish() }),
+            z.strictObject({ type: z.literal('client_secret_post'), client_secret: z.string().nullish() }),
+          ])
+          .nullish(),
       })
       .nullish(),
   }),
@@ -341,7 +418,18 @@ export const UpdateCredentialRequest = z.strictObject({ auth: CredentialAuthRota
 
 /** A credential's `auth` as it is returned: no secret. */
 export type CredentialAuth =
-  | { type: 'mcp_oauth'; mcp_server_url: string; expires_at: string | null; refresh: { client_id: string; resource: string | null; scope: string | null; token_endpoint: string; token_endpoint_auth: { type: 'none' | 'client_secret_basic' | 'client_secret_post' } } | null }
+  | {
+      type: 'mcp_oauth';
+      mcp_server_url: string;
+      expires_at: string | null;
+      refresh: {
+        client_id: string;
+        resource: string | null;
+        scope: string | null;
+        token_endpoint: string;
+        token_endpoint_auth: { type: 'none' | 'client_secret_basic' | 'client_secret_post' };
+      } | null;
+    }
   | { type: 'static_bearer'; mcp_server_url: string }
   | { type: 'environment_variable'; secret_name: string; networking: z.infer<typeof Networking> };
 
@@ -429,7 +517,14 @@ export const AutomationListQuery = AgentListQuery.extend({ session_id: z.string(
 
 /** `POST /v1/agents/automations`. */
 export const CreateAutomationRequest = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('periodic'), name: AutomationName, expression: CronExpression, timezone: TimeZone, target: AutomationTargetParam, metadata: Metadata.optional() }),
+  z.strictObject({
+    type: z.literal('periodic'),
+    name: AutomationName,
+    expression: CronExpression,
+    timezone: TimeZone,
+    target: AutomationTargetParam,
+    metadata: Metadata.optional(),
+  }),
   z.strictObject({ type: z.literal('once'), name: AutomationName, run_at: RunAt, target: AutomationTargetParam, metadata: Metadata.optional() }),
 ]);
 export type CreateAutomationRequest = z.infer<typeof CreateAutomationRequest>;
@@ -467,7 +562,10 @@ export type AutomationObject = {
   metadata: Record<string, string>;
   target: AutomationTarget;
   pause_reason: null;
-} & ({ type: 'periodic'; expression: string; timezone: string; status: 'active' | 'paused' } | { type: 'once'; run_at: number; status: 'active' | 'paused' | 'completed' });
+} & (
+  | { type: 'periodic'; expression: string; timezone: string; status: 'active' | 'paused' }
+  | { type: 'once'; run_at: number; status: 'active' | 'paused' | 'completed' }
+);
 
 export interface AutomationInvocation {
   id: string;

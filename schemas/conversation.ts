@@ -38,7 +38,6 @@ export const CreateItemsRequest = z.strictObject({
   items: NewItems.min(1),
 });
 
-
 /** `GET /v1/conversations/{id}/items`. */
 export const ListItemsQuery = z.strictObject({
   after: z.string().optional(),

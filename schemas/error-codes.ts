@@ -7,13 +7,7 @@
  * `incomplete`. `docs/ERRORS.md` documents both tables; a test keeps it in sync.
  */
 
-export type ApiErrorType =
-  | 'invalid_request_error'
-  | 'authentication_error'
-  | 'not_found_error'
-  | 'conflict_error'
-  | 'rate_limit_error'
-  | 'server_error';
+export type ApiErrorType = 'invalid_request_error' | 'authentication_error' | 'not_found_error' | 'conflict_error' | 'rate_limit_error' | 'server_error';
 
 export interface ApiErrorDefinition {
   readonly status: number;
@@ -47,7 +41,8 @@ export const API_ERRORS = {
   missing_required_parameter: {
     status: 400,
     type: 'invalid_request_error',
-    description: 'A required field is absent; `param` names it. Also an `mcp_call` of a paused program resent without its `output` when no stored response holds it (`param`: that `output`).',
+    description:
+      'A required field is absent; `param` names it. Also an `mcp_call` of a paused program resent without its `output` when no stored response holds it (`param`: that `output`).',
   },
   invalid_type: {
     status: 400,
@@ -62,7 +57,8 @@ export const API_ERRORS = {
   steering_not_supported: {
     status: 400,
     type: 'invalid_request_error',
-    description: 'A `response.steer` event over WebSocket (openai 7.x): each request on a socket runs to its end before the next is read, so there is nothing to steer. Answered with a `response.steer.failed` event carrying this code, not an `error` event.',
+    description:
+      'A `response.steer` event over WebSocket (openai 7.x): each request on a socket runs to its end before the next is read, so there is nothing to steer. Answered with a `response.steer.failed` event carrying this code, not an `error` event.',
   },
   previous_response_not_found: {
     status: 400,
@@ -83,7 +79,7 @@ export const API_ERRORS = {
     status: 400,
     type: 'invalid_request_error',
     description:
-      'A tool\'s strict `parameters` or `output_schema` is past one of the hosted API\'s limits for strict schemas (10 levels of nesting, 5,000 object properties, 1,000 enum values, 120,000 characters of names and values, 15,000 for a string enum of more than 250 values; and the emulator\'s 500 `patternProperties`), or is not a JSON Schema the validator (ajv) can compile; the message names the limit and where.',
+      "A tool's strict `parameters` or `output_schema` is past one of the hosted API's limits for strict schemas (10 levels of nesting, 5,000 object properties, 1,000 enum values, 120,000 characters of names and values, 15,000 for a string enum of more than 250 values; and the emulator's 500 `patternProperties`), or is not a JSON Schema the validator (ajv) can compile; the message names the limit and where.",
   },
   too_many_input_items: {
     status: 400,
@@ -93,19 +89,21 @@ export const API_ERRORS = {
   schema_too_large: {
     status: 400,
     type: 'invalid_request_error',
-    description: 'The schemas of a request\'s tools that programs check with (strict `parameters`, `output_schema`) come to more than `PTC_MAX_SCHEMA_BYTES`; `param` names the one that crossed it.',
+    description:
+      "The schemas of a request's tools that programs check with (strict `parameters`, `output_schema`) come to more than `PTC_MAX_SCHEMA_BYTES`; `param` names the one that crossed it.",
   },
   schema_too_complex: {
     status: 400,
     type: 'invalid_request_error',
     description:
-      'Ajv did not compile a request\'s schemas within `PTC_SCHEMA_COMPILE_TIMEOUT_MS` of CPU time, compiled one to more than 8 MiB of code, or ran out of the 1 GiB its thread may use (schemas within the limits of `invalid_function_parameters` but of thousands of keywords); `param` names the schema.',
+      "Ajv did not compile a request's schemas within `PTC_SCHEMA_COMPILE_TIMEOUT_MS` of CPU time, compiled one to more than 8 MiB of code, or ran out of the 1 GiB its thread may use (schemas within the limits of `invalid_function_parameters` but of thousands of keywords); `param` names the schema.",
   },
   tool_definitions_changed: {
     status: 400,
     type: 'invalid_request_error',
     clientLoop: true,
-    description: 'A request resuming a program defines one of the program\'s tools with other `parameters` or `output_schema` than the request that started it, or drops it.',
+    description:
+      "A request resuming a program defines one of the program's tools with other `parameters` or `output_schema` than the request that started it, or drops it.",
   },
   tool_output_missing: {
     status: 400,
@@ -117,7 +115,8 @@ export const API_ERRORS = {
     status: 400,
     type: 'invalid_request_error',
     clientLoop: true,
-    description: 'Client loop: an output answers a `call_id` that no call in the conversation has, or a call of another type (a `function_call_output` for a `custom_tool_call`).',
+    description:
+      'Client loop: an output answers a `call_id` that no call in the conversation has, or a call of another type (a `function_call_output` for a `custom_tool_call`).',
   },
   tool_output_duplicate: {
     status: 400,
@@ -129,13 +128,15 @@ export const API_ERRORS = {
     status: 400,
     type: 'invalid_request_error',
     clientLoop: true,
-    description: 'Client loop: the output of a program\'s call does not copy the call\'s `caller`, or a call the emulator answered (`mcp_call`, `mcp_approval_request`, `code_interpreter_call`) comes back without its `caller`.',
+    description:
+      "Client loop: the output of a program's call does not copy the call's `caller`, or a call the emulator answered (`mcp_call`, `mcp_approval_request`, `code_interpreter_call`) comes back without its `caller`.",
   },
   caller_mismatch: {
     status: 400,
     type: 'invalid_request_error',
     clientLoop: true,
-    description: 'Client loop: the output\'s `caller` (or an `mcp_approval_response`\'s, when it carries one) differs from the call\'s `caller`, or a call the emulator answered comes back with another program\'s `caller`, or `direct`.',
+    description:
+      "Client loop: the output's `caller` (or an `mcp_approval_response`'s, when it carries one) differs from the call's `caller`, or a call the emulator answered comes back with another program's `caller`, or `direct`.",
   },
   program_item_missing: {
     status: 400,
@@ -147,7 +148,8 @@ export const API_ERRORS = {
     status: 400,
     type: 'invalid_request_error',
     clientLoop: true,
-    description: 'Client loop: a resent program call is not one the program made at that position (its name, arguments or call_id changed, or it was reordered or forged), or a program item appears twice.',
+    description:
+      'Client loop: a resent program call is not one the program made at that position (its name, arguments or call_id changed, or it was reordered or forged), or a program item appears twice.',
   },
   fingerprint_invalid: {
     status: 400,
@@ -159,7 +161,7 @@ export const API_ERRORS = {
     status: 400,
     type: 'invalid_request_error',
     clientLoop: true,
-    description: 'A `program` item\'s code or call_id no longer matches the fingerprint sealed with it.',
+    description: "A `program` item's code or call_id no longer matches the fingerprint sealed with it.",
   },
   items_out_of_order: {
     status: 400,
@@ -180,7 +182,8 @@ export const API_ERRORS = {
   conversation_not_found: {
     status: 404,
     type: 'not_found_error',
-    description: 'No conversation has this id (never created, or deleted): on the Conversations API, and for `conversation` on `POST /v1/responses` (`param`: `conversation`).',
+    description:
+      'No conversation has this id (never created, or deleted): on the Conversations API, and for `conversation` on `POST /v1/responses` (`param`: `conversation`).',
   },
   conversation_item_not_found: {
     status: 404,
@@ -215,7 +218,7 @@ export const API_ERRORS = {
   session_resource_not_found: {
     status: 404,
     type: 'not_found_error',
-    description: 'A subagent, artifact or trace of an agent session asked for by id: the emulator\'s sessions have none (no subagents, no environment).',
+    description: "A subagent, artifact or trace of an agent session asked for by id: the emulator's sessions have none (no subagents, no environment).",
   },
   automation_not_found: {
     status: 404,
@@ -230,17 +233,20 @@ export const API_ERRORS = {
   invalid_request_error: {
     status: 400,
     type: 'invalid_request_error',
-    description: 'An `agent.session.input.tool_result` names a call the session does not wait on: the message is exactly `Unknown pending tool call: <call_id>`, which the SDK\'s `sessions.stream()` helper retries.',
+    description:
+      "An `agent.session.input.tool_result` names a call the session does not wait on: the message is exactly `Unknown pending tool call: <call_id>`, which the SDK's `sessions.stream()` helper retries.",
   },
   session_busy: {
     status: 409,
     type: 'conflict_error',
-    description: 'A message sent to an agent session while its turn is still running or waiting on tool results (send the results, or `agent.session.input.cancel`, first).',
+    description:
+      'A message sent to an agent session while its turn is still running or waiting on tool results (send the results, or `agent.session.input.cancel`, first).',
   },
   agents_not_emulated: {
     status: 400,
     type: 'invalid_request_error',
-    description: 'A part of the Agents API the emulator does not run (environments other than `none`, agent tools other than function and `programmatic_tool_calling`, subagents, approvals); the message names it ([DEVIATIONS.md](DEVIATIONS.md#the-agents-api)).',
+    description:
+      'A part of the Agents API the emulator does not run (environments other than `none`, agent tools other than function and `programmatic_tool_calling`, subagents, approvals); the message names it ([DEVIATIONS.md](DEVIATIONS.md#the-agents-api)).',
   },
   agents_unsupported: {
     status: 400,
@@ -260,7 +266,7 @@ export const API_ERRORS = {
   model_not_found: {
     status: 404,
     type: 'not_found_error',
-    description: 'The model is not in the emulator\'s model list (`GET /v1/models`).',
+    description: "The model is not in the emulator's model list (`GET /v1/models`).",
   },
   unknown_url: {
     status: 404,
@@ -270,12 +276,12 @@ export const API_ERRORS = {
   invalid_api_key: {
     status: 401,
     type: 'authentication_error',
-    description: '`PTC_API_KEY` is set and the request\'s bearer token differs.',
+    description: "`PTC_API_KEY` is set and the request's bearer token differs.",
   },
   simulated_error: {
     status: 500,
     type: 'server_error',
-    description: 'A fault injected by the `error_status` knob: its status is the knob\'s (500 is the default), its `type` follows the status.',
+    description: "A fault injected by the `error_status` knob: its status is the knob's (500 is the default), its `type` follows the status.",
   },
   not_cancellable: {
     status: 400,
@@ -290,7 +296,8 @@ export const API_ERRORS = {
   too_many_event_streams: {
     status: 429,
     type: 'rate_limit_error',
-    description: '`GET /v1/emulator/journal/events`: as many journal event streams as the emulator serves at once are open (64, `MAX_EVENT_STREAMS` in server/inspector/journal-events.ts); an agent session\'s `GET …/events` (or `sessions.create` with `stream: true`): 256 open on the server, or 16 on that session (server/agents/session-events.ts).',
+    description:
+      "`GET /v1/emulator/journal/events`: as many journal event streams as the emulator serves at once are open (64, `MAX_EVENT_STREAMS` in server/inspector/journal-events.ts); an agent session's `GET …/events` (or `sessions.create` with `stream: true`): 256 open on the server, or 16 on that session (server/agents/session-events.ts).",
   },
   shutting_down: {
     status: 503,
@@ -300,12 +307,14 @@ export const API_ERRORS = {
   store_unavailable: {
     status: 503,
     type: 'server_error',
-    description: 'The response store cannot be reached (`PTC_STORE=redis` with Redis down or not answering); `GET /health` says so too. Retry later: nothing was stored.',
+    description:
+      'The response store cannot be reached (`PTC_STORE=redis` with Redis down or not answering); `GET /health` says so too. Retry later: nothing was stored.',
   },
   model_backend_error: {
     status: 502,
     type: 'server_error',
-    description: 'The model backend (`PTC_MODEL_BACKEND`) could not be reached, answered an error (5xx after `PTC_MODEL_BACKEND_RETRIES` retries, or a 4xx such as a refused key), or answered something that is not a chat completion; the message gives its status and error.',
+    description:
+      'The model backend (`PTC_MODEL_BACKEND`) could not be reached, answered an error (5xx after `PTC_MODEL_BACKEND_RETRIES` retries, or a 4xx such as a refused key), or answered something that is not a chat completion; the message gives its status and error.',
   },
   model_backend_timeout: {
     status: 504,
@@ -320,12 +329,14 @@ export const API_ERRORS = {
   cassette_miss: {
     status: 404,
     type: 'not_found_error',
-    description: 'Replay mode (`PTC_REPLAY`): no cassette entry matches the request\'s key (model, instructions, tools, messages so far, turn, phase); the message names the key and the nearest entries (docs/CASSETTES.md).',
+    description:
+      "Replay mode (`PTC_REPLAY`): no cassette entry matches the request's key (model, instructions, tools, messages so far, turn, phase); the message names the key and the nearest entries (docs/CASSETTES.md).",
   },
   cassette_divergence: {
     status: 409,
     type: 'conflict_error',
-    description: 'Replay mode with `PTC_REPLAY_STRICT=true`: a recorded program made other calls (or ended otherwise) in our runtime than in the recorded one; the message names the entry and the step (docs/CASSETTES.md).',
+    description:
+      'Replay mode with `PTC_REPLAY_STRICT=true`: a recorded program made other calls (or ended otherwise) in our runtime than in the recorded one; the message names the entry and the step (docs/CASSETTES.md).',
   },
   upstream_unavailable: {
     status: 502,
@@ -349,35 +360,41 @@ export const PROGRAM_ERRORS = {
   program_threw: { description: 'The program threw (or rejected) and did not catch it.' },
   syntax_error: { description: 'The code does not parse as an async function body (`import` declarations included).' },
   code_too_large: { description: 'The code exceeds `PTC_MAX_CODE_BYTES`.' },
-  cpu_time_exceeded: { description: 'The program\'s code ran for more than `PTC_CPU_TIME_MS` of CPU time across all its steps (see "What each clock measures").' },
+  cpu_time_exceeded: {
+    description: 'The program\'s code ran for more than `PTC_CPU_TIME_MS` of CPU time across all its steps (see "What each clock measures").',
+  },
   wall_time_exceeded: {
     description:
-      'One execution step\'s code ran for longer than `PTC_STEP_WALL_TIME_MS` (its own running time: waiting for a worker or for the client not counted); or its isolate could not stop it and its worker was stopped for it (a second past the limit, or at the step\'s hard deadline), or died while it ran past the limit.',
+      "One execution step's code ran for longer than `PTC_STEP_WALL_TIME_MS` (its own running time: waiting for a worker or for the client not counted); or its isolate could not stop it and its worker was stopped for it (a second past the limit, or at the step's hard deadline), or died while it ran past the limit.",
   },
   memory_limit_exceeded: {
     description:
-      'The isolate\'s heap passed `PTC_MEMORY_MB`; or it did inside a native call that went on after isolated-vm disposed the isolate for it (an ICU call), and its worker was stopped for it 6 s after the isolate was disposed.',
+      "The isolate's heap passed `PTC_MEMORY_MB`; or it did inside a native call that went on after isolated-vm disposed the isolate for it (an ICU call), and its worker was stopped for it 6 s after the isolate was disposed.",
   },
   call_limit_exceeded: { description: 'The program made more tool calls than `PTC_MAX_CALLS`.' },
   calls_in_flight_exceeded: { description: 'More than `PTC_MAX_CALLS_IN_FLIGHT` calls were pending at once.' },
-  arguments_too_large: { description: 'One call\'s serialised arguments exceed `PTC_MAX_ARGUMENT_BYTES`.' },
+  arguments_too_large: { description: "One call's serialised arguments exceed `PTC_MAX_ARGUMENT_BYTES`." },
   arguments_invalid: {
     description:
-      'A call reached the host with arguments that break the tool\'s strict `parameters` (checked again in a context the program cannot reach), although the program\'s own context checks them first: the program tampered with the built-ins that check uses.',
+      "A call reached the host with arguments that break the tool's strict `parameters` (checked again in a context the program cannot reach), although the program's own context checks them first: the program tampered with the built-ins that check uses.",
   },
-  tool_output_too_large: { description: 'A tool output delivered to the program, or the error message of a call answered with an error, exceeds `PTC_MAX_TOOL_OUTPUT_BYTES`; a warm resume and a replay end at the same call.' },
+  tool_output_too_large: {
+    description:
+      'A tool output delivered to the program, or the error message of a call answered with an error, exceeds `PTC_MAX_TOOL_OUTPUT_BYTES`; a warm resume and a replay end at the same call.',
+  },
   output_limit_exceeded: { description: 'The text and images emitted exceed `PTC_MAX_OUTPUT_BYTES`.' },
   program_stalled: { description: 'The program awaits a promise that nothing can settle: no tool call is pending.' },
   replay_diverged: {
-    description: 'Resuming by replay, the program made a different call (tool or canonical arguments) than the recorded run at the step named, or fewer calls: an earlier tool output changed, or the program is not deterministic.',
+    description:
+      'Resuming by replay, the program made a different call (tool or canonical arguments) than the recorded run at the step named, or fewer calls: an earlier tool output changed, or the program is not deterministic.',
   },
   resume_limit_exceeded: { description: 'The program paused and was resumed more than `PTC_MAX_RESUMES` times.' },
   program_expired: { description: 'The program started more than `PTC_PROGRAM_EXPIRY_MS` ago: it can no longer be resumed.' },
   runtime_crashed: {
     description:
-      'The worker process running the program died during its step (a crash, its memory ceiling, or no answer to heartbeats), and died again when the step was run once more by itself on a worker of its own: the program kills workers. A step that another program\'s crash took down is run again and goes on.',
+      "The worker process running the program died during its step (a crash, its memory ceiling, or no answer to heartbeats), and died again when the step was run once more by itself on a worker of its own: the program kills workers. A step that another program's crash took down is run again and goes on.",
   },
-  runtime_error: { description: 'The emulator failed to run the program (an internal fault, not the program\'s).' },
+  runtime_error: { description: "The emulator failed to run the program (an internal fault, not the program's)." },
 } as const satisfies Record<string, ProgramErrorDefinition>;
 
 export type ProgramErrorCode = keyof typeof PROGRAM_ERRORS;

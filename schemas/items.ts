@@ -461,7 +461,9 @@ export const EmittedMcpListTools = z.strictObject({
   type: z.literal('mcp_list_tools'),
   id: z.string(),
   server_label: z.string(),
-  tools: z.array(z.strictObject({ name: z.string(), input_schema: z.unknown(), description: z.string().nullable().optional(), annotations: z.unknown().optional() })),
+  tools: z.array(
+    z.strictObject({ name: z.string(), input_schema: z.unknown(), description: z.string().nullable().optional(), annotations: z.unknown().optional() }),
+  ),
   error: z.string().nullable(),
 });
 export type EmittedMcpListTools = z.infer<typeof EmittedMcpListTools>;

@@ -3,9 +3,7 @@ import { InputItem } from './items.ts';
 import { Tool, ToolChoice } from './tools.ts';
 
 /** Metadata: at most 16 string pairs, keys up to 64 characters, values up to 512. */
-export const Metadata = z
-  .record(z.string().max(64), z.string().max(512))
-  .refine((value) => Object.keys(value).length <= 16, { message: 'at most 16 keys' });
+export const Metadata = z.record(z.string().max(64), z.string().max(512)).refine((value) => Object.keys(value).length <= 16, { message: 'at most 16 keys' });
 
 /** `reasoning`: accepted and echoed; the stand-in does not reason. */
 export const ReasoningConfig = z.looseObject({
@@ -114,7 +112,10 @@ export type InputItemsQuery = z.infer<typeof InputItemsQuery>;
 
 /** `GET /v1/responses/{id}` query: `stream=true` replays the stored response's events. */
 export const RetrieveResponseQuery = z.strictObject({
-  stream: z.enum(['true', 'false']).transform((value) => value === 'true').optional(),
+  stream: z
+    .enum(['true', 'false'])
+    .transform((value) => value === 'true')
+    .optional(),
   starting_after: z.coerce.number().int().min(-1).optional(),
   ...IncludeQuery,
   include_obfuscation: z.enum(['true', 'false']).optional(),

@@ -104,9 +104,7 @@ export const McpTool = z.looseObject({
   headers: z.record(z.string(), z.string()).nullish(),
   authorization: z.string().optional(),
   allowed_tools: z.union([z.array(z.string()), McpToolFilter]).nullish(),
-  require_approval: z
-    .union([z.enum(['always', 'never']), z.looseObject({ always: McpToolFilter.nullish(), never: McpToolFilter.nullish() })])
-    .nullish(),
+  require_approval: z.union([z.enum(['always', 'never']), z.looseObject({ always: McpToolFilter.nullish(), never: McpToolFilter.nullish() })]).nullish(),
   allowed_callers: AllowedCallers,
   defer_loading: z.boolean().optional(),
 });
@@ -187,6 +185,19 @@ export const ToolChoice = z.union([
   z.strictObject({ type: z.literal('programmatic_tool_calling') }),
   z.looseObject({ type: z.literal('allowed_tools'), mode: z.enum(['auto', 'required']), tools: z.array(z.looseObject({ type: z.string() })) }),
   z.looseObject({ type: z.literal('mcp'), server_label: z.string() }),
-  z.looseObject({ type: z.enum(['apply_patch', 'shell', 'file_search', 'web_search_preview', 'computer', 'computer_use_preview', 'computer_use', 'web_search_preview_2025_03_11', 'image_generation', 'code_interpreter']) }),
+  z.looseObject({
+    type: z.enum([
+      'apply_patch',
+      'shell',
+      'file_search',
+      'web_search_preview',
+      'computer',
+      'computer_use_preview',
+      'computer_use',
+      'web_search_preview_2025_03_11',
+      'image_generation',
+      'code_interpreter',
+    ]),
+  }),
 ]);
 export type ToolChoice = z.infer<typeof ToolChoice>;

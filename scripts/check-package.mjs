@@ -61,7 +61,10 @@ async function check(name, body) {
 }
 
 function indent(text) {
-  return text.split('\n').map((line) => `      ${line}`).join('\n');
+  return text
+    .split('\n')
+    .map((line) => `      ${line}`)
+    .join('\n');
 }
 
 function assert(condition, message) {
@@ -129,7 +132,11 @@ async function startServer(file, args, options) {
 
 /** The instructions of the Dockerfile's final stage, by keyword (the last of each). */
 function finalStage(dockerfile) {
-  const logical = dockerfile.replace(/\\\n/g, ' ').split('\n').map((line) => line.trim()).filter((line) => line && !line.startsWith('#'));
+  const logical = dockerfile
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'));
   const lastFrom = logical.findLastIndex((line) => /^FROM\s/i.test(line));
   const stage = { ENV: {}, LABEL: {}, COPY: [], RUN: [] };
   for (const line of logical.slice(lastFrom + 1)) {
@@ -163,7 +170,8 @@ function compiledTraces(nodeModules) {
       if (entry.name === 'better-sqlite3' && dir.endsWith(`${sep}node_modules`)) sqlite.push(relative(nodeModules, path));
       if (entry.name === 'build') {
         const names = readdirSync(path);
-        if (names.some((name) => ['config.gypi', 'Makefile', 'Release', 'Debug'].includes(name))) built.push(`${relative(nodeModules, path)}/ (${names.join(', ')})`);
+        if (names.some((name) => ['config.gypi', 'Makefile', 'Release', 'Debug'].includes(name)))
+          built.push(`${relative(nodeModules, path)}/ (${names.join(', ')})`);
       }
       walk(path);
     }
@@ -190,12 +198,26 @@ try {
     const [info] = JSON.parse(stdout);
     tarball = join(scratch, info.filename);
     const files = info.files.map((file) => file.path);
-    for (const required of ['LICENSE', 'README.md', 'package.json', 'dist/cli/main.js', 'dist/runtime/guest-prelude.js', 'dist/server/inspector/assets/index.html', 'dist/server/inspector/assets/app.js', 'dist/server/inspector/assets/app.css', 'dist/runtime/worker/worker-main.js', 'dist/server/index.d.ts', 'dist/testing/index.d.ts']) {
+    for (const required of [
+      'LICENSE',
+      'README.md',
+      'package.json',
+      'dist/cli/main.js',
+      'dist/runtime/guest-prelude.js',
+      'dist/server/inspector/assets/index.html',
+      'dist/server/inspector/assets/app.js',
+      'dist/server/inspector/assets/app.css',
+      'dist/runtime/worker/worker-main.js',
+      'dist/server/index.d.ts',
+      'dist/testing/index.d.ts',
+    ]) {
       assert(files.includes(required), `the tarball lacks ${required}`);
     }
     const stray = files.filter((file) => /^(test|bench|\.ci|scripts|node_modules)\//.test(file) || (/\.ts$/.test(file) && !/\.d\.ts$/.test(file)));
     assert(stray.length === 0, `the tarball holds files users do not need: ${stray.slice(0, 10).join(', ')}`);
-    figures.push(`package: ${info.filename}, ${(info.size / 1024).toFixed(0)} KiB packed, ${(info.unpackedSize / 1024).toFixed(0)} KiB unpacked, ${info.entryCount} files`);
+    figures.push(
+      `package: ${info.filename}, ${(info.size / 1024).toFixed(0)} KiB packed, ${(info.unpackedSize / 1024).toFixed(0)} KiB unpacked, ${info.entryCount} files`,
+    );
   });
 
   await check('publint finds nothing', async () => {
@@ -215,7 +237,9 @@ try {
     // that their output (node-gyp's, were it run) is in ours.
     const { stdout, stderr } = await sh('npm', ['install', '--omit=dev', '--no-audit', '--no-fund', '--foreground-scripts', tarball, OPENAI], { cwd: project });
     installOutput = stdout + stderr;
-    figures.push(`install (${NODE}): ${((performance.now() - started) / 1000).toFixed(1)} s (the tarball and ${OPENAI} into a fresh project, npm cache as found)`);
+    figures.push(
+      `install (${NODE}): ${((performance.now() - started) / 1000).toFixed(1)} s (the tarball and ${OPENAI} into a fresh project, npm cache as found)`,
+    );
     assert(statSync(join(installed, 'dist/cli/main.js')).isFile(), 'no dist/cli/main.js installed');
     assert(!readdirSync(join(project, 'node_modules')).includes('tsx'), 'tsx was installed: something in production still needs it');
     const openai = JSON.parse(readFileSync(join(project, 'node_modules/openai/package.json'), 'utf8'));
@@ -227,7 +251,9 @@ try {
     // node-gyp prints `gyp info it worked if it ends with ok` first whatever it then does.
     const gyp = installOutput.split('\n').filter((line) => /^gyp (info|WARN|ERR!) /.test(line));
     // The scripts npm ran print as `> name@version event` and `> command`.
-    const scripts = [...installOutput.matchAll(/^> (\S+@\S+) (preinstall|install|postinstall)\n> (.*)$/gm)].map(([, id, event, command]) => `${id} ${event}: ${command}`);
+    const scripts = [...installOutput.matchAll(/^> (\S+@\S+) (preinstall|install|postinstall)\n> (.*)$/gm)].map(
+      ([, id, event, command]) => `${id} ${event}: ${command}`,
+    );
     figures.push(`install scripts run (${NODE}): ${scripts.length === 0 ? 'none' : scripts.join('; ')}`);
     assert(gyp.length === 0, `node-gyp ran at install:\n${gyp.slice(0, 20).join('\n')}`);
     const { built, sqlite } = compiledTraces(join(project, 'node_modules'));
@@ -237,14 +263,17 @@ try {
     const probe = [
       "const { createRequire } = require('node:module');",
       "const manifest = require.resolve('isolated-vm/package.json');",
-      "const ivm = require(manifest);",
+      'const ivm = require(manifest);',
       "console.log(JSON.stringify({ version: ivm.version, binary: createRequire(manifest)('node-gyp-build').path(require('node:path').dirname(manifest)) }));",
     ].join('\n');
     const { stdout } = await sh(process.execPath, ['-e', probe], { cwd: project });
     const { version, binary } = JSON.parse(stdout);
     assert(version === PACKAGE.dependencies['isolated-vm'], `isolated-vm ${version} installed, not ${PACKAGE.dependencies['isolated-vm']}`);
     const fromIsolatedVm = relative(join(project, 'node_modules/isolated-vm'), binary);
-    assert(fromIsolatedVm.startsWith(`prebuilds${sep}`) && fromIsolatedVm.includes(`.abi${process.versions.modules}.`), `isolated-vm would load ${binary}, not its prebuilt binary for ABI ${process.versions.modules}`);
+    assert(
+      fromIsolatedVm.startsWith(`prebuilds${sep}`) && fromIsolatedVm.includes(`.abi${process.versions.modules}.`),
+      `isolated-vm would load ${binary}, not its prebuilt binary for ABI ${process.versions.modules}`,
+    );
     figures.push(`isolated-vm ${version} binary (${NODE}): ${fromIsolatedVm}`);
   });
 
@@ -256,16 +285,20 @@ try {
   await check('the Dockerfile builds on the Node the package starts at, both stages, with no compiler and with --no-node-snapshot', async () => {
     const bases = [...dockerfile.matchAll(/^FROM\s+(\S+)/gim)].map(([, image]) => image);
     assert(oldest, `engines.node is ${PACKAGE.engines.node}, not one lower bound`);
-    assert(bases.length === 2 && bases.every((image) => image === `node:${oldest}-bookworm-slim`), `the stages build on ${bases.join(', ')}, not node:${oldest}-bookworm-slim both`);
+    assert(
+      bases.length === 2 && bases.every((image) => image === `node:${oldest}-bookworm-slim`),
+      `the stages build on ${bases.join(', ')}, not node:${oldest}-bookworm-slim both`,
+    );
     const compiler = /apt-get install[^\n]*\s(python3?|make|g\+\+|gcc|build-essential)(?=\s|$)/m.exec(dockerfile.replace(/\\\n/g, ' '));
     assert(!compiler, `the Dockerfile installs ${compiler?.[1]}: nothing is compiled any more`);
     assert(JSON.parse(stage.ENTRYPOINT).includes('--no-node-snapshot'), 'the ENTRYPOINT lacks --no-node-snapshot, which isolated-vm requires');
   });
 
   const canSwitchUser = process.getuid?.() === 0;
-  if (!canSwitchUser) process.stdout.write('skip  the image layout checks run as root only (they start the server as the image\'s user)\n');
+  if (!canSwitchUser) process.stdout.write("skip  the image layout checks run as root only (they start the server as the image's user)\n");
   else {
-    if (process.versions.node.split('.')[0] !== oldest) process.stdout.write(`note  the image layout checks run its files on ${NODE}; the image has node ${oldest}\n`);
+    if (process.versions.node.split('.')[0] !== oldest)
+      process.stdout.write(`note  the image layout checks run its files on ${NODE}; the image has node ${oldest}\n`);
     const dataDir = join(scratch, 'data');
     // The image's paths, here: /app is the project, the data volume a directory beside it.
     const local = (path) => path.replace(/^\/app(?=\/|$)/, project).replace(new RegExp(`^${stage.ENV.PTC_DATA_DIR}(?=/|$)`), dataDir);
@@ -280,22 +313,35 @@ try {
       copyFileSync(process.execPath, imageNode);
       chmodSync(imageNode, 0o755);
     }
-    const imageEnv = async () => ({ PATH: `${dirname(imageNode)}:${process.env.PATH}`, ...stage.ENV, HOST: '127.0.0.1', PORT: String(await freePort()), PTC_DATA_DIR: dataDir });
+    const imageEnv = async () => ({
+      PATH: `${dirname(imageNode)}:${process.env.PATH}`,
+      ...stage.ENV,
+      HOST: '127.0.0.1',
+      PORT: String(await freePort()),
+      PTC_DATA_DIR: dataDir,
+    });
     const asImageUser = { uid: IMAGE_UID, gid: IMAGE_UID, cwd: local(stage.WORKDIR) };
 
     await check('the Dockerfile declares a non-root user, a data volume it owns, a healthcheck with a start period and OCI labels', async () => {
       assert(stage.USER === 'node', `USER is ${stage.USER}, not node`);
       assert(stage.VOLUME === stage.ENV.PTC_DATA_DIR, `VOLUME ${stage.VOLUME} is not PTC_DATA_DIR ${stage.ENV.PTC_DATA_DIR}`);
-      assert(stage.RUN.some((line) => line.includes(`chown node:node ${stage.ENV.PTC_DATA_DIR}`)), 'nothing gives the data directory to the node user');
+      assert(
+        stage.RUN.some((line) => line.includes(`chown node:node ${stage.ENV.PTC_DATA_DIR}`)),
+        'nothing gives the data directory to the node user',
+      );
       assert(/--start-period=\d+s/.test(stage.HEALTHCHECK ?? ''), 'the HEALTHCHECK has no start period');
       assert(stage.LABEL['org.opencontainers.image.version'] === PACKAGE.version, `the image's version label is not ${PACKAGE.version}`);
-      for (const label of ['title', 'description', 'licenses', 'documentation']) assert(stage.LABEL[`org.opencontainers.image.${label}`], `no org.opencontainers.image.${label} label`);
-      assert(stage.COPY.some((line) => line.includes('--from=build /app/node_modules /app/node_modules')), 'the final stage does not copy the build stage\'s install');
+      for (const label of ['title', 'description', 'licenses', 'documentation'])
+        assert(stage.LABEL[`org.opencontainers.image.${label}`], `no org.opencontainers.image.${label} label`);
+      assert(
+        stage.COPY.some((line) => line.includes('--from=build /app/node_modules /app/node_modules')),
+        "the final stage does not copy the build stage's install",
+      );
       assert(!/tsx/.test(stage.ENTRYPOINT + stage.CMD), 'the image runs TypeScript through tsx');
       assert(statSync(command[2]).isFile(), `the entry point ${command[2]} is not in the install`);
     });
 
-    await check('the image\'s command serves as its user, keeps state in the volume, passes its healthcheck and restarts with it', async () => {
+    await check("the image's command serves as its user, keeps state in the volume, passes its healthcheck and restarts with it", async () => {
       mkdirSync(dataDir);
       chownSync(dataDir, IMAGE_UID, IMAGE_UID);
       const env = await imageEnv();
@@ -306,7 +352,10 @@ try {
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'ptc-emulator', input: 'Run:\n```js\ntext("stored")\n```', tools: [{ type: 'programmatic_tool_calling' }] }),
       });
-      assert(created.status === 200 && created.body.output.some((item) => item.type === 'program_output' && item.status === 'completed'), JSON.stringify(created.body));
+      assert(
+        created.status === 200 && created.body.output.some((item) => item.type === 'program_output' && item.status === 'completed'),
+        JSON.stringify(created.body),
+      );
       const healthcheck = JSON.parse(/CMD\s+(\[.*\])\s*$/.exec(stage.HEALTHCHECK)[1]);
       await sh(imageNode, healthcheck.slice(1), { ...asImageUser, env });
       assert((await server.stop()) === 0, `the server did not drain cleanly:\n${server.output()}`);
@@ -321,10 +370,15 @@ try {
       await server.stop();
     });
 
-    await check('a data volume the image\'s user cannot write is one line and exit code 2', async () => {
+    await check("a data volume the image's user cannot write is one line and exit code 2", async () => {
       const rootOwned = join(scratch, 'root-owned');
       mkdirSync(rootOwned, { mode: 0o755 });
-      const child = spawn(imageNode, command.slice(1), { ...asImageUser, env: { ...(await imageEnv()), PTC_DATA_DIR: rootOwned }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(imageNode, command.slice(1), {
+        ...asImageUser,
+        env: { ...(await imageEnv()), PTC_DATA_DIR: rootOwned },
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       children.add(child);
       let stderr = '';
       child.stderr.on('data', (chunk) => (stderr += chunk));
@@ -334,7 +388,7 @@ try {
     });
   }
 
-  await check('the consumer\'s dev dependencies install beside it (vitest, typescript, @types/node)', async () => {
+  await check("the consumer's dev dependencies install beside it (vitest, typescript, @types/node)", async () => {
     const pins = ['vitest', 'vite', 'typescript', '@types/node'].map((name) => `${name}@${PACKAGE.devDependencies[name]}`);
     await sh('npm', ['install', '--save-dev', '--no-audit', '--no-fund', ...pins], { cwd: project });
   });
@@ -342,7 +396,10 @@ try {
   const npx = (args, options = {}) => sh('npx', ['--no-install', ...args], { cwd: project, ...options });
 
   await check('npx ptc-emulator serve answers the seed loop through the openai SDK', async () => {
-    const server = await startServer('npx', ['--no-install', 'ptc-emulator', 'serve', '--port', '0', '--store', 'memory'], { cwd: project, env: { ...process.env, LOG_LEVEL: 'warn' } });
+    const server = await startServer('npx', ['--no-install', 'ptc-emulator', 'serve', '--port', '0', '--store', 'memory'], {
+      cwd: project,
+      env: { ...process.env, LOG_LEVEL: 'warn' },
+    });
     figures.push(`npx ptc-emulator serve, spawn to start line: ${server.startupMs.toFixed(0)} ms (one run; npm run bench:startup for medians)`);
     try {
       copyFileSync(join(installed, 'examples/sdk-store-false.mjs'), join(project, 'sdk-store-false.mjs'));
@@ -359,7 +416,15 @@ try {
 
   await check('npx ptc-emulator run runs a program file with its tools and answers', async () => {
     const examples = join(installed, 'examples/run');
-    const { stdout } = await npx(['ptc-emulator', 'run', join(examples, 'inventory.js'), '--tools', join(examples, 'tools.json'), '--outputs', join(examples, 'answers.json')]);
+    const { stdout } = await npx([
+      'ptc-emulator',
+      'run',
+      join(examples, 'inventory.js'),
+      '--tools',
+      join(examples, 'tools.json'),
+      '--outputs',
+      join(examples, 'answers.json'),
+    ]);
     assert(/program_output completed: \{"sku":"sku_123","reorder":true,"shortfall":28\}/.test(stdout), stdout);
   });
 
@@ -388,7 +453,7 @@ try {
     assert(/# pass 1/.test(stdout) && /# fail 0/.test(stdout), stdout);
   });
 
-  await check('a consumer importing ., ./runtime, ./testing and ./vitest type-checks with tsc --init\'s settings', async () => {
+  await check("a consumer importing ., ./runtime, ./testing and ./vitest type-checks with tsc --init's settings", async () => {
     await npx(['tsc', '--init']);
     writeFileSync(
       join(project, 'consumer.ts'),
@@ -404,7 +469,7 @@ try {
         'export async function main(): Promise<string | undefined> {',
         '  const app = await buildServer(options);',
         '  await app.close();',
-        "  const emulator: RunningEmulator = await startEmulator({ model, config: { limits } });",
+        '  const emulator: RunningEmulator = await startEmulator({ model, config: { limits } });',
         '  const entries = await emulator.journal();',
         '  await emulator.close();',
         "  const result = await runProgram('text(entries)', { limits: { maxCalls: entries.length + 1 } });",
@@ -418,7 +483,11 @@ try {
   });
 
   await check('CommonJS code can require the library (require of ES modules)', async () => {
-    const { stdout } = await sh(process.execPath, ['-e', "const t = require('ptc-emulator/testing'); const r = require('ptc-emulator/runtime'); console.log(typeof t.startEmulator, typeof r.runProgram)"], { cwd: project });
+    const { stdout } = await sh(
+      process.execPath,
+      ['-e', "const t = require('ptc-emulator/testing'); const r = require('ptc-emulator/runtime'); console.log(typeof t.startEmulator, typeof r.runProgram)"],
+      { cwd: project },
+    );
     assert(stdout.trim() === 'function function', stdout);
   });
 } finally {

@@ -89,8 +89,15 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   }
   const config: ServerConfig = { ...loaded, ...options.config, limits, ...(typeof options.store === 'string' ? { store: options.store } : {}) };
   const store =
-    typeof options.store === 'object' ? options.store : createResponseStore({ kind: config.store, dataDir: dataDirOf(config), redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
-  const runtimeOptions = { pausedTtlMs: config.pausedTtlMs, maxPausedPrograms: config.maxPausedPrograms, maxPausedHeapBytes: config.maxPausedHeapBytes, warmIsolates: config.warmIsolates };
+    typeof options.store === 'object'
+      ? options.store
+      : createResponseStore({ kind: config.store, dataDir: dataDirOf(config), redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
+  const runtimeOptions = {
+    pausedTtlMs: config.pausedTtlMs,
+    maxPausedPrograms: config.maxPausedPrograms,
+    maxPausedHeapBytes: config.maxPausedHeapBytes,
+    warmIsolates: config.warmIsolates,
+  };
   let onWorkerDeath: (pid: number | undefined, reason: string, detail: string) => void = () => {};
   const runtime: ProgramEngine =
     config.workers > 0
@@ -116,10 +123,14 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   const chain: NamedStandIn[] = [];
   if (options.model) chain.push({ name: 'function', model: options.model });
   // Replay mode: the cassettes decide every turn, and nothing after them in the chain is asked.
-  const replay = config.cassettes.replayDir === undefined ? undefined : new CassetteReplay({ dir: config.cassettes.replayDir, strict: config.cassettes.replayStrict, redactPattern: config.cassettes.redactPattern });
+  const replay =
+    config.cassettes.replayDir === undefined
+      ? undefined
+      : new CassetteReplay({ dir: config.cassettes.replayDir, strict: config.cassettes.replayStrict, redactPattern: config.cassettes.redactPattern });
   if (replay) chain.push({ name: 'cassette', model: replay.model });
   const scenarioSource = options.scenarios ?? config.scenariosPath;
-  const scenarios = scenarioSource === undefined ? undefined : typeof scenarioSource === 'string' ? loadScenarioFile(scenarioSource) : parseScenarios(scenarioSource);
+  const scenarios =
+    scenarioSource === undefined ? undefined : typeof scenarioSource === 'string' ? loadScenarioFile(scenarioSource) : parseScenarios(scenarioSource);
   if (scenarios) chain.push({ name: 'scenario', model: scenarioModel(scenarios) });
   // A real model decides every turn the scenario leaves: fenced blocks in a user's message are its to read.
   if (config.modelBackend) chain.push({ name: 'model_backend', model: modelBackend(config.modelBackend) });
@@ -190,9 +201,12 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     reply.header('x-request-id', request.id);
     if (draining) {
       reply.header('connection', 'close');
-      throw new ApiError('shutting_down', 'The server is shutting down and takes no new requests; retry on another instance or after it restarts.', null, { 'retry-after': '1' });
+      throw new ApiError('shutting_down', 'The server is shutting down and takes no new requests; retry on another instance or after it restarts.', null, {
+        'retry-after': '1',
+      });
     }
-    if (config.apiKey === undefined || PUBLIC_PATHS.has(request.url.split('?')[0]!) || (config.inspector && INSPECTOR_PATHS.has(request.url.split('?')[0]!))) return;
+    if (config.apiKey === undefined || PUBLIC_PATHS.has(request.url.split('?')[0]!) || (config.inspector && INSPECTOR_PATHS.has(request.url.split('?')[0]!)))
+      return;
     if (request.headers.authorization !== `Bearer ${config.apiKey}`) {
       throw new ApiError('invalid_api_key', 'Incorrect API key provided. Send the key in PTC_API_KEY as Authorization: Bearer <key>.');
     }
@@ -245,7 +259,13 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   // Record mode: the upstream answers every /v1/responses request, and its decisions are kept.
   const { recordDir, upstreamUrl } = config.cassettes;
   if (recordDir !== undefined && upstreamUrl !== undefined) {
-    registerRecordRoutes(app, { dir: recordDir, upstreamUrl, upstreamApiKey: config.cassettes.upstreamApiKey, redactPattern: config.cassettes.redactPattern, note: recorder.note });
+    registerRecordRoutes(app, {
+      dir: recordDir,
+      upstreamUrl,
+      upstreamApiKey: config.cassettes.upstreamApiKey,
+      redactPattern: config.cassettes.redactPattern,
+      note: recorder.note,
+    });
   } else {
     registerResponseRoutes(app, {
       store,

@@ -91,7 +91,8 @@ export class BackgroundResponses {
     const { store, respond, recordBackground } = this.#deps;
     const { id, body, createdAt, newInput, log } = prepared.request;
     const put = (response: ResponseObject) => store.put({ response, inputItems: newInput });
-    const journal = (status: number, details: JournalDetails) => recordBackground({ requestId: id, status, background: true, model: body.model, store: true, ...details });
+    const journal = (status: number, details: JournalDetails) =>
+      recordBackground({ requestId: id, status, background: true, model: body.model, store: true, ...details });
     this.#detach(
       id,
       async (signal) => {
@@ -99,8 +100,19 @@ export class BackgroundResponses {
         signal.addEventListener('abort', () => void releasePrepared(prepared), { once: true });
         const release = await place;
         try {
-          const { response, knobs, turn } = await finishResponse(prepared, respond, { signal, onStart: () => put(buildResponse(id, body, createdAt, { status: 'in_progress' })) });
-          journal(200, { response_id: id, response_status: response.status, output: response.output.map((item) => item.type), programs: turn.trace, stand_in: standInJournal(turn), knobs, client_loop: { tolerated: turn.tolerated } });
+          const { response, knobs, turn } = await finishResponse(prepared, respond, {
+            signal,
+            onStart: () => put(buildResponse(id, body, createdAt, { status: 'in_progress' })),
+          });
+          journal(200, {
+            response_id: id,
+            response_status: response.status,
+            output: response.output.map((item) => item.type),
+            programs: turn.trace,
+            stand_in: standInJournal(turn),
+            knobs,
+            client_loop: { tolerated: turn.tolerated },
+          });
         } catch (error) {
           // Cancelled: cancel() has stored the cancelled response.
           const stopped = signal.aborted ? stoppedBy(signal.reason) : undefined;
@@ -114,7 +126,11 @@ export class BackgroundResponses {
               : responseError(error);
           log.warn({ err: error, response: id }, 'background response failed');
           await put(buildResponse(id, body, createdAt, { status: 'failed', error: failure }));
-          journal(500, { response_id: id, response_status: 'failed', error: { code: failure.code, type: 'server_error', message: failure.message, param: null } });
+          journal(500, {
+            response_id: id,
+            response_status: 'failed',
+            error: { code: failure.code, type: 'server_error', message: failure.message, param: null },
+          });
         } finally {
           release();
         }

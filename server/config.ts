@@ -22,54 +22,73 @@ export const SETTINGS = {
   PTC_EXPLORE: {
     default: 'off',
     description:
-      '`on`: every conversation\'s program is drawn from the explorer\'s catalogue of shapes a client loop must survive (pauses, batches, failures, each runtime limit, a message one response late, …), seeded by `PTC_EXPLORE_SEED` or the request\'s `x-ptc-seed`; `GET /v1/emulator/explore` reports what each shape came to (docs/EXPLORE.md). A request\'s `x-ptc-explore` header turns it on or off for that request.',
+      "`on`: every conversation's program is drawn from the explorer's catalogue of shapes a client loop must survive (pauses, batches, failures, each runtime limit, a message one response late, …), seeded by `PTC_EXPLORE_SEED` or the request's `x-ptc-seed`; `GET /v1/emulator/explore` reports what each shape came to (docs/EXPLORE.md). A request's `x-ptc-explore` header turns it on or off for that request.",
   },
-  PTC_EXPLORE_SEED: { default: '0', description: 'The seed explore mode draws shapes with when a request sets none (`ptc-emulator explore` sets one per run of its command).' },
+  PTC_EXPLORE_SEED: {
+    default: '0',
+    description: 'The seed explore mode draws shapes with when a request sets none (`ptc-emulator explore` sets one per run of its command).',
+  },
   PTC_RECORD: {
     default: '',
-    description: 'Record mode: a directory to write cassettes to (docs/CASSETTES.md). Each `POST /v1/responses` goes to `PTC_UPSTREAM` and its answer back unchanged; every model decision is written as one YAML entry.',
+    description:
+      'Record mode: a directory to write cassettes to (docs/CASSETTES.md). Each `POST /v1/responses` goes to `PTC_UPSTREAM` and its answer back unchanged; every model decision is written as one YAML entry.',
   },
   PTC_UPSTREAM: { default: '', description: 'Record mode: the upstream Responses API, e.g. `https://api.openai.com/v1`.' },
   PTC_UPSTREAM_API_KEY: {
     default: '',
-    description: 'Record mode: the key sent upstream as `Authorization: Bearer <key>` (set it in the environment); when empty, the client\'s own `Authorization` is passed on. Never written to a cassette.',
+    description:
+      "Record mode: the key sent upstream as `Authorization: Bearer <key>` (set it in the environment); when empty, the client's own `Authorization` is passed on. Never written to a cassette.",
   },
   PTC_REPLAY: {
     default: '',
-    description: 'Replay mode: a directory of cassettes whose recorded decisions answer every request (nothing is sent anywhere); a request no entry matches is a 404 `cassette_miss`.',
+    description:
+      'Replay mode: a directory of cassettes whose recorded decisions answer every request (nothing is sent anywhere); a request no entry matches is a 404 `cassette_miss`.',
   },
   PTC_REPLAY_STRICT: {
     default: 'false',
-    description: '`true`: in replay mode a recorded program that calls or ends otherwise in our runtime fails its response (409 `cassette_divergence`); `false` reports it in the journal and the log only.',
+    description:
+      '`true`: in replay mode a recorded program that calls or ends otherwise in our runtime fails its response (409 `cassette_divergence`); `false` reports it in the journal and the log only.',
   },
   PTC_CASSETTE_REDACT: {
     default: '',
-    description: 'A regular expression (JavaScript syntax) whose matches in recorded strings are replaced by `[REDACTED]`, beside the built-in rules for keys and tokens (docs/CASSETTES.md).',
+    description:
+      'A regular expression (JavaScript syntax) whose matches in recorded strings are replaced by `[REDACTED]`, beside the built-in rules for keys and tokens (docs/CASSETTES.md).',
   },
   PTC_CLIENT_CHECKS: { default: 'strict', description: '`strict` or `lenient` client-loop checks (per request: header `x-ptc-client-checks`).' },
   PTC_MODELS: { default: 'ptc-emulator', description: 'Comma-separated model ids listed by `GET /v1/models` (requests may name any model).' },
   PTC_WORKERS: {
     default: '',
-    description: 'Worker processes that run the isolates (one per core when empty). `0` runs isolates in the server process, where a program that crashes isolated-vm takes the server down.',
+    description:
+      'Worker processes that run the isolates (one per core when empty). `0` runs isolates in the server process, where a program that crashes isolated-vm takes the server down.',
   },
-  PTC_WORKER_MAX_RSS_MB: { default: '1536', description: 'Resident memory of one worker beyond which it is killed (SIGKILL) and replaced; the steps it was running are run again by themselves (docs/SANDBOX.md).' },
+  PTC_WORKER_MAX_RSS_MB: {
+    default: '1536',
+    description:
+      'Resident memory of one worker beyond which it is killed (SIGKILL) and replaced; the steps it was running are run again by themselves (docs/SANDBOX.md).',
+  },
   PTC_WORKER_HEARTBEAT_MS: { default: '500', description: 'How often the supervisor checks each worker (heartbeat, memory, CPU).' },
   PTC_WORKER_HEARTBEAT_TIMEOUT_MS: { default: '5000', description: 'A worker that answers no heartbeat for this long is killed and replaced.' },
-  PTC_WORKER_MAX_IDLE_CPU_PERCENT: { default: '50', description: 'CPU a worker with no step running may use, in percent of one core, before it is killed (a runaway isolate).' },
+  PTC_WORKER_MAX_IDLE_CPU_PERCENT: {
+    default: '50',
+    description: 'CPU a worker with no step running may use, in percent of one core, before it is killed (a runaway isolate).',
+  },
   PTC_MAX_CONCURRENT_TURNS: { default: '32', description: 'Requests running a turn at once; more wait.' },
   PTC_MAX_QUEUED_TURNS: {
     default: '128',
-    description: 'Requests waiting for a turn; one more is answered 429 `server_busy` with `retry-after`. New conversations may fill half; continuations and retries all of it, and go first.',
+    description:
+      'Requests waiting for a turn; one more is answered 429 `server_busy` with `retry-after`. New conversations may fill half; continuations and retries all of it, and go first.',
   },
   PTC_BUSY_RETRY_AFTER_MS: { default: '250', description: 'The `retry-after-ms` of a 429 `server_busy`.' },
   PTC_PROGRAM_EXPIRY_MS: { default: '86400000', description: 'A paused program can no longer be resumed this long after it started (`program_expired`).' },
   PTC_MCP_TIMEOUT_MS: {
     default: '30000',
-    description: 'How long one MCP operation (listing a server\'s tools, or a call) may take, connecting included; a call past it fails with an error the program receives.',
+    description:
+      "How long one MCP operation (listing a server's tools, or a call) may take, connecting included; a call past it fails with an error the program receives.",
   },
   PTC_MCP_IDLE_TIMEOUT_MS: {
     default: '300000',
-    description: 'A connection to an MCP server (one per server URL and headers, reused across requests) that no call or listing has used for this long is closed, ending its session.',
+    description:
+      'A connection to an MCP server (one per server URL and headers, reused across requests) that no call or listing has used for this long is closed, ending its session.',
   },
   PTC_MCP_MAX_CONNECTIONS: {
     default: '100',
@@ -81,14 +100,19 @@ export const SETTINGS = {
       'Comma-separated prefixes an MCP `server_url` must start with (e.g. `http://127.0.0.1:,https://mcp.example.com/`; end a host with `:` or `/`); empty allows any. A server it does not allow is listed with an `error` and never contacted.',
   },
   PTC_SHUTDOWN_TIMEOUT_MS: { default: '10000', description: 'On SIGTERM, how long running requests may take to finish before the process exits anyway.' },
-  PTC_PAUSED_TTL_MS: { default: '600000', description: 'How long a paused program\'s isolate is kept alive without being resumed; after that it resumes by replay.' },
+  PTC_PAUSED_TTL_MS: {
+    default: '600000',
+    description: "How long a paused program's isolate is kept alive without being resumed; after that it resumes by replay.",
+  },
   PTC_MAX_PAUSED_PROGRAMS: {
     default: '1000',
-    description: 'Paused isolates kept at most; beyond, the least recently used are dropped (they resume by replay). `0` turns the cache off: every resume replays.',
+    description:
+      'Paused isolates kept at most; beyond, the least recently used are dropped (they resume by replay). `0` turns the cache off: every resume replays.',
   },
   PTC_WARM_ISOLATES: {
     default: String(DEFAULT_WARM_ISOLATES),
-    description: 'Isolates each process that runs programs keeps made ahead of demand, with the prelude loaded, so that a program does not wait for one (each is fresh: one program, never reused; made while no step runs, disposed after 30 s unused). `0` makes each isolate as its program starts.',
+    description:
+      'Isolates each process that runs programs keeps made ahead of demand, with the prelude loaded, so that a program does not wait for one (each is fresh: one program, never reused; made while no step runs, disposed after 30 s unused). `0` makes each isolate as its program starts.',
   },
   PTC_MAX_PAUSED_HEAP_MB: { default: '512', description: 'Heap of all paused isolates together, in MiB; beyond, the least recently used are dropped.' },
   PTC_INSPECTOR: { default: 'on', description: '`on` serves the inspector page at `/inspector` (docs/INSPECTOR.md); `off` answers 404 there.' },
@@ -97,17 +121,17 @@ export const SETTINGS = {
   PTC_MAX_INPUT_ITEMS: {
     default: '5000',
     description:
-      'Items one request\'s `input` may carry (each costs the server\'s loop: checks, history, usage; 20,000 took ~160 ms). Longer conversations continue with `previous_response_id`. Code: `too_many_input_items`.',
+      "Items one request's `input` may carry (each costs the server's loop: checks, history, usage; 20,000 took ~160 ms). Longer conversations continue with `previous_response_id`. Code: `too_many_input_items`.",
   },
   PTC_MAX_SCHEMA_BYTES: {
     default: '1048576',
     description:
-      'JSON Schemas one request\'s tools give programs to check with (strict `parameters`, `output_schema`), all together, UTF-8 bytes of their JSON. Code: `schema_too_large`. Each must also be within the hosted API\'s limits for strict schemas, fixed, not settings: 10 levels of nesting, 5,000 object properties, 1,000 enum values, 120,000 characters of property names, definition names, enum and const values, 15,000 for a string enum of more than 250 values (and the emulator\'s 500 `patternProperties`). Code: `invalid_function_parameters`.',
+      "JSON Schemas one request's tools give programs to check with (strict `parameters`, `output_schema`), all together, UTF-8 bytes of their JSON. Code: `schema_too_large`. Each must also be within the hosted API's limits for strict schemas, fixed, not settings: 10 levels of nesting, 5,000 object properties, 1,000 enum values, 120,000 characters of property names, definition names, enum and const values, 15,000 for a string enum of more than 250 values (and the emulator's 500 `patternProperties`). Code: `invalid_function_parameters`.",
   },
   PTC_SCHEMA_COMPILE_TIMEOUT_MS: {
     default: '2000',
     description:
-      'How much CPU time compiling one request\'s schemas may take (ajv, in a low-priority thread beside the server\'s loop, which ends the job after ten times this in wall time however starved; a schema compiled before is not compiled again). Within the limits above, 5,000 plain properties take ajv about 0.6 s here, 3,000 of twelve keywords each 2 s. Code: `schema_too_complex`.',
+      "How much CPU time compiling one request's schemas may take (ajv, in a low-priority thread beside the server's loop, which ends the job after ten times this in wall time however starved; a schema compiled before is not compiled again). Within the limits above, 5,000 plain properties take ajv about 0.6 s here, 3,000 of twelve keywords each 2 s. Code: `schema_too_complex`.",
   },
   PTC_STORE: {
     default: 'sqlite',
@@ -115,7 +139,8 @@ export const SETTINGS = {
   },
   PTC_DATA_DIR: {
     default: './data',
-    description: 'Directory for the embedded state: the SQLite store and the generated fingerprint key. With `PTC_STORE=memory` and this unset, nothing is written.',
+    description:
+      'Directory for the embedded state: the SQLite store and the generated fingerprint key. With `PTC_STORE=memory` and this unset, nothing is written.',
   },
   REDIS_URL: { default: '', description: 'Redis for `PTC_STORE=redis`, e.g. `redis://127.0.0.1:6379/0`.' },
   PTC_REDIS_PREFIX: { default: 'ptc:', description: 'Prefix of every Redis key the emulator writes.' },
@@ -130,12 +155,19 @@ export const SETTINGS = {
     description:
       'Base URL of an OpenAI-compatible Chat Completions API (e.g. `http://127.0.0.1:8080/v1`) whose model writes the programs, direct calls and messages (docs/MODEL-BACKEND.md); empty: no model backend.',
   },
-  PTC_MODEL_BACKEND_MODEL: { default: '', description: 'The model the backend is asked for (also `--model`); empty: the request\'s `model`.' },
-  PTC_MODEL_BACKEND_API_KEY: { default: '', description: 'Sent to the backend as `Authorization: Bearer <key>`; never logged, stored or returned. Prefer the environment to the flag.' },
-  PTC_MODEL_BACKEND_TIMEOUT_MS: { default: '120000', description: 'How long one request to the backend may take, connecting included. Code: `model_backend_timeout`.' },
+  PTC_MODEL_BACKEND_MODEL: { default: '', description: "The model the backend is asked for (also `--model`); empty: the request's `model`." },
+  PTC_MODEL_BACKEND_API_KEY: {
+    default: '',
+    description: 'Sent to the backend as `Authorization: Bearer <key>`; never logged, stored or returned. Prefer the environment to the flag.',
+  },
+  PTC_MODEL_BACKEND_TIMEOUT_MS: {
+    default: '120000',
+    description: 'How long one request to the backend may take, connecting included. Code: `model_backend_timeout`.',
+  },
   PTC_MODEL_BACKEND_RETRIES: {
     default: '2',
-    description: 'Tries after the first when the backend answers 429 or 5xx or cannot be reached (waiting as its `retry-after` asks, or 250 ms doubling, at most 10 s). Codes: `model_backend_rate_limited`, `model_backend_error`.',
+    description:
+      'Tries after the first when the backend answers 429 or 5xx or cannot be reached (waiting as its `retry-after` asks, or 250 ms doubling, at most 10 s). Codes: `model_backend_rate_limited`, `model_backend_error`.',
   },
 } as const;
 
@@ -243,7 +275,11 @@ export function settingFlag(env: string): string {
 export function settingRows(): SettingRow[] {
   return [
     ...Object.entries(SETTINGS).map(([env, setting]) => ({ env, default: setting.default, description: setting.description })),
-    ...Object.values(LIMIT_DEFINITIONS).map((limit) => ({ env: limit.env, default: String(limit.default), description: `${limit.description} Code: \`${limit.code}\`.` })),
+    ...Object.values(LIMIT_DEFINITIONS).map((limit) => ({
+      env: limit.env,
+      default: String(limit.default),
+      description: `${limit.description} Code: \`${limit.code}\`.`,
+    })),
   ];
 }
 
@@ -254,7 +290,13 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * A whole number in decimal digits within [min, max]. Settings ending in `_MS` are delays, so at
  * most MAX_TIMER_MS; an empty value means the default (as an unset one does).
  */
-function integer(env: NodeJS.ProcessEnv, name: keyof typeof SETTINGS | string, fallback: string, min: number, max = name.endsWith('_MS') ? MAX_TIMER_MS : Number.MAX_SAFE_INTEGER): number {
+function integer(
+  env: NodeJS.ProcessEnv,
+  name: keyof typeof SETTINGS | string,
+  fallback: string,
+  min: number,
+  max = name.endsWith('_MS') ? MAX_TIMER_MS : Number.MAX_SAFE_INTEGER,
+): number {
   const raw = env[name] || fallback;
   const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(value) || value < min || value > max) {
@@ -292,7 +334,8 @@ function modelBackendConfig(env: NodeJS.ProcessEnv): ModelBackendConfig | undefi
   } catch {
     parsed = undefined;
   }
-  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw new ConfigError(`PTC_MODEL_BACKEND must be an http:// or https:// URL, got "${url}"`);
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:'))
+    throw new ConfigError(`PTC_MODEL_BACKEND must be an http:// or https:// URL, got "${url}"`);
   const model = setting(env, 'PTC_MODEL_BACKEND_MODEL').trim();
   const apiKey = setting(env, 'PTC_MODEL_BACKEND_API_KEY');
   return {
@@ -331,7 +374,14 @@ function cassetteConfig(env: NodeJS.ProcessEnv): CassetteConfig {
       throw new ConfigError(`PTC_CASSETTE_REDACT is not a regular expression: ${(error as Error).message}`);
     }
   }
-  return { recordDir, upstreamUrl, upstreamApiKey: setting(env, 'PTC_UPSTREAM_API_KEY') || undefined, replayDir, replayStrict: strict === 'true', redactPattern };
+  return {
+    recordDir,
+    upstreamUrl,
+    upstreamApiKey: setting(env, 'PTC_UPSTREAM_API_KEY') || undefined,
+    replayDir,
+    replayStrict: strict === 'true',
+    redactPattern,
+  };
 }
 
 /** Worker processes one server may start: a typo of an extra digit should not fork thousands. */
@@ -358,7 +408,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
   if (!STORE_KINDS.includes(store)) throw new ConfigError(`PTC_STORE must be one of ${STORE_KINDS.join(', ')}, got "${store}"`);
   if (store === 'redis' && !setting(env, 'REDIS_URL')) throw new ConfigError('PTC_STORE=redis needs REDIS_URL');
   const modelBackend = modelBackendConfig(env);
-  const models = setting(env, 'PTC_MODELS').split(',').map((model) => model.trim()).filter(Boolean);
+  const models = setting(env, 'PTC_MODELS')
+    .split(',')
+    .map((model) => model.trim())
+    .filter(Boolean);
   return {
     host: nonEmpty(env, 'HOST'),
     port: integer(env, 'PORT', SETTINGS.PORT.default, 0, 65_535),
@@ -384,7 +437,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     mcpTimeoutMs: integer(env, 'PTC_MCP_TIMEOUT_MS', SETTINGS.PTC_MCP_TIMEOUT_MS.default, 1),
     mcpIdleTimeoutMs: integer(env, 'PTC_MCP_IDLE_TIMEOUT_MS', SETTINGS.PTC_MCP_IDLE_TIMEOUT_MS.default, 1),
     mcpMaxConnections: integer(env, 'PTC_MCP_MAX_CONNECTIONS', SETTINGS.PTC_MCP_MAX_CONNECTIONS.default, 1),
-    mcpAllowedUrls: setting(env, 'PTC_MCP_ALLOWED_URLS').split(',').map((prefix) => prefix.trim()).filter(Boolean),
+    mcpAllowedUrls: setting(env, 'PTC_MCP_ALLOWED_URLS')
+      .split(',')
+      .map((prefix) => prefix.trim())
+      .filter(Boolean),
     pausedTtlMs: integer(env, 'PTC_PAUSED_TTL_MS', SETTINGS.PTC_PAUSED_TTL_MS.default, 1),
     maxPausedPrograms: integer(env, 'PTC_MAX_PAUSED_PROGRAMS', SETTINGS.PTC_MAX_PAUSED_PROGRAMS.default, 0),
     warmIsolates: integer(env, 'PTC_WARM_ISOLATES', SETTINGS.PTC_WARM_ISOLATES.default, 0),
@@ -400,7 +456,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     redisUrl: setting(env, 'REDIS_URL') || undefined,
     redisPrefix: setting(env, 'PTC_REDIS_PREFIX'),
     fingerprintKey: setting(env, 'PTC_FINGERPRINT_KEY') || undefined,
-    fingerprintOldKeys: setting(env, 'PTC_FINGERPRINT_OLD_KEYS').split(',').map((key) => key.trim()).filter(Boolean),
+    fingerprintOldKeys: setting(env, 'PTC_FINGERPRINT_OLD_KEYS')
+      .split(',')
+      .map((key) => key.trim())
+      .filter(Boolean),
     limits: resolvedLimits,
     ...(modelBackend ? { modelBackend } : {}),
   };

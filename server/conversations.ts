@@ -16,7 +16,11 @@ export const CONVERSATION_LOCK_MS = 60_000;
 /** The conversations of the server's store, or the 400 saying its store keeps none. */
 export function conversationsOf(store: ResponseStore): ConversationStore {
   if (!store.conversations) {
-    throw new ApiError('conversations_unsupported', "This server's response store keeps no conversations (a store given to buildServer() without a `conversations` member).", null);
+    throw new ApiError(
+      'conversations_unsupported',
+      "This server's response store keeps no conversations (a store given to buildServer() without a `conversations` member).",
+      null,
+    );
   }
   return store.conversations;
 }
@@ -42,13 +46,21 @@ export function conversationIdOf(body: Pick<CreateResponseRequest, 'conversation
 export function refuseHeldIds(conversationId: string, held: ReadonlySet<string>, items: readonly ConversationItem[], param: string): void {
   const index = items.findIndex((item) => held.has(item.id));
   if (index >= 0) {
-    throw new ApiError('duplicate_item_id', `Duplicate item id '${items[index]!.id}': conversation '${conversationId}' already holds an item with it.`, `${param}[${index}].id`);
+    throw new ApiError(
+      'duplicate_item_id',
+      `Duplicate item id '${items[index]!.id}': conversation '${conversationId}' already holds an item with it.`,
+      `${param}[${index}].id`,
+    );
   }
 }
 
 /** The hosted refusal of `conversation` and `previous_response_id` in one request. */
 export function bothConversationAndPrevious(): ApiError {
-  return new ApiError('mutually_exclusive_parameters', "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.", 'conversation');
+  return new ApiError(
+    'mutually_exclusive_parameters',
+    "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.",
+    'conversation',
+  );
 }
 
 /**
@@ -67,9 +79,18 @@ export function refuseUnfitItems(items: readonly ConversationItem[], param: stri
   const seen = new Set<string>();
   items.forEach((item, index) => {
     if (item.id.length === 0 || item.id.length > MAX_CONVERSATION_ITEM_ID_CHARS) {
-      throw new ApiError('invalid_value', `Invalid id at ${param}[${index}]: a conversation's item ids are 1 to ${MAX_CONVERSATION_ITEM_ID_CHARS} characters, this one has ${item.id.length}.`, `${param}[${index}].id`);
+      throw new ApiError(
+        'invalid_value',
+        `Invalid id at ${param}[${index}]: a conversation's item ids are 1 to ${MAX_CONVERSATION_ITEM_ID_CHARS} characters, this one has ${item.id.length}.`,
+        `${param}[${index}].id`,
+      );
     }
-    if (seen.has(item.id)) throw new ApiError('duplicate_item_id', `Duplicate item id '${item.id}': ${param}[${index}] repeats an earlier item of this request.`, `${param}[${index}].id`);
+    if (seen.has(item.id))
+      throw new ApiError(
+        'duplicate_item_id',
+        `Duplicate item id '${item.id}': ${param}[${index}] repeats an earlier item of this request.`,
+        `${param}[${index}].id`,
+      );
     seen.add(item.id);
   });
   expandCompactions(items, keys, (index) => `${param}[${index}]`);

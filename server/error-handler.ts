@@ -14,7 +14,8 @@ import { StoreUnavailableError } from './stores/response-store.ts';
  */
 export function apiErrorFor(error: FastifyError | Error, bodyLimitBytes: number): ApiError | undefined {
   if (error instanceof ApiError) return error;
-  if (error instanceof StoreUnavailableError) return new ApiError('store_unavailable', `The response store is unavailable: ${error.message}. Retry later.`, null, { 'retry-after': '1' });
+  if (error instanceof StoreUnavailableError)
+    return new ApiError('store_unavailable', `The response store is unavailable: ${error.message}. Retry later.`, null, { 'retry-after': '1' });
   const code = 'code' in error ? error.code : undefined;
   const statusCode = 'statusCode' in error ? error.statusCode : undefined;
   switch (code) {
@@ -37,7 +38,11 @@ export function apiErrorFor(error: FastifyError | Error, bodyLimitBytes: number)
 }
 
 /** The ApiError a request is answered with for what it threw; a fault of ours is logged, and answered 500 server_error. */
-export function answerableError(error: FastifyError | Error, bodyLimitBytes: number, request: { readonly id: string; readonly log: FastifyBaseLogger }): ApiError {
+export function answerableError(
+  error: FastifyError | Error,
+  bodyLimitBytes: number,
+  request: { readonly id: string; readonly log: FastifyBaseLogger },
+): ApiError {
   const apiError = apiErrorFor(error, bodyLimitBytes);
   if (apiError) return apiError;
   request.log.error({ err: error }, 'unexpected error');
@@ -57,7 +62,10 @@ export function errorJournal(apiError: ApiError): JournalDetails {
  * Answers every error a request meets after routing, and every unrouted request, in OpenAI's
  * envelope, and notes the error (and a client-loop violation) in the request's journal entry.
  */
-export function registerErrorHandlers(app: FastifyInstance, options: { readonly bodyLimitBytes: number; readonly journal: Pick<JournalRecorder, 'note'> }): void {
+export function registerErrorHandlers(
+  app: FastifyInstance,
+  options: { readonly bodyLimitBytes: number; readonly journal: Pick<JournalRecorder, 'note'> },
+): void {
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {
     const apiError = answerableError(error, options.bodyLimitBytes, request);
     options.journal.note(request, errorJournal(apiError));
@@ -79,7 +87,8 @@ export function unknownUrl(request: { readonly method: string; readonly url: str
  * segment), which never reach the error handler, in the envelope too.
  */
 export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const apiError = error.code === 'FST_ERR_BAD_URL' ? new ApiError('invalid_value', `The URL ${request.url} is not valid (malformed percent-encoding).`) : unknownUrl(request);
+  const apiError =
+    error.code === 'FST_ERR_BAD_URL' ? new ApiError('invalid_value', `The URL ${request.url} is not valid (malformed percent-encoding).`) : unknownUrl(request);
   if (request.headers.upgrade !== undefined) {
     // An upgrade request's socket has left the HTTP server (the WebSocket plugin took it) and
     // these refusals come before the plugin's hooks, which would close it: close it here, or

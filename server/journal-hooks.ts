@@ -23,12 +23,16 @@ export interface JournalRecorder {
    * of its own with `method: "WS"`: the upgrade is one HTTP request for all of them. `status` is
    * the HTTP status the same request would have had.
    */
-  recordSocketMessage(details: JournalDetails & { readonly requestId: string; readonly path: string; readonly status: number; readonly durationMs: number }): void;
+  recordSocketMessage(
+    details: JournalDetails & { readonly requestId: string; readonly path: string; readonly status: number; readonly durationMs: number },
+  ): void;
   /**
    * Records a response an agent session's harness made (server/agents/harness.ts), as an entry
    * of its own with `method: "AGENT"` and the session's path.
    */
-  recordAgentResponse(details: JournalDetails & { readonly requestId: string; readonly sessionId: string; readonly status: number; readonly durationMs: number }): void;
+  recordAgentResponse(
+    details: JournalDetails & { readonly requestId: string; readonly sessionId: string; readonly status: number; readonly durationMs: number },
+  ): void;
 }
 
 /**
@@ -61,9 +65,25 @@ export function journalRequests(app: FastifyInstance, journal: RequestJournal): 
     },
     recordStream: (request, reply) => record(request, reply.raw.statusCode, reply.elapsedTime),
     recordBackground: ({ requestId, status, ...details }) =>
-      journal.record({ request_id: requestId, at: new Date().toISOString(), method: 'BACKGROUND', path: `/v1/responses/${requestId}`, status, duration_ms: 0, ...details }),
+      journal.record({
+        request_id: requestId,
+        at: new Date().toISOString(),
+        method: 'BACKGROUND',
+        path: `/v1/responses/${requestId}`,
+        status,
+        duration_ms: 0,
+        ...details,
+      }),
     recordSocketMessage: ({ requestId, path, status, durationMs, ...details }) =>
-      journal.record({ request_id: requestId, at: new Date().toISOString(), method: 'WS', path, status, duration_ms: Math.round(durationMs * 1000) / 1000, ...details }),
+      journal.record({
+        request_id: requestId,
+        at: new Date().toISOString(),
+        method: 'WS',
+        path,
+        status,
+        duration_ms: Math.round(durationMs * 1000) / 1000,
+        ...details,
+      }),
     recordAgentResponse: ({ requestId, sessionId, status, durationMs, ...details }) =>
       journal.record({
         request_id: requestId,

@@ -10,7 +10,10 @@ import { parseJsonText } from './json-text.ts';
  * is on the loop (json-text.ts).
  */
 export type JsonBodyJob = { readonly id: number; readonly body: Uint8Array };
-export type JsonBodyReply = { readonly id: number; readonly value: unknown } | { readonly id: number; readonly error: string } | { readonly id: number; readonly tooDeep: true };
+export type JsonBodyReply =
+  | { readonly id: number; readonly value: unknown }
+  | { readonly id: number; readonly error: string }
+  | { readonly id: number; readonly tooDeep: true };
 
 parentPort!.on('message', (job: JsonBodyJob) => {
   let reply: JsonBodyReply;

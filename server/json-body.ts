@@ -99,20 +99,24 @@ function ownMemory(body: Buffer): Uint8Array {
 /** Replaces Fastify's JSON parser with one that parses large bodies off the loop. */
 export function parseJsonBodies(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request: FastifyRequest, body: Buffer, done: (error: Error | null, value?: unknown) => void) => {
-    if (body.length === 0) return done(new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY());
-    if (body.length < OFF_LOOP_JSON_BYTES) {
-      let value: unknown;
-      try {
-        value = parseJsonText(body);
-      } catch (error) {
-        return done(error as Error);
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'buffer' },
+    (_request: FastifyRequest, body: Buffer, done: (error: Error | null, value?: unknown) => void) => {
+      if (body.length === 0) return done(new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY());
+      if (body.length < OFF_LOOP_JSON_BYTES) {
+        let value: unknown;
+        try {
+          value = parseJsonText(body);
+        } catch (error) {
+          return done(error as Error);
+        }
+        return jsonDepthExceeds(value, MAX_JSON_DEPTH) ? done(tooDeep()) : done(null, value);
       }
-      return jsonDepthExceeds(value, MAX_JSON_DEPTH) ? done(tooDeep()) : done(null, value);
-    }
-    thread.parse(ownMemory(body)).then(
-      (value) => done(null, value),
-      (error: Error) => done(error),
-    );
-  });
+      thread.parse(ownMemory(body)).then(
+        (value) => done(null, value),
+        (error: Error) => done(error),
+      );
+    },
+  );
 }

@@ -55,7 +55,13 @@ export function simulatedError(knobs: Knobs, retryCount: number): ApiError | und
   if (knobs.error_should_retry !== undefined) headers['x-should-retry'] = String(knobs.error_should_retry);
   const attempt = retryCount + 1;
   const times = knobs.error_times === undefined ? 'every attempt' : `the first ${knobs.error_times} attempt(s)`;
-  return new ApiError('simulated_error', `Simulated error ${knobs.error_status} (knob error_status) on attempt ${attempt}; it fails ${times}.`, null, headers, knobs.error_status);
+  return new ApiError(
+    'simulated_error',
+    `Simulated error ${knobs.error_status} (knob error_status) on attempt ${attempt}; it fails ${times}.`,
+    null,
+    headers,
+    knobs.error_status,
+  );
 }
 
 export function retryCountOf(headers: Readonly<Record<string, string | string[] | undefined>>): number {

@@ -11,7 +11,12 @@ export interface ListQuery {
  * (newSortableId), an `after` that is no longer listed (deleted since) pages on from where it
  * was; otherwise it is `unknownAfter`'s error.
  */
-export function pageOf<T extends { id: string }>(oldestFirst: readonly T[], query: ListQuery, unknownAfter: (after: string) => ApiError, sortable = false): { data: T[]; has_more: boolean } {
+export function pageOf<T extends { id: string }>(
+  oldestFirst: readonly T[],
+  query: ListQuery,
+  unknownAfter: (after: string) => ApiError,
+  sortable = false,
+): { data: T[]; has_more: boolean } {
   const ordered = query.order === 'asc' ? oldestFirst : [...oldestFirst].reverse();
   let start = 0;
   const { after } = query;
@@ -30,7 +35,12 @@ export function pageOf<T extends { id: string }>(oldestFirst: readonly T[], quer
 
 /** A cursor page of a list held whole, as the Agents API answers it; an unknown `after` is a 400 naming `what` was looked for. */
 export function cursorPage<T extends { id: string }>(oldestFirst: readonly T[], query: ListQuery, what: string, sortable = false) {
-  const page = pageOf(oldestFirst, query, (after) => new ApiError('invalid_value', `Invalid value for 'after': no ${what} has id '${after}'.`, 'after'), sortable);
+  const page = pageOf(
+    oldestFirst,
+    query,
+    (after) => new ApiError('invalid_value', `Invalid value for 'after': no ${what} has id '${after}'.`, 'after'),
+    sortable,
+  );
   return listOf(page.data, page.has_more);
 }
 

@@ -16,7 +16,8 @@ export function listedItem(item: ConversationItem): ConversationItem {
     case 'message': {
       const status = item.status ?? 'completed';
       if (typeof item.content !== 'string') return { ...item, status };
-      const part = item.role === 'assistant' ? { type: 'output_text' as const, text: item.content, annotations: [] } : { type: 'input_text' as const, text: item.content };
+      const part =
+        item.role === 'assistant' ? { type: 'output_text' as const, text: item.content, annotations: [] } : { type: 'input_text' as const, text: item.content };
       return { ...item, content: [part], status };
     }
     case FUNCTION.call.type:

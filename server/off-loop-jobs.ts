@@ -120,7 +120,10 @@ export class OffLoopJobs<Job, Result> {
     const head = this.#queue.shift();
     if (!head) return;
     lane.running = head;
-    lane.timer = setTimeout(() => this.#stop(lane, new OffLoopDeadlineError(`${this.#options.name} took over ${this.#options.deadlineMs} ms`)), this.#options.deadlineMs);
+    lane.timer = setTimeout(
+      () => this.#stop(lane, new OffLoopDeadlineError(`${this.#options.name} took over ${this.#options.deadlineMs} ms`)),
+      this.#options.deadlineMs,
+    );
     lane.worker.postMessage({ id: head.id, job: head.job });
   }
 

@@ -32,7 +32,11 @@ function deepestIssue(issue: z.core.$ZodIssue): z.core.$ZodIssue {
 
 /** True when a union failed because the value's JSON type fits none of its branches. */
 function everyBranchInvalidType(issue: z.core.$ZodIssue): boolean {
-  return issue.code === 'invalid_union' && issue.errors.length > 0 && issue.errors.every((branch) => branch.length === 1 && branch[0]?.code === 'invalid_type' && branch[0].path.length === 0);
+  return (
+    issue.code === 'invalid_union' &&
+    issue.errors.length > 0 &&
+    issue.errors.every((branch) => branch.length === 1 && branch[0]?.code === 'invalid_type' && branch[0].path.length === 0)
+  );
 }
 
 /** `a string` or `one of string, array`, for a type issue or a union of them. */
@@ -87,6 +91,10 @@ export function parseOrThrow<T extends z.ZodType>(schema: T, body: unknown): z.i
 export function refuseTooManyInputItems(body: unknown, max: number): void {
   const rawInput = (body as { input?: unknown } | null)?.input;
   if (Array.isArray(rawInput) && rawInput.length > max) {
-    throw new ApiError('too_many_input_items', `input has ${rawInput.length} items; a request may carry at most ${max} (PTC_MAX_INPUT_ITEMS). Continue a long conversation with previous_response_id.`, 'input');
+    throw new ApiError(
+      'too_many_input_items',
+      `input has ${rawInput.length} items; a request may carry at most ${max} (PTC_MAX_INPUT_ITEMS). Continue a long conversation with previous_response_id.`,
+      'input',
+    );
   }
 }

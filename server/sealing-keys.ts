@@ -21,7 +21,11 @@ function keyFromSecret(secret: string): Buffer {
  */
 export function loadSealingKeys(options: { secret: string | undefined; oldSecrets: readonly string[]; dataDir: string; persist: boolean }): SealingKeys {
   const current =
-    options.secret !== undefined ? keyFromSecret(options.secret) : options.persist ? keyFromFile(options.dataDir) : keyFromSecret(randomBytes(32).toString('hex'));
+    options.secret !== undefined
+      ? keyFromSecret(options.secret)
+      : options.persist
+        ? keyFromFile(options.dataDir)
+        : keyFromSecret(randomBytes(32).toString('hex'));
   return [current, ...options.oldSecrets.map(keyFromSecret)];
 }
 

@@ -66,7 +66,9 @@ describe('an agent session waiting on tool results survives a restart (kill -9) 
     const session = await first.client.beta.agents.sessions.create({ agent_id: agent.id, environment: { type: 'none' } });
     const before = await first.client.beta.agents.sessions.events.stream(session.id);
     const text = ptc === 'on' ? PRICING_PROGRAM : 'What is the value of stock directly?';
-    await first.client.beta.agents.sessions.events.create(session.id, { events: [{ type: 'agent.session.input.message', input: [{ role: 'user', content: [{ type: 'input_text', text }] }] }] });
+    await first.client.beta.agents.sessions.events.create(session.id, {
+      events: [{ type: 'agent.session.input.message', input: [{ role: 'user', content: [{ type: 'input_text', text }] }] }],
+    });
     const paused = await readUntil(before, (event) => event.type === 'agent.session.requires_action');
     const calls = paused.flatMap((event) => (event.type === 'agent.session.turn.item.added' && event.item.type === 'function_call' ? [event.item] : []));
     expect(calls.map((call) => call.name)).toEqual(['get_price', 'get_stock']);
@@ -90,8 +92,17 @@ describe('an agent session waiting on tool results survives a restart (kill -9) 
     expect(rest.find((event) => event.type === 'agent.session.turn.completed')).toMatchObject({ turn: { status: 'completed' } });
     const items = await second.client.beta.agents.sessions.items.list(session.id, { order: 'asc' });
     const final = items.data.at(-1);
-    expect(final?.type === 'message' && final.content).toEqual([{ type: 'output_text', text: ptc === 'on' ? '{"value":42}' : 'Outputs: ["{\\"price\\":7}","{\\"units\\":6}"]' }]);
-    expect(items.data.map((item) => item.type)).toEqual(['message', 'function_call', 'function_call', 'function_call_output', 'function_call_output', 'message']);
+    expect(final?.type === 'message' && final.content).toEqual([
+      { type: 'output_text', text: ptc === 'on' ? '{"value":42}' : 'Outputs: ["{\\"price\\":7}","{\\"units\\":6}"]' },
+    ]);
+    expect(items.data.map((item) => item.type)).toEqual([
+      'message',
+      'function_call',
+      'function_call',
+      'function_call_output',
+      'function_call_output',
+      'message',
+    ]);
     // Paged from the store, two at a time, either way.
     for (const order of ['asc', 'desc'] as const) {
       const paged = [];

@@ -17,7 +17,10 @@ async function start(): Promise<RunningServer> {
   return server;
 }
 
-const message = (text: string) => ({ type: 'agent.session.input.message' as const, input: [{ role: 'user' as const, content: [{ type: 'input_text' as const, text }] }] });
+const message = (text: string) => ({
+  type: 'agent.session.input.message' as const,
+  input: [{ role: 'user' as const, content: [{ type: 'input_text' as const, text }] }],
+});
 
 /** A stream's events, read a part at a time (a Stream can be iterated once). */
 function reader(stream: AsyncIterable<AgentSessionEvent>): AsyncIterator<AgentSessionEvent> {
@@ -51,7 +54,8 @@ async function readUntil(
 function turnOver(): (event: AgentSessionEvent) => boolean {
   let ended = false;
   return (event) => {
-    if (event.type === 'agent.session.turn.completed' || event.type === 'agent.session.turn.failed' || event.type === 'agent.session.turn.cancelled') ended = true;
+    if (event.type === 'agent.session.turn.completed' || event.type === 'agent.session.turn.failed' || event.type === 'agent.session.turn.cancelled')
+      ended = true;
     return ended && event.type === 'agent.session.idle';
   };
 }
@@ -107,14 +111,23 @@ describe('the Agents API: sessions run programs in the harness, PTC on by defaul
     expect(callsOf(events).map((call) => call.name)).toEqual(['get_price', 'get_stock']);
     // Both calls were owed at once: the session required both before either was answered.
     const required = events.find((event) => event.type === 'agent.session.requires_action');
-    expect(required?.type === 'agent.session.requires_action' && required.session.required_actions.map((action) => action.type === 'function_call' && action.name)).toEqual(['get_price', 'get_stock']);
+    expect(
+      required?.type === 'agent.session.requires_action' && required.session.required_actions.map((action) => action.type === 'function_call' && action.name),
+    ).toEqual(['get_price', 'get_stock']);
     expect(finalText(events)).toBe('{"value":42}');
     expect(events.at(-1)).toMatchObject({ type: 'agent.session.idle', session: { status: 'idle', required_actions: [] } });
     // Every event has an id of its own (the SDK's helper drops repeats).
     expect(new Set(events.map((event) => event.event_id)).size).toBe(events.length);
 
     const items = await client.beta.agents.sessions.items.list(session.id, { order: 'asc' });
-    expect(items.data.map((item) => item.type)).toEqual(['message', 'function_call', 'function_call', 'function_call_output', 'function_call_output', 'message']);
+    expect(items.data.map((item) => item.type)).toEqual([
+      'message',
+      'function_call',
+      'function_call',
+      'function_call_output',
+      'function_call_output',
+      'message',
+    ]);
     const newestFirst = [];
     for await (const item of client.beta.agents.sessions.items.list(session.id, { limit: 4 })) newestFirst.push(item.id);
     expect(newestFirst).toEqual(items.data.map((item) => item.id).reverse());
@@ -129,7 +142,9 @@ describe('the Agents API: sessions run programs in the harness, PTC on by defaul
     expect((await client.beta.agents.sessions.retrieve(session.id)).status).toBe('idle');
 
     // The journal (and so the inspector) shows each step of the turn, with its program.
-    const journal = (await (await fetch(`${server.baseURL}/emulator/journal`, { headers: { authorization: 'Bearer test-key' } })).json()) as { data: { method: string; path: string; programs?: { outcome: string }[] }[] };
+    const journal = (await (await fetch(`${server.baseURL}/emulator/journal`, { headers: { authorization: 'Bearer test-key' } })).json()) as {
+      data: { method: string; path: string; programs?: { outcome: string }[] }[];
+    };
     const steps = journal.data.filter((entry) => entry.method === 'AGENT').reverse();
     expect(steps.map((entry) => entry.path)).toEqual([`/v1/agents/sessions/${session.id}`, `/v1/agents/sessions/${session.id}`]);
     expect(steps.map((entry) => entry.programs?.map((program) => program.outcome))).toEqual([['paused'], ['completed']]);
@@ -155,7 +170,11 @@ describe('the Agents API: sessions run programs in the harness, PTC on by defaul
       model: (context) => {
         seen.push({ instructions: context.instructions, ptc: context.programmaticToolCalling, tools: context.tools.map((tool) => tool.name) });
         if (context.phase === 'user_turn') {
-          return { type: 'program', reasoning: 'Both lookups at once.', code: "const [p, s] = await Promise.all([tools.get_price({ sku: 'a' }), tools.get_stock({ sku: 'a' })]); text(JSON.parse(p).price * JSON.parse(s).units);" };
+          return {
+            type: 'program',
+            reasoning: 'Both lookups at once.',
+            code: "const [p, s] = await Promise.all([tools.get_price({ sku: 'a' }), tools.get_stock({ sku: 'a' })]); text(JSON.parse(p).price * JSON.parse(s).units);",
+          };
         }
         if (context.phase === 'after_program') return { type: 'message', text: `Stock is worth ${context.program!.result}.` };
         return undefined;
@@ -169,7 +188,15 @@ describe('the Agents API: sessions run programs in the harness, PTC on by defaul
     expect(finalText(events)).toBe('Stock is worth 42.');
     expect(seen[0]).toEqual({ instructions: 'Value the stock.', ptc: true, tools: ['get_price', 'get_stock'] });
     const items = await client.beta.agents.sessions.items.list(session.id, { order: 'asc' });
-    expect(items.data.map((item) => item.type)).toEqual(['message', 'reasoning', 'function_call', 'function_call', 'function_call_output', 'function_call_output', 'message']);
+    expect(items.data.map((item) => item.type)).toEqual([
+      'message',
+      'reasoning',
+      'function_call',
+      'function_call',
+      'function_call_output',
+      'function_call_output',
+      'message',
+    ]);
     expect(items.data[1]).toMatchObject({ type: 'reasoning', summary: [{ type: 'summary_text', text: 'Both lookups at once.' }] });
   });
 
@@ -216,7 +243,9 @@ describe('the Agents API: sessions run programs in the harness, PTC on by defaul
     const agent = await client.beta.agents.create({ model: 'm', tools: AGENT_TOOLS });
     const session = await client.beta.agents.sessions.create({ agent_id: agent.id, environment: { type: 'none' } });
     await expectApiError(
-      client.beta.agents.sessions.events.create(session.id, { events: [{ type: 'agent.session.input.tool_result', turn_id: 'turn_x', call_id: 'call_nope', success: true, output: 'x' }] }),
+      client.beta.agents.sessions.events.create(session.id, {
+        events: [{ type: 'agent.session.input.tool_result', turn_id: 'turn_x', call_id: 'call_nope', success: true, output: 'x' }],
+      }),
       400,
       'invalid_request_error',
       'Unknown pending tool call: call_nope',
@@ -232,8 +261,16 @@ describe('the Agents API: sessions run programs in the harness, PTC on by defaul
     await client.beta.agents.sessions.events.create(session.id, { events: [message(program)] });
     const first = await readUntil(stream, (event) => event.type === 'agent.session.requires_action');
     const [call] = callsOf(first);
-    await expectApiError(client.beta.agents.sessions.events.create(session.id, { events: [message('again')] }), 409, 'session_busy', /waiting on tool results/, 'events[0].type');
-    await client.beta.agents.sessions.events.create(session.id, { events: [{ type: 'agent.session.input.tool_result', turn_id: call!.turn_id, call_id: call!.call_id, success: false, error: 'warehouse offline' }] });
+    await expectApiError(
+      client.beta.agents.sessions.events.create(session.id, { events: [message('again')] }),
+      409,
+      'session_busy',
+      /waiting on tool results/,
+      'events[0].type',
+    );
+    await client.beta.agents.sessions.events.create(session.id, {
+      events: [{ type: 'agent.session.input.tool_result', turn_id: call!.turn_id, call_id: call!.call_id, success: false, error: 'warehouse offline' }],
+    });
     const second = await readUntil(stream, (event) => event.type === 'agent.session.requires_action');
     const output = second.find((event) => event.type === 'agent.session.turn.item.added' && event.item.type === 'function_call_output');
     expect(output?.type === 'agent.session.turn.item.added' && output.item).toMatchObject({ status: 'failed', error: 'warehouse offline', output: null });
@@ -274,7 +311,10 @@ describe('the Agents API: what a hostile or careless client does', () => {
     await client.beta.agents.sessions.events.create(session.id, { events: [message('take your time')] });
     await expectApiError(
       client.beta.agents.sessions.events.create(session.id, {
-        events: [{ type: 'agent.session.input.cancel' }, { type: 'agent.session.input.tool_result', turn_id: 'turn_x', call_id: 'call_nope', success: true, output: 'x' }],
+        events: [
+          { type: 'agent.session.input.cancel' },
+          { type: 'agent.session.input.tool_result', turn_id: 'turn_x', call_id: 'call_nope', success: true, output: 'x' },
+        ],
       }),
       400,
       'invalid_request_error',
@@ -296,7 +336,12 @@ describe('the Agents API: what a hostile or careless client does', () => {
     await client.beta.agents.sessions.delete(session.id);
     const rest: AgentSessionEvent[] = [];
     for (let next = await stream.next(); !next.done; next = await stream.next()) rest.push(next.value);
-    expect(rest.map((event) => event.type)).toEqual(['agent.session.turn.item.done', 'agent.session.turn.item.done', 'agent.session.turn.cancelled', 'agent.session.failed']);
+    expect(rest.map((event) => event.type)).toEqual([
+      'agent.session.turn.item.done',
+      'agent.session.turn.item.done',
+      'agent.session.turn.cancelled',
+      'agent.session.failed',
+    ]);
     expect(rest.at(-1)).toMatchObject({ session: { status: 'failed', error: 'The session was deleted.' } });
   });
 
@@ -329,15 +374,31 @@ describe('the Agents API: what a hostile or careless client does', () => {
     expect(((await response.json()) as { error: { code: string; param: string } }).error).toMatchObject({ code: 'unknown_parameter', param: 'foo' });
     const session = await client.beta.agents.sessions.create({ agent: { model: 'm' }, environment: { type: 'none' } });
     await expectApiError(client.beta.agents.sessions.turns.retrieve('turn_nope', { session_id: session.id }), 404, 'turn_not_found', /turn_nope/, 'turn_id');
-    await expectApiError(client.beta.agents.sessions.subagents.retrieve('sub_1', { session_id: session.id }), 404, 'session_resource_not_found', /no subagents/, 'subagent_id');
-    await expectApiError(client.beta.agents.sessions.artifacts.delete('art_1', { session_id: session.id }), 404, 'session_resource_not_found', /no artifacts/, 'artifact_id');
+    await expectApiError(
+      client.beta.agents.sessions.subagents.retrieve('sub_1', { session_id: session.id }),
+      404,
+      'session_resource_not_found',
+      /no subagents/,
+      'subagent_id',
+    );
+    await expectApiError(
+      client.beta.agents.sessions.artifacts.delete('art_1', { session_id: session.id }),
+      404,
+      'session_resource_not_found',
+      /no artifacts/,
+      'artifact_id',
+    );
     // A type error inside an item names the type expected there, not the union around it.
     const wrongContent = await fetch(`${baseURL}/agents/sessions`, {
       method: 'POST',
       headers: { authorization: 'Bearer test-key', 'content-type': 'application/json' },
       body: JSON.stringify({ agent: { model: 'm' }, environment: { type: 'none' }, input: [{ role: 'user', content: 'hi' }] }),
     });
-    expect(((await wrongContent.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_type', param: 'input[0].content', message: "Invalid type for 'input[0].content': expected array, but got a string instead." });
+    expect(((await wrongContent.json()) as { error: unknown }).error).toMatchObject({
+      code: 'invalid_type',
+      param: 'input[0].content',
+      message: "Invalid type for 'input[0].content': expected array, but got a string instead.",
+    });
   });
 
   it('a server whose store keeps no Agents API records answers every route 400 agents_unsupported', async () => {
@@ -359,7 +420,8 @@ describe('the Agents API: agents and sessions as resources', () => {
   it('agents: create, retrieve, update, list by cursor, delete', async () => {
     const { client } = await start();
     const created = [];
-    for (const name of ['a', 'b', 'c']) created.push(await client.beta.agents.create({ model: 'm', name, metadata: { team: 'x' }, tools: AGENT_TOOLS, compaction: { async: true } }));
+    for (const name of ['a', 'b', 'c'])
+      created.push(await client.beta.agents.create({ model: 'm', name, metadata: { team: 'x' }, tools: AGENT_TOOLS, compaction: { async: true } }));
     expect(created[0]).toMatchObject({ compaction: { async: true } });
     expect(created[0]).toMatchObject({
       object: 'agent',
@@ -371,7 +433,10 @@ describe('the Agents API: agents and sessions as resources', () => {
     });
     expect(created[0]!.tools[0]).toEqual({ ...AGENT_TOOLS[0], defer_loading: false });
     expect(await client.beta.agents.retrieve(created[1]!.id)).toEqual(created[1]);
-    const updated = await client.beta.agents.update(created[1]!.id, { instructions: 'Be brief.', tools: [{ type: 'programmatic_tool_calling', enabled: false }] });
+    const updated = await client.beta.agents.update(created[1]!.id, {
+      instructions: 'Be brief.',
+      tools: [{ type: 'programmatic_tool_calling', enabled: false }],
+    });
     expect(updated).toMatchObject({ id: created[1]!.id, name: 'b', instructions: 'Be brief.', tools: [{ type: 'programmatic_tool_calling', enabled: false }] });
     const listed = [];
     for await (const agent of client.beta.agents.list({ limit: 2 })) listed.push(agent.name);
@@ -395,18 +460,44 @@ describe('the Agents API: agents and sessions as resources', () => {
     expect(Object.keys(updated.agent).sort()).toEqual(['id', 'instructions', 'model', 'multi_agent', 'name', 'reasoning', 'service_tier', 'text', 'tools']);
     expect(await client.beta.agents.sessions.delete(first.id)).toEqual({ id: first.id, deleted: true, object: 'agent.session.deleted' });
     await expectApiError(client.beta.agents.sessions.retrieve(first.id), 404, 'session_not_found', `Session with id '${first.id}' not found.`, 'session_id');
-    expect((await client.beta.agents.sessions.subagents.list(other.id === agent.id ? '' : (await client.beta.agents.sessions.list({ agent_id: other.id })).data[0]!.id)).data).toEqual([]);
+    expect(
+      (
+        await client.beta.agents.sessions.subagents.list(
+          other.id === agent.id ? '' : (await client.beta.agents.sessions.list({ agent_id: other.id })).data[0]!.id,
+        )
+      ).data,
+    ).toEqual([]);
   });
 
   it('what is not emulated is refused by name, as a 400 the SDK raises', async () => {
     const { client } = await start();
-    await expectApiError(client.beta.agents.create({ model: 'm', tools: [{ type: 'web_search' }] }), 400, 'agents_not_emulated', /agent tools of type 'web_search'/, 'tools[0].type');
-    await expectApiError(client.beta.agents.sessions.create({ agent: { model: 'm' }, environment: { type: 'openai_hosted' } }), 400, 'agents_not_emulated', /environments of type 'openai_hosted'/, 'environment.type');
-    await expectApiError(client.beta.agents.sessions.create({ environment: { type: 'none' } }), 400, 'missing_required_parameter', /'agent_id' or 'agent'/, 'agent_id');
+    await expectApiError(
+      client.beta.agents.create({ model: 'm', tools: [{ type: 'web_search' }] }),
+      400,
+      'agents_not_emulated',
+      /agent tools of type 'web_search'/,
+      'tools[0].type',
+    );
+    await expectApiError(
+      client.beta.agents.sessions.create({ agent: { model: 'm' }, environment: { type: 'openai_hosted' } }),
+      400,
+      'agents_not_emulated',
+      /environments of type 'openai_hosted'/,
+      'environment.type',
+    );
+    await expectApiError(
+      client.beta.agents.sessions.create({ environment: { type: 'none' } }),
+      400,
+      'missing_required_parameter',
+      /'agent_id' or 'agent'/,
+      'agent_id',
+    );
     await expectApiError(client.beta.agents.environments.create({ environment: { type: 'openai_hosted' } }), 400, 'agents_not_emulated', /environments/);
     const session = await client.beta.agents.sessions.create({ agent: { model: 'm' }, environment: { type: 'none' } });
     await expectApiError(
-      client.beta.agents.sessions.events.create(session.id, { events: [{ type: 'agent.session.input.mcp_approval_request_result', request_id: 'r', response: { type: 'mcp_tool_call', decision: 'approve' } }] }),
+      client.beta.agents.sessions.events.create(session.id, {
+        events: [{ type: 'agent.session.input.mcp_approval_request_result', request_id: 'r', response: { type: 'mcp_tool_call', decision: 'approve' } }],
+      }),
       400,
       'agents_not_emulated',
       /mcp_approval_request_result/,
@@ -422,7 +513,12 @@ describe('the Agents API: agents and sessions as resources', () => {
       name: 'nightly pricing',
       expression: '0 2 * * *',
       timezone: 'Europe/Paris',
-      target: { type: 'new_session', agent_id: agent.id, environment: { type: 'none' }, input: [{ role: 'user', content: [{ type: 'input_text', text: 'take your time' }] }] },
+      target: {
+        type: 'new_session',
+        agent_id: agent.id,
+        environment: { type: 'none' },
+        input: [{ role: 'user', content: [{ type: 'input_text', text: 'take your time' }] }],
+      },
     });
     expect(periodic).toMatchObject({
       object: 'agent.automation',
@@ -433,7 +529,10 @@ describe('the Agents API: agents and sessions as resources', () => {
     });
     expect(await client.beta.agents.automations.pause(periodic.id)).toMatchObject({ status: 'paused' });
     expect(await client.beta.agents.automations.resume(periodic.id)).toMatchObject({ status: 'active' });
-    expect(await client.beta.agents.automations.update(periodic.id, { expression: '30 3 * * 1' })).toMatchObject({ expression: '30 3 * * 1', name: 'nightly pricing' });
+    expect(await client.beta.agents.automations.update(periodic.id, { expression: '30 3 * * 1' })).toMatchObject({
+      expression: '30 3 * * 1',
+      name: 'nightly pricing',
+    });
     for (const [change, param] of [
       [{ timezone: 'Mars/Olympus' }, 'timezone'],
       [{ timezone: '+05:00' }, 'timezone'],
@@ -442,9 +541,16 @@ describe('the Agents API: agents and sessions as resources', () => {
     ] as const) {
       await expectApiError(client.beta.agents.automations.update(periodic.id, change), 400, 'invalid_value', /expected/, param);
     }
-    expect(await client.beta.agents.automations.update(periodic.id, { expression: '*/15 9-17 * JAN-MAR mon,fri', timezone: 'UTC' })).toMatchObject({ timezone: 'UTC' });
+    expect(await client.beta.agents.automations.update(periodic.id, { expression: '*/15 9-17 * JAN-MAR mon,fri', timezone: 'UTC' })).toMatchObject({
+      timezone: 'UTC',
+    });
     await expectApiError(
-      client.beta.agents.automations.create({ type: 'once', name: 'late', run_at: 1_000, target: { type: 'existing_session', session_id: 'sess_x', instructions: 'x' } }),
+      client.beta.agents.automations.create({
+        type: 'once',
+        name: 'late',
+        run_at: 1_000,
+        target: { type: 'existing_session', session_id: 'sess_x', instructions: 'x' },
+      }),
       400,
       'invalid_value',
       /time to come/,
@@ -452,12 +558,24 @@ describe('the Agents API: agents and sessions as resources', () => {
     );
 
     const invocation = await client.beta.agents.automations.invocations.create(periodic.id);
-    expect(invocation).toMatchObject({ object: 'agent.automation.invocation', automation_id: periodic.id, status: 'completed', source: { type: 'manual' }, scheduled_at: null, error: null });
+    expect(invocation).toMatchObject({
+      object: 'agent.automation.invocation',
+      automation_id: periodic.id,
+      status: 'completed',
+      source: { type: 'manual' },
+      scheduled_at: null,
+      error: null,
+    });
     const session = await client.beta.agents.sessions.retrieve(invocation.session_id!);
     expect(session).toMatchObject({ agent: { id: agent.id }, status: 'in_progress' });
 
     // A message into that session while its turn runs: the invocation fails, saying why.
-    const once = await client.beta.agents.automations.create({ type: 'once', name: 'nudge', run_at: 2_000_000_000, target: { type: 'existing_session', session_id: session.id, instructions: 'Anything new?' } });
+    const once = await client.beta.agents.automations.create({
+      type: 'once',
+      name: 'nudge',
+      run_at: 2_000_000_000,
+      target: { type: 'existing_session', session_id: session.id, instructions: 'Anything new?' },
+    });
     const busy = await client.beta.agents.automations.invocations.create(once.id);
     expect(busy).toMatchObject({ status: 'failed', session_id: session.id, error: { code: 'session_busy' } });
     expect((await client.beta.agents.automations.list({ session_id: session.id })).data.map((listed) => listed.id)).toEqual([once.id]);
@@ -471,8 +589,16 @@ describe('the Agents API: agents and sessions as resources', () => {
     const { client } = await start();
     const vault = await client.beta.agents.vaults.create({ name: 'ci', metadata: { env: 'test' } });
     expect(vault).toMatchObject({ object: 'vault', name: 'ci', metadata: { env: 'test' } });
-    const credential = await client.beta.agents.vaults.credentials.create(vault.id, { name: 'crm', auth: { type: 'static_bearer', mcp_server_url: 'https://mcp.example/mcp', token: 'sk-secret' } });
-    expect(credential).toMatchObject({ object: 'vault.credential', vault_id: vault.id, name: 'crm', auth: { type: 'static_bearer', mcp_server_url: 'https://mcp.example/mcp' } });
+    const credential = await client.beta.agents.vaults.credentials.create(vault.id, {
+      name: 'crm',
+      auth: { type: 'static_bearer', mcp_server_url: 'https://mcp.example/mcp', token: 'sk-secret' },
+    });
+    expect(credential).toMatchObject({
+      object: 'vault.credential',
+      vault_id: vault.id,
+      name: 'crm',
+      auth: { type: 'static_bearer', mcp_server_url: 'https://mcp.example/mcp' },
+    });
     expect(JSON.stringify(await client.beta.agents.vaults.credentials.retrieve(credential.id, { vault_id: vault.id }))).not.toContain('sk-secret');
     expect((await client.beta.agents.vaults.credentials.list(vault.id)).data.map((listed) => listed.id)).toEqual([credential.id]);
     await client.beta.agents.vaults.create({ name: 'other', metadata: { env: 'prod' } });
@@ -480,7 +606,13 @@ describe('the Agents API: agents and sessions as resources', () => {
     expect((await client.beta.agents.vaults.credentials.list(vault.id, { metadata: { none: 'x' } })).data).toEqual([]);
     expect(await client.beta.agents.vaults.update(vault.id, { name: 'ci-2' })).toMatchObject({ name: 'ci-2' });
     expect(await client.beta.agents.vaults.delete(vault.id)).toEqual({ id: vault.id, deleted: true, object: 'vault.deleted' });
-    await expectApiError(client.beta.agents.vaults.credentials.retrieve(credential.id, { vault_id: vault.id }), 404, 'vault_not_found', /Vault with id/, 'vault_id');
+    await expectApiError(
+      client.beta.agents.vaults.credentials.retrieve(credential.id, { vault_id: vault.id }),
+      404,
+      'vault_not_found',
+      /Vault with id/,
+      'vault_id',
+    );
 
     // Values are checked too, and a rotation cannot add refresh settings a credential lacks.
     const other = await client.beta.agents.vaults.create({});
@@ -491,7 +623,10 @@ describe('the Agents API: agents and sessions as resources', () => {
       /http\(s\) URL/,
       'auth.mcp_server_url',
     );
-    const oauth = await client.beta.agents.vaults.credentials.create(other.id, { name: 'o', auth: { type: 'mcp_oauth', mcp_server_url: 'https://mcp.example/mcp', access_token: 'at', expires_at: '2030-01-01T00:00:00Z' } });
+    const oauth = await client.beta.agents.vaults.credentials.create(other.id, {
+      name: 'o',
+      auth: { type: 'mcp_oauth', mcp_server_url: 'https://mcp.example/mcp', access_token: 'at', expires_at: '2030-01-01T00:00:00Z' },
+    });
     expect(oauth.auth).toEqual({ type: 'mcp_oauth', mcp_server_url: 'https://mcp.example/mcp', expires_at: '2030-01-01T00:00:00Z', refresh: null });
     await expectApiError(
       client.beta.agents.vaults.credentials.update(oauth.id, { vault_id: other.id, auth: { type: 'mcp_oauth', refresh: { scope: 'all' } } }),
@@ -500,7 +635,10 @@ describe('the Agents API: agents and sessions as resources', () => {
       /no refresh settings/,
       'auth.refresh',
     );
-    const rotated = await client.beta.agents.vaults.credentials.update(oauth.id, { vault_id: other.id, auth: { type: 'mcp_oauth', access_token: 'at-2', expires_at: '2031-01-01T00:00:00Z' } });
+    const rotated = await client.beta.agents.vaults.credentials.update(oauth.id, {
+      vault_id: other.id,
+      auth: { type: 'mcp_oauth', access_token: 'at-2', expires_at: '2031-01-01T00:00:00Z' },
+    });
     expect(rotated.auth).toMatchObject({ expires_at: '2031-01-01T00:00:00Z' });
     expect(JSON.stringify(rotated)).not.toContain('at-2');
   });

@@ -78,7 +78,14 @@ describe('sequential pauses, the tool choice forced, for each way the SDK keeps 
     }
     // The last request carries the whole run: the user's message (without `type`, as the SDK
     // writes it), the program, both calls with their outputs.
-    expect(requests[2]!.input.map((item) => item.type ?? (item.role ? 'message' : undefined))).toEqual(['message', 'program', 'function_call', 'function_call_output', 'function_call', 'function_call_output']);
+    expect(requests[2]!.input.map((item) => item.type ?? (item.role ? 'message' : undefined))).toEqual([
+      'message',
+      'program',
+      'function_call',
+      'function_call_output',
+      'function_call',
+      'function_call_output',
+    ]);
   });
 
   it('previousResponseId: each request carries only the new output', async () => {
@@ -87,12 +94,16 @@ describe('sequential pauses, the tool choice forced, for each way the SDK keeps 
     const result = await runner.run(agentWith([note]), inlineProgram(TWO_NOTES), { previousResponseId: earlier.lastResponseId! });
     expect(result.finalOutput).toBe('noted noted a');
     const requests = sentSince(mark);
-    expect(requests.map((body) => body.previous_response_id)).toEqual([earlier.lastResponseId, expect.stringMatching(/^resp_/), expect.stringMatching(/^resp_/)]);
+    expect(requests.map((body) => body.previous_response_id)).toEqual([
+      earlier.lastResponseId,
+      expect.stringMatching(/^resp_/),
+      expect.stringMatching(/^resp_/),
+    ]);
     expect(requests.slice(1).map((body) => body.input.map((item) => item.type))).toEqual([['function_call_output'], ['function_call_output']]);
   });
 });
 
-describe('what programs see of the agent\'s tools', () => {
+describe("what programs see of the agent's tools", () => {
   it('a streaming run consumed to the end: its text deltas are the final output', async () => {
     const result = await runner.run(agentWith([note]), inlineProgram(TWO_NOTES), { stream: true });
     let streamed = '';
@@ -102,7 +113,7 @@ describe('what programs see of the agent\'s tools', () => {
     expect(streamed).toBe(result.finalOutput);
   });
 
-  it('a tool that throws: the program receives the SDK\'s error text as the output and goes on', async () => {
+  it("a tool that throws: the program receives the SDK's error text as the output and goes on", async () => {
     const fails = tool({
       name: 'fails',
       description: 'Always fails.',
@@ -139,7 +150,7 @@ describe('what programs see of the agent\'s tools', () => {
     expect(sentSince(mark)[0]!.tools).toContainEqual(expect.objectContaining({ name: 'stock', output_schema: expect.objectContaining({ type: 'object' }) }));
   });
 
-  it('structured outputType: the final message is parsed by the agent\'s schema', async () => {
+  it("structured outputType: the final message is parsed by the agent's schema", async () => {
     const agent = new Agent({
       name: 'structured',
       model: 'ptc-emulator',
@@ -206,7 +217,7 @@ describe('approvals of function tools called from one program, across a RunState
 });
 
 describe('maxTurns', () => {
-  it('exceeded mid-program, then resumed from the error\'s state to the end', async () => {
+  it("exceeded mid-program, then resumed from the error's state to the end", async () => {
     const agent = agentWith([note]);
     let exceeded: MaxTurnsExceededError | undefined;
     try {

@@ -63,7 +63,12 @@ function lastInput(): Record<string, unknown>[] {
 async function decideApproval(agent: PtcAgent, result: Result, approve: boolean): Promise<Result> {
   expect(result.interruptions).toHaveLength(1);
   const [request] = result.interruptions;
-  expect(request!.rawItem).toMatchObject({ type: 'hosted_tool_call', name: 'echo', providerData: { type: 'mcp_approval_request', server_label: 'calc' }, caller: { type: 'program' } });
+  expect(request!.rawItem).toMatchObject({
+    type: 'hosted_tool_call',
+    name: 'echo',
+    providerData: { type: 'mcp_approval_request', server_label: 'calc' },
+    caller: { type: 'program' },
+  });
   const state = await RunState.fromString<undefined, PtcAgent>(agent, result.state.toString());
   const pending = state.getInterruptions()[0]!;
   if (approve) state.approve(pending);
@@ -84,13 +89,18 @@ async function runError(promise: Promise<unknown>): Promise<{ status: number; co
 describe.each([true, false])('hosted MCP approvals from a program (store: %s)', (store) => {
   const ECHO = 'text(await tools.calc.echo({ n: 1 }))';
 
-  it('approved: the SDK sends mcp_approval_response with the request\'s caller copied, and the call runs once', async () => {
+  it("approved: the SDK sends mcp_approval_response with the request's caller copied, and the call runs once", async () => {
     const agent = agentWith(store, [calc('always')]);
     const before = mcp.calls.length;
     const first = await runAgent(agent, inlineProgram(ECHO));
     const callerId = (first.interruptions[0]!.rawItem as { caller: { callerId: string } }).caller.callerId;
     const done = await decideApproval(agent, first, true);
-    expect(lastInput()).toContainEqual({ type: 'mcp_approval_response', approval_request_id: first.interruptions[0]!.rawItem.id, approve: true, caller: { type: 'program', caller_id: callerId } });
+    expect(lastInput()).toContainEqual({
+      type: 'mcp_approval_response',
+      approval_request_id: first.interruptions[0]!.rawItem.id,
+      approve: true,
+      caller: { type: 'program', caller_id: callerId },
+    });
     expect(done.finalOutput).toBe('{"n":1}');
     expect(mcp.calls.slice(before)).toMatchObject([{ tool: 'echo', arguments: { n: 1 } }]);
   });
@@ -99,8 +109,12 @@ describe.each([true, false])('hosted MCP approvals from a program (store: %s)', 
     const agent = agentWith(store, [calc('always')]);
     const before = mcp.calls.length;
     const done = await decideApproval(agent, await runAgent(agent, inlineProgram(ECHO)), false);
-    expect(lastInput()).toContainEqual(expect.objectContaining({ type: 'mcp_approval_response', approve: false, caller: expect.objectContaining({ type: 'program' }) }));
-    expect(JSON.parse(done.finalOutput as string)).toMatchObject({ error: { code: 'program_threw', message: expect.stringContaining('denied the call of tools.calc.echo') } });
+    expect(lastInput()).toContainEqual(
+      expect.objectContaining({ type: 'mcp_approval_response', approve: false, caller: expect.objectContaining({ type: 'program' }) }),
+    );
+    expect(JSON.parse(done.finalOutput as string)).toMatchObject({
+      error: { code: 'program_threw', message: expect.stringContaining('denied the call of tools.calc.echo') },
+    });
     expect(mcp.calls.length).toBe(before);
   });
 });
@@ -127,7 +141,7 @@ describe('an mcp_call resent without its output, as the Agents SDK resends it', 
     expect(mcp.calls.length - before).toBe(1);
   });
 
-  it('store: true, after an approval: the approved call\'s output comes from the store too', async () => {
+  it("store: true, after an approval: the approved call's output comes from the store too", async () => {
     const agent = agentWith(true, [calc('always'), note]);
     const done = await decideApproval(agent, await runAgent(agent, inlineProgram(ECHO_THEN_NOTE)), true);
     expect(resentMcpCall().item).toMatchObject({ approval_request_id: expect.stringMatching(/^mcpr_/) });
@@ -154,7 +168,11 @@ describe('an mcp_call resent without its output, as the Agents SDK resends it', 
     const index = body.input.findIndex((item) => item.type === 'mcp_call');
     expect(body.input[index]!.id).not.toBe(victimId);
     body.input[index] = { ...body.input[index], id: victimId };
-    const response = await realFetch(`${server.baseURL}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const response = await realFetch(`${server.baseURL}/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     // Filled from the victim's response, it would be refused as altered (and its output counted in usage).
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: unknown }).error).toMatchObject({ code: 'missing_required_parameter', param: `input[${index}].output` });
@@ -185,7 +203,16 @@ describe('conversationId: the run continues a conversation of the Conversations 
     expect(requests.slice(1).map((body) => body.input.map((item) => item.type))).toEqual([['function_call_output'], ['function_call_output']]);
     const items = [];
     for await (const item of server.client.conversations.items.list(conversation.id, { order: 'asc' })) items.push(item.type);
-    expect(items).toEqual(['message', 'program', 'function_call', 'function_call_output', 'function_call', 'function_call_output', 'program_output', 'message']);
+    expect(items).toEqual([
+      'message',
+      'program',
+      'function_call',
+      'function_call_output',
+      'function_call',
+      'function_call_output',
+      'program_output',
+      'message',
+    ]);
 
     // A second run in the same conversation starts from all of it.
     const next = await runner.run(agentWith(true, [note]), inlineProgram('text(await tools.note({ echoed: "again" }))'), { conversationId: conversation.id });

@@ -25,12 +25,20 @@ function importsOf(file: string): string[] {
 
 describe('the layers', () => {
   it.each(['server', 'cli'])('%s/ reaches the runtime through runtime/index.ts only', (folder) => {
-    const past = sources(folder).flatMap((file) => importsOf(file).filter((target) => target.startsWith('runtime/') && target !== 'runtime/index.ts').map((target) => `${file} → ${target}`));
+    const past = sources(folder).flatMap((file) =>
+      importsOf(file)
+        .filter((target) => target.startsWith('runtime/') && target !== 'runtime/index.ts')
+        .map((target) => `${file} → ${target}`),
+    );
     expect(past).toEqual([]);
   });
 
   it('runtime/ imports nothing from server/ or cli/', () => {
-    const upward = sources('runtime').flatMap((file) => importsOf(file).filter((target) => /^(server|cli)\//.test(target)).map((target) => `${file} → ${target}`));
+    const upward = sources('runtime').flatMap((file) =>
+      importsOf(file)
+        .filter((target) => /^(server|cli)\//.test(target))
+        .map((target) => `${file} → ${target}`),
+    );
     expect(upward).toEqual([]);
   });
 
@@ -104,21 +112,38 @@ describe('imports', () => {
       ['e', ['a']],
     ]);
     expect(cyclesOf(graph)).toEqual([['a', 'b', 'c']]);
-    expect(cyclesOf(new Map([['a', ['b']], ['b', []]]))).toEqual([]);
+    expect(
+      cyclesOf(
+        new Map([
+          ['a', ['b']],
+          ['b', []],
+        ]),
+      ),
+    ).toEqual([]);
   });
 });
 
 describe('tool kinds', () => {
   const TABLE = join('server', 'conversation', 'tool-kinds.ts');
-  const items = [...Object.values(TOOL_KINDS).flatMap((kind) => ['output' in kind ? [kind.call, kind.output] : [kind.call]].flat()), ...Object.values(MCP_APPROVAL)];
+  const items = [
+    ...Object.values(TOOL_KINDS).flatMap((kind) => ['output' in kind ? [kind.call, kind.output] : [kind.call]].flat()),
+    ...Object.values(MCP_APPROVAL),
+  ];
   // A prefix that is also a kind's name (`mcp`) is written as that name elsewhere; `call` is also
   // the domain tag of a call's MAC in runtime/fingerprint.ts.
   const literals = [...new Set([...items.flatMap((item) => [item.type, item.idPrefix]), ...Object.values(TOOL_KINDS).map((kind) => kind.sealedPrefix)])].filter(
     (literal) => !Object.hasOwn(TOOL_KINDS, literal) && literal !== 'call',
   );
 
-  it('each kind\'s item types and id prefixes are written in server/conversation/tool-kinds.ts only (schemas/ aside)', () => {
-    const files = [...sources('server'), ...sources('cli'), ...sources('runtime'), ...readdirSync(join(ROOT, 'runtime'), { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.js')).map((file) => join('runtime', file))];
+  it("each kind's item types and id prefixes are written in server/conversation/tool-kinds.ts only (schemas/ aside)", () => {
+    const files = [
+      ...sources('server'),
+      ...sources('cli'),
+      ...sources('runtime'),
+      ...readdirSync(join(ROOT, 'runtime'), { recursive: true, encoding: 'utf8' })
+        .filter((file) => file.endsWith('.js'))
+        .map((file) => join('runtime', file)),
+    ];
     const found = files
       .filter((file) => file !== TABLE)
       .flatMap((file) => {
@@ -128,10 +153,12 @@ describe('tool kinds', () => {
     expect(found).toEqual([]);
   });
 
-  it("the runtime names no tool kind: a program tool carries its kind as a tag the runtime only seals", () => {
+  it('the runtime names no tool kind: a program tool carries its kind as a tag the runtime only seals', () => {
     // (`function` aside: the runtime writes it as a `typeof`.)
     const kinds = Object.keys(TOOL_KINDS).filter((kind) => kind !== 'function');
-    const files = readdirSync(join(ROOT, 'runtime'), { recursive: true, encoding: 'utf8' }).filter((file) => /\.(ts|js)$/.test(file)).map((file) => join('runtime', file));
+    const files = readdirSync(join(ROOT, 'runtime'), { recursive: true, encoding: 'utf8' })
+      .filter((file) => /\.(ts|js)$/.test(file))
+      .map((file) => join('runtime', file));
     const found = files.flatMap((file) => {
       const text = readFileSync(join(ROOT, file), 'utf8');
       return kinds.filter((kind) => text.includes(`'${kind}'`) || text.includes(`"${kind}"`)).map((kind) => `${file}: '${kind}'`);
@@ -144,6 +171,15 @@ describe('tool kinds', () => {
     const text = readFileSync(join(ROOT, 'docs', 'CONTRIBUTING.md'), 'utf8');
     const named = [...text.matchAll(/`((?:server|runtime|schemas|test|cli)\/[\w./-]+\.ts)`/g)].map((match) => match[1]!);
     expect(named.length).toBeGreaterThan(5);
-    expect(named.filter((file) => { try { readFileSync(join(ROOT, file)); return false; } catch { return true; } })).toEqual([]);
+    expect(
+      named.filter((file) => {
+        try {
+          readFileSync(join(ROOT, file));
+          return false;
+        } catch {
+          return true;
+        }
+      }),
+    ).toEqual([]);
   });
 });

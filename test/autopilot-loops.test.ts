@@ -26,7 +26,8 @@ const TRAVEL_ARGUMENTS = [
 
 /** The Python with the official `openai` package that CI installs in a venv of its own (.ci/run). */
 const PYTHON = process.env['PTC_TEST_PYTHON'];
-if (PYTHON === undefined && process.env['CI']) throw new Error('PTC_TEST_PYTHON is not set: .ci/run makes a venv with the openai package and names its python there');
+if (PYTHON === undefined && process.env['CI'])
+  throw new Error('PTC_TEST_PYTHON is not set: .ci/run makes a venv with the openai package and names its python there');
 
 let server: ServingCli;
 let directory: string;
@@ -58,9 +59,14 @@ describe('ptc-emulator serve, started with no flags', () => {
     ['store: false', false],
     ['previous_response_id', true],
   ])("the guide's JS loop (%s): a program calls both tools with sku_123, and the message states both numbers", async (_, store) => {
-    const result = await agentLoop(client(), { model: 'gpt-6-astra', input: 'Compare inventory with demand for sku_123.', tools: guideTools() }, {
-      functions: { get_inventory: ({ sku }) => ({ sku, available_units: 42 }), get_demand: ({ sku }) => ({ sku, requested_units: 31 }) },
-    }, { store });
+    const result = await agentLoop(
+      client(),
+      { model: 'gpt-6-astra', input: 'Compare inventory with demand for sku_123.', tools: guideTools() },
+      {
+        functions: { get_inventory: ({ sku }) => ({ sku, available_units: 42 }), get_demand: ({ sku }) => ({ sku, requested_units: 31 }) },
+      },
+      { store },
+    );
     const [first] = result.responses;
     const program = first!.output.find((item) => item.type === 'program')!;
     expect(program.code).toContain('tools.get_inventory(');
@@ -98,12 +104,17 @@ describe('ptc-emulator serve, started with no flags', () => {
     ['previous_response_id', true],
   ])('a tool set of other names, with nested and enum parameters (JS, %s)', async (_, store) => {
     const seen: string[] = [];
-    const result = await agentLoop(client(), { model: 'gpt-6-astra', input: TRAVEL_REQUEST, tools: TRAVEL_TOOLS }, {
-      functions: {
-        search_flights: (args) => (seen.push(`search_flights ${JSON.stringify(sorted(args))}`), { cheapest_fare: 612.5, flights: 3 }),
-        get_weather_outlook: (args) => (seen.push(`get_weather_outlook ${JSON.stringify(sorted(args))}`), { high_c: 14, summary: 'mild' }),
+    const result = await agentLoop(
+      client(),
+      { model: 'gpt-6-astra', input: TRAVEL_REQUEST, tools: TRAVEL_TOOLS },
+      {
+        functions: {
+          search_flights: (args) => (seen.push(`search_flights ${JSON.stringify(sorted(args))}`), { cheapest_fare: 612.5, flights: 3 }),
+          get_weather_outlook: (args) => (seen.push(`get_weather_outlook ${JSON.stringify(sorted(args))}`), { high_c: 14, summary: 'mild' }),
+        },
       },
-    }, { store });
+      { store },
+    );
     expect(seen.sort()).toEqual(TRAVEL_ARGUMENTS);
     expect(result.text).toContain('cheapest_fare 612.5');
     expect(result.text).toContain('high_c 14');
@@ -111,12 +122,18 @@ describe('ptc-emulator serve, started with no flags', () => {
 
   describe.skipIf(PYTHON === undefined)('the official openai package for Python (PTC_TEST_PYTHON)', () => {
     it("the guide's Python loop, unchanged", async () => {
-      const { stdout } = await run(PYTHON!, [join(ROOT, 'examples/guide-loop.py')], { env: cleanEnv({ OPENAI_BASE_URL: baseURL, OPENAI_API_KEY: 'any' }), timeout: 60_000 });
+      const { stdout } = await run(PYTHON!, [join(ROOT, 'examples/guide-loop.py')], {
+        env: cleanEnv({ OPENAI_BASE_URL: baseURL, OPENAI_API_KEY: 'any' }),
+        timeout: 60_000,
+      });
       expect(stdout.trim()).toBe('get_inventory returned sku sku_123 and available_units 42; get_demand returned sku sku_123 and requested_units 31.');
     });
 
     it.each(['store', 'stateless'])('the same loop over the travel tools (%s)', async (mode) => {
-      const { stdout, stderr } = await run(PYTHON!, [join(ROOT, 'test/fixtures/travel-loop.py'), TRAVEL_REQUEST, mode], { env: cleanEnv({ OPENAI_BASE_URL: baseURL, OPENAI_API_KEY: 'any' }), timeout: 60_000 });
+      const { stdout, stderr } = await run(PYTHON!, [join(ROOT, 'test/fixtures/travel-loop.py'), TRAVEL_REQUEST, mode], {
+        env: cleanEnv({ OPENAI_BASE_URL: baseURL, OPENAI_API_KEY: 'any' }),
+        timeout: 60_000,
+      });
       expect(stderr.trim().split('\n').sort()).toEqual(TRAVEL_ARGUMENTS);
       expect(stdout).toContain('cheapest_fare 612.5');
       expect(stdout).toContain('high_c 14');
@@ -128,5 +145,9 @@ describe('ptc-emulator serve, started with no flags', () => {
 function sorted(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sorted);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([key, inner]) => [key, sorted(inner)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([key, inner]) => [key, sorted(inner)]),
+  );
 }

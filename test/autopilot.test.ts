@@ -22,7 +22,12 @@ const GUIDE_TOOLS: Tool[] = [
     name: 'get_inventory',
     description: 'Return an object with sku (string) and available_units (number).',
     parameters: SKU,
-    output_schema: { type: 'object', properties: { sku: { type: 'string' }, available_units: { type: 'number' } }, required: ['sku', 'available_units'], additionalProperties: false },
+    output_schema: {
+      type: 'object',
+      properties: { sku: { type: 'string' }, available_units: { type: 'number' } },
+      required: ['sku', 'available_units'],
+      additionalProperties: false,
+    },
     allowed_callers: ['programmatic'],
     strict: true,
   } as FunctionTool,
@@ -31,7 +36,12 @@ const GUIDE_TOOLS: Tool[] = [
     name: 'get_demand',
     description: 'Return an object with sku (string) and requested_units (number).',
     parameters: SKU,
-    output_schema: { type: 'object', properties: { sku: { type: 'string' }, requested_units: { type: 'number' } }, required: ['sku', 'requested_units'], additionalProperties: false },
+    output_schema: {
+      type: 'object',
+      properties: { sku: { type: 'string' }, requested_units: { type: 'number' } },
+      required: ['sku', 'requested_units'],
+      additionalProperties: false,
+    },
     allowed_callers: ['programmatic'],
     strict: true,
   } as FunctionTool,
@@ -144,9 +154,13 @@ describe('planning the calls (call-plan.ts)', () => {
   });
 
   it('takes a required argument the message does not give from the output of another chosen tool, a step later', () => {
-    const findCustomer = summary('find_customer', { type: 'object', properties: { email: { type: 'string', format: 'email' } }, required: ['email'] }, {
-      outputSchema: { type: 'object', properties: { customer_id: { type: 'string' } }, required: ['customer_id'] },
-    });
+    const findCustomer = summary(
+      'find_customer',
+      { type: 'object', properties: { email: { type: 'string', format: 'email' } }, required: ['email'] },
+      {
+        outputSchema: { type: 'object', properties: { customer_id: { type: 'string' } }, required: ['customer_id'] },
+      },
+    );
     const listOrders = summary('list_orders', { type: 'object', properties: { customer_id: { type: 'string' } }, required: ['customer_id'] });
     const { calls } = plan([findCustomer, listOrders], 'Find the customer ada@example.com and list her orders');
     expect(calls[0]!.candidates![0]!.value).toEqual({ email: 'ada@example.com' });
@@ -154,7 +168,11 @@ describe('planning the calls (call-plan.ts)', () => {
   });
 
   it('is deterministic: the same request, the same plan; another seed may fill what the message leaves open otherwise', () => {
-    const parameters = { type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]{3}-\\d{4}$' }, weight: { type: 'number', minimum: 0 } }, required: ['code', 'weight'] };
+    const parameters = {
+      type: 'object',
+      properties: { code: { type: 'string', pattern: '^[A-Z]{3}-\\d{4}$' }, weight: { type: 'number', minimum: 0 } },
+      required: ['code', 'weight'],
+    };
     const tools = [summary('ship_parcel', parameters)];
     expect(plan(tools, 'Ship it', 7)).toEqual(plan(tools, 'Ship it', 7));
     expect(plan(tools, 'Ship it', 7).calls[0]!.candidates![0]!.value).toMatchObject({ code: expect.stringMatching(/^[A-Z]{3}-\d{4}$/) });
@@ -176,7 +194,12 @@ describe('the autopilot behind a listening server', () => {
     ['previous_response_id', { store: true }],
     ['streamed, store: false', { store: false, stream: true }],
   ])("runs the guide's loop unchanged (%s): a program calls both tools with the message's sku, and the message states both numbers", async (_, options) => {
-    const result = await agentLoop(server.client, { model: 'gpt-6-astra', input: 'Compare inventory with demand for sku_123.', tools: GUIDE_TOOLS }, GUIDE_HANDLERS, options);
+    const result = await agentLoop(
+      server.client,
+      { model: 'gpt-6-astra', input: 'Compare inventory with demand for sku_123.', tools: GUIDE_TOOLS },
+      GUIDE_HANDLERS,
+      options,
+    );
     const first = result.responses[0]!;
     const program = first.output.find((item) => item.type === 'program');
     expect(program).toBeDefined();
@@ -213,14 +236,23 @@ describe('the autopilot behind a listening server', () => {
             parameters: {
               type: 'object',
               properties: {
-                place: { type: 'object', properties: { city: { type: 'string' }, country: { enum: ['FR', 'IT', 'JP'] } }, required: ['city', 'country'], additionalProperties: false },
+                place: {
+                  type: 'object',
+                  properties: { city: { type: 'string' }, country: { enum: ['FR', 'IT', 'JP'] } },
+                  required: ['city', 'country'],
+                  additionalProperties: false,
+                },
                 nights: { type: 'integer', minimum: 1, maximum: 30 },
                 tier: { enum: ['budget', 'standard', 'luxury'] },
               },
               required: ['place', 'nights', 'tier'],
               additionalProperties: false,
             },
-            output_schema: { type: 'object', properties: { hotels: { type: 'array', items: { type: 'string' } }, cheapest: { type: 'number' } }, required: ['hotels', 'cheapest'] },
+            output_schema: {
+              type: 'object',
+              properties: { hotels: { type: 'array', items: { type: 'string' } }, cheapest: { type: 'number' } },
+              required: ['hotels', 'cheapest'],
+            },
             allowed_callers: ['programmatic'],
             strict: true,
           },
@@ -259,7 +291,7 @@ describe('the autopilot behind a listening server', () => {
     expect(result.text).toContain('confirmed true');
   });
 
-  it('makes a call that needs another call\'s output a step later: two pauses of one program', async () => {
+  it("makes a call that needs another call's output a step later: two pauses of one program", async () => {
     const tools = [
       {
         type: 'function',
@@ -278,22 +310,34 @@ describe('the autopilot behind a listening server', () => {
       },
       { type: 'programmatic_tool_calling' },
     ] as Tool[];
-    const result = await agentLoop(server.client, { model: 'm', input: 'Find the customer ada@example.com and list her orders.', tools }, {
-      functions: { find_customer: () => ({ customer_id: 'cus_9' }), list_orders: ({ customer_id }) => [`${customer_id}-order-1`] },
-    });
-    const callsPerResponse = result.responses.map((response) => response.output.filter((item) => item.type === 'function_call').map((call) => `${call.name} ${call.arguments}`));
+    const result = await agentLoop(
+      server.client,
+      { model: 'm', input: 'Find the customer ada@example.com and list her orders.', tools },
+      {
+        functions: { find_customer: () => ({ customer_id: 'cus_9' }), list_orders: ({ customer_id }) => [`${customer_id}-order-1`] },
+      },
+    );
+    const callsPerResponse = result.responses.map((response) =>
+      response.output.filter((item) => item.type === 'function_call').map((call) => `${call.name} ${call.arguments}`),
+    );
     expect(callsPerResponse).toEqual([['find_customer {"email":"ada@example.com"}'], ['list_orders {"customer_id":"cus_9"}'], []]);
     expect(result.text).toContain('cus_9-order-1');
   });
 
   it('calls the tools directly when the request does not enable programs, then states their outputs', async () => {
-    const tools = [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: false }] as Tool[];
-    const result = await agentLoop(server.client, { model: 'm', input: 'What is the weather in the city Oslo?', tools }, { functions: { get_weather: ({ city }) => ({ city, celsius: -3 }) } });
+    const tools = [
+      { type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: false },
+    ] as Tool[];
+    const result = await agentLoop(
+      server.client,
+      { model: 'm', input: 'What is the weather in the city Oslo?', tools },
+      { functions: { get_weather: ({ city }) => ({ city, celsius: -3 }) } },
+    );
     expect(result.responses[0]!.output.map((item) => item.type)).toEqual(['reasoning', 'function_call']);
     expect(result.text).toBe('get_weather returned city Oslo and celsius -3.');
   });
 
-  it('without programs, makes a call that needs another call\'s output a round later', async () => {
+  it("without programs, makes a call that needs another call's output a round later", async () => {
     const tools = [
       {
         type: 'function',
@@ -302,23 +346,45 @@ describe('the autopilot behind a listening server', () => {
         output_schema: { type: 'object', properties: { customer_id: { type: 'string' } }, required: ['customer_id'] },
         strict: false,
       },
-      { type: 'function', name: 'list_orders', parameters: { type: 'object', properties: { customer_id: { type: 'string' } }, required: ['customer_id'] }, strict: false },
+      {
+        type: 'function',
+        name: 'list_orders',
+        parameters: { type: 'object', properties: { customer_id: { type: 'string' } }, required: ['customer_id'] },
+        strict: false,
+      },
     ] as Tool[];
-    const result = await agentLoop(server.client, { model: 'm', input: 'Find the customer ada@example.com and list her orders.', tools }, {
-      functions: { find_customer: () => ({ customer_id: 'cus_9' }), list_orders: ({ customer_id }) => [`${customer_id}-order-1`] },
-    });
-    const rounds = result.responses.map((response) => response.output.filter((item) => item.type === 'function_call').map((call) => `${call.name} ${call.arguments}`));
+    const result = await agentLoop(
+      server.client,
+      { model: 'm', input: 'Find the customer ada@example.com and list her orders.', tools },
+      {
+        functions: { find_customer: () => ({ customer_id: 'cus_9' }), list_orders: ({ customer_id }) => [`${customer_id}-order-1`] },
+      },
+    );
+    const rounds = result.responses.map((response) =>
+      response.output.filter((item) => item.type === 'function_call').map((call) => `${call.name} ${call.arguments}`),
+    );
     expect(rounds).toEqual([['find_customer {"email":"ada@example.com"}'], ['list_orders {"customer_id":"cus_9"}'], []]);
     expect(result.text).toBe('find_customer returned customer_id cus_9; list_orders returned 0 cus_9-order-1.');
   });
 
   it('searches for deferred tools the message is about before it writes the program', async () => {
     const tools = [
-      { type: 'function', name: 'get_invoice', description: 'An invoice by number', parameters: { type: 'object', properties: { number: { type: 'string' } }, required: ['number'] }, allowed_callers: ['programmatic'], defer_loading: true },
+      {
+        type: 'function',
+        name: 'get_invoice',
+        description: 'An invoice by number',
+        parameters: { type: 'object', properties: { number: { type: 'string' } }, required: ['number'] },
+        allowed_callers: ['programmatic'],
+        defer_loading: true,
+      },
       { type: 'tool_search' },
       { type: 'programmatic_tool_calling' },
     ] as Tool[];
-    const result = await agentLoop(server.client, { model: 'm', input: 'Show the invoice number INV-77', tools }, { functions: { get_invoice: ({ number }) => ({ number, total: 99 }) } });
+    const result = await agentLoop(
+      server.client,
+      { model: 'm', input: 'Show the invoice number INV-77', tools },
+      { functions: { get_invoice: ({ number }) => ({ number, total: 99 }) } },
+    );
     expect(result.responses[0]!.output.map((item) => item.type)).toEqual(['tool_search_call', 'tool_search_output', 'reasoning', 'program', 'function_call']);
     expect(result.text).toContain('99');
   });
@@ -326,13 +392,21 @@ describe('the autopilot behind a listening server', () => {
   it('a schema whose values cost seconds to make holds up only its own conversation, which gets a message saying so', async () => {
     // Checking the message's token against this pattern backtracks for ever (2^40 ways to split 40 a's).
     const costly = [
-      { type: 'function', name: 'stamp_label', parameters: { type: 'object', properties: { code: { type: 'string', pattern: '^(a+)+$' } }, required: ['code'], additionalProperties: false }, allowed_callers: ['programmatic'], strict: true },
+      {
+        type: 'function',
+        name: 'stamp_label',
+        parameters: { type: 'object', properties: { code: { type: 'string', pattern: '^(a+)+$' } }, required: ['code'], additionalProperties: false },
+        allowed_callers: ['programmatic'],
+        strict: true,
+      },
       { type: 'programmatic_tool_calling' },
     ] as Tool[];
     const hostileInput = `Stamp the label with code ${'a'.repeat(40)}b.`;
     const order: string[] = [];
     const hostile = server.client.responses.create({ model: 'm', input: hostileInput, tools: costly }).then((response) => (order.push('costly'), response));
-    const honest = agentLoop(server.client, { model: 'm', input: 'Compare inventory with demand for sku_123.', tools: GUIDE_TOOLS }, GUIDE_HANDLERS).then((result) => (order.push('honest'), result));
+    const honest = agentLoop(server.client, { model: 'm', input: 'Compare inventory with demand for sku_123.', tools: GUIDE_TOOLS }, GUIDE_HANDLERS).then(
+      (result) => (order.push('honest'), result),
+    );
     const [costlyResponse, honestResult] = await Promise.all([hostile, honest]);
     expect(order).toEqual(['honest', 'costly']);
     expect(honestResult.text).toContain('42');
@@ -367,7 +441,7 @@ describe('the autopilot behind a listening server', () => {
     expect(result.output_text).toBe('get_price returned price 7; get_stock returned units 6.');
   });
 
-  it("calls a tool that changes something only when asked by its verb, or when tool_choice names it", async () => {
+  it('calls a tool that changes something only when asked by its verb, or when tool_choice names it', async () => {
     const user = { type: 'object', properties: { user_id: { type: 'string' } }, required: ['user_id'], additionalProperties: false };
     const tools = [
       { type: 'function', name: 'get_user_profile', parameters: user, strict: true, allowed_callers: ['programmatic'] },
@@ -382,7 +456,9 @@ describe('the autopilot behind a listening server', () => {
     expect(await calls('Hi! Who are you?')).toEqual(['get_user_profile {"user_id":"user_id-sample"}']);
     expect(await calls('Delete user u_77')).toEqual(['delete_user {"user_id":"u_77"}']);
     expect(await calls('Hi!', { tool_choice: { type: 'function', name: 'delete_user' } })).toEqual(['delete_user {"user_id":"user_id-sample"}']);
-    expect(await calls('user u_77', { tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'get_user_profile' }] } })).toEqual(['get_user_profile {"user_id":"u_77"}']);
+    expect(await calls('user u_77', { tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'get_user_profile' }] } })).toEqual(
+      ['get_user_profile {"user_id":"u_77"}'],
+    );
   });
 
   it('keeps its arguments small and its lookups its own, whatever the schema says', async () => {
@@ -390,11 +466,27 @@ describe('the autopilot behind a listening server', () => {
     let huge: Record<string, unknown> = { type: 'string', const: 'a '.repeat(8_192) };
     huge = { type: 'array', items: { type: 'array', items: huge, minItems: 64 }, minItems: 64 };
     const tools = [
-      { type: 'function', name: 'load_docs', parameters: { type: 'object', properties: { data: huge }, required: ['data'] }, strict: false, allowed_callers: ['programmatic'] },
-      { type: 'function', name: 'load_names', parameters: { type: 'object', properties: { name: { type: 'string', format: 'constructor' }, x: { $ref: '#/%zz' } }, required: ['name'] }, strict: false, allowed_callers: ['programmatic'] },
+      {
+        type: 'function',
+        name: 'load_docs',
+        parameters: { type: 'object', properties: { data: huge }, required: ['data'] },
+        strict: false,
+        allowed_callers: ['programmatic'],
+      },
+      {
+        type: 'function',
+        name: 'load_names',
+        parameters: { type: 'object', properties: { name: { type: 'string', format: 'constructor' }, x: { $ref: '#/%zz' } }, required: ['name'] },
+        strict: false,
+        allowed_callers: ['programmatic'],
+      },
       { type: 'programmatic_tool_calling' },
     ] as Tool[];
-    const result = await agentLoop(server.client, { model: 'm', input: 'Load the docs and the names.', tools }, { functions: { load_docs: () => 'never', load_names: () => ({ ok: 1 }) } });
+    const result = await agentLoop(
+      server.client,
+      { model: 'm', input: 'Load the docs and the names.', tools },
+      { functions: { load_docs: () => 'never', load_names: () => ({ ok: 1 }) } },
+    );
     const program = result.responses[0]!.output.find((item) => item.type === 'program')!;
     expect(program.code.length).toBeLessThan(20_000);
     expect(program.code).not.toContain('tools.load_docs');
@@ -428,9 +520,16 @@ describe('the autopilot behind a listening server', () => {
         additionalProperties: false,
       }));
     const parameters = objectOf(fc.oneof({ weight: 4, arbitrary: scalar }, { weight: 1, arbitrary: objectOf(scalar) }));
-    const toolSet = fc.uniqueArray(fc.record({ name: fc.stringMatching(/^[a-z]{3,8}_[a-z]{3,8}$/), parameters }), { minLength: 1, maxLength: 4, selector: (tool) => tool.name });
+    const toolSet = fc.uniqueArray(fc.record({ name: fc.stringMatching(/^[a-z]{3,8}_[a-z]{3,8}$/), parameters }), {
+      minLength: 1,
+      maxLength: 4,
+      selector: (tool) => tool.name,
+    });
     for (const [index, set] of fc.sample(toolSet, { numRuns: 24, seed: 20261206 }).entries()) {
-      const tools = [...set.map(({ name, parameters }) => ({ type: 'function', name, parameters, allowed_callers: ['programmatic'], strict: true })), { type: 'programmatic_tool_calling' }] as Tool[];
+      const tools = [
+        ...set.map(({ name, parameters }) => ({ type: 'function', name, parameters, allowed_callers: ['programmatic'], strict: true })),
+        { type: 'programmatic_tool_calling' },
+      ] as Tool[];
       const answered: string[] = [];
       const functions = Object.fromEntries(set.map(({ name }) => [name, (args: unknown) => (answered.push(name), { ok: true, echo: args })]));
       const result = await agentLoop(server.client, { model: 'm', input: 'Please proceed.', tools }, { functions });
@@ -452,7 +551,9 @@ describe('with the autopilot off', () => {
   afterAll(() => server.close());
 
   it('a turn nothing decides gets the advice, the x-ptc-nothing-ran header and a journal entry saying why nothing ran', async () => {
-    const { data, response } = await server.client.responses.create({ model: 'm', input: 'Compare inventory with demand for sku_123.', tools: GUIDE_TOOLS }).withResponse();
+    const { data, response } = await server.client.responses
+      .create({ model: 'm', input: 'Compare inventory with demand for sku_123.', tools: GUIDE_TOOLS })
+      .withResponse();
     expect(data.output.map((item) => item.type)).toEqual(['message']);
     expect(data.output_text).toMatch(/^ptc-emulator has no model/);
     expect(response.headers.get('x-ptc-nothing-ran')).toMatch(/autopilot is off/);

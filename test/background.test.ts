@@ -127,8 +127,16 @@ describe('background: true', () => {
 
   it('runs a program that pauses; a background continuation completes it too', async () => {
     const { client } = server;
-    const { response: paused } = await pollUntilSettled(client, (await client.responses.create({ model: MODEL, input: 'program please', tools: TOOLS, background: true })).id);
-    const outputs: ResponseInputItem[] = functionCallsOf(paused).map((call) => ({ type: 'function_call_output', call_id: call.call_id, output: call.name, caller: call.caller ?? null }));
+    const { response: paused } = await pollUntilSettled(
+      client,
+      (await client.responses.create({ model: MODEL, input: 'program please', tools: TOOLS, background: true })).id,
+    );
+    const outputs: ResponseInputItem[] = functionCallsOf(paused).map((call) => ({
+      type: 'function_call_output',
+      call_id: call.call_id,
+      output: call.name,
+      caller: call.caller ?? null,
+    }));
     const queued = await client.responses.create({ model: MODEL, previous_response_id: paused.id, input: outputs, tools: TOOLS, background: true });
     expectQueued(queued);
     const { response: finished } = await pollUntilSettled(client, queued.id);
@@ -220,7 +228,9 @@ describe('background: true with stream: true', () => {
     expect(final.output_text).toBe(ANSWER);
     const { output_parsed: _parsed, ...finalWithoutParse } = final;
     const retrieved = await client.responses.retrieve(final.id);
-    expect(JSON.parse(JSON.stringify(finalWithoutParse, (key, value: unknown) => (key === 'parsed' ? undefined : value)))).toStrictEqual(JSON.parse(JSON.stringify(retrieved)));
+    expect(JSON.parse(JSON.stringify(finalWithoutParse, (key, value: unknown) => (key === 'parsed' ? undefined : value)))).toStrictEqual(
+      JSON.parse(JSON.stringify(retrieved)),
+    );
   });
 
   it('GET ?stream=true on a background response that is still running waits and streams it whole', async () => {

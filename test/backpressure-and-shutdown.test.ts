@@ -48,7 +48,11 @@ describe('backpressure', () => {
       const user: ResponseInputItem = { role: 'user', content: inlineProgram('text(await tools.get({}))') };
       const paused = await server.client.responses.create({ model: 'm', store: false, input: [user], tools });
       const [call] = functionCallsOf(paused);
-      const continuation: ResponseInputItem[] = [user, ...toResponseInputItems(paused.output), { type: 'function_call_output', call_id: call!.call_id, output: 'resumed', caller: call!.caller ?? null }];
+      const continuation: ResponseInputItem[] = [
+        user,
+        ...toResponseInputItems(paused.output),
+        { type: 'function_call_output', call_id: call!.call_id, output: 'resumed', caller: call!.caller ?? null },
+      ];
 
       const order: string[] = [];
       const note = (what: string) => () => order.push(what);
@@ -77,7 +81,9 @@ describe('backpressure', () => {
     // One running, and three new conversations waiting: half of a queue of six.
     const server = await startServer({ config: { maxConcurrentTurns: 1, maxQueuedTurns: 6 } });
     try {
-      const responses = await Promise.all(Array.from({ length: 4 }, (_, i) => server.client.responses.create({ model: 'm', input: inlineProgram(`text(${i})`), tools: programTools() })));
+      const responses = await Promise.all(
+        Array.from({ length: 4 }, (_, i) => server.client.responses.create({ model: 'm', input: inlineProgram(`text(${i})`), tools: programTools() })),
+      );
       expect(responses.map((response) => response.output_text)).toEqual(['0', '1', '2', '3']);
     } finally {
       await server.close();
@@ -97,7 +103,11 @@ describe('program_expired', () => {
       const late = await server.client.responses.create({
         model: 'm',
         store: false,
-        input: [user, ...toResponseInputItems(first.output), { type: 'function_call_output', call_id: call!.call_id, output: 'x', caller: call!.caller ?? null }],
+        input: [
+          user,
+          ...toResponseInputItems(first.output),
+          { type: 'function_call_output', call_id: call!.call_id, output: 'x', caller: call!.caller ?? null },
+        ],
         tools,
       });
       const output = programOutputOf(late);
@@ -114,7 +124,13 @@ describe('SIGTERM', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'ptc-drain-'));
     try {
       // A loop that runs until its step's wall-clock ceiling: 3 s, whatever the machine's speed.
-      const server = await spawnServer({ PTC_STORE: 'sqlite', PTC_DATA_DIR: dataDir, PTC_WORKERS: '1', PTC_STEP_WALL_TIME_MS: '3000', PTC_CPU_TIME_MS: '60000' });
+      const server = await spawnServer({
+        PTC_STORE: 'sqlite',
+        PTC_DATA_DIR: dataDir,
+        PTC_WORKERS: '1',
+        PTC_STEP_WALL_TIME_MS: '3000',
+        PTC_CPU_TIME_MS: '60000',
+      });
       const running = server.client.responses.create({ model: 'm', input: inlineProgram('for (;;) {}'), tools: programTools() });
       await new Promise((resolve) => setTimeout(resolve, 500));
       const exited = new Promise<number | null>((resolve) => server.process.once('exit', (code) => resolve(code)));

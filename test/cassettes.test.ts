@@ -120,7 +120,10 @@ function normalised(responses: readonly Response[]): unknown {
     if (Array.isArray(value)) return value.map(walk);
     if (value === null || typeof value !== 'object') return value;
     return Object.fromEntries(
-      Object.entries(value).map(([name, element]) => [name, typeof element === 'string' && ['id', 'call_id', 'caller_id', 'fingerprint'].includes(name) ? idOf(element) : walk(element)]),
+      Object.entries(value).map(([name, element]) => [
+        name,
+        typeof element === 'string' && ['id', 'call_id', 'caller_id', 'fingerprint'].includes(name) ? idOf(element) : walk(element),
+      ]),
     );
   };
   return responses.map((response) => ({ status: response.status, output_text: response.output_text, output: walk(response.output) }));
@@ -190,14 +193,29 @@ describe('record a three-turn PTC conversation, then replay it with the upstream
       ['program_output', 'message'],
       ['message'],
     ]);
-    expect(recorded.map((response) => response.output_text).filter(Boolean)).toEqual(['sku_123 is short by 0 units.', 'sku_456 is short by 7 units.', 'You are welcome.']);
+    expect(recorded.map((response) => response.output_text).filter(Boolean)).toEqual([
+      'sku_123 is short by 0 units.',
+      'sku_456 is short by 7 units.',
+      'You are welcome.',
+    ]);
   });
 
-  it('wrote one entry per model decision, with the programs\' calls and outputs as expectations', () => {
+  it("wrote one entry per model decision, with the programs' calls and outputs as expectations", () => {
     const entries = cassetteFiles(dir).map((file) => ({ file, ...(parseYaml(readFileSync(join(dir, file), 'utf8')) as CassetteEntry) }));
-    expect(entries.map((entry) => `${entry.key.turn} ${entry.key.phase}`).sort()).toEqual(['1 after_program', '1 user_turn', '2 after_program', '2 user_turn', '3 user_turn']);
+    expect(entries.map((entry) => `${entry.key.turn} ${entry.key.phase}`).sort()).toEqual([
+      '1 after_program',
+      '1 user_turn',
+      '2 after_program',
+      '2 user_turn',
+      '3 user_turn',
+    ]);
     const first = entries.find((entry) => entry.key.turn === 1 && entry.key.phase === 'user_turn')!;
-    expect(first.key).toMatchObject({ model: 'gpt-ptc', instructions: null, tools: ['get_inventory', 'get_demand'], messages: [{ role: 'user', text: TURNS[0] }] });
+    expect(first.key).toMatchObject({
+      model: 'gpt-ptc',
+      instructions: null,
+      tools: ['get_inventory', 'get_demand'],
+      messages: [{ role: 'user', text: TURNS[0] }],
+    });
     expect(first.decision).toMatchObject({ reasoning: 'Both lookups at once.', program: expect.stringContaining('Promise.all') });
     expect(first.expect).toEqual({
       calls: [
@@ -213,7 +231,9 @@ describe('record a three-turn PTC conversation, then replay it with the upstream
   });
 
   it('kept no credential: no key, no Authorization, the payload token redacted', () => {
-    const bytes = cassetteFiles(dir).map((file) => readFileSync(join(dir, file), 'utf8')).join('\n');
+    const bytes = cassetteFiles(dir)
+      .map((file) => readFileSync(join(dir, file), 'utf8'))
+      .join('\n');
     for (const secret of [UPSTREAM_KEY, CLIENT_KEY, PAYLOAD_TOKEN, 'DISTINCTIVE', 'PAYLOADtoken']) expect(bytes).not.toContain(secret);
     expect(bytes).not.toMatch(/authorization|bearer/i);
     expect(bytes).toContain('Thanks. (My key is [REDACTED], do not keep it.)');
@@ -226,7 +246,13 @@ describe('record a three-turn PTC conversation, then replay it with the upstream
     const entries = (await journal(replay)).filter((entry) => entry.path === '/v1/responses').reverse();
     expect(entries).toHaveLength(6);
     // The programs ran in this server's isolates: started, paused, resumed, completed.
-    expect(entries.flatMap((entry) => (entry.programs ?? []).map((program) => program.outcome))).toEqual(['paused', 'completed', 'paused', 'paused', 'completed']);
+    expect(entries.flatMap((entry) => (entry.programs ?? []).map((program) => program.outcome))).toEqual([
+      'paused',
+      'completed',
+      'paused',
+      'paused',
+      'completed',
+    ]);
     expect(entries.flatMap((entry) => entry.cassette?.divergences ?? [])).toEqual([]);
     expect(entries.filter((entry) => (entry.cassette?.entries.length ?? 0) > 0)).toHaveLength(5);
   });
@@ -277,11 +303,23 @@ describe('record a three-turn PTC conversation, then replay it with the upstream
 
   it('answers a request no entry matches with a loud 404 naming the key and the nearest entries', async () => {
     const replay = await started({ env: replayEnv(dir) });
-    const error = await rejectionOf(clientOf(replay.baseURL).responses.create({ model: 'gpt-ptc', input: 'Compare inventory with demand for sku_789.', tools }));
-    expectSdkError(error, { code: 'cassette_miss', mentions: ['turn 1', 'phase user_turn', '"Compare inventory with demand for sku_789."', 'nearest: turn1-user-turn-', 'differs in messages'] });
+    const error = await rejectionOf(
+      clientOf(replay.baseURL).responses.create({ model: 'gpt-ptc', input: 'Compare inventory with demand for sku_789.', tools }),
+    );
+    expectSdkError(error, {
+      code: 'cassette_miss',
+      mentions: ['turn 1', 'phase user_turn', '"Compare inventory with demand for sku_789."', 'nearest: turn1-user-turn-', 'differs in messages'],
+    });
     // Same message, another turn: the earlier messages are part of the key.
     const later = await rejectionOf(
-      clientOf(replay.baseURL).responses.create({ model: 'gpt-ptc', input: [{ role: 'user', content: 'Hello.' }, { role: 'user', content: TURNS[0]! }], tools }),
+      clientOf(replay.baseURL).responses.create({
+        model: 'gpt-ptc',
+        input: [
+          { role: 'user', content: 'Hello.' },
+          { role: 'user', content: TURNS[0]! },
+        ],
+        tools,
+      }),
     );
     expectSdkError(later, { code: 'cassette_miss', mentions: ['turn 2'] });
   });
@@ -295,7 +333,7 @@ function messageEntry(text: string, answer: string): CassetteEntry {
   };
 }
 
-describe('the replay\'s cassette directory', () => {
+describe("the replay's cassette directory", () => {
   /** A directory of three entries, read through a parser that notes each file it parses. */
   function watched(): { dir: string; files: string[]; directory: CassetteDirectory; parsed: string[] } {
     const dir = freshDir();
@@ -354,7 +392,17 @@ describe('the replay\'s cassette directory', () => {
     // Removed and added files: the listing decides, and only the new file is parsed.
     rmSync(join(dir, two));
     const added = writeEntry(dir, messageEntry('Say four.', 'four!'));
-    expect(directory.entries().map((loaded) => loaded.file).sort()).toEqual(files.filter((file) => file !== two).concat(added).sort());
+    expect(
+      directory
+        .entries()
+        .map((loaded) => loaded.file)
+        .sort(),
+    ).toEqual(
+      files
+        .filter((file) => file !== two)
+        .concat(added)
+        .sort(),
+    );
     expect(parsed.slice(5)).toEqual([added]);
   });
 
@@ -387,7 +435,9 @@ describe('streaming record and replay', () => {
       await upstream.close();
     }
     // A streamed Response has no output_text (the SDK adds it to parsed bodies only): read the messages.
-    const texts = recorded.responses.flatMap((response) => response.output.flatMap((item) => (item.type === 'message' ? item.content.map((part) => (part.type === 'output_text' ? part.text : '')) : [])));
+    const texts = recorded.responses.flatMap((response) =>
+      response.output.flatMap((item) => (item.type === 'message' ? item.content.map((part) => (part.type === 'output_text' ? part.text : '')) : [])),
+    );
     expect(texts).toEqual(['sku_123 is short by 0 units.', 'sku_456 is short by 7 units.']);
     expect(cassetteFiles(dir)).toHaveLength(4);
 
@@ -437,8 +487,15 @@ describe('background record and replay', () => {
     } finally {
       await upstream.close();
     }
-    expect(recorded.map((response) => response.output.map((item) => item.type))).toEqual([['reasoning', 'program', 'function_call', 'function_call'], ['program_output', 'message']]);
-    expect(cassetteFiles(dir).map((file) => file.split('-').slice(0, 3).join('-')).sort()).toEqual(['turn1-after-program', 'turn1-user-turn']);
+    expect(recorded.map((response) => response.output.map((item) => item.type))).toEqual([
+      ['reasoning', 'program', 'function_call', 'function_call'],
+      ['program_output', 'message'],
+    ]);
+    expect(
+      cassetteFiles(dir)
+        .map((file) => file.split('-').slice(0, 3).join('-'))
+        .sort(),
+    ).toEqual(['turn1-after-program', 'turn1-user-turn']);
 
     const replay = await startServer({ env: replayEnv(dir) });
     try {

@@ -18,7 +18,9 @@ describe('serve', () => {
     const dataDir = join(scratch, 'data');
     const server = await serveCli(['--workers', '1', '--data-dir', dataDir, '--scenarios', 'examples/scenario/inventory.yaml']);
     try {
-      expect(server.startLine).toMatch(/^ptc-emulator \d+\.\d+\.\d+ · API at http:\/\/127\.0\.0\.1:\d+\/v1 · store sqlite \(.*ptc-emulator\.sqlite\) · 1 worker · 1 scenario rule from examples\/scenario\/inventory\.yaml · autopilot on$/);
+      expect(server.startLine).toMatch(
+        /^ptc-emulator \d+\.\d+\.\d+ · API at http:\/\/127\.0\.0\.1:\d+\/v1 · store sqlite \(.*ptc-emulator\.sqlite\) · 1 worker · 1 scenario rule from examples\/scenario\/inventory\.yaml · autopilot on$/,
+      );
       expect(server.startLine).toContain(join(dataDir, 'ptc-emulator.sqlite'));
       // Nothing else at start: no raw log line beside it.
       expect(server.output().trim().split('\n')).toEqual([server.startLine]);
@@ -36,7 +38,11 @@ describe('serve', () => {
 
   it('takes every setting as a flag, which wins over the environment', async () => {
     // PTC_MAX_CALLS from the environment is not a number: the flag mends it.
-    const server = await serveCli(['--store', 'memory', '--workers', '0', '--models', 'from-flag', '--max-calls', '5'], { PTC_MODELS: 'from-env', PTC_STORE: 'sqlite', PTC_MAX_CALLS: 'many' });
+    const server = await serveCli(['--store', 'memory', '--workers', '0', '--models', 'from-flag', '--max-calls', '5'], {
+      PTC_MODELS: 'from-env',
+      PTC_STORE: 'sqlite',
+      PTC_MAX_CALLS: 'many',
+    });
     try {
       expect(server.startLine).toContain('store memory (lost on exit) · isolates in process');
       const models = (await (await fetch(`${server.origin}/v1/models`)).json()) as { data: { id: string }[] };
@@ -77,7 +83,9 @@ describe('serve', () => {
   it('with a Redis store it cannot reach, it serves and warns in one line that the store is unavailable', async () => {
     const server = await serveCli(['--store', 'redis', '--workers', '0'], { REDIS_URL: `redis://127.0.0.1:${await closedPort()}` });
     try {
-      await expect.poll(() => server.output(), { timeout: 15_000 }).toMatch(/ptc-emulator: warning: the response store is unavailable \(Redis ping failed: .*\); requests that need it are answered 503 until it is back/);
+      await expect
+        .poll(() => server.output(), { timeout: 15_000 })
+        .toMatch(/ptc-emulator: warning: the response store is unavailable \(Redis ping failed: .*\); requests that need it are answered 503 until it is back/);
       expect((await fetch(`${server.origin}/health`)).status).toBe(503);
     } finally {
       await server.stop();
@@ -130,7 +138,10 @@ describe('serve', () => {
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'm', input: '```js\ntext(6 * 7)\n```', tools: [{ type: 'programmatic_tool_calling' }] }),
       });
-      expect(((await response.json()) as { output_text?: string; output: { type: string; result?: string }[] }).output.find((item) => item.type === 'program_output')?.result).toBe('42');
+      expect(
+        ((await response.json()) as { output_text?: string; output: { type: string; result?: string }[] }).output.find((item) => item.type === 'program_output')
+          ?.result,
+      ).toBe('42');
       const children = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
       expect(children).toHaveLength(1);
       const reexecuted = children[0]!;
@@ -211,7 +222,9 @@ describe('run', () => {
   it('runs a program file with its tools and answers, printing its batches and program_output (exit 0)', async () => {
     const { code, stdout } = await runCli(['run', example('inventory.js'), '--tools', example('tools.json'), '--outputs', example('answers.json')]);
     expect(code).toBe(0);
-    expect(stdout).toMatch(/^program call_\w+\nbatch 1\n {2}call get_inventory\(\{"sku":"sku_123"\}\)\n {2}call get_demand_forecast\(\{"sku":"sku_123","days":30\}\)\n/);
+    expect(stdout).toMatch(
+      /^program call_\w+\nbatch 1\n {2}call get_inventory\(\{"sku":"sku_123"\}\)\n {2}call get_demand_forecast\(\{"sku":"sku_123","days":30\}\)\n/,
+    );
     expect(stdout).toContain('program_output completed: {"sku":"sku_123","reorder":true,"shortfall":28}');
   });
 
@@ -219,7 +232,15 @@ describe('run', () => {
     const { code, stdout } = await runCli(['run', example('inventory.js'), '--tools', example('tools.json'), '--outputs', example('answers.json'), '--json']);
     expect(code).toBe(0);
     const items = JSON.parse(stdout) as { type: string; caller?: { type: string } }[];
-    expect(items.map((item) => item.type)).toEqual(['program', 'function_call', 'function_call', 'function_call_output', 'function_call_output', 'program_output', 'message']);
+    expect(items.map((item) => item.type)).toEqual([
+      'program',
+      'function_call',
+      'function_call',
+      'function_call_output',
+      'function_call_output',
+      'program_output',
+      'message',
+    ]);
     expect(items[1]!.caller?.type).toBe('program');
   });
 
@@ -232,10 +253,12 @@ describe('run', () => {
 
   it('a program that fails ends incomplete with its code (exit 1); strict parameters hold as on the server', async () => {
     const program = join(scratch, 'bad-arguments.js');
-    writeFileSync(program, "await tools.get_inventory({ sku: 42 });");
+    writeFileSync(program, 'await tools.get_inventory({ sku: 42 });');
     const { code, stdout } = await runCli(['run', program, '--tools', example('tools.json'), '--outputs', example('answers.json')]);
     expect(code).toBe(1);
-    expect(stdout).toContain('program_output incomplete: {"error":{"code":"program_threw","message":"TypeError: tools.get_inventory: arguments.sku must be string');
+    expect(stdout).toContain(
+      'program_output incomplete: {"error":{"code":"program_threw","message":"TypeError: tools.get_inventory: arguments.sku must be string',
+    );
   });
 
   it("makes a namespace's tools callable by programs too, and answers them by their full name", async () => {
@@ -243,7 +266,10 @@ describe('run', () => {
     const tools = join(scratch, 'namespace-tools.json');
     const answers = join(scratch, 'namespace-answers.json');
     writeFileSync(program, "text(await tools.crm.add_note({ text: 'hi' }))");
-    writeFileSync(tools, JSON.stringify([{ type: 'namespace', name: 'crm', description: 'CRM', tools: [{ type: 'function', name: 'add_note', parameters: { type: 'object' } }] }]));
+    writeFileSync(
+      tools,
+      JSON.stringify([{ type: 'namespace', name: 'crm', description: 'CRM', tools: [{ type: 'function', name: 'add_note', parameters: { type: 'object' } }] }]),
+    );
     writeFileSync(answers, JSON.stringify({ 'crm.add_note': 'noted' }));
     const { code, stdout } = await runCli(['run', program, '--tools', tools, '--outputs', answers]);
     expect(stdout).toContain('program_output completed: noted');
@@ -266,9 +292,21 @@ describe('run', () => {
     ['no program file', ['run'], /run takes one program file/],
     ['a program file that is missing', ['run', 'no/such.js'], /cannot read program no\/such\.js: ENOENT/],
     ['a program that is not a regular file (a FIFO would block)', ['run', 'examples'], /program examples is not a regular file/],
-    ['an outputs file nested past the depth limit', ['run', 'examples/run/inventory.js', '--outputs', 'test/fixtures/deep.json'], /outputs file test\/fixtures\/deep\.json nests deeper than/],
-    ['a tools file that is not JSON', ['run', 'examples/run/inventory.js', '--tools', 'examples/run/inventory.js'], /tools file examples\/run\/inventory\.js is not JSON/],
-    ['a tool the emulator refuses', ['run', 'examples/run/inventory.js', '--tools', 'test/fixtures/bad-tools.json'], /the emulator refused the program: .*\(tools\[0\]/],
+    [
+      'an outputs file nested past the depth limit',
+      ['run', 'examples/run/inventory.js', '--outputs', 'test/fixtures/deep.json'],
+      /outputs file test\/fixtures\/deep\.json nests deeper than/,
+    ],
+    [
+      'a tools file that is not JSON',
+      ['run', 'examples/run/inventory.js', '--tools', 'examples/run/inventory.js'],
+      /tools file examples\/run\/inventory\.js is not JSON/,
+    ],
+    [
+      'a tool the emulator refuses',
+      ['run', 'examples/run/inventory.js', '--tools', 'test/fixtures/bad-tools.json'],
+      /the emulator refused the program: .*\(tools\[0\]/,
+    ],
   ])('%s is one line and exit code 2', async (_, args, message) => {
     const { code, stderr } = await runCli(args);
     expect(code).toBe(2);

@@ -262,7 +262,9 @@ describe('client-loop checks in strict mode (the default)', () => {
 
   it('resumes the program once the same rejected loop is fixed, after several rejections in a row', async () => {
     const loop = await pausedLoop(server);
-    for (const [, build, expected] of STRICT_CASES.filter(([, , expected]) => expected(loop).code.startsWith('tool_output') || expected(loop).code.startsWith('caller'))) {
+    for (const [, build, expected] of STRICT_CASES.filter(
+      ([, , expected]) => expected(loop).code.startsWith('tool_output') || expected(loop).code.startsWith('caller'),
+    )) {
       expectSdkError(await rejectionOf(send(server, build(loop))), expected(loop));
     }
     expectCompleted(await send(server, correctInput(loop)), loop);
@@ -293,10 +295,18 @@ describe('client-loop checks in strict mode (the default)', () => {
 
 /** The violations lenient mode lets through, and what the program then receives. */
 const TOLERATED: readonly (readonly [name: string, build: (loop: PausedLoop) => ResponseInputItem[], strictCode: ExpectedApiError['code']])[] = [
-  ['an output for a call_id no call has', (loop) => [...correctInput(loop), { type: 'function_call_output', call_id: 'call_nobody', output: 'x', caller: loop.caller }], 'tool_output_unknown_call'],
+  [
+    'an output for a call_id no call has',
+    (loop) => [...correctInput(loop), { type: 'function_call_output', call_id: 'call_nobody', output: 'x', caller: loop.caller }],
+    'tool_output_unknown_call',
+  ],
   ['a second output for the same call (the first one counts)', (loop) => [...correctInput(loop), outputFor(loop.a, '9')], 'tool_output_duplicate'],
   ['an output without caller', (loop) => [...loop.resent, withoutCaller(loop.a, '1'), withoutCaller(loop.b, '2')], 'caller_missing'],
-  ['an output whose caller became direct', (loop) => [...loop.resent, withCaller(outputFor(loop.a, '1'), { type: 'direct' }), outputFor(loop.b, '2')], 'caller_mismatch'],
+  [
+    'an output whose caller became direct',
+    (loop) => [...loop.resent, withCaller(outputFor(loop.a, '1'), { type: 'direct' }), outputFor(loop.b, '2')],
+    'caller_mismatch',
+  ],
   [
     'an output whose caller names another program',
     (loop) => [...loop.resent, outputFor(loop.a, '1'), withCaller(outputFor(loop.b, '2'), { type: 'program', caller_id: 'call_someone_else' })],
@@ -321,7 +331,9 @@ describe.each([
   });
 
   it.each<Case>(
-    ['a call left without output', 'the program item dropped', "the program's code changed", 'a garbled fingerprint', 'an output placed before its call'].map(strictCase),
+    ['a call left without output', 'the program item dropped', "the program's code changed", 'a garbled fingerprint', 'an output placed before its call'].map(
+      strictCase,
+    ),
   )('still rejects %s', async (_, build, expected) => {
     const loop = await pausedLoop(running());
     expectSdkError(await rejectionOf(send(running(), build(loop), headers)), expected(loop));

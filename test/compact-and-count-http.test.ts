@@ -50,16 +50,30 @@ describe.each(stores)('input_tokens and compact on the %s store', (store, availa
 
   test('a count with no body is of nothing; its refusals are those of a response', async () => {
     expect(await client.responses.inputTokens.count()).toEqual({ object: 'response.input_tokens', input_tokens: 0 });
-    expectSdkError(await rejectionOf(client.responses.inputTokens.count({ previous_response_id: 'resp_never' })), { code: 'previous_response_not_found', param: 'previous_response_id' });
-    expectSdkError(await rejectionOf(client.responses.inputTokens.count({ conversation: 'conv_never' })), { code: 'conversation_not_found', param: 'conversation' });
-    expectSdkError(await rejectionOf(client.responses.inputTokens.count({ input: 'x', stream: true } as never)), { code: 'unknown_parameter', param: 'stream' });
+    expectSdkError(await rejectionOf(client.responses.inputTokens.count({ previous_response_id: 'resp_never' })), {
+      code: 'previous_response_not_found',
+      param: 'previous_response_id',
+    });
+    expectSdkError(await rejectionOf(client.responses.inputTokens.count({ conversation: 'conv_never' })), {
+      code: 'conversation_not_found',
+      param: 'conversation',
+    });
+    expectSdkError(await rejectionOf(client.responses.inputTokens.count({ input: 'x', stream: true } as never)), {
+      code: 'unknown_parameter',
+      param: 'stream',
+    });
   });
 
   test('compact keeps the user messages and a paused program, which resumes from the compacted items', async () => {
     const tools = programTools('get');
     const done = await client.responses.create({ model: 'm', input: inlineProgram('text("first program done")'), tools });
     expect(programOutputOf(done)?.status).toBe('completed');
-    const paused = await client.responses.create({ model: 'm', previous_response_id: done.id, input: inlineProgram('const v = await tools.get({}); text("got " + v)'), tools });
+    const paused = await client.responses.create({
+      model: 'm',
+      previous_response_id: done.id,
+      input: inlineProgram('const v = await tools.get({}); text("got " + v)'),
+      tools,
+    });
     const [call] = functionCallsOf(paused);
 
     const compacted = await client.responses.compact({ model: 'm', previous_response_id: paused.id });
@@ -77,18 +91,38 @@ describe.each(stores)('input_tokens and compact on the %s store', (store, availa
     const resumed = await client.responses.create({
       model: 'm',
       store: false,
-      input: [...(compacted.output as ResponseInputItem[]), { type: 'function_call_output', call_id: call!.call_id, output: '42', caller: call!.caller ?? null }],
+      input: [
+        ...(compacted.output as ResponseInputItem[]),
+        { type: 'function_call_output', call_id: call!.call_id, output: '42', caller: call!.caller ?? null },
+      ],
       tools,
     });
     expect(programOutputOf(resumed)).toMatchObject({ status: 'completed', result: 'got 42' });
     expect(resumed.usage!.input_tokens).toBeLessThan(
-      (await client.responses.inputTokens.count({ previous_response_id: paused.id, input: [{ type: 'function_call_output', call_id: call!.call_id, output: '42', caller: call!.caller ?? null }], tools })).input_tokens,
+      (
+        await client.responses.inputTokens.count({
+          previous_response_id: paused.id,
+          input: [{ type: 'function_call_output', call_id: call!.call_id, output: '42', caller: call!.caller ?? null }],
+          tools,
+        })
+      ).input_tokens,
     );
   });
 
   test('compact of input alone: its user messages kept in order, the assistant message dropped', async () => {
-    const compacted = await client.responses.compact({ model: 'm', input: [{ role: 'user', content: 'one' }, { role: 'assistant', content: 'two' }, { role: 'user', content: 'three' }] });
-    expect(compacted.output.map((item) => (item.type === 'message' ? `${item.role}:${(item.content[0] as { text: string }).text}` : item.type))).toEqual(['user:one', 'user:three', 'compaction']);
+    const compacted = await client.responses.compact({
+      model: 'm',
+      input: [
+        { role: 'user', content: 'one' },
+        { role: 'assistant', content: 'two' },
+        { role: 'user', content: 'three' },
+      ],
+    });
+    expect(compacted.output.map((item) => (item.type === 'message' ? `${item.role}:${(item.content[0] as { text: string }).text}` : item.type))).toEqual([
+      'user:one',
+      'user:three',
+      'compaction',
+    ]);
     // A compaction with nothing running holds nothing; the next response reads it as no items.
     const after = await client.responses.create({ model: 'm', input: [...(compacted.output as ResponseInputItem[]), { role: 'user', content: 'four' }] });
     expect(after.status).toBe('completed');

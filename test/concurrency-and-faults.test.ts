@@ -17,7 +17,11 @@ describe('two requests resuming the same program at once', () => {
       const input: ResponseInputItem[] = [{ role: 'user', content: inlineProgram(code) }];
       const first = await server.client.responses.create({ model: 'm', store: false, input, tools });
       const [call] = functionCallsOf(first);
-      const resume = [...input, ...toResponseInputItems(first.output), { type: 'function_call_output' as const, call_id: call!.call_id, output: '', caller: call!.caller ?? null }];
+      const resume = [
+        ...input,
+        ...toResponseInputItems(first.output),
+        { type: 'function_call_output' as const, call_id: call!.call_id, output: '', caller: call!.caller ?? null },
+      ];
       const settled = await Promise.allSettled([
         server.client.responses.create({ model: 'm', store: false, input: resume, tools }),
         new Promise((resolve) => setTimeout(resolve, 30)).then(() => server.client.responses.create({ model: 'm', store: false, input: resume, tools })),

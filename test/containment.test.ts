@@ -12,7 +12,15 @@ import {
   type Conversation,
   type ConversationOptions,
 } from './support/containment.ts';
-import { CONTAINMENT_LIMITS, endsOnMemory, HOSTILE_PROGRAMS, MEMORY_BOUND_LIMITS, NORMAL_PROGRAM, NORMAL_PROGRAM_RESULT, type HostileProgram } from './support/hostile-programs.ts';
+import {
+  CONTAINMENT_LIMITS,
+  endsOnMemory,
+  HOSTILE_PROGRAMS,
+  MEMORY_BOUND_LIMITS,
+  NORMAL_PROGRAM,
+  NORMAL_PROGRAM_RESULT,
+  type HostileProgram,
+} from './support/hostile-programs.ts';
 
 /**
  * Containment: hostile programs of our own (test/support/hostile-programs.ts), run through the

@@ -26,7 +26,15 @@ function message(id: string, text = `text of ${id}: “ünïcödé” 🚀 \u000
 }
 
 function call(id: string): ConversationItem {
-  return { type: 'function_call', id, call_id: `call_${id}`, name: 'lookup', arguments: '{"q":"x"}', status: 'completed', caller: { type: 'program', caller_id: 'call_prog' } };
+  return {
+    type: 'function_call',
+    id,
+    call_id: `call_${id}`,
+    name: 'lookup',
+    arguments: '{"q":"x"}',
+    status: 'completed',
+    caller: { type: 'program', caller_id: 'call_prog' },
+  };
 }
 
 describe.each(STORE_CASES)('$kind conversation store', (storeCase) => {
@@ -83,8 +91,14 @@ describe.each(STORE_CASES)('$kind conversation store', (storeCase) => {
   test('pages walk every item once in both orders, and say when more follow', async () => {
     const conv = conversation();
     const ids = Array.from({ length: 23 }, (_, index) => `msg_${String(index).padStart(2, '0')}`);
-    await conversations.create(conv, ids.slice(0, 5).map((id) => message(id)));
-    await conversations.append(conv.id, ids.slice(5).map((id) => message(id)));
+    await conversations.create(
+      conv,
+      ids.slice(0, 5).map((id) => message(id)),
+    );
+    await conversations.append(
+      conv.id,
+      ids.slice(5).map((id) => message(id)),
+    );
     for (const order of ['asc', 'desc'] as const) {
       const seen: string[] = [];
       let after: string | undefined;

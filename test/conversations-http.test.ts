@@ -43,9 +43,17 @@ describe.each(stores)('conversations on the %s store', (store, available) => {
         { role: 'assistant', content: 'Hi.' },
       ],
     });
-    expect(created).toEqual({ id: expect.stringMatching(/^conv_[0-9a-f]{48}$/), object: 'conversation', created_at: expect.any(Number), metadata: { topic: 'inventory' } });
+    expect(created).toEqual({
+      id: expect.stringMatching(/^conv_[0-9a-f]{48}$/),
+      object: 'conversation',
+      created_at: expect.any(Number),
+      metadata: { topic: 'inventory' },
+    });
     expect(await client.conversations.retrieve(created.id)).toEqual(created);
-    expect(await client.conversations.update(created.id, { metadata: { topic: 'demand', owner: 'ops' } })).toEqual({ ...created, metadata: { topic: 'demand', owner: 'ops' } });
+    expect(await client.conversations.update(created.id, { metadata: { topic: 'demand', owner: 'ops' } })).toEqual({
+      ...created,
+      metadata: { topic: 'demand', owner: 'ops' },
+    });
 
     const added = await client.conversations.items.create(created.id, {
       items: [
@@ -63,7 +71,13 @@ describe.each(stores)('conversations on the %s store', (store, available) => {
     // Listed whole, as the SDK types them: a string content is an input_text part, with a status.
     const items = await allItems(client, created.id);
     expect(items).toHaveLength(5);
-    expect(items[0]).toEqual({ type: 'message', id: expect.stringMatching(/^msg_/), role: 'user', status: 'completed', content: [{ type: 'input_text', text: 'Hello there' }] });
+    expect(items[0]).toEqual({
+      type: 'message',
+      id: expect.stringMatching(/^msg_/),
+      role: 'user',
+      status: 'completed',
+      content: [{ type: 'input_text', text: 'Hello there' }],
+    });
     expect(items[1]).toMatchObject({ role: 'assistant', content: [{ type: 'output_text', text: 'Hi.', annotations: [] }] });
     const newestFirst = await client.conversations.items.list(created.id, { limit: 2 });
     expect(newestFirst.data.map((item) => item.id)).toEqual([items[4]!.id, items[3]!.id]);
@@ -73,8 +87,14 @@ describe.each(stores)('conversations on the %s store', (store, available) => {
     const afterDelete = await client.conversations.items.delete(items[2]!.id!, { conversation_id: created.id });
     expect(afterDelete).toEqual({ ...created, metadata: { topic: 'demand', owner: 'ops' } });
     expect((await allItems(client, created.id)).map((item) => item.id)).toEqual([items[0], items[1], items[3], items[4]].map((item) => item!.id));
-    expectSdkError(await rejectionOf(client.conversations.items.retrieve(items[2]!.id!, { conversation_id: created.id })), { code: 'conversation_item_not_found', param: 'item_id', mentions: [items[2]!.id!] });
-    expectSdkError(await rejectionOf(client.conversations.items.delete(items[2]!.id!, { conversation_id: created.id })), { code: 'conversation_item_not_found' });
+    expectSdkError(await rejectionOf(client.conversations.items.retrieve(items[2]!.id!, { conversation_id: created.id })), {
+      code: 'conversation_item_not_found',
+      param: 'item_id',
+      mentions: [items[2]!.id!],
+    });
+    expectSdkError(await rejectionOf(client.conversations.items.delete(items[2]!.id!, { conversation_id: created.id })), {
+      code: 'conversation_item_not_found',
+    });
 
     expect(await client.conversations.delete(created.id)).toEqual({ id: created.id, object: 'conversation.deleted', deleted: true });
     const gone: (() => PromiseLike<unknown>)[] = [
@@ -101,16 +121,28 @@ describe.each(stores)('conversations on the %s store', (store, available) => {
     const created = await client.conversations.create({ items: [{ type: 'message', role: 'user', content: 'x', id: 'msg_mine' } as never] });
     const tooMany = Array.from({ length: 21 }, () => ({ type: 'message' as const, role: 'user' as const, content: 'x' }));
     expectSdkError(await rejectionOf(client.conversations.items.create(created.id, { items: tooMany })), { code: 'invalid_value', param: 'items' });
-    expectSdkError(await rejectionOf(client.conversations.create({ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, index) => [`k${index}`, 'v'])) })), {
+    expectSdkError(
+      await rejectionOf(client.conversations.create({ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, index) => [`k${index}`, 'v'])) })),
+      {
+        code: 'invalid_value',
+        param: 'metadata',
+      },
+    );
+    expectSdkError(
+      await rejectionOf(
+        client.conversations.items.create(created.id, { items: [{ type: 'message', role: 'user', content: 'again', id: 'msg_mine' } as never] }),
+      ),
+      {
+        code: 'duplicate_item_id',
+        param: 'items[0].id',
+        mentions: ['msg_mine'],
+      },
+    );
+    expectSdkError(await rejectionOf(client.conversations.items.list(created.id, { after: 'msg_nope' })), {
       code: 'invalid_value',
-      param: 'metadata',
+      param: 'after',
+      mentions: ['msg_nope'],
     });
-    expectSdkError(await rejectionOf(client.conversations.items.create(created.id, { items: [{ type: 'message', role: 'user', content: 'again', id: 'msg_mine' } as never] })), {
-      code: 'duplicate_item_id',
-      param: 'items[0].id',
-      mentions: ['msg_mine'],
-    });
-    expectSdkError(await rejectionOf(client.conversations.items.list(created.id, { after: 'msg_nope' })), { code: 'invalid_value', param: 'after', mentions: ['msg_nope'] });
     expectSdkError(await rejectionOf(client.conversations.items.list(created.id, { limit: 101 })), { code: 'invalid_value', param: 'limit' });
   });
 
@@ -130,15 +162,27 @@ describe.each(stores)('conversations on the %s store', (store, available) => {
     const conversation = await client.conversations.create();
     // Two items of one request with one id: the conversation would keep one.
     expectSdkError(
-      await rejectionOf(client.responses.create({ model: 'm', conversation: conversation.id, input: [{ role: 'user', content: 'A', id: 'msg_twice' }, { role: 'user', content: 'B', id: 'msg_twice' }] as never })),
+      await rejectionOf(
+        client.responses.create({
+          model: 'm',
+          conversation: conversation.id,
+          input: [
+            { role: 'user', content: 'A', id: 'msg_twice' },
+            { role: 'user', content: 'B', id: 'msg_twice' },
+          ] as never,
+        }),
+      ),
       { code: 'duplicate_item_id', param: 'input[1].id', mentions: ['msg_twice'] },
     );
     // A compaction item the emulator did not seal would make every later response here fail.
-    expectSdkError(await rejectionOf(client.conversations.items.create(conversation.id, { items: [{ type: 'compaction', id: 'cmp_forged', encrypted_content: 'opaque' }] })), {
-      code: 'invalid_value',
-      param: 'items[0].encrypted_content',
-      mentions: ['cmp_forged'],
-    });
+    expectSdkError(
+      await rejectionOf(client.conversations.items.create(conversation.id, { items: [{ type: 'compaction', id: 'cmp_forged', encrypted_content: 'opaque' }] })),
+      {
+        code: 'invalid_value',
+        param: 'items[0].encrypted_content',
+        mentions: ['cmp_forged'],
+      },
+    );
     expectSdkError(await rejectionOf(client.conversations.create({ items: [{ type: 'message', role: 'user', content: 'x', id: 'm'.repeat(257) } as never] })), {
       code: 'invalid_value',
       param: 'items[0].id',
@@ -147,7 +191,10 @@ describe.each(stores)('conversations on the %s store', (store, available) => {
     expect(await allItems(client, conversation.id)).toEqual([]);
     // What a stored item of the conversation gets wrong is named as the conversation's.
     const broken = await client.conversations.create({ items: [{ type: 'function_call_output', call_id: 'call_nope', output: 'x' }] });
-    expectSdkError(await rejectionOf(client.responses.create({ model: 'm', conversation: broken.id, input: 'go on' })), { code: 'tool_output_unknown_call', param: 'conversation' });
+    expectSdkError(await rejectionOf(client.responses.create({ model: 'm', conversation: broken.id, input: 'go on' })), {
+      code: 'tool_output_unknown_call',
+      param: 'conversation',
+    });
   });
 
   test('a paused program in a conversation resumes from only the new outputs, and every item joins the conversation', async () => {
@@ -169,12 +216,20 @@ describe.each(stores)('conversations on the %s store', (store, available) => {
     });
     const [call2] = functionCallsOf(second);
     expect(JSON.parse(call2!.arguments)).toEqual({ n: 2 });
-    const third = await client.responses.create({ model: 'm', conversation: conversation.id, input: [{ type: 'function_call_output', call_id: call2!.call_id, output: 'two', caller: call2!.caller ?? null }], tools });
+    const third = await client.responses.create({
+      model: 'm',
+      conversation: conversation.id,
+      input: [{ type: 'function_call_output', call_id: call2!.call_id, output: 'two', caller: call2!.caller ?? null }],
+      tools,
+    });
     expect(programOutputOf(third)).toMatchObject({ status: 'completed', result: 'one+two' });
     expect(third.output_text).not.toBe('');
 
     const items = await allItems(client, conversation.id, 3);
-    const expected = [first, second, third].flatMap((response, index) => [index === 0 ? 'message' : 'function_call_output', ...response.output.map((item) => item.type)]);
+    const expected = [first, second, third].flatMap((response, index) => [
+      index === 0 ? 'message' : 'function_call_output',
+      ...response.output.map((item) => item.type),
+    ]);
     expect(items.map((item) => item.type)).toEqual(expected);
     // The outputs are the response's own items, under their ids.
     const outputIds = [first, second, third].flatMap((response) => response.output.map((item) => item.id));
@@ -197,7 +252,9 @@ describe.each(stores)('conversations on the %s store', (store, available) => {
     const first = await client.responses.create({ model: 'm', conversation: conversation.id, tools });
     const [call] = functionCallsOf(first);
     expect(call).toBeDefined();
-    await client.conversations.items.create(conversation.id, { items: [{ type: 'function_call_output', call_id: call!.call_id, output: 'added by hand', caller: call!.caller ?? null }] });
+    await client.conversations.items.create(conversation.id, {
+      items: [{ type: 'function_call_output', call_id: call!.call_id, output: 'added by hand', caller: call!.caller ?? null }],
+    });
     const second = await client.responses.create({ model: 'm', conversation: conversation.id, tools });
     expect(programOutputOf(second)).toMatchObject({ status: 'completed', result: 'added by hand' });
   });
@@ -214,29 +271,47 @@ describe.each(stores)('conversations on the %s store', (store, available) => {
       code: 'mutually_exclusive_parameters',
       param: 'conversation',
     });
-    expectSdkError(await rejectionOf(client.responses.create({ model: 'm', conversation: conversation.id, store: false, input: 'hi' })), { code: 'invalid_value', param: 'store' });
+    expectSdkError(await rejectionOf(client.responses.create({ model: 'm', conversation: conversation.id, store: false, input: 'hi' })), {
+      code: 'invalid_value',
+      param: 'store',
+    });
     const answered = await client.responses.create({ model: 'm', conversation: conversation.id, input: 'hi' });
     const messageId = answered.output.at(-1)!.id!;
-    expectSdkError(await rejectionOf(client.responses.create({ model: 'm', conversation: conversation.id, input: [{ type: 'message', role: 'user', content: 'x', id: messageId } as never] })), {
-      code: 'duplicate_item_id',
-      param: 'input[0].id',
-      mentions: [messageId],
-    });
+    expectSdkError(
+      await rejectionOf(
+        client.responses.create({
+          model: 'm',
+          conversation: conversation.id,
+          input: [{ type: 'message', role: 'user', content: 'x', id: messageId } as never],
+        }),
+      ),
+      {
+        code: 'duplicate_item_id',
+        param: 'input[0].id',
+        mentions: [messageId],
+      },
+    );
     // Nothing of a refused request joined the conversation.
     expect(await allItems(client, conversation.id, 100)).toHaveLength(2);
 
     // A background response waiting out the delay knob holds the conversation from the moment
     // it is accepted: the lock is taken before the queued response comes back.
-    const waiting = await client.responses.create({ model: 'm', conversation: conversation.id, input: 'slow', background: true }, { headers: { 'x-ptc-delay-ms': '600000' } });
+    const waiting = await client.responses.create(
+      { model: 'm', conversation: conversation.id, input: 'slow', background: true },
+      { headers: { 'x-ptc-delay-ms': '600000' } },
+    );
     expectSdkError(await rejectionOf(client.responses.create({ model: 'm', conversation: conversation.id, input: 'meanwhile' })), {
       code: 'conversation_locked',
       param: 'conversation',
       message: 'Another process is currently operating on this conversation. Please retry in a few seconds.',
     });
     // Items cannot be added meanwhile either: they would land before the response's.
-    expectSdkError(await rejectionOf(client.conversations.items.create(conversation.id, { items: [{ type: 'message', role: 'user', content: 'sneaked in' }] })), {
-      code: 'conversation_locked',
-    });
+    expectSdkError(
+      await rejectionOf(client.conversations.items.create(conversation.id, { items: [{ type: 'message', role: 'user', content: 'sneaked in' }] })),
+      {
+        code: 'conversation_locked',
+      },
+    );
     // Cancelled, it lets the conversation go (its job stops at once and releases the lock).
     await client.responses.cancel(waiting.id);
     let after: unknown;
@@ -251,7 +326,10 @@ describe.each(stores)('conversations on the %s store', (store, available) => {
     expect((await allItems(client, conversation.id, 100)).map((item) => item.type)).toEqual(['message', 'message', 'message', 'message']);
 
     await client.conversations.delete(conversation.id);
-    expectSdkError(await rejectionOf(client.responses.create({ model: 'm', conversation: conversation.id, input: 'hi' })), { code: 'conversation_not_found', param: 'conversation' });
+    expectSdkError(await rejectionOf(client.responses.create({ model: 'm', conversation: conversation.id, input: 'hi' })), {
+      code: 'conversation_not_found',
+      param: 'conversation',
+    });
   });
 
   test('a background response joins its conversation when it finishes', async () => {
@@ -276,7 +354,12 @@ describe.each(stores)('conversations on the %s store', (store, available) => {
     const [call] = functionCallsOf(first);
     await server.close();
     server = await startServer({ config });
-    const resumed = await server.client.responses.create({ model: 'm', conversation: conversation.id, input: [{ type: 'function_call_output', call_id: call!.call_id, output: 'after restart', caller: call!.caller ?? null }], tools });
+    const resumed = await server.client.responses.create({
+      model: 'm',
+      conversation: conversation.id,
+      input: [{ type: 'function_call_output', call_id: call!.call_id, output: 'after restart', caller: call!.caller ?? null }],
+      tools,
+    });
     expect(programOutputOf(resumed)).toMatchObject({ status: 'completed', result: 'after restart' });
   });
 });
@@ -285,11 +368,18 @@ describe('a server built with a store of its own that keeps no conversations', (
   test('answers the Conversations API and conversation on a response with a 400 saying so', async () => {
     const memory = new MemoryResponseStore();
     // What an embedder might write: responses only.
-    const store: ResponseStore = { get: (id) => memory.get(id), put: (stored) => memory.put(stored), delete: (id) => memory.delete(id), close: () => memory.close() };
+    const store: ResponseStore = {
+      get: (id) => memory.get(id),
+      put: (stored) => memory.put(stored),
+      delete: (id) => memory.delete(id),
+      close: () => memory.close(),
+    };
     const server = await startServer({ store });
     try {
       expectSdkError(await rejectionOf(server.client.conversations.create()), { code: 'conversations_unsupported', mentions: ['conversations'] });
-      expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', conversation: 'conv_x', input: 'hi' })), { code: 'conversations_unsupported' });
+      expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', conversation: 'conv_x', input: 'hi' })), {
+        code: 'conversations_unsupported',
+      });
       // Responses still work.
       expect((await server.client.responses.create({ model: 'm', input: 'hi' })).status).toBe('completed');
     } finally {

@@ -57,15 +57,18 @@ const TABLE: readonly (readonly [new (...args: never[]) => EmulatorError, () => 
 ];
 
 describe('error classes', () => {
-  it.each(TABLE.map(([errorClass, make, code]) => [errorClass.name, make, code] as const))('%s has its name, the code %s of its own, and a message', (name, make, code) => {
-    const error = make();
-    expect(error).toBeInstanceOf(Error);
-    expect(error).toBeInstanceOf(EmulatorError);
-    expect(error.name).toBe(name);
-    expect(error.code).toBe(code);
-    expect(error.message.length).toBeGreaterThan(0);
-    expect(String(error)).toBe(`${name}: ${error.message}`);
-  });
+  it.each(TABLE.map(([errorClass, make, code]) => [errorClass.name, make, code] as const))(
+    '%s has its name, the code %s of its own, and a message',
+    (name, make, code) => {
+      const error = make();
+      expect(error).toBeInstanceOf(Error);
+      expect(error).toBeInstanceOf(EmulatorError);
+      expect(error.name).toBe(name);
+      expect(error.code).toBe(code);
+      expect(error.message.length).toBeGreaterThan(0);
+      expect(String(error)).toBe(`${name}: ${error.message}`);
+    },
+  );
 
   it('codes are PTC_ERR_ names, one per class', () => {
     const codes = TABLE.map(([, , code]) => code);
@@ -89,7 +92,9 @@ describe('error classes', () => {
     const exported = ['runtime', 'server', 'cli', 'testing', 'schemas'].flatMap((folder) =>
       readdirSync(join(ROOT, folder), { recursive: true, encoding: 'utf8' })
         .filter((file) => file.endsWith('.ts'))
-        .flatMap((file) => [...readFileSync(join(ROOT, folder, file), 'utf8').matchAll(/export (?:abstract )?class (\w+) extends \w*Error\b/g)].map((match) => match[1]!)),
+        .flatMap((file) =>
+          [...readFileSync(join(ROOT, folder, file), 'utf8').matchAll(/export (?:abstract )?class (\w+) extends \w*Error\b/g)].map((match) => match[1]!),
+        ),
     );
     const tabled = new Set([...TABLE.map(([errorClass]) => errorClass.name), 'ApiError', 'EmulatorError']);
     expect(exported.filter((name) => !tabled.has(name))).toEqual([]);

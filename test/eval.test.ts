@@ -92,14 +92,32 @@ describe('eval on the example tasks', () => {
     const directTools = await toolsShare('direct');
     const directInput = directTools + user + (directTools + user + call('get_inventory') + call('get_demand') + (t(inventory) + o) + (t(demand) + o));
     const directOutput = call('get_inventory') + call('get_demand') + (t(message) + o);
-    expect(direct).toMatchObject({ requests: 2, modelTurns: 2, toolCalls: 2, directCalls: 2, programCalls: 0, inputTokens: directInput, outputTokens: directOutput, totalTokens: directInput + directOutput });
+    expect(direct).toMatchObject({
+      requests: 2,
+      modelTurns: 2,
+      toolCalls: 2,
+      directCalls: 2,
+      programCalls: 0,
+      inputTokens: directInput,
+      outputTokens: directOutput,
+      totalTokens: directInput + directOutput,
+    });
     expect(direct.contextBytes).toBe(Buffer.byteLength(inventory) + Buffer.byteLength(demand));
 
     // PTC: the model writes the program (its calls are the runtime's), then reads its result and answers.
     const ptcTools = await toolsShare('ptc');
     const ptcInput = ptcTools + user + (ptcTools + user + (t(code) + o));
     const ptcOutput = t(code) + o + (t(result) + o) + (t(message) + o);
-    expect(ptc).toMatchObject({ requests: 2, modelTurns: 2, toolCalls: 2, directCalls: 0, programCalls: 2, inputTokens: ptcInput, outputTokens: ptcOutput, totalTokens: ptcInput + ptcOutput });
+    expect(ptc).toMatchObject({
+      requests: 2,
+      modelTurns: 2,
+      toolCalls: 2,
+      directCalls: 0,
+      programCalls: 2,
+      inputTokens: ptcInput,
+      outputTokens: ptcOutput,
+      totalTokens: ptcInput + ptcOutput,
+    });
     expect(ptc.contextBytes).toBe(Buffer.byteLength(result));
   });
 
@@ -130,7 +148,12 @@ describe('eval on the example tasks', () => {
     expect(page.match(/<svg /g)).toHaveLength(3);
     expect(page).toContain('<td>50 SKUs short of demand</td>');
     // The last row: PTC's ratios over all tasks, model turns among them.
-    const turnsRatio = stdout.trim().split('\n').at(-1)!.split('|').map((cell) => cell.trim())[8]!;
+    const turnsRatio = stdout
+      .trim()
+      .split('\n')
+      .at(-1)!
+      .split('|')
+      .map((cell) => cell.trim())[8]!;
     expect(turnsRatio).toMatch(/^0\.\d\d×$/);
     expect(page).toContain(`<td class="n">${turnsRatio}</td>`);
   });
@@ -141,12 +164,19 @@ describe('eval against cassettes', () => {
     const upstream = await startEmulator({ scenarios: join(ROOT, 'examples/eval/scenarios.yaml') });
     const cassettes = join(scratch, 'cassettes');
     // A recorder, configured by the settings `serve --record DIR --upstream URL` sets.
-    const recorder = await buildServer({ env: { PTC_RECORD: cassettes, PTC_UPSTREAM: upstream.baseURL, PTC_UPSTREAM_API_KEY: 'upstream-key' }, store: 'memory', logger: false, config: { workers: 1 } });
+    const recorder = await buildServer({
+      env: { PTC_RECORD: cassettes, PTC_UPSTREAM: upstream.baseURL, PTC_UPSTREAM_API_KEY: 'upstream-key' },
+      store: 'memory',
+      logger: false,
+      config: { workers: 1 },
+    });
     await recorder.listen({ host: '127.0.0.1', port: 0 });
     const recorded = join(scratch, 'recorded.json');
     const replayed = join(scratch, 'replayed.json');
     try {
-      const first = await runCli(['eval', TASKS, '--base-url', `http://127.0.0.1:${(recorder.server.address() as AddressInfo).port}/v1`, '--json', recorded], { timeoutMs: 120_000 });
+      const first = await runCli(['eval', TASKS, '--base-url', `http://127.0.0.1:${(recorder.server.address() as AddressInfo).port}/v1`, '--json', recorded], {
+        timeoutMs: 120_000,
+      });
       expect(first.code, first.stdout + first.stderr).toBe(0);
     } finally {
       await recorder.close();
@@ -190,7 +220,8 @@ export const checks = { seven: (answer) => answer.includes("7") || "no 7 in the 
 
   it('counts approvals and failed tool calls, and says which runs were wrong, exiting 1; the HTML escapes what it shows', async () => {
     const path = taskFile('own', {
-      tasks: 'scenarios: scenarios.yaml\ntools: tools.mjs\ntasks:\n  - { name: look up, prompt: please look up a, check: seven }\n  - { name: "<b>wrong</b>", prompt: be wrong, expect: "/\\\\d+/" }\n',
+      tasks:
+        'scenarios: scenarios.yaml\ntools: tools.mjs\ntasks:\n  - { name: look up, prompt: please look up a, check: seven }\n  - { name: "<b>wrong</b>", prompt: be wrong, expect: "/\\\\d+/" }\n',
       tools: lookup,
       scenarios,
     });
@@ -204,13 +235,17 @@ export const checks = { seven: (answer) => answer.includes("7") || "no 7 in the 
     // 2 direct calls, both needing approval.
     expect(row.split('|').map((cell) => cell.trim())[13]).toBe('2');
     const page = readFileSync(html, 'utf8');
-    expect(page).not.toContain("<script>alert(");
+    expect(page).not.toContain('<script>alert(');
     expect(page).toContain('&#60;script&#62;alert(document.cookie)&#60;/script&#62;');
     expect(page).not.toContain('<b>wrong</b>');
   });
 
   it('refuses a flag without its value, and a report path it cannot write, before any run', async () => {
-    const path = taskFile('flags', { tasks: 'scenarios: scenarios.yaml\ntools: tools.mjs\ntasks:\n  - { name: look up, prompt: please look up a, check: seven }\n', tools: lookup, scenarios });
+    const path = taskFile('flags', {
+      tasks: 'scenarios: scenarios.yaml\ntools: tools.mjs\ntasks:\n  - { name: look up, prompt: please look up a, check: seven }\n',
+      tools: lookup,
+      scenarios,
+    });
     const missing = await runCli(['eval', path, '--html', '--json', 'x.json']);
     expect(missing).toMatchObject({ code: 2, stdout: '' });
     expect(missing.stderr).toBe('ptc-emulator: --html needs a value\n');
@@ -250,7 +285,9 @@ export const tools = {
       const path = taskFile('fake', { tasks: 'tools: tools.mjs\ntasks:\n  - { name: look up, prompt: please look up a, check: seven }\n', tools: lookup });
       const { code, stdout } = await runCli(['eval', path, '--base-url', `http://127.0.0.1:${(fake.address() as AddressInfo).port}/v1`], { timeoutMs: 60_000 });
       expect(code).toBe(1);
-      expect(stdout).toMatch(/look up \(direct\): incorrect: POST http:\/\/127\.0\.0\.1:\d+\/v1\/responses answered 200 with a body that is not JSON: <html>hello<\/html>/);
+      expect(stdout).toMatch(
+        /look up \(direct\): incorrect: POST http:\/\/127\.0\.0\.1:\d+\/v1\/responses answered 200 with a body that is not JSON: <html>hello<\/html>/,
+      );
       // A run that could not finish has no path worth a note.
       expect(stdout).not.toContain('the tools were reached by none');
     } finally {
@@ -266,17 +303,25 @@ export const tools = {
       const chunks: Buffer[] = [];
       for await (const chunk of request) chunks.push(chunk as Buffer);
       if (seen++ % 2 === 0) {
-        response.writeHead(429, { 'content-type': 'application/json', 'retry-after-ms': '1' }).end(JSON.stringify({ error: { message: 'busy', type: 'rate_limit_error', param: null, code: 'rate_limited' } }));
+        response
+          .writeHead(429, { 'content-type': 'application/json', 'retry-after-ms': '1' })
+          .end(JSON.stringify({ error: { message: 'busy', type: 'rate_limit_error', param: null, code: 'rate_limited' } }));
         return;
       }
-      const upstream = await fetch(`${emulator.baseURL}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) });
+      const upstream = await fetch(`${emulator.baseURL}/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.concat(chunks),
+      });
       response.writeHead(upstream.status, { 'content-type': 'application/json' }).end(await upstream.text());
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     try {
       const path = taskFile('retries', { tasks: 'tools: tools.mjs\ntasks:\n  - { name: look up, prompt: please look up a, check: seven }\n', tools: lookup });
       const json = join(scratch, 'retries.json');
-      const { code, stderr } = await runCli(['eval', path, '--base-url', `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/v1`, '--json', json], { timeoutMs: 60_000 });
+      const { code, stderr } = await runCli(['eval', path, '--base-url', `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/v1`, '--json', json], {
+        timeoutMs: 60_000,
+      });
       expect(stderr).toBe('');
       expect(code).toBe(0);
       const { runs } = (JSON.parse(readFileSync(json, 'utf8')) as JsonReport).tasks[0]!;
@@ -290,12 +335,28 @@ export const tools = {
 
   it.each([
     ['a task without expect or check', 'tools: tools.mjs\ntasks:\n  - { name: a, prompt: b }\n', /tasks\[0\]: a task needs expect or check/],
-    ['a tool the module lacks', 'tools: tools.mjs\nscenarios: x.yaml\ntasks:\n  - { name: a, prompt: b, tools: [nope], expect: c }\n', /tasks\[0\]\.tools: .*tools\.mjs exports no tool "nope"/],
+    [
+      'a tool the module lacks',
+      'tools: tools.mjs\nscenarios: x.yaml\ntasks:\n  - { name: a, prompt: b, tools: [nope], expect: c }\n',
+      /tasks\[0\]\.tools: .*tools\.mjs exports no tool "nope"/,
+    ],
     ['a check the module lacks', 'tools: tools.mjs\ntasks:\n  - { name: a, prompt: b, check: nope }\n', /tasks\[0\]\.check: .*exports no check "nope"/],
     ['no model at all', 'tools: tools.mjs\ntasks:\n  - { name: a, prompt: b, expect: c }\n', /nothing would play the model: give the task file scenarios/],
-    ['a scenario file that does not exist (before any worker starts)', 'tools: tools.mjs\nscenarios: missing.yaml\ntasks:\n  - { name: a, prompt: b, expect: c }\n', /Scenario file .*missing\.yaml: ENOENT/],
-    ['an expect regex that does not compile', 'tools: tools.mjs\ntasks:\n  - { name: a, prompt: b, expect: "/[open/" }\n', /tasks\[0\]\.expect: a \/regex\/flags that does not compile/],
-    ['a task name holding a |', 'tools: tools.mjs\ntasks:\n  - { name: "a | b", prompt: b, expect: c }\n', /tasks\[0\]\.name: a task name is one line of text without control characters or \|/],
+    [
+      'a scenario file that does not exist (before any worker starts)',
+      'tools: tools.mjs\nscenarios: missing.yaml\ntasks:\n  - { name: a, prompt: b, expect: c }\n',
+      /Scenario file .*missing\.yaml: ENOENT/,
+    ],
+    [
+      'an expect regex that does not compile',
+      'tools: tools.mjs\ntasks:\n  - { name: a, prompt: b, expect: "/[open/" }\n',
+      /tasks\[0\]\.expect: a \/regex\/flags that does not compile/,
+    ],
+    [
+      'a task name holding a |',
+      'tools: tools.mjs\ntasks:\n  - { name: "a | b", prompt: b, expect: c }\n',
+      /tasks\[0\]\.name: a task name is one line of text without control characters or \|/,
+    ],
     ['an unknown field', 'tools: tools.mjs\ntask: []\ntasks:\n  - { name: a, prompt: b, expect: c }\n', /task file .*: \(root\): Unrecognized key: "task"/],
   ])('refuses %s with exit code 2, naming the field', async (_, tasks, message) => {
     const { code, stderr } = await runCli(['eval', taskFile('bad', { tasks, tools: lookup })]);

@@ -72,7 +72,10 @@ describe('the test helper examples, run by their runners with no Node flag', () 
 
   it('vitest run passes the vitest examples', async () => {
     // As examples/README.md says: from examples/, with the example's config.
-    const { code, stdout, stderr } = await node([`${ROOT}node_modules/vitest/vitest.mjs`, 'run', '--config', 'vitest/vitest.config.mjs'], examples, { CI: 'true', NO_COLOR: '1' });
+    const { code, stdout, stderr } = await node([`${ROOT}node_modules/vitest/vitest.mjs`, 'run', '--config', 'vitest/vitest.config.mjs'], examples, {
+      CI: 'true',
+      NO_COLOR: '1',
+    });
     expect(`${stdout}${stderr}`).toMatch(/✓ weather\.test\.mjs/);
     expect(`${stdout}${stderr}`).toMatch(/Tests\s+2 passed/);
     expect(code).toBe(0);
@@ -97,7 +100,9 @@ describe('the model backend example', () => {
   it('client.mjs against `serve --model-backend URL --model NAME` with scripted-backend.mjs prints expected-output.txt', async () => {
     const folder = `${examples}/model-backend`;
     // The example's stand-in for a model server, on a free port: its first line is its API base.
-    const backend = track(spawn(process.execPath, ['scripted-backend.mjs'], { cwd: folder, env: cleanEnv({ PORT: '0' }), detached: true, stdio: ['ignore', 'pipe', 'pipe'] }));
+    const backend = track(
+      spawn(process.execPath, ['scripted-backend.mjs'], { cwd: folder, env: cleanEnv({ PORT: '0' }), detached: true, stdio: ['ignore', 'pipe', 'pipe'] }),
+    );
     try {
       const [chunk] = (await once(backend.stdout!, 'data')) as [Buffer];
       const backendUrl = chunk.toString('utf8').trim();

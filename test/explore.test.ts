@@ -23,7 +23,12 @@ const TOOLS = [
   { type: 'function', name: 'get_demand', parameters: SKU, strict: true, allowed_callers: ['programmatic'] },
   { type: 'programmatic_tool_calling' },
 ] as Tool[];
-const HANDLERS = { functions: { get_inventory: ({ sku }: { sku: string }) => ({ sku, available_units: 42 }), get_demand: ({ sku }: { sku: string }) => ({ sku, requested_units: 31 }) } };
+const HANDLERS = {
+  functions: {
+    get_inventory: ({ sku }: { sku: string }) => ({ sku, available_units: 42 }),
+    get_demand: ({ sku }: { sku: string }) => ({ sku, requested_units: 31 }),
+  },
+};
 
 /** Every shape the guide's loop can reach: it has no direct-only tool and no MCP server. */
 const REACHABLE = SHAPES.map((shape) => shape.name).filter((name) => name !== 'direct_and_programmatic' && name !== 'mcp_tool_call');
@@ -83,7 +88,9 @@ describe('ptc-emulator explore --seeds 20 -- node LOOP', () => {
   it('names the shape a loop abandons when it stops at the first response without a message', async () => {
     const { code, report } = await explore(join(ROOT, 'test/fixtures/broken-loops/stops-without-message.mjs'));
     expect(code).toBe(1);
-    expect(report.shapes.filter((shape) => shape.verdict === 'failed').map((shape) => [shape.shape, shape.abandoned, shape.refused])).toEqual([['no_message_yet', 1, []]]);
+    expect(report.shapes.filter((shape) => shape.verdict === 'failed').map((shape) => [shape.shape, shape.abandoned, shape.refused])).toEqual([
+      ['no_message_yet', 1, []],
+    ]);
     expect(row(report, 'no_message_yet').conversations[0]).toMatchObject({ outcome: 'abandoned', program_status: 'completed' });
   });
 
@@ -98,8 +105,11 @@ describe('ptc-emulator explore --seeds 20 -- node LOOP', () => {
     expect(row(report, 'sequential_pauses').verdict).toBe('passed');
   });
 
-  it('hands a suite that starts its emulator with the test helper the explorer\'s (PTC_EXPLORE_URL)', async () => {
-    const { code, stdout } = await runCli(['explore', '--seeds', '3', '--json', '--', process.execPath, '--test', join(ROOT, 'test/fixtures/explore/helper-loop.test.mjs')], { timeoutMs: 300_000 });
+  it("hands a suite that starts its emulator with the test helper the explorer's (PTC_EXPLORE_URL)", async () => {
+    const { code, stdout } = await runCli(
+      ['explore', '--seeds', '3', '--json', '--', process.execPath, '--test', join(ROOT, 'test/fixtures/explore/helper-loop.test.mjs')],
+      { timeoutMs: 300_000 },
+    );
     const report = JSON.parse(stdout) as ExploreReport;
     expect(report.shapes.reduce((sum, shape) => sum + shape.reached, 0)).toBe(3);
     expect(report.runs.map((run) => run.ended)).toEqual(['exited with 0', 'exited with 0', 'exited with 0']);
@@ -164,7 +174,10 @@ describe('explore mode on a running server', () => {
 
   it('reports streamed and stored conversations too, and serves the report as a page linking to the inspector', async () => {
     await fetch(`${server.baseURL}/emulator/explore`, { method: 'DELETE' });
-    for (const [seed, options] of [[0, { stream: true, store: true }], [1, { stream: false, store: true }]] as const) {
+    for (const [seed, options] of [
+      [0, { stream: true, store: true }],
+      [1, { stream: false, store: true }],
+    ] as const) {
       const client = server.client.withOptions({ defaultHeaders: exploring(seed).headers });
       await agentLoop(client, { model: 'm', input: 'Compare inventory with demand for sku_123.', tools: TOOLS }, HANDLERS, options);
     }
@@ -191,11 +204,25 @@ describe('explore mode on a running server', () => {
       const calls = first.output.filter((item) => item.type === 'function_call');
       if (calls.length === 0) continue;
       const refused = await client.responses
-        .create({ model: 'm', previous_response_id: first.id, tools: TOOLS, input: calls.map((call) => ({ type: 'function_call_output' as const, call_id: call.call_id, output: '{}' })) })
-        .then(() => undefined, (error: unknown) => error);
+        .create({
+          model: 'm',
+          previous_response_id: first.id,
+          tools: TOOLS,
+          input: calls.map((call) => ({ type: 'function_call_output' as const, call_id: call.call_id, output: '{}' })),
+        })
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
       expect(refused).toMatchObject({ status: 400, code: 'caller_missing' });
       const conversations = (await report()).shapes.flatMap((shape) => shape.conversations);
-      expect(conversations).toEqual([expect.objectContaining({ outcome: 'refused', requests: 2, refused: expect.objectContaining({ code: 'caller_missing', param: expect.stringMatching(/^input\[0\]\.caller$/) }) })]);
+      expect(conversations).toEqual([
+        expect.objectContaining({
+          outcome: 'refused',
+          requests: 2,
+          refused: expect.objectContaining({ code: 'caller_missing', param: expect.stringMatching(/^input\[0\]\.caller$/) }),
+        }),
+      ]);
       return;
     }
   });
@@ -212,10 +239,18 @@ describe('explore mode on a running server', () => {
     await fetch(`${server.baseURL}/emulator/explore`, { method: 'DELETE' });
     const client = server.client.withOptions({ defaultHeaders: { 'x-ptc-explore': 'true' } });
     for (let seed = 0; ; seed++) {
-      const first = await client.responses.create({ model: 'm', input: 'Compare inventory with demand for sku_123.', tools: TOOLS }, { headers: { 'x-ptc-seed': String(seed) } });
+      const first = await client.responses.create(
+        { model: 'm', input: 'Compare inventory with demand for sku_123.', tools: TOOLS },
+        { headers: { 'x-ptc-seed': String(seed) } },
+      );
       if (!first.output.find((item) => item.type === 'program')!.code.startsWith('// ptc-emulator explorer: no_message_yet')) continue;
       const calls = first.output.filter((item) => item.type === 'function_call');
-      const second = await client.responses.create({ model: 'm', previous_response_id: first.id, tools: TOOLS, input: calls.map((call) => ({ type: 'function_call_output' as const, call_id: call.call_id, output: '{}', caller: call.caller! })) });
+      const second = await client.responses.create({
+        model: 'm',
+        previous_response_id: first.id,
+        tools: TOOLS,
+        input: calls.map((call) => ({ type: 'function_call_output' as const, call_id: call.call_id, output: '{}', caller: call.caller! })),
+      });
       expect(second.output.map((item) => item.type)).toEqual(['program_output']);
       // The client never asks for that message: it moves on to a new question.
       await client.responses.create({ model: 'm', previous_response_id: second.id, input: 'Thanks. Anything else?', tools: [] });
@@ -225,15 +260,26 @@ describe('explore mode on a running server', () => {
     }
   });
 
-  it('draws direct_and_programmatic when a tool only the model may call is there: the program\'s call and the direct call in one response', async () => {
-    const tools = [...TOOLS.slice(0, 2), { type: 'function', name: 'lookup_buyer', parameters: { type: 'object', properties: {} }, strict: false }, TOOLS[2]!] as Tool[];
+  it("draws direct_and_programmatic when a tool only the model may call is there: the program's call and the direct call in one response", async () => {
+    const tools = [
+      ...TOOLS.slice(0, 2),
+      { type: 'function', name: 'lookup_buyer', parameters: { type: 'object', properties: {} }, strict: false },
+      TOOLS[2]!,
+    ] as Tool[];
     for (let seed = 0; seed < 30; seed++) {
       const client = server.client.withOptions({ defaultHeaders: exploring(seed).headers });
-      const result = await agentLoop(client, { model: 'm', input: 'Compare inventory with demand for sku_123.', tools }, { functions: { ...HANDLERS.functions, lookup_buyer: () => 'buyer b_1' } });
+      const result = await agentLoop(
+        client,
+        { model: 'm', input: 'Compare inventory with demand for sku_123.', tools },
+        { functions: { ...HANDLERS.functions, lookup_buyer: () => 'buyer b_1' } },
+      );
       const program = result.responses[0]!.output.find((item) => item.type === 'program')!;
       if (!program.code.startsWith('// ptc-emulator explorer: direct_and_programmatic')) continue;
       const calls = result.responses[0]!.output.filter((item) => item.type === 'function_call');
-      expect(calls.map((call) => [call.name, call.caller?.type])).toEqual([['get_inventory', 'program'], ['lookup_buyer', 'direct']]);
+      expect(calls.map((call) => [call.name, call.caller?.type])).toEqual([
+        ['get_inventory', 'program'],
+        ['lookup_buyer', 'direct'],
+      ]);
       expect(result.text).toContain('lookup_buyer returned buyer b_1');
       return;
     }
@@ -241,7 +287,10 @@ describe('explore mode on a running server', () => {
   });
 
   it('draws mcp_tool_call when the request has an MCP server: a program that calls it pauses on its approval request', async () => {
-    const tools = [{ type: 'mcp', server_label: 'calc', server_url: mcp.url, require_approval: 'always', allowed_tools: ['add'], allowed_callers: ['programmatic'] }, { type: 'programmatic_tool_calling' }] as Tool[];
+    const tools = [
+      { type: 'mcp', server_label: 'calc', server_url: mcp.url, require_approval: 'always', allowed_tools: ['add'], allowed_callers: ['programmatic'] },
+      { type: 'programmatic_tool_calling' },
+    ] as Tool[];
     for (let seed = 0; seed < 30; seed++) {
       const client = server.client.withOptions({ defaultHeaders: exploring(seed).headers });
       const approvals: string[] = [];

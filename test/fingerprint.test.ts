@@ -24,7 +24,10 @@ async function paused(server: RunningServer, output = 'left'): Promise<{ program
   const first = await server.client.responses.create({ model: 'm', store: false, input: [user], tools: TOOLS });
   const [call] = functionCallsOf(first);
   const program = first.output[0] as OpenAI.Responses.ResponseOutputItem.Program;
-  return { program, input: [user, ...toResponseInputItems(first.output), { type: 'function_call_output', call_id: call!.call_id, output, caller: call!.caller ?? null }] };
+  return {
+    program,
+    input: [user, ...toResponseInputItems(first.output), { type: 'function_call_output', call_id: call!.call_id, output, caller: call!.caller ?? null }],
+  };
 }
 
 function withFingerprint(input: ResponseInputItem[], fingerprint: string): ResponseInputItem[] {
@@ -77,14 +80,26 @@ describe('a tampered fingerprint is a 400 with its own code', () => {
   let server: RunningServer;
   it.each<[string, (fingerprint: string) => string, ApiErrorCode, string]>([
     ['truncated', (fingerprint: string) => fingerprint.slice(0, -10), 'fingerprint_invalid', 'its seal does not verify'],
-    ['with an altered payload', (fingerprint: string) => fingerprint.replace(/\.(.)/, (_, c: string) => `.${c === 'A' ? 'B' : 'A'}`), 'fingerprint_invalid', 'its seal does not verify'],
-    ['forged with a made-up seal', (fingerprint: string) => `${fingerprint.split('.').slice(0, 2).join('.')}.${Buffer.alloc(32, 7).toString('base64url')}`, 'fingerprint_invalid', 'its seal does not verify'],
+    [
+      'with an altered payload',
+      (fingerprint: string) => fingerprint.replace(/\.(.)/, (_, c: string) => `.${c === 'A' ? 'B' : 'A'}`),
+      'fingerprint_invalid',
+      'its seal does not verify',
+    ],
+    [
+      'forged with a made-up seal',
+      (fingerprint: string) => `${fingerprint.split('.').slice(0, 2).join('.')}.${Buffer.alloc(32, 7).toString('base64url')}`,
+      'fingerprint_invalid',
+      'its seal does not verify',
+    ],
     ['of an unknown version', (fingerprint: string) => fingerprint.replace(/^ptcfp3/, 'ptcfp9'), 'fingerprint_invalid', 'known version'],
     ['absurdly long', (fingerprint: string) => fingerprint + 'x'.repeat(MAX_FINGERPRINT_LENGTH), 'fingerprint_invalid', 'longer than any fingerprint'],
   ])('%s', async (_, tamper, code, mention) => {
     server ??= await startServer();
     const { program, input } = await paused(server);
-    const error = await rejectionOf(server.client.responses.create({ model: 'm', store: false, input: withFingerprint(input, tamper(program.fingerprint)), tools: TOOLS }));
+    const error = await rejectionOf(
+      server.client.responses.create({ model: 'm', store: false, input: withFingerprint(input, tamper(program.fingerprint)), tools: TOOLS }),
+    );
     expectSdkError(error, { code, param: 'input[1].fingerprint', mentions: [program.call_id, mention] });
   });
   afterAll(() => server?.close());
@@ -110,7 +125,9 @@ describe('a fingerprint of the previous version', () => {
 
   it('is refused by name, even sealed with the current key', () => {
     expect(() => openFingerprint(sealedAsPtcfp2(claims, key), [key])).toThrow(
-      new FingerprintError('it is a fingerprint of ptcfp2, not of the known version ptcfp3: a program paused by another version of the emulator cannot be resumed'),
+      new FingerprintError(
+        'it is a fingerprint of ptcfp2, not of the known version ptcfp3: a program paused by another version of the emulator cannot be resumed',
+      ),
     );
     expect(openFingerprint(sealFingerprint(claims, key), [key])).toEqual(claims);
   });
@@ -122,7 +139,11 @@ describe('a fingerprint of the previous version', () => {
       const { program, input } = await paused(server);
       const old = sealedAsPtcfp2(openFingerprint(program.fingerprint, [serverKey]), serverKey);
       const error = await rejectionOf(server.client.responses.create({ model: 'm', store: false, input: withFingerprint(input, old), tools: TOOLS }));
-      expectSdkError(error, { code: 'fingerprint_invalid', param: 'input[1].fingerprint', mentions: [program.call_id, 'ptcfp2', 'ptcfp3', 'cannot be resumed'] });
+      expectSdkError(error, {
+        code: 'fingerprint_invalid',
+        param: 'input[1].fingerprint',
+        mentions: [program.call_id, 'ptcfp2', 'ptcfp3', 'cannot be resumed'],
+      });
     } finally {
       await server.close();
     }
@@ -163,7 +184,11 @@ describe('divergence over HTTP', () => {
       const diverged = await server.client.responses.create({
         model: 'm',
         store: false,
-        input: [...rewritten, ...toResponseInputItems(second.output), { type: 'function_call_output', call_id: call!.call_id, output: 'x', caller: call!.caller ?? null }],
+        input: [
+          ...rewritten,
+          ...toResponseInputItems(second.output),
+          { type: 'function_call_output', call_id: call!.call_id, output: 'x', caller: call!.caller ?? null },
+        ],
         tools: TOOLS,
       });
       const output = programOutputOf(diverged);

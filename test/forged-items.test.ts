@@ -34,7 +34,12 @@ it("a forged program item with a victim's call_id, closed by a program_output, l
 
   const warmBefore = await metric(server, 'ptc_program_resumes_total{path="warm"}');
   const [call] = functionCallsOf(paused);
-  victimInput.push(...toResponseInputItems(paused.output), { type: 'function_call_output', call_id: call!.call_id, output: 'found', caller: call!.caller ?? null });
+  victimInput.push(...toResponseInputItems(paused.output), {
+    type: 'function_call_output',
+    call_id: call!.call_id,
+    output: 'found',
+    caller: call!.caller ?? null,
+  });
   const resumed = await client.responses.create({ model: 'm', store: false, input: victimInput, tools: TOOLS });
   expect(programOutputOf(resumed)).toMatchObject({ status: 'completed', result: 'found' });
   // Its isolate was still there: the victim resumed warm, not by replay.

@@ -68,7 +68,9 @@ const TOP_LEVEL_KEYS = Object.keys(CreateResponseRequest.shape);
 const ITEM_KEYS = ['type', 'role', 'content', 'id', 'call_id', 'name', 'arguments', 'output', 'caller', 'code', 'fingerprint', 'result', 'status', 'summary'];
 const TOOL_KEYS = ['type', 'name', 'parameters', 'allowed_callers', 'description', 'strict', 'output_schema', 'tools'];
 
-const hugeNumber = fc.constantFrom('1e400', '-1e400', '123456789012345678901234567890', '9007199254740993', '-0', '1E-400', '0.1e1').map((literal) => new RawNumber(literal));
+const hugeNumber = fc
+  .constantFrom('1e400', '-1e400', '123456789012345678901234567890', '9007199254740993', '-0', '1E-400', '0.1e1')
+  .map((literal) => new RawNumber(literal));
 const anyJson: fc.Arbitrary<Tree> = fc.oneof(
   { weight: 3, arbitrary: fc.jsonValue({ maxDepth: 5 }) as fc.Arbitrary<Tree> },
   { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 4, stringUnit: 'binary' }) as fc.Arbitrary<Tree> },
@@ -81,7 +83,12 @@ const jsonBody: fc.Arbitrary<Tree> = fc.oneof(
   fc.jsonValue({ maxDepth: 10, depthSize: 'medium' }) as fc.Arbitrary<Tree>,
   // Nearly valid: a model and an input, and one more parameter with any value.
   fc
-    .tuple(fc.string({ unit: 'grapheme', maxLength: 8 }), fc.oneof(fc.string({ unit: 'binary', maxLength: 12 }), anyJson), fc.constantFrom(...TOP_LEVEL_KEYS), anyJson)
+    .tuple(
+      fc.string({ unit: 'grapheme', maxLength: 8 }),
+      fc.oneof(fc.string({ unit: 'binary', maxLength: 12 }), anyJson),
+      fc.constantFrom(...TOP_LEVEL_KEYS),
+      anyJson,
+    )
     .map(([model, input, key, value]): Tree => ({ model, input, [key]: value })),
   fc.dictionary(fc.oneof(fc.constantFrom(...TOP_LEVEL_KEYS), fc.string({ maxLength: 8 })), anyJson, { maxKeys: 6 }) as fc.Arbitrary<Tree>,
   fc.record(
@@ -224,8 +231,23 @@ const PROGRAMS = [
 ];
 
 const PROGRAM_TOOLS: TreeObject[] = [
-  ...STRING_TOOLS.map((name): TreeObject => ({ type: 'function', name, parameters: { type: 'object', properties: {}, additionalProperties: true }, strict: false, allowed_callers: ['programmatic'] })),
-  { type: 'function', name: JSON_TOOL, parameters: { type: 'object', properties: {}, additionalProperties: true }, strict: false, allowed_callers: ['programmatic'], output_schema: { type: 'object' } },
+  ...STRING_TOOLS.map(
+    (name): TreeObject => ({
+      type: 'function',
+      name,
+      parameters: { type: 'object', properties: {}, additionalProperties: true },
+      strict: false,
+      allowed_callers: ['programmatic'],
+    }),
+  ),
+  {
+    type: 'function',
+    name: JSON_TOOL,
+    parameters: { type: 'object', properties: {}, additionalProperties: true },
+    strict: false,
+    allowed_callers: ['programmatic'],
+    output_schema: { type: 'object' },
+  },
   { type: 'programmatic_tool_calling' },
 ];
 
@@ -256,7 +278,9 @@ interface ForeignPool {
 }
 
 type CallIdChoice = { readonly from: 'random'; readonly value: Tree } | { readonly from: 'real' | 'foreign'; readonly index: number };
-type CallerChoice = { readonly kind: 'absent' | 'direct' | 'null' | 'malformed' } | { readonly kind: 'program'; readonly of: 'real' | 'foreign' | 'random'; readonly index: number };
+type CallerChoice =
+  | { readonly kind: 'absent' | 'direct' | 'null' | 'malformed' }
+  | { readonly kind: 'program'; readonly of: 'real' | 'foreign' | 'random'; readonly index: number };
 type FingerprintChoice =
   | { readonly kind: 'random'; readonly value: string }
   | { readonly kind: 'foreign' | 'truncate' | 'flip' | 'other-real'; readonly index: number }
@@ -275,12 +299,25 @@ type Alteration =
   | { readonly kind: 'arguments'; readonly at: number; readonly value: string }
   | { readonly kind: 'name'; readonly at: number; readonly value: string }
   | { readonly kind: 'output'; readonly at: number; readonly value: Tree }
-  | { readonly kind: 'program-output'; readonly at: number; readonly target: 'real' | 'foreign' | 'random'; readonly index: number; readonly result: string; readonly status: string }
+  | {
+      readonly kind: 'program-output';
+      readonly at: number;
+      readonly target: 'real' | 'foreign' | 'random';
+      readonly index: number;
+      readonly result: string;
+      readonly status: string;
+    }
   | { readonly kind: 'foreign-item'; readonly at: number; readonly index: number }
   | { readonly kind: 'foreign-thread'; readonly at: number; readonly index: number }
   | { readonly kind: 'random-program'; readonly at: number; readonly code: string; readonly fingerprint: string; readonly callId: string }
   | { readonly kind: 'message'; readonly at: number; readonly role: string; readonly text: string }
-  | { readonly kind: 'direct-pair'; readonly at: number; readonly name: string; readonly parts: 'both' | 'call' | 'output' | 'mismatch'; readonly caller: 'absent' | 'direct' | 'program' }
+  | {
+      readonly kind: 'direct-pair';
+      readonly at: number;
+      readonly name: string;
+      readonly parts: 'both' | 'call' | 'output' | 'mismatch';
+      readonly caller: 'absent' | 'direct' | 'program';
+    }
   | { readonly kind: 'strip-ids' }
   | { readonly kind: 'status'; readonly at: number; readonly value: Tree };
 
@@ -299,7 +336,10 @@ const alteration: fc.Arbitrary<Alteration> = fc.oneof(
     kind: fc.constant('call-id' as const),
     at,
     choice: fc.oneof(
-      fc.record({ from: fc.constant('random' as const), value: fc.constantFrom<Tree>('call_forged', '', 7, null, ['call_x'], { id: 'x' }, 'call_' + 'f'.repeat(3000), 'call_\uD800') }),
+      fc.record({
+        from: fc.constant('random' as const),
+        value: fc.constantFrom<Tree>('call_forged', '', 7, null, ['call_x'], { id: 'x' }, 'call_' + 'f'.repeat(3000), 'call_\uD800'),
+      }),
       fc.record({ from: fc.constantFrom('real' as const, 'foreign' as const), index: fc.nat() }),
     ),
   }),
@@ -308,7 +348,10 @@ const alteration: fc.Arbitrary<Alteration> = fc.oneof(
     kind: fc.constant('fingerprint' as const),
     at,
     choice: fc.oneof(
-      fc.record({ kind: fc.constant('random' as const), value: fc.constantFrom('', 'x', 'ptcfp1.e30.AAAA', 'ptcfp1..', 'ptcfp3.a.b', 'ptcfp1.' + 'A'.repeat(20_000) + '.x', '\uD800') }),
+      fc.record({
+        kind: fc.constant('random' as const),
+        value: fc.constantFrom('', 'x', 'ptcfp1.e30.AAAA', 'ptcfp1..', 'ptcfp3.a.b', 'ptcfp1.' + 'A'.repeat(20_000) + '.x', '\uD800'),
+      }),
       fc.record({ kind: fc.constantFrom('foreign' as const, 'truncate' as const, 'flip' as const, 'other-real' as const), index: fc.nat() }),
       fc.constant({ kind: 'version' as const }),
     ),
@@ -319,7 +362,16 @@ const alteration: fc.Arbitrary<Alteration> = fc.oneof(
   fc.record({
     kind: fc.constant('output' as const),
     at,
-    value: fc.oneof(text as fc.Arbitrary<Tree>, fc.constantFrom<Tree>('{"v": 1}', 'x'.repeat(100_000), [{ type: 'input_text', text: 'parts' }], [], [{ type: 'input_image', image_url: 'https://example.com/i.png' }])),
+    value: fc.oneof(
+      text as fc.Arbitrary<Tree>,
+      fc.constantFrom<Tree>(
+        '{"v": 1}',
+        'x'.repeat(100_000),
+        [{ type: 'input_text', text: 'parts' }],
+        [],
+        [{ type: 'input_image', image_url: 'https://example.com/i.png' }],
+      ),
+    ),
   }),
   fc.record({
     kind: fc.constant('program-output' as const),
@@ -331,12 +383,24 @@ const alteration: fc.Arbitrary<Alteration> = fc.oneof(
   }),
   fc.record({ kind: fc.constant('foreign-item' as const), at, index: fc.nat() }),
   fc.record({ kind: fc.constant('foreign-thread' as const), at, index: fc.nat() }),
-  fc.record({ kind: fc.constant('random-program' as const), at, code: fc.constantFrom(PROGRAMS[0]!, 'text(1)', ''), fingerprint: fc.constantFrom('fp', 'ptcfp1.x.y', ''), callId: fc.constantFrom('call_random_prog', 'call_x') }),
+  fc.record({
+    kind: fc.constant('random-program' as const),
+    at,
+    code: fc.constantFrom(PROGRAMS[0]!, 'text(1)', ''),
+    fingerprint: fc.constantFrom('fp', 'ptcfp1.x.y', ''),
+    callId: fc.constantFrom('call_random_prog', 'call_x'),
+  }),
   fc.record({
     kind: fc.constant('message' as const),
     at,
     role: fc.constantFrom('user', 'assistant', 'developer'),
-    text: fc.constantFrom('hello', 'and now?', inlineProgram("text('inline')"), inlineProgram("const x = await tools.alpha({}); text(x + '!');"), inlineProgram('syntax error (')),
+    text: fc.constantFrom(
+      'hello',
+      'and now?',
+      inlineProgram("text('inline')"),
+      inlineProgram("const x = await tools.alpha({}); text(x + '!');"),
+      inlineProgram('syntax error ('),
+    ),
   }),
   fc.record({
     kind: fc.constant('direct-pair' as const),
@@ -413,7 +477,8 @@ function alter(base: readonly Tree[], alterations: readonly Alteration[], pool: 
         if (!target) break;
         const { choice } = change;
         const foreignIds = pool.calls.map((call) => String(call['call_id']));
-        target['call_id'] = choice.from === 'random' ? cloneTree(choice.value) : (nth(choice.from === 'real' ? realCallIds : foreignIds, choice.index) ?? 'call_none');
+        target['call_id'] =
+          choice.from === 'random' ? cloneTree(choice.value) : (nth(choice.from === 'real' ? realCallIds : foreignIds, choice.index) ?? 'call_none');
         break;
       }
       case 'caller': {
@@ -462,7 +527,11 @@ function alter(base: readonly Tree[], alterations: readonly Alteration[], pool: 
       }
       case 'program-output': {
         const callId =
-          change.target === 'real' ? nth(realPrograms, change.index) : change.target === 'foreign' ? String(nth(pool.programs, change.index)?.['call_id'] ?? '') : 'call_random_prog';
+          change.target === 'real'
+            ? nth(realPrograms, change.index)
+            : change.target === 'foreign'
+              ? String(nth(pool.programs, change.index)?.['call_id'] ?? '')
+              : 'call_random_prog';
         if (callId) items.splice(position(change.at), 0, { type: 'program_output', call_id: callId, result: change.result, status: change.status });
         break;
       }
@@ -481,15 +550,37 @@ function alter(base: readonly Tree[], alterations: readonly Alteration[], pool: 
         break;
       }
       case 'random-program':
-        items.splice(position(change.at), 0, { type: 'program', id: 'prog_random', call_id: change.callId, code: change.code, fingerprint: change.fingerprint });
+        items.splice(position(change.at), 0, {
+          type: 'program',
+          id: 'prog_random',
+          call_id: change.callId,
+          code: change.code,
+          fingerprint: change.fingerprint,
+        });
         break;
       case 'message':
         items.splice(position(change.at), 0, { type: 'message', role: change.role, content: change.text });
         break;
       case 'direct-pair': {
-        const caller: Tree | undefined = change.caller === 'absent' ? undefined : change.caller === 'direct' ? { type: 'direct' } : { type: 'program', caller_id: realPrograms[0] ?? 'call_nobody' };
-        const call: TreeObject = { type: 'function_call', call_id: 'call_direct_1', name: change.name, arguments: '{}', ...(caller === undefined ? {} : { caller }) };
-        const output: TreeObject = { type: 'function_call_output', call_id: change.parts === 'mismatch' ? 'call_direct_2' : 'call_direct_1', output: 'ok', ...(caller === undefined ? {} : { caller: cloneTree(caller) }) };
+        const caller: Tree | undefined =
+          change.caller === 'absent'
+            ? undefined
+            : change.caller === 'direct'
+              ? { type: 'direct' }
+              : { type: 'program', caller_id: realPrograms[0] ?? 'call_nobody' };
+        const call: TreeObject = {
+          type: 'function_call',
+          call_id: 'call_direct_1',
+          name: change.name,
+          arguments: '{}',
+          ...(caller === undefined ? {} : { caller }),
+        };
+        const output: TreeObject = {
+          type: 'function_call_output',
+          call_id: change.parts === 'mismatch' ? 'call_direct_2' : 'call_direct_1',
+          output: 'ok',
+          ...(caller === undefined ? {} : { caller: cloneTree(caller) }),
+        };
         const pair = change.parts === 'call' ? [call] : change.parts === 'output' ? [output] : [call, output];
         items.splice(position(change.at), 0, ...pair);
         break;
@@ -590,7 +681,8 @@ describe.each([
                       input: items,
                       tools: PROGRAM_TOOLS,
                       stream,
-                      previous_response_id: which === 'real' ? last.id : which === 'foreign' ? pool.responseIds[0]! : 'resp_0000000000000000000000000000000000000000000000ff',
+                      previous_response_id:
+                        which === 'real' ? last.id : which === 'foreign' ? pool.responseIds[0]! : 'resp_0000000000000000000000000000000000000000000000ff',
                     };
               const honestBody = request(honest, 'real');
               const body =
@@ -641,7 +733,13 @@ describe.each([
     | { readonly from: 'user'; readonly text: string }
     | { readonly from: 'random-program'; readonly fingerprint: string };
   const poolPick: fc.Arbitrary<PoolPick> = fc.oneof(
-    { weight: 3, arbitrary: fc.record({ from: fc.constantFrom('program' as const, 'call' as const, 'output' as const, 'program-output' as const, 'message' as const), index: fc.nat() }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        from: fc.constantFrom('program' as const, 'call' as const, 'output' as const, 'program-output' as const, 'message' as const),
+        index: fc.nat(),
+      }),
+    },
     fc.record({ from: fc.constant('user' as const), text: fc.constantFrom('hi', inlineProgram("text('x')")) }),
     fc.record({ from: fc.constant('random-program' as const), fingerprint: fc.constantFrom('', 'ptcfp1.a.b', 'x') }),
   );
@@ -753,7 +851,11 @@ describe('4. raw HTTP oddities (net, not fetch)', () => {
     expect(byLength.responses).toHaveLength(1);
     expectRawError(byLength.responses[0]!, 'request_too_large');
     const chunked = await rawExchange(port, {
-      writes: [head(['content-type: application/json', 'transfer-encoding: chunked']), ...[0, 1, 2].map(() => `${(LIMIT).toString(16)}\r\n${'x'.repeat(LIMIT)}\r\n`), '0\r\n\r\n'],
+      writes: [
+        head(['content-type: application/json', 'transfer-encoding: chunked']),
+        ...[0, 1, 2].map(() => `${(LIMIT).toString(16)}\r\n${'x'.repeat(LIMIT)}\r\n`),
+        '0\r\n\r\n',
+      ],
       end: true,
     });
     expect(chunked.responses).toHaveLength(1);
@@ -787,13 +889,22 @@ describe('4. raw HTTP oddities (net, not fetch)', () => {
     ['a body shorter than its content-length, then EOF', [head(['content-type: application/json', `content-length: ${VALID.length + 20}`]) + VALID]],
     ['a body longer than its content-length', [head(['content-type: application/json', `content-length: ${VALID.length - 4}`]) + VALID]],
     ['a non-numeric content-length', [head(['content-type: application/json', 'content-length: ten']) + VALID]],
-    ['content-length and transfer-encoding together', [head(['content-type: application/json', `content-length: ${VALID.length}`, 'transfer-encoding: chunked']) + VALID]],
+    [
+      'content-length and transfer-encoding together',
+      [head(['content-type: application/json', `content-length: ${VALID.length}`, 'transfer-encoding: chunked']) + VALID],
+    ],
     ['chunked garbage', [`${head(['content-type: application/json', 'transfer-encoding: chunked'])}zz\r\nnot hex\r\n0\r\n\r\n`]],
-    ['a chunked body cut before its last chunk, then EOF', [`${head(['content-type: application/json', 'transfer-encoding: chunked'])}${VALID.length.toString(16)}\r\n${VALID}\r\n`]],
+    [
+      'a chunked body cut before its last chunk, then EOF',
+      [`${head(['content-type: application/json', 'transfer-encoding: chunked'])}${VALID.length.toString(16)}\r\n${VALID}\r\n`],
+    ],
     ['a request line of garbage', ['HELLO THERE\r\n\r\n']],
     ['a header with a control character', [head(['content-type: application/json', 'x-ptc-seed: 1\u0001', `content-length: ${VALID.length}`]) + VALID]],
     ['a header section over 16 KiB', [head(['content-type: application/json', `x-filler: ${'v'.repeat(20_000)}`, `content-length: ${VALID.length}`]) + VALID]],
-    ['3000 headers', [head(['content-type: application/json', ...Array.from({ length: 3000 }, (_, index) => `x-h${index}: v`), `content-length: ${VALID.length}`]) + VALID]],
+    [
+      '3000 headers',
+      [head(['content-type: application/json', ...Array.from({ length: 3000 }, (_, index) => `x-h${index}: v`), `content-length: ${VALID.length}`]) + VALID],
+    ],
   ])('%s: a 4xx in the envelope or a closed connection, never a 5xx; the server keeps serving', async (_, writes) => {
     const exchange = await rawExchange(port, { writes, end: true });
     expectNoServerFault(exchange);
@@ -802,9 +913,15 @@ describe('4. raw HTTP oddities (net, not fetch)', () => {
   });
 
   it('two requests pipelined in one write get two strict 200s, in order', async () => {
-    const exchange = await rawExchange(port, { writes: [post(VALID) + post(JSON.stringify({ model: 'second', input: 'hi' }))], end: false, expectResponses: 2 });
+    const exchange = await rawExchange(port, {
+      writes: [post(VALID) + post(JSON.stringify({ model: 'second', input: 'hi' }))],
+      end: false,
+      expectResponses: 2,
+    });
     expect(exchange.responses).toHaveLength(2);
-    const models = exchange.responses.map((response) => expectResponseObject({ status: response.status, headers: response.headers, text: response.body }).model);
+    const models = exchange.responses.map(
+      (response) => expectResponseObject({ status: response.status, headers: response.headers, text: response.body }).model,
+    );
     expect(models).toEqual([MODEL, 'second']);
   });
 
@@ -821,20 +938,25 @@ describe('4. raw HTTP oddities (net, not fetch)', () => {
     'property: a valid request split anywhere into pieces, with pauses, gets exactly one strict 200',
     async () => {
       await fc.assert(
-        fc.asyncProperty(fc.string({ unit: 'grapheme', maxLength: 40 }), fc.array(fc.nat(), { maxLength: 10 }), fc.array(fc.nat(3), { maxLength: 10 }), async (input, cuts, pauses) => {
-          const request = Buffer.from(post(JSON.stringify({ model: MODEL, input })));
-          const points = [...new Set(cuts.map((cut) => cut % request.length))].sort((a, b) => a - b);
-          const writes: (Buffer | number)[] = [];
-          let from = 0;
-          points.forEach((point, index) => {
-            writes.push(request.subarray(from, point), pauses[index] ?? 0);
-            from = point;
-          });
-          writes.push(request.subarray(from));
-          const exchange = await rawExchange(port, { writes, end: false, expectResponses: 1 });
-          expect(exchange.responses).toHaveLength(1);
-          expectResponseObject({ status: exchange.responses[0]!.status, headers: exchange.responses[0]!.headers, text: exchange.responses[0]!.body });
-        }),
+        fc.asyncProperty(
+          fc.string({ unit: 'grapheme', maxLength: 40 }),
+          fc.array(fc.nat(), { maxLength: 10 }),
+          fc.array(fc.nat(3), { maxLength: 10 }),
+          async (input, cuts, pauses) => {
+            const request = Buffer.from(post(JSON.stringify({ model: MODEL, input })));
+            const points = [...new Set(cuts.map((cut) => cut % request.length))].sort((a, b) => a - b);
+            const writes: (Buffer | number)[] = [];
+            let from = 0;
+            points.forEach((point, index) => {
+              writes.push(request.subarray(from, point), pauses[index] ?? 0);
+              from = point;
+            });
+            writes.push(request.subarray(from));
+            const exchange = await rawExchange(port, { writes, end: false, expectResponses: 1 });
+            expect(exchange.responses).toHaveLength(1);
+            expectResponseObject({ status: exchange.responses[0]!.status, headers: exchange.responses[0]!.headers, text: exchange.responses[0]!.body });
+          },
+        ),
         { ...BOUNDED, seed: 0x5911, numRuns: 60 },
       );
     },
@@ -854,24 +976,76 @@ describe('4. raw HTTP oddities (net, not fetch)', () => {
     readonly extra: readonly string[];
   }
   /** Mostly the usual value, now and then an odd one: each fault gets to reach the server alone. */
-  const usually = <T,>(usual: T, ...odd: T[]): fc.Arbitrary<T> => fc.oneof({ weight: 5, arbitrary: fc.constant(usual) }, { weight: 1, arbitrary: fc.constantFrom(...odd) });
+  const usually = <T>(usual: T, ...odd: T[]): fc.Arbitrary<T> =>
+    fc.oneof({ weight: 5, arbitrary: fc.constant(usual) }, { weight: 1, arbitrary: fc.constantFrom(...odd) });
   const framing: fc.Arbitrary<Framing> = fc.record({
     method: usually('POST', 'GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'FOO', 'post'),
-    path: usually('/v1/responses', '/v1/responses/resp_x', '/v1/responses/resp_x/cancel', '/v1/responses/resp_x/input_items?limit=0', '/v1/models', '/health', '/', '*', '/%ff', '/v1/../v1/responses', 'http://127.0.0.1/v1/responses', `/v1/responses/${'a'.repeat(9000)}`),
+    path: usually(
+      '/v1/responses',
+      '/v1/responses/resp_x',
+      '/v1/responses/resp_x/cancel',
+      '/v1/responses/resp_x/input_items?limit=0',
+      '/v1/models',
+      '/health',
+      '/',
+      '*',
+      '/%ff',
+      '/v1/../v1/responses',
+      'http://127.0.0.1/v1/responses',
+      `/v1/responses/${'a'.repeat(9000)}`,
+    ),
     version: usually('HTTP/1.1', 'HTTP/1.0', 'HTTP/2.0', 'HTTP/1.1x', 'HTTP/0.9'),
-    contentType: usually<string | undefined>('application/json', 'application/json; charset=utf-16', 'APPLICATION/JSON', 'text/plain', 'application/jsonx', 'application/json, text/plain', undefined, ''),
+    contentType: usually<string | undefined>(
+      'application/json',
+      'application/json; charset=utf-16',
+      'APPLICATION/JSON',
+      'text/plain',
+      'application/jsonx',
+      'application/json, text/plain',
+      undefined,
+      '',
+    ),
     length: usually<Framing['length']>('exact', 'more', 'less', 'none', 'negative', 'garbage', 'twice-same', 'twice-different', 'huge'),
     coding: usually<Framing['coding']>('none', 'chunked', 'chunked', 'chunked-garbage', 'gzip', 'chunked, gzip'),
     body: fc.oneof(
       { weight: 3, arbitrary: fc.constantFrom(VALID, JSON.stringify({ model: MODEL, input: [{ role: 'user', content: 'hé' }] })) },
-      fc.constantFrom('', '{', '{"model":', '[]', 'null', '\u0000\u0000', '\ufeff' + VALID, `{"model":"${MODEL}","input":"\\ud800"}`, '{"__proto__":{"x":1},"model":"m"}', JSON.stringify({ model: MODEL, input: 'x'.repeat(LIMIT) })),
+      fc.constantFrom(
+        '',
+        '{',
+        '{"model":',
+        '[]',
+        'null',
+        '\u0000\u0000',
+        '\ufeff' + VALID,
+        `{"model":"${MODEL}","input":"\\ud800"}`,
+        '{"__proto__":{"x":1},"model":"m"}',
+        JSON.stringify({ model: MODEL, input: 'x'.repeat(LIMIT) }),
+      ),
       fc.string({ unit: 'binary', maxLength: 60 }),
       fc.uint8Array({ maxLength: 60 }).map((bytes) => Buffer.from(bytes).toString('latin1')),
     ),
-    extra: fc.tuple(
-      fc.subarray(['expect: 100-continue', 'connection: close', 'x-ptc-seed: 7', 'x-ptc-nonsense: 1', 'x-ptc-client-checks: sloppy', 'host: second.example', 'authorization: Bearer whatever']),
-      usually<string[]>([], ['connection: keep-alive, upgrade', 'upgrade: websocket'], ['x-folded: a\r\n  b'], ['no-colon-here'], ['bad header: x'], [`x-long: ${'l'.repeat(9000)}`], [`x-longer: ${'l'.repeat(20_000)}`]),
-    ).map(([benign, odd]) => [...benign, ...odd]),
+    extra: fc
+      .tuple(
+        fc.subarray([
+          'expect: 100-continue',
+          'connection: close',
+          'x-ptc-seed: 7',
+          'x-ptc-nonsense: 1',
+          'x-ptc-client-checks: sloppy',
+          'host: second.example',
+          'authorization: Bearer whatever',
+        ]),
+        usually<string[]>(
+          [],
+          ['connection: keep-alive, upgrade', 'upgrade: websocket'],
+          ['x-folded: a\r\n  b'],
+          ['no-colon-here'],
+          ['bad header: x'],
+          [`x-long: ${'l'.repeat(9000)}`],
+          [`x-longer: ${'l'.repeat(20_000)}`],
+        ),
+      )
+      .map(([benign, odd]) => [...benign, ...odd]),
   });
 
   function frame(choice: Framing): Buffer {
@@ -995,13 +1169,40 @@ const knobName = fc.oneof(
   { weight: 5, arbitrary: fc.constantFrom(...KNOB_NAMES) },
   { weight: 1, arbitrary: fc.constantFrom(...KNOB_NAMES).map((name) => name.toUpperCase()) },
   { weight: 2, arbitrary: fc.stringMatching(/^[a-z0-9-]{0,14}$/).map((rest) => `x-ptc-${rest}`) },
-  { weight: 1, arbitrary: fc.constantFrom('x-ptc-final_message', 'x-ptc-errorstatus', 'x-ptc-seed-', 'x-ptc--seed', 'X-Ptc-Client-Checks', 'x-ptc-client-check') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom('x-ptc-final_message', 'x-ptc-errorstatus', 'x-ptc-seed-', 'x-ptc--seed', 'X-Ptc-Client-Checks', 'x-ptc-client-check'),
+  },
 );
 const knobRawValue = fc.oneof(
   { weight: 4, arbitrary: fc.constantFrom('same', 'next', 'max_output_tokens', 'strict', 'lenient', 'true', 'false', 'True', 'NEXT', 'next ', '') },
   {
     weight: 4,
-    arbitrary: fc.constantFrom('0', '1', '3', '20', '-1', '-0', '007', '399', '400', '404', '429', '499', '500', '503', '599', '600', '60000', '60001', '600000', '600001', '9007199254740991', '9007199254740993', '-9007199254740993'),
+    arbitrary: fc.constantFrom(
+      '0',
+      '1',
+      '3',
+      '20',
+      '-1',
+      '-0',
+      '007',
+      '399',
+      '400',
+      '404',
+      '429',
+      '499',
+      '500',
+      '503',
+      '599',
+      '600',
+      '60000',
+      '60001',
+      '600000',
+      '600001',
+      '9007199254740991',
+      '9007199254740993',
+      '-9007199254740993',
+    ),
   },
   { weight: 2, arbitrary: fc.constantFrom('1.5', '1e3', '0x10', '+5', ' 5', '5 ', '1,2', 'NaN', 'Infinity', 'null', '[]', '{}', 'é', 'ÿ\u00a0') },
   { weight: 2, arbitrary: fc.integer().map(String) },
@@ -1023,7 +1224,10 @@ const validKnobPair: fc.Arbitrary<[string, string]> = fc.constantFrom(...KNOB_NA
             .map(String);
   return value.map((raw): [string, string] => [name, raw]);
 });
-const knobHeaders = fc.array(fc.oneof({ weight: 3, arbitrary: validKnobPair }, { weight: 1, arbitrary: fc.tuple(knobName, knobRawValue) }), { minLength: 1, maxLength: 3 });
+const knobHeaders = fc.array(fc.oneof({ weight: 3, arbitrary: validKnobPair }, { weight: 1, arbitrary: fc.tuple(knobName, knobRawValue) }), {
+  minLength: 1,
+  maxLength: 3,
+});
 
 /** Valid knob headers that would make the request wait long: the server may wait, and that is not what this property tests. */
 function waits(values: Readonly<Record<string, unknown>>, stream: boolean): boolean {
@@ -1037,47 +1241,43 @@ describe('5. knob headers with random names and values', () => {
     'a 400 naming one of the headers that is unknown or out of range, else the knob does what docs/KNOBS.md says',
     async () => {
       await fc.assert(
-        fc.asyncProperty(
-          knobHeaders,
-          fc.boolean(),
-          async (headers, stream) => {
-            const body: TreeObject = { model: MODEL, input: 'hi', ...(stream ? { stream: true } : {}) };
-            const verdict = judgeKnobHeaders(headers);
-            fc.pre(verdict.invalid.size > 0 || !waits(verdict.values, stream));
-            const sent = toJsonText(body);
-            const cut = verdict.values['x-ptc-stream-cut-after'];
-            if (stream && verdict.invalid.size === 0 && verdict.values['x-ptc-error-status'] === undefined && cut !== undefined) {
-              // A cut stream ends without its terminal event by design (the stream suites cover it).
-              return;
+        fc.asyncProperty(knobHeaders, fc.boolean(), async (headers, stream) => {
+          const body: TreeObject = { model: MODEL, input: 'hi', ...(stream ? { stream: true } : {}) };
+          const verdict = judgeKnobHeaders(headers);
+          fc.pre(verdict.invalid.size > 0 || !waits(verdict.values, stream));
+          const sent = toJsonText(body);
+          const cut = verdict.values['x-ptc-stream-cut-after'];
+          if (stream && verdict.invalid.size === 0 && verdict.values['x-ptc-error-status'] === undefined && cut !== undefined) {
+            // A cut stream ends without its terminal event by design (the stream suites cover it).
+            return;
+          }
+          const answer = await postResponses(server.baseURL, sent, headers);
+          const request = `${JSON.stringify(headers)} ${sent}`;
+          if (verdict.invalid.size > 0) {
+            const error = expectErrorEnvelope(answer, { headerNames: headerNamesOf(headers), body, request });
+            expect(answer.status, request).toBe(400);
+            expect(error.code, request).toBe('invalid_value');
+            expect([...verdict.invalid], `param ${error.param} is not one of the bad headers: ${request}`).toContain(error.param);
+            return;
+          }
+          const status = verdict.values['x-ptc-error-status'];
+          if (typeof status === 'number') {
+            const error = expectErrorEnvelope(answer, { simulatedStatus: status, headerNames: headerNamesOf(headers), body, request });
+            expect(error.code, request).toBe('simulated_error');
+            expect(error.type, request).toBe(status === 429 ? 'rate_limit_error' : status >= 500 ? 'server_error' : 'invalid_request_error');
+            const retryAfter = verdict.values['x-ptc-error-retry-after-ms'];
+            if (typeof retryAfter === 'number') {
+              expect(answer.headers['retry-after-ms'], request).toBe(String(retryAfter));
+              expect(answer.headers['retry-after'], request).toBe(String(Math.ceil(retryAfter / 1000)));
             }
-            const answer = await postResponses(server.baseURL, sent, headers);
-            const request = `${JSON.stringify(headers)} ${sent}`;
-            if (verdict.invalid.size > 0) {
-              const error = expectErrorEnvelope(answer, { headerNames: headerNamesOf(headers), body, request });
-              expect(answer.status, request).toBe(400);
-              expect(error.code, request).toBe('invalid_value');
-              expect([...verdict.invalid], `param ${error.param} is not one of the bad headers: ${request}`).toContain(error.param);
-              return;
-            }
-            const status = verdict.values['x-ptc-error-status'];
-            if (typeof status === 'number') {
-              const error = expectErrorEnvelope(answer, { simulatedStatus: status, headerNames: headerNamesOf(headers), body, request });
-              expect(error.code, request).toBe('simulated_error');
-              expect(error.type, request).toBe(status === 429 ? 'rate_limit_error' : status >= 500 ? 'server_error' : 'invalid_request_error');
-              const retryAfter = verdict.values['x-ptc-error-retry-after-ms'];
-              if (typeof retryAfter === 'number') {
-                expect(answer.headers['retry-after-ms'], request).toBe(String(retryAfter));
-                expect(answer.headers['retry-after'], request).toBe(String(Math.ceil(retryAfter / 1000)));
-              }
-              const shouldRetry = verdict.values['x-ptc-error-should-retry'];
-              if (typeof shouldRetry === 'boolean') expect(answer.headers['x-should-retry'], request).toBe(String(shouldRetry));
-              return;
-            }
-            const response = expectResponseObject(answer, request);
-            if (verdict.values['x-ptc-incomplete'] === 'max_output_tokens') expect(response.status, request).toBe('incomplete');
-            else expect(response.status, request).toBe('completed');
-          },
-        ),
+            const shouldRetry = verdict.values['x-ptc-error-should-retry'];
+            if (typeof shouldRetry === 'boolean') expect(answer.headers['x-should-retry'], request).toBe(String(shouldRetry));
+            return;
+          }
+          const response = expectResponseObject(answer, request);
+          if (verdict.values['x-ptc-incomplete'] === 'max_output_tokens') expect(response.status, request).toBe('incomplete');
+          else expect(response.status, request).toBe('completed');
+        }),
         { ...BOUNDED, seed: 0x6b0b, numRuns: 400 },
       );
       await expectHealthy(root);

@@ -53,78 +53,147 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-it('a 60,000-value enum is refused at once, past the hosted API\'s limit of 1,000 enum values, and the server answers others meanwhile', async () => {
+it("a 60,000-value enum is refused at once, past the hosted API's limit of 1,000 enum values, and the server answers others meanwhile", async () => {
   const { client } = server;
   const hostile = rejectionOf(
     client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('pick', HUGE_ENUM)] }),
   );
-  const honest = await client.responses.create({ model: 'm', store: false, input: inlineProgram('text("still here")'), tools: [{ type: 'programmatic_tool_calling' }] });
+  const honest = await client.responses.create({
+    model: 'm',
+    store: false,
+    input: inlineProgram('text("still here")'),
+    tools: [{ type: 'programmatic_tool_calling' }],
+  });
   expect(programOutputOf(honest)).toMatchObject({ status: 'completed', result: 'still here' });
-  expectSdkError(await hostile, { code: 'invalid_function_parameters', param: 'tools[1].parameters', mentions: ["'pick'", '1000 enum values', '/properties/code/enum'] });
+  expectSdkError(await hostile, {
+    code: 'invalid_function_parameters',
+    param: 'tools[1].parameters',
+    mentions: ["'pick'", '1000 enum values', '/properties/code/enum'],
+  });
 });
 
-describe('each of the hosted API\'s limits on a strict schema is a 400 naming it, for parameters and output_schema', () => {
+describe("each of the hosted API's limits on a strict schema is a 400 naming it, for parameters and output_schema", () => {
   const cases: [string, Record<string, unknown>, readonly string[]][] = [
     ['13 levels of nesting', nested(13), ['more than 10 levels', `11 at ${'/properties/a'.repeat(11)}`]],
-    ['11 levels through array items', nested(5, { type: 'array', items: nested(5, { type: 'array', items: { type: 'string' } }) }), ['more than 10 levels', '/items/properties/a']],
+    [
+      '11 levels through array items',
+      nested(5, { type: 'array', items: nested(5, { type: 'array', items: { type: 'string' } }) }),
+      ['more than 10 levels', '/items/properties/a'],
+    ],
     ['5,001 object properties', { type: 'object', properties: { a: objectOf(names(2500)), b: objectOf(names(2499)) } }, ['5000 object properties', '5001']],
     ['1,001 enum values over two properties', objectOf(['x', 'y'], (key) => ({ enum: names(key === 'x' ? 600 : 401) })), ['1000 enum values', '1001']],
     ['120,000 characters of names and values', objectOf(names(100, (index) => `${index}`.padEnd(1201, 'n'))), ['120000 characters']],
-    ['a string enum of 251 values in 15,060 characters', objectOf(['code'], () => ({ enum: names(251, (index) => `${index}`.padEnd(60, 'v')) })), ['15060 characters', '15000', 'more than 250 values', '/properties/code/enum']],
-    ['501 patternProperties', { type: 'object', patternProperties: Object.fromEntries(names(501, (index) => `^x${index}$`).map((pattern) => [pattern, { type: 'string' }])) }, ['500 patternProperties']],
+    [
+      'a string enum of 251 values in 15,060 characters',
+      objectOf(['code'], () => ({ enum: names(251, (index) => `${index}`.padEnd(60, 'v')) })),
+      ['15060 characters', '15000', 'more than 250 values', '/properties/code/enum'],
+    ],
+    [
+      '501 patternProperties',
+      { type: 'object', patternProperties: Object.fromEntries(names(501, (index) => `^x${index}$`).map((pattern) => [pattern, { type: 'string' }])) },
+      ['500 patternProperties'],
+    ],
     // Hidden where a walk of schema keywords alone would not look: ajv compiles what a $ref points at, data or not.
     [
       'patternProperties in a default a $ref points into',
-      { type: 'object', properties: { a: { $ref: '#/default' } }, default: { type: 'object', patternProperties: Object.fromEntries(names(501, (index) => `^x${index}$`).map((pattern) => [pattern, { type: 'string' }])) } },
+      {
+        type: 'object',
+        properties: { a: { $ref: '#/default' } },
+        default: {
+          type: 'object',
+          patternProperties: Object.fromEntries(names(501, (index) => `^x${index}$`).map((pattern) => [pattern, { type: 'string' }])),
+        },
+      },
       ['500 patternProperties', '/default/patternProperties'],
     ],
-    ['an enum in a dependency named default', { type: 'object', dependencies: { default: { enum: names(1001) } } }, ['1000 enum values', '/dependencies/default/enum']],
-    ['a large enum with a null among its strings', objectOf(['code'], () => ({ enum: [null, ...names(251, (index) => `${index}`.padEnd(60, 'v'))] })), ['15060 characters', 'more than 250 values']],
+    [
+      'an enum in a dependency named default',
+      { type: 'object', dependencies: { default: { enum: names(1001) } } },
+      ['1000 enum values', '/dependencies/default/enum'],
+    ],
+    [
+      'a large enum with a null among its strings',
+      objectOf(['code'], () => ({ enum: [null, ...names(251, (index) => `${index}`.padEnd(60, 'v'))] })),
+      ['15060 characters', 'more than 250 values'],
+    ],
   ];
   for (const [label, schema, mentions] of cases) {
     it(`${label}`, async () => {
       const { client } = server;
-      const asParameters = await rejectionOf(client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('over', schema)] }));
+      const asParameters = await rejectionOf(
+        client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('over', schema)] }),
+      );
       expectSdkError(asParameters, { code: 'invalid_function_parameters', param: 'tools[1].parameters', mentions: ["'over'", ...mentions] });
       const asOutput = await rejectionOf(
-        client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, { type: 'function', name: 'out', parameters: null, strict: null, output_schema: schema, allowed_callers: ['programmatic'] }] }),
+        client.responses.create({
+          model: 'm',
+          input: 'hi',
+          tools: [
+            { type: 'programmatic_tool_calling' },
+            { type: 'function', name: 'out', parameters: null, strict: null, output_schema: schema, allowed_callers: ['programmatic'] },
+          ],
+        }),
       );
       expectSdkError(asOutput, { code: 'invalid_function_parameters', param: 'tools[1].output_schema', mentions: ["'out'", ...mentions] });
       // Not strict, parameters are not checked, and not limited.
-      const loose = await client.responses.create({ model: 'm', store: false, input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, { ...strictTool('loose', schema), strict: false }] });
+      const loose = await client.responses.create({
+        model: 'm',
+        store: false,
+        input: 'hi',
+        tools: [{ type: 'programmatic_tool_calling' }, { ...strictTool('loose', schema), strict: false }],
+      });
       expect(loose.status).toBe('completed');
     });
   }
 });
 
-it('the limits hold for a strict function only the model may call, and ajv\'s list of a schema\'s faults is cut short', async () => {
+it("the limits hold for a strict function only the model may call, and ajv's list of a schema's faults is cut short", async () => {
   const { client } = server;
-  const direct = await rejectionOf(client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'function', name: 'pick', parameters: HUGE_ENUM, strict: true }] }));
+  const direct = await rejectionOf(
+    client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'function', name: 'pick', parameters: HUGE_ENUM, strict: true }] }),
+  );
   expectSdkError(direct, { code: 'invalid_function_parameters', param: 'tools[0].parameters', mentions: ["'pick'", '1000 enum values'] });
   // 200,000 faults (each entry of `required` must be a string) in a schema wide enough that ajv
   // checks every keyword: its message would list them all, megabytes.
   const wideAndFaulty = { ...objectOf(names(1001)), required: Array.from({ length: 200_000 }, () => 0) };
-  const faulty = await rejectionOf(client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('faulty', wideAndFaulty)] }));
+  const faulty = await rejectionOf(
+    client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('faulty', wideAndFaulty)] }),
+  );
   expectSdkError(faulty, { code: 'invalid_function_parameters', param: 'tools[1].parameters', mentions: ["'faulty'", 'must be string', 'characters in all'] });
   expect((faulty as Error).message.length).toBeLessThan(2000);
 });
 
-it('a schema at every limit at once is accepted, and checks a program\'s arguments', async () => {
+it("a schema at every limit at once is accepted, and checks a program's arguments", async () => {
   // 10 levels (`deep` within `deep`); 5,000 properties (4,990 at the root, 10 `deep`); 1,000
   // enum values, all in one string enum of 15,000 characters.
   let schema: Record<string, unknown> = { type: 'string', enum: names(1000, (index) => `${index}`.padStart(15, 'v')) };
-  for (let level = 10; level >= 1; level--) schema = { type: 'object', properties: { ...(level === 1 ? objectOf(names(4990)).properties as object : {}), deep: schema } };
+  for (let level = 10; level >= 1; level--)
+    schema = { type: 'object', properties: { ...(level === 1 ? (objectOf(names(4990)).properties as object) : {}), deep: schema } };
   const code = `try { await tools.wide({ ${'deep: { '.repeat(9)}deep: "nope"${' }'.repeat(9)}, p4989: "ok" }); } catch (error) { text(error.message); }`;
-  const response = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(code), tools: [{ type: 'programmatic_tool_calling' }, strictTool('wide', schema)] });
+  const response = await server.client.responses.create({
+    model: 'm',
+    store: false,
+    input: inlineProgram(code),
+    tools: [{ type: 'programmatic_tool_calling' }, strictTool('wide', schema)],
+  });
   expect(programOutputOf(response)).toMatchObject({ status: 'completed' });
   expect(String(programOutputOf(response)?.result)).toContain(`arguments${'.deep'.repeat(10)} must be one of`);
 }, 60_000);
 
 it('a definition used at a thousand places compiles once, not once per use', async () => {
   // Ajv copies a $ref's definition into each use unless told not to: 999 copies of 4,000 properties ran it out of 4 GB.
-  const schema = { type: 'object', $defs: { big: objectOf(names(4000, (index) => `q${index}`)) }, properties: Object.fromEntries(names(999, (index) => `r${index}`).map((key) => [key, { $ref: '#/$defs/big' }])) };
+  const schema = {
+    type: 'object',
+    $defs: { big: objectOf(names(4000, (index) => `q${index}`)) },
+    properties: Object.fromEntries(names(999, (index) => `r${index}`).map((key) => [key, { $ref: '#/$defs/big' }])),
+  };
   const code = 'try { await tools.refs({ r998: { q3999: 5 } }); } catch (error) { text(error.message); }';
-  const response = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(code), tools: [{ type: 'programmatic_tool_calling' }, strictTool('refs', schema)] });
+  const response = await server.client.responses.create({
+    model: 'm',
+    store: false,
+    input: inlineProgram(code),
+    tools: [{ type: 'programmatic_tool_calling' }, strictTool('refs', schema)],
+  });
   expect(programOutputOf(response)).toMatchObject({ status: 'completed' });
   expect(String(programOutputOf(response)?.result)).toContain('arguments.r998.q3999 must be string');
 }, 60_000);
@@ -133,7 +202,9 @@ it('a schema within the limits that ajv cannot compile within PTC_SCHEMA_COMPILE
   // DENSE takes ajv seconds of CPU time; the deadline is 150 ms of it, and the small schema after it takes a few.
   const server = await startServer({ config: { schemaCompileTimeoutMs: 150 } });
   try {
-    const error = await rejectionOf(server.client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('dense', DENSE)] }));
+    const error = await rejectionOf(
+      server.client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('dense', DENSE)] }),
+    );
     expectSdkError(error, { code: 'schema_too_complex', param: 'tools[1].parameters', mentions: ["'dense'", 'PTC_SCHEMA_COMPILE_TIMEOUT_MS'] });
     const tools: OpenAI.Responses.Tool[] = [
       { type: 'programmatic_tool_calling' },
@@ -172,7 +243,9 @@ it('schemas over PTC_MAX_SCHEMA_BYTES together are refused with schema_too_large
 it('a schema within the limits whose validator comes to megabytes of code is refused with schema_too_complex, whatever time it is given', async () => {
   const server = await startServer({ config: { schemaCompileTimeoutMs: 60_000 } });
   try {
-    const error = await rejectionOf(server.client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('dense', DENSE)] }));
+    const error = await rejectionOf(
+      server.client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('dense', DENSE)] }),
+    );
     expectSdkError(error, { code: 'schema_too_complex', param: 'tools[1].parameters', mentions: ["'dense'", 'MiB of code'] });
   } finally {
     await server.close();
@@ -181,12 +254,22 @@ it('a schema within the limits whose validator comes to megabytes of code is ref
 
 it('a schema that runs ajv out of memory ends its thread, not the server: schema_too_complex', async () => {
   // 5,000 properties within the limits, each an anyOf of ten dense ones, 10 MiB (PTC_MAX_SCHEMA_BYTES raised to let it in): ajv would need gigabytes.
-  const schema = { type: 'object', properties: Object.fromEntries(names(5000).map((key, index) => [key, { anyOf: Array.from({ length: 10 }, (_, branch) => denseProperty(index + branch)) }])) };
+  const schema = {
+    type: 'object',
+    properties: Object.fromEntries(names(5000).map((key, index) => [key, { anyOf: Array.from({ length: 10 }, (_, branch) => denseProperty(index + branch)) }])),
+  };
   const server = await startServer({ config: { schemaCompileTimeoutMs: 600_000, maxSchemaBytes: 16 * 2 ** 20 } });
   try {
-    const error = await rejectionOf(server.client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('huge', schema)] }));
+    const error = await rejectionOf(
+      server.client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('huge', schema)] }),
+    );
     expectSdkError(error, { code: 'schema_too_complex', param: 'tools[1].parameters', mentions: ["'huge'", 'MiB of heap'] });
-    const after = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram('text("alive")'), tools: [{ type: 'programmatic_tool_calling' }] });
+    const after = await server.client.responses.create({
+      model: 'm',
+      store: false,
+      input: inlineProgram('text("alive")'),
+      tools: [{ type: 'programmatic_tool_calling' }],
+    });
     expect(programOutputOf(after)).toMatchObject({ status: 'completed', result: 'alive' });
   } finally {
     await server.close();

@@ -80,7 +80,11 @@ describe('HTTP errors of POST /v1/responses that only a raw client can produce',
 
 describe('validation errors of POST /v1/responses seen through the openai SDK', () => {
   it.each<[string, Record<string, unknown>, ExpectedApiError]>([
-    ['an unknown top-level parameter', { model: MODEL, input: 'hi', temprature: 0.5 }, { code: 'unknown_parameter', param: 'temprature', mentions: ["'temprature'"] }],
+    [
+      'an unknown top-level parameter',
+      { model: MODEL, input: 'hi', temprature: 0.5 },
+      { code: 'unknown_parameter', param: 'temprature', mentions: ["'temprature'"] },
+    ],
     ['a number as model', { model: 5, input: 'hi' }, { code: 'invalid_type', param: 'model', mentions: ["'model'", 'string', 'integer'] }],
     ['a number as input', { model: MODEL, input: 5 }, { code: 'invalid_type', param: 'input', mentions: ["'input'", 'integer'] }],
     ['an object as tools', { model: MODEL, input: 'hi', tools: {} }, { code: 'invalid_type', param: 'tools', mentions: ["'tools'", 'array', 'object'] }],
@@ -91,7 +95,13 @@ describe('validation errors of POST /v1/responses seen through the openai SDK', 
     ],
     [
       'a string as the content of the second message',
-      { model: MODEL, input: [{ role: 'user', content: 'a' }, { role: 'user', content: 7 }] },
+      {
+        model: MODEL,
+        input: [
+          { role: 'user', content: 'a' },
+          { role: 'user', content: 7 },
+        ],
+      },
       { code: 'invalid_type', param: 'input[1].content', mentions: ["'input[1].content'"] },
     ],
     ['an absent model', { input: 'hi' }, { code: 'missing_required_parameter', param: 'model', mentions: ["'model'"] }],
@@ -105,7 +115,11 @@ describe('validation errors of POST /v1/responses seen through the openai SDK', 
       { model: MODEL, input: 'hi', truncation: 'sometimes' },
       { code: 'invalid_value', param: 'truncation', mentions: ["'truncation'", '"sometimes"', "'auto'", "'disabled'"] },
     ],
-    ['an unknown item type', { model: MODEL, input: [{ type: 'telepathy', id: 'x' }] }, { code: 'invalid_value', param: 'input[0].type', mentions: ["'input[0].type'", 'telepathy'] }],
+    [
+      'an unknown item type',
+      { model: MODEL, input: [{ type: 'telepathy', id: 'x' }] },
+      { code: 'invalid_value', param: 'input[0].type', mentions: ["'input[0].type'", 'telepathy'] },
+    ],
     [
       'an unknown tool type',
       { model: MODEL, input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, { type: 'teleporter' }] },
@@ -135,7 +149,11 @@ describe('validation errors of POST /v1/responses seen through the openai SDK', 
       { model: MODEL, input: 'hi', tools: [{ type: 'function', name: 'lookup', parameters: null, allowed_callers: ['programmatic'] }] },
       { code: 'programmatic_tool_calling_not_enabled', param: 'tools[0].allowed_callers', mentions: ['tools[0]', "'lookup'", 'programmatic_tool_calling'] },
     ],
-    ['background: true with store: false', { model: MODEL, input: 'hi', background: true, store: false }, { code: 'invalid_value', param: 'background', mentions: ['store: true'] }],
+    [
+      'background: true with store: false',
+      { model: MODEL, input: 'hi', background: true, store: false },
+      { code: 'invalid_value', param: 'background', mentions: ['store: true'] },
+    ],
     ['stream of the wrong type', { model: MODEL, input: 'hi', stream: 'yes' }, { code: 'invalid_type', param: 'stream', mentions: ["'stream'"] }],
   ])('answers %s with a 400 naming the parameter', async (_, body, expected) => {
     const error = await rejectionOf(server.client.responses.create(untyped(body)));
@@ -160,7 +178,11 @@ describe('404s', () => {
   it.each<[string, (client: OpenAI) => PromiseLike<unknown>, ExpectedApiError]>([
     ['GET of an unknown response', (client) => client.responses.retrieve('resp_unknown'), { code: 'response_not_found', mentions: ["'resp_unknown'"] }],
     ['DELETE of an unknown response', (client) => client.responses.delete('resp_unknown'), { code: 'response_not_found', mentions: ["'resp_unknown'"] }],
-    ['the input items of an unknown response', (client) => client.responses.inputItems.list('resp_unknown'), { code: 'response_not_found', mentions: ["'resp_unknown'"] }],
+    [
+      'the input items of an unknown response',
+      (client) => client.responses.inputItems.list('resp_unknown'),
+      { code: 'response_not_found', mentions: ["'resp_unknown'"] },
+    ],
     ['an unknown model', (client) => client.models.retrieve('gpt-unknown'), { code: 'model_not_found', param: 'model', mentions: ["'gpt-unknown'"] }],
     ['an unknown route', (client) => client.get('/no-such-thing'), { code: 'unknown_url', param: null, mentions: ['GET /v1/no-such-thing'] }],
   ])('answers %s with NotFoundError', async (_, call, expected) => {
@@ -198,7 +220,11 @@ describe('query errors of GET /v1/responses/{id}/input_items', () => {
 
 describe('x-request-id', () => {
   it.each<[string, string, RequestInit]>([
-    ['POST /v1/responses', '/v1/responses', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, input: 'hi' }) }],
+    [
+      'POST /v1/responses',
+      '/v1/responses',
+      { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, input: 'hi' }) },
+    ],
     ['GET /v1/models', '/v1/models', { method: 'GET' }],
     ['GET /health', '/health', { method: 'GET' }],
   ])('is sent on a successful %s', async (_, path, init) => {
@@ -258,7 +284,12 @@ describe('the API key', () => {
 
 describe('the stored-response routes', () => {
   it('GET /v1/responses/{id} returns the created response exactly', async () => {
-    const created = await server.client.responses.create({ model: MODEL, input: inlineProgram("text('stored')"), tools: [{ type: 'programmatic_tool_calling' }], metadata: { case: 'get' } });
+    const created = await server.client.responses.create({
+      model: MODEL,
+      input: inlineProgram("text('stored')"),
+      tools: [{ type: 'programmatic_tool_calling' }],
+      metadata: { case: 'get' },
+    });
     expect(created.output_text).toBe('stored');
     const { output_text: _sdkOnly, ...wire } = created;
     const fetched = await fetch(`${server.baseURL}/responses/${created.id}`);

@@ -17,7 +17,8 @@ if (!found) console.warn(`test/inspector.test.ts: no Chromium at ${CHROMIUM}; th
 
 const API_KEY = 'inspector-test-key';
 const PAUSING = 'const a = await tools.get_a({ n: 1 }); const b = await tools.get_b({ n: 2 }); text(`${a}+${b}`);';
-const HOSTILE_CODE = 'const label = "<img src=x onerror=window.__pwned=1>"; const out = await tools.get_a({ html: "</script><script>window.__pwned=2</script>" }); text(label + out);';
+const HOSTILE_CODE =
+  'const label = "<img src=x onerror=window.__pwned=1>"; const out = await tools.get_a({ html: "</script><script>window.__pwned=2</script>" }); text(label + out);';
 const HOSTILE_OUTPUT = '</script><script>window.__pwned=3</script><img src=x onerror="window.__pwned=4">';
 const OVER_LIMIT = 'await tools.get_a({}); await tools.get_a({}); await tools.get_a({});';
 
@@ -61,8 +62,18 @@ describe.skipIf(!found)('the inspector in a browser', () => {
       { store: true },
     );
     expect(paused.text).toBe('alpha+beta');
-    await agentLoop(server.client, { model: 'ptc-emulator', input: inlineProgram(OVER_LIMIT), tools: programTools('get_a') }, { functions: { get_a: () => 'again' } }, { store: true });
-    await agentLoop(server.client, { model: 'ptc-emulator', input: inlineProgram(HOSTILE_CODE), tools: programTools('get_a') }, { functions: { get_a: () => HOSTILE_OUTPUT } }, { store: true });
+    await agentLoop(
+      server.client,
+      { model: 'ptc-emulator', input: inlineProgram(OVER_LIMIT), tools: programTools('get_a') },
+      { functions: { get_a: () => 'again' } },
+      { store: true },
+    );
+    await agentLoop(
+      server.client,
+      { model: 'ptc-emulator', input: inlineProgram(HOSTILE_CODE), tools: programTools('get_a') },
+      { functions: { get_a: () => HOSTILE_OUTPUT } },
+      { store: true },
+    );
 
     await page.goto(`${origin()}/inspector`);
     await page.type('#api-key', API_KEY);
@@ -187,7 +198,13 @@ describe('journal event streams open at once', () => {
       for (let index = 0; index < MAX_EVENT_STREAMS; index++) expect((await open()).status).toBe(200);
       const refused = await open();
       expect(refused.status).toBe(429);
-      expect(await refused.json()).toMatchObject({ error: { code: 'too_many_event_streams', type: 'rate_limit_error', message: expect.stringContaining(`${MAX_EVENT_STREAMS} journal event streams are open`) } });
+      expect(await refused.json()).toMatchObject({
+        error: {
+          code: 'too_many_event_streams',
+          type: 'rate_limit_error',
+          message: expect.stringContaining(`${MAX_EVENT_STREAMS} journal event streams are open`),
+        },
+      });
       // The API goes on serving, and a stream closed by its client gives its place back.
       expect((await running.client.responses.create({ model: 'ptc-emulator', input: 'hello', store: false })).status).toBe('completed');
       streams[0]!.abort();

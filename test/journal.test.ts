@@ -122,15 +122,21 @@ describe('GET /v1/emulator/journal', () => {
 
   it('names how a failed program ended', async () => {
     const { client } = server;
-    const { data, request_id } = await client.responses.create({ model: MODEL, input: 'Run this:\n```js\nthrow new Error("boom")\n```', tools: TOOLS }).withResponse();
+    const { data, request_id } = await client.responses
+      .create({ model: MODEL, input: 'Run this:\n```js\nthrow new Error("boom")\n```', tools: TOOLS })
+      .withResponse();
     const program = data.output[0] as OpenAI.Responses.ResponseOutputItem.Program;
-    expect((await entryOf(request_id)).programs).toEqual([{ program: program.call_id, path: 'start', outcome: 'incomplete', stats: expect.any(Object), code: 'program_threw' }]);
+    expect((await entryOf(request_id)).programs).toEqual([
+      { program: program.call_id, path: 'start', outcome: 'incomplete', stats: expect.any(Object), code: 'program_threw' },
+    ]);
   });
 
   it('records the knobs that applied: the scenario rule, overridden by headers', async () => {
     const { client } = server;
     const { request_id: ruleId } = await client.responses.create({ model: MODEL, input: 'knobbed' }).withResponse();
-    const { request_id: headerId } = await client.responses.create({ model: MODEL, input: 'knobbed' }, { headers: { 'x-ptc-seed': '9', 'x-ptc-final-message': 'next' } }).withResponse();
+    const { request_id: headerId } = await client.responses
+      .create({ model: MODEL, input: 'knobbed' }, { headers: { 'x-ptc-seed': '9', 'x-ptc-final-message': 'next' } })
+      .withResponse();
     const { request_id: noneId } = await client.responses.create({ model: MODEL, input: 'hello' }).withResponse();
     expect((await entryOf(ruleId)).knobs).toEqual({ seed: 7, event_latency_ms: 0 });
     expect((await entryOf(headerId)).knobs).toEqual({ seed: 9, event_latency_ms: 0, final_message: 'next' });
@@ -143,7 +149,9 @@ describe('GET /v1/emulator/journal', () => {
     const first = await client.responses.create({ model: MODEL, store: false, input: [user], tools: TOOLS });
     const [a] = functionCallsOf(first) as [FunctionCall];
     // Only one of the two calls answered.
-    const error = await rejectionOf(client.responses.create({ model: MODEL, store: false, input: [user, ...toResponseInputItems(first.output), outputFor(a, '1')], tools: TOOLS }));
+    const error = await rejectionOf(
+      client.responses.create({ model: MODEL, store: false, input: [user, ...toResponseInputItems(first.output), outputFor(a, '1')], tools: TOOLS }),
+    );
     expectSdkError(error, { code: 'tool_output_missing' });
     const entry = await entryOf(error.requestID);
     expect(entry).toMatchObject({
@@ -168,7 +176,9 @@ describe('GET /v1/emulator/journal', () => {
       outputFor(b, '2'),
       { type: 'function_call_output', call_id: 'call_nobody', output: 'x', caller: a.caller ?? null },
     ];
-    const { data, request_id } = await client.responses.create({ model: MODEL, store: false, input, tools: TOOLS }, { headers: { 'x-ptc-client-checks': 'lenient' } }).withResponse();
+    const { data, request_id } = await client.responses
+      .create({ model: MODEL, store: false, input, tools: TOOLS }, { headers: { 'x-ptc-client-checks': 'lenient' } })
+      .withResponse();
     expect(data.status).toBe('completed');
     const entry = await entryOf(request_id);
     expect(entry.status).toBe(200);
@@ -224,11 +234,28 @@ describe('journal content', () => {
     const { client } = server;
     const marker = `secret-${Math.random().toString(36).slice(2)}`;
     const ids: (string | null)[] = [];
-    ids.push((await client.responses.create({ model: MODEL, store: false, input: `echo ${marker}`, instructions: `Be brief ${marker}`, metadata: { note: marker } }).withResponse()).request_id);
-    const { data: stream, request_id: streamId } = await client.responses.create({ model: MODEL, store: false, input: `echo ${marker}`, stream: true }).withResponse();
+    ids.push(
+      (
+        await client.responses
+          .create({ model: MODEL, store: false, input: `echo ${marker}`, instructions: `Be brief ${marker}`, metadata: { note: marker } })
+          .withResponse()
+      ).request_id,
+    );
+    const { data: stream, request_id: streamId } = await client.responses
+      .create({ model: MODEL, store: false, input: `echo ${marker}`, stream: true })
+      .withResponse();
     for await (const _ of stream);
     ids.push(streamId);
-    const error = await rejectionOf(client.responses.create({ model: MODEL, store: false, input: [{ role: 'user', content: `echo ${marker}` }, { type: 'function_call_output', call_id: 'call_x', output: marker }] }));
+    const error = await rejectionOf(
+      client.responses.create({
+        model: MODEL,
+        store: false,
+        input: [
+          { role: 'user', content: `echo ${marker}` },
+          { type: 'function_call_output', call_id: 'call_x', output: marker },
+        ],
+      }),
+    );
     ids.push((error as { requestID: string | null }).requestID);
 
     const entries = await readJournal(server);

@@ -22,7 +22,13 @@ function post(body: Buffer): Promise<{ written: Promise<void>; answer: Promise<R
     const writtenPromise = new Promise<void>((done) => (written = done));
     const answer = new Promise<Response>((done, fail) => {
       const request = http.request(
-        { host: origin().hostname, port: origin().port, method: 'POST', path: '/v1/responses', headers: { 'content-type': 'application/json', 'content-length': body.length } },
+        {
+          host: origin().hostname,
+          port: origin().port,
+          method: 'POST',
+          path: '/v1/responses',
+          headers: { 'content-type': 'application/json', 'content-length': body.length },
+        },
         (response) => {
           const chunks: Buffer[] = [];
           response.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -60,7 +66,12 @@ it('while a body of three million short strings is parsed, the server answers ot
 
 it('a large body is served as a small one is, and refused for the same faults', async () => {
   const filler = 'x'.repeat(200_000);
-  const ok = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(`text("${filler}".length + " chars")`), tools: [{ type: 'programmatic_tool_calling' }] });
+  const ok = await server.client.responses.create({
+    model: 'm',
+    store: false,
+    input: inlineProgram(`text("${filler}".length + " chars")`),
+    tools: [{ type: 'programmatic_tool_calling' }],
+  });
   expect(programOutputOf(ok)).toMatchObject({ status: 'completed', result: '200000 chars' });
 
   const poisoned = await post(Buffer.from(`{"model":"m","input":"${filler}","metadata":{"__proto__":{"polluted":"yes"}}}`));

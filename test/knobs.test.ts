@@ -60,7 +60,9 @@ async function seedLoop(sdk: OpenAI, input: string = USER): Promise<Response[]> 
       if (response.output.some((item) => item.type === 'message')) return responses;
       continue;
     }
-    items.push(...calls.map((call) => ({ type: 'function_call_output' as const, call_id: call.call_id, output: ANSWERS[call.name] ?? '', caller: call.caller ?? null })));
+    items.push(
+      ...calls.map((call) => ({ type: 'function_call_output' as const, call_id: call.call_id, output: ANSWERS[call.name] ?? '', caller: call.caller ?? null })),
+    );
   }
   throw new Error('the loop did not end');
 }
@@ -77,7 +79,7 @@ describe('final_message: the message after a program', () => {
   it.each([
     ['the header x-ptc-final-message: next', { 'x-ptc-final-message': 'next' }, USER],
     ['a scenario rule', {}, 'deferred scenario'],
-  ])('with %s, comes one response later, and the guide\'s loop continues to it', async (_, headers, input) => {
+  ])("with %s, comes one response later, and the guide's loop continues to it", async (_, headers, input) => {
     const responses = await seedLoop(client(headers), input);
     const shapes = responses.map((response) => response.output.map((item) => item.type));
     expect(shapes.at(-2)).toEqual(['program_output']);
@@ -87,14 +89,22 @@ describe('final_message: the message after a program', () => {
 });
 
 describe('incomplete: a response that ends with max_output_tokens', () => {
-  it('stops the guide\'s loop, which must handle it', async () => {
+  it("stops the guide's loop, which must handle it", async () => {
     await expect(seedLoop(client({ 'x-ptc-incomplete': 'max_output_tokens' }))).rejects.toThrow('Response ended with status incomplete');
   });
 
   it('cuts the final message in half and marks it, when forced by the knob', async () => {
     const items: ResponseInputItem[] = [{ role: 'user', content: USER }];
     const first = await server.client.responses.create({ model: 'm', store: false, input: items, tools: TOOLS });
-    items.push(...toResponseInputItems(first.output), ...functionCallsOf(first).map((call) => ({ type: 'function_call_output' as const, call_id: call.call_id, output: ANSWERS[call.name]!, caller: call.caller ?? null })));
+    items.push(
+      ...toResponseInputItems(first.output),
+      ...functionCallsOf(first).map((call) => ({
+        type: 'function_call_output' as const,
+        call_id: call.call_id,
+        output: ANSWERS[call.name]!,
+        caller: call.caller ?? null,
+      })),
+    );
     const cut = await client({ 'x-ptc-incomplete': 'max_output_tokens' }).responses.create({ model: 'm', store: false, input: items, tools: TOOLS });
     expect(cut.status).toBe('incomplete');
     expect(cut.incomplete_details).toEqual({ reason: 'max_output_tokens' });
@@ -108,7 +118,12 @@ describe('incomplete: a response that ends with max_output_tokens', () => {
   });
 
   it('happens for real when the message is longer than max_output_tokens', async () => {
-    const response = await server.client.responses.create({ model: 'm', input: inlineProgram('text("one two three four five six seven eight")'), tools: TOOLS, max_output_tokens: 3 });
+    const response = await server.client.responses.create({
+      model: 'm',
+      input: inlineProgram('text("one two three four five six seven eight")'),
+      tools: TOOLS,
+      max_output_tokens: 3,
+    });
     expect(response.status).toBe('incomplete');
     expect(response.output_text).toBe('one two three');
     const roomy = await server.client.responses.create({ model: 'm', input: inlineProgram('text("one two")'), tools: TOOLS, max_output_tokens: 100 });
@@ -116,7 +131,7 @@ describe('incomplete: a response that ends with max_output_tokens', () => {
   });
 });
 
-describe('error_status: HTTP errors in OpenAI\'s envelope', () => {
+describe("error_status: HTTP errors in OpenAI's envelope", () => {
   it('fails the first N attempts; the SDK retries through them, honouring retry-after-ms', async () => {
     const sdk = client({ 'x-ptc-error-status': '429', 'x-ptc-error-times': '2', 'x-ptc-error-retry-after-ms': '5' }, 2);
     const responses = await seedLoop(sdk);
@@ -125,8 +140,10 @@ describe('error_status: HTTP errors in OpenAI\'s envelope', () => {
     expect((await journal()).map((entry) => entry.status).reverse()).toEqual([429, 429, 200, 429, 429, 200]);
   });
 
-  it('reaches a client without retries as the SDK\'s error class, with the headers the knob set', async () => {
-    const error = await rejectionOf(client({ 'x-ptc-error-status': '429', 'x-ptc-error-retry-after-ms': '1500' }).responses.create({ model: 'm', input: 'hi' }));
+  it("reaches a client without retries as the SDK's error class, with the headers the knob set", async () => {
+    const error = await rejectionOf(
+      client({ 'x-ptc-error-status': '429', 'x-ptc-error-retry-after-ms': '1500' }).responses.create({ model: 'm', input: 'hi' }),
+    );
     expect(error).toBeInstanceOf(OpenAI.RateLimitError);
     expect(error).toMatchObject({ status: 429, code: 'simulated_error', type: 'rate_limit_error', param: null });
     expect((error as APIError).message).toContain('attempt 1');
@@ -161,7 +178,7 @@ describe('error_status: HTTP errors in OpenAI\'s envelope', () => {
 });
 
 describe('stream_cut_after: a stream that drops', () => {
-  it('ends without its terminal event; the client recovers the stored response\'s stream from where it stopped', async () => {
+  it("ends without its terminal event; the client recovers the stored response's stream from where it stopped", async () => {
     const sdk = client({ 'x-ptc-stream-cut-after': '4' });
     const stream = sdk.responses.stream({ model: 'm', input: USER, tools: TOOLS });
     const seen: number[] = [];
@@ -215,7 +232,11 @@ describe('knob headers', () => {
     ['a number that is not one', { 'x-ptc-error-status': 'often' }, 'x-ptc-error-status', 'Invalid value'],
     ['a status that is no error', { 'x-ptc-error-status': '200' }, 'x-ptc-error-status', 'Invalid value'],
   ])('reject %s with a 400 naming the header', async (_, headers, param, mention) => {
-    expectSdkError(await rejectionOf(client(headers).responses.create({ model: 'm', input: 'hi' })), { code: 'invalid_value', param, mentions: [mention, param] });
+    expectSdkError(await rejectionOf(client(headers).responses.create({ model: 'm', input: 'hi' })), {
+      code: 'invalid_value',
+      param,
+      mentions: [mention, param],
+    });
   });
 
   it('delay_ms holds the response back, and the journal records the knobs that applied', async () => {
@@ -244,7 +265,10 @@ describe('shutting down with a background response still waiting', () => {
       const store = new SqliteResponseStore(join(dataDir, SQLITE_FILE_NAME));
       const stored = await store.get(queued.id);
       await store.close();
-      expect(stored?.response).toMatchObject({ status: 'failed', error: { code: 'server_error', message: 'The server shut down before this background response finished.' } });
+      expect(stored?.response).toMatchObject({
+        status: 'failed',
+        error: { code: 'server_error', message: 'The server shut down before this background response finished.' },
+      });
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }

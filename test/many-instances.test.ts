@@ -11,17 +11,24 @@ const redis = await startTestRedis();
 
 const TOOLS = programTools('step');
 // Three pauses, a branch on a result and a random draw: every turn depends on all earlier ones.
-const CODE = 'let total = 0; for (let i = 1; i <= 3; i++) total += Number(await tools.step({i, total})); if (total > 5) text({total, big: true, r: Math.random()}); else text({total})';
+const CODE =
+  'let total = 0; for (let i = 1; i <= 3; i++) total += Number(await tools.step({i, total})); if (total > 5) text({total, big: true, r: Math.random()}); else text({total})';
 
 function answer(call: OpenAI.Responses.ResponseFunctionToolCall): ResponseInputItem {
   return { type: 'function_call_output', call_id: call.call_id, output: String(JSON.parse(call.arguments).i * 2), caller: call.caller ?? null };
 }
 
-describe.skipIf(!redis)('two server processes sharing one Redis continue each other\'s conversations', () => {
+describe.skipIf(!redis)("two server processes sharing one Redis continue each other's conversations", () => {
   let instances: [ServerProcess, ServerProcess];
   beforeAll(async () => {
     // The same key on both, as a deployment of several instances must have; each its own process.
-    const env = { PTC_STORE: 'redis', REDIS_URL: redis!.url, PTC_REDIS_PREFIX: redis!.keyPrefix, PTC_FINGERPRINT_KEY: randomUUID(), PTC_DATA_DIR: '/nonexistent' };
+    const env = {
+      PTC_STORE: 'redis',
+      REDIS_URL: redis!.url,
+      PTC_REDIS_PREFIX: redis!.keyPrefix,
+      PTC_FINGERPRINT_KEY: randomUUID(),
+      PTC_DATA_DIR: '/nonexistent',
+    };
     instances = [await spawnServer(env), await spawnServer(env)];
   });
   afterAll(async () => {
@@ -50,7 +57,12 @@ describe.skipIf(!redis)('two server processes sharing one Redis continue each ot
     let response = await at(0).client.responses.create({ model: 'm', input: inlineProgram(CODE), tools: TOOLS });
     const ids = [response.id];
     for (let turn = 1; functionCallsOf(response).length > 0; turn++) {
-      response = await at(turn).client.responses.create({ model: 'm', previous_response_id: response.id, input: functionCallsOf(response).map(answer), tools: TOOLS });
+      response = await at(turn).client.responses.create({
+        model: 'm',
+        previous_response_id: response.id,
+        input: functionCallsOf(response).map(answer),
+        tools: TOOLS,
+      });
       ids.push(response.id);
     }
     expect(ids).toHaveLength(4);

@@ -14,7 +14,13 @@ function manyTools(count: number, nameLength = 12): OpenAI.Responses.Tool[] {
   return [
     ...Array.from(
       { length: count },
-      (_, index): OpenAI.Responses.Tool => ({ type: 'function', name: `t${String(index).padStart(nameLength - 1, '0')}`, parameters: null, strict: false, allowed_callers: ['programmatic'] }),
+      (_, index): OpenAI.Responses.Tool => ({
+        type: 'function',
+        name: `t${String(index).padStart(nameLength - 1, '0')}`,
+        parameters: null,
+        strict: false,
+        allowed_callers: ['programmatic'],
+      }),
     ),
     { type: 'programmatic_tool_calling' },
   ];
@@ -38,7 +44,11 @@ describe('programs with many tools', () => {
       model: 'm',
       store: false,
       tools,
-      input: [...input, ...toResponseInputItems(first.output), { type: 'function_call_output', call_id: call!.call_id, output: 'deep', caller: call!.caller ?? null }],
+      input: [
+        ...input,
+        ...toResponseInputItems(first.output),
+        { type: 'function_call_output', call_id: call!.call_id, output: 'deep', caller: call!.caller ?? null },
+      ],
     });
     expect(programOutputOf(resumed)).toMatchObject({ status: 'completed', result: 'deep' });
   });

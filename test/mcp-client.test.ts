@@ -131,17 +131,28 @@ describe.each(SERVER_KINDS)('a server speaking $transport', ({ start }) => {
     { tool: 'echo', args: { text: 'hi', n: 1 }, expected: { output: '{"text":"hi","n":1}' } },
     { tool: 'add', args: { a: 2, b: 3 }, expected: { output: '{"sum":5}' } },
     { tool: 'fail', args: {}, expected: { error: { type: 'mcp_tool_execution_error', content: [{ type: 'text', text: 'the fail tool always fails' }] } } },
-    { tool: 'explode', args: {}, expected: { error: { type: 'mcp_protocol_error', code: -32603, message: "MCP server 'local': tool 'explode' failed: MCP error -32603: kaboom" } } },
+    {
+      tool: 'explode',
+      args: {},
+      expected: { error: { type: 'mcp_protocol_error', code: -32603, message: "MCP server 'local': tool 'explode' failed: MCP error -32603: kaboom" } },
+    },
     { tool: 'slow', args: { ms: 5 }, expected: { output: 'slept 5 ms' } },
     { tool: 'whoami', args: {}, expected: { output: '(none)' } },
     {
       tool: 'mixed',
       args: {},
       expected: {
-        output: 'a picture:\n{"type":"image","mimeType":"image/png"}\n{"type":"resource_link","uri":"file:///report.txt","name":"report","mimeType":"text/plain"}',
+        output:
+          'a picture:\n{"type":"image","mimeType":"image/png"}\n{"type":"resource_link","uri":"file:///report.txt","name":"report","mimeType":"text/plain"}',
       },
     },
-    { tool: 'missing', args: {}, expected: { error: { type: 'mcp_protocol_error', code: -32602, message: "MCP server 'local': tool 'missing' failed: MCP error -32602: Unknown tool: missing" } } },
+    {
+      tool: 'missing',
+      args: {},
+      expected: {
+        error: { type: 'mcp_protocol_error', code: -32602, message: "MCP server 'local': tool 'missing' failed: MCP error -32602: Unknown tool: missing" },
+      },
+    },
   ];
 
   test.each(toolCases)('calling $tool resolves $expected', async ({ tool, args, expected }) => {
@@ -186,9 +197,11 @@ describe.each(SERVER_KINDS)('a server speaking $transport', ({ start }) => {
 
     const refused = await clients.callTool(configFor(server), 'whoami', {}, TIMEOUT);
     expect(refused).toEqual({
-      error: httpError(expect.stringMatching(
-        /^MCP server 'local': tool 'whoami' failed: could not connect: Streamable HTTP: HTTP 401, check the authorization and headers configured for it \(.*unauthorized\)$/,
-      )),
+      error: httpError(
+        expect.stringMatching(
+          /^MCP server 'local': tool 'whoami' failed: could not connect: Streamable HTTP: HTTP 401, check the authorization and headers configured for it \(.*unauthorized\)$/,
+        ),
+      ),
     });
     await expect(clients.listTools(configFor(server), TIMEOUT)).rejects.toThrow(/^MCP server 'local': listing tools failed: .*HTTP 401/);
     // A 401 is the user's to fix: the legacy transport was not tried behind it.
@@ -205,7 +218,9 @@ describe.each(SERVER_KINDS)('a server speaking $transport', ({ start }) => {
     expect(concurrent).toEqual(Array.from({ length: 10 }, (_, i) => ({ output: JSON.stringify({ sum: i + 1 }) })));
     await clients.listTools(config, TIMEOUT);
     for (let i = 0; i < 5; i++) await clients.callTool(config, 'echo', { i }, TIMEOUT);
-    expect(await clients.callTool(config, 'fail', {}, TIMEOUT)).toEqual({ error: { type: 'mcp_tool_execution_error', content: [{ type: 'text', text: 'the fail tool always fails' }] } });
+    expect(await clients.callTool(config, 'fail', {}, TIMEOUT)).toEqual({
+      error: { type: 'mcp_tool_execution_error', content: [{ type: 'text', text: 'the fail tool always fails' }] },
+    });
     expect(await clients.callTool(config, 'explode', {}, TIMEOUT)).toHaveProperty('error');
     expect(await clients.callTool(config, 'echo', {}, TIMEOUT)).toEqual({ output: '{}' });
     expect(server.initializations).toBe(1);
@@ -454,7 +469,11 @@ describe('servers that do not work', () => {
     const clients = newClients();
     const config: McpServerConfig = { serverLabel: 'down', serverUrl: url };
     expect(await clients.callTool(config, 'echo', {}, TIMEOUT)).toEqual({
-      error: httpError(expect.stringMatching(/^MCP server 'down': tool 'echo' failed: could not connect: Streamable HTTP: fetch failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/)),
+      error: httpError(
+        expect.stringMatching(
+          /^MCP server 'down': tool 'echo' failed: could not connect: Streamable HTTP: fetch failed: connect ECONNREFUSED 127\.0\.0\.1:\d+$/,
+        ),
+      ),
     });
     await expect(clients.listTools(config, TIMEOUT)).rejects.toThrow(/^MCP server 'down': listing tools failed: could not connect: .*ECONNREFUSED/);
   });
@@ -463,9 +482,11 @@ describe('servers that do not work', () => {
     const server = await tracked(startStreamableMcpServer());
     const config: McpServerConfig = { serverLabel: 'typo', serverUrl: server.url.replace('/mcp', '/nope') };
     expect(await newClients().callTool(config, 'echo', {}, TIMEOUT)).toEqual({
-      error: httpError(expect.stringMatching(
-        /^MCP server 'typo': tool 'echo' failed: could not connect: Streamable HTTP: HTTP 404 \(.*\); legacy HTTP\+SSE: HTTP 404 \(.*\)$/,
-      )),
+      error: httpError(
+        expect.stringMatching(
+          /^MCP server 'typo': tool 'echo' failed: could not connect: Streamable HTTP: HTTP 404 \(.*\); legacy HTTP\+SSE: HTTP 404 \(.*\)$/,
+        ),
+      ),
     });
     expect(server.requests).toEqual([
       { method: 'POST', path: '/nope' },

@@ -15,7 +15,7 @@ function blockAfter(marker: string): string {
   return match[1]!;
 }
 
-it('docs/MODEL-BACKEND.md shows the declarations the code writes for the seed\'s tools', async () => {
+it("docs/MODEL-BACKEND.md shows the declarations the code writes for the seed's tools", async () => {
   expect(blockAfter('seed-declarations')).toBe((await toolDeclarations(readToolSet(SEED_TOOLS as Tool[]).summaries)).text);
 });
 

@@ -103,7 +103,14 @@ describe('tool declarations', () => {
 
   it('cover namespaces, custom tools, tools without schemas and names that are not identifiers, and leave out direct-only tools', async () => {
     const tools: Tool[] = [
-      { type: 'function', name: 'lookup', description: 'Finds things.\nTwo lines.', parameters: { type: 'object', properties: { q: { type: 'string' } } }, allowed_callers: ['programmatic'], strict: false },
+      {
+        type: 'function',
+        name: 'lookup',
+        description: 'Finds things.\nTwo lines.',
+        parameters: { type: 'object', properties: { q: { type: 'string' } } },
+        allowed_callers: ['programmatic'],
+        strict: false,
+      },
       { type: 'function', name: 'direct_only', parameters: { type: 'object', properties: {} } },
       { type: 'custom', name: 'grep', allowed_callers: ['programmatic'] },
       { type: 'namespace', name: 'crm', description: 'CRM', tools: [{ type: 'function', name: 'get-customer', allowed_callers: ['programmatic'] }] },
@@ -121,7 +128,11 @@ describe('tool declarations', () => {
       {
         type: 'function',
         name: 'tag',
-        parameters: { type: 'object', properties: { tags: { type: 'array', items: { $ref: '#/$defs/Tag' } } }, $defs: { Tag: { type: 'object', title: 'Tag', properties: { n: { type: 'string' } } } } },
+        parameters: {
+          type: 'object',
+          properties: { tags: { type: 'array', items: { $ref: '#/$defs/Tag' } } },
+          $defs: { Tag: { type: 'object', title: 'Tag', properties: { n: { type: 'string' } } } },
+        },
         allowed_callers: ['programmatic'],
         strict: false,
       },
@@ -169,14 +180,27 @@ describe('program extraction and the retry on a syntax error', () => {
     const { client } = await withBackend([chatMessage(fenced('const x = ;')), chatMessage(fenced('import fs from "node:fs";'))]);
     const response = await client.responses.create(seedRequest);
     expect(response.output.map((item) => item.type)).toEqual(['message']);
-    expect(response.output_text).toMatch(/^ptc-emulator: the model backend's answer could not be carried out, twice: the program does not parse: SyntaxError: .*Nothing was run\.$/);
+    expect(response.output_text).toMatch(
+      /^ptc-emulator: the model backend's answer could not be carried out, twice: the program does not parse: SyntaxError: .*Nothing was run\.$/,
+    );
   });
 });
 
 describe('direct calls', () => {
   const weather: Tool[] = [
-    { type: 'function', name: 'get_weather', description: 'Weather of a city.', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false }, strict: true },
-    { type: 'namespace', name: 'crm', description: 'CRM', tools: [{ type: 'function', name: 'get_customer', parameters: { type: 'object', properties: { id: { type: 'string' } } }, strict: false }] },
+    {
+      type: 'function',
+      name: 'get_weather',
+      description: 'Weather of a city.',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+      strict: true,
+    },
+    {
+      type: 'namespace',
+      name: 'crm',
+      description: 'CRM',
+      tools: [{ type: 'function', name: 'get_customer', parameters: { type: 'object', properties: { id: { type: 'string' } } }, strict: false }],
+    },
   ] as Tool[];
 
   it('offers the tools callable directly as chat tools and emits the calls the backend makes; the final message follows the outputs', async () => {
@@ -189,7 +213,11 @@ describe('direct calls', () => {
     ]);
     const first = await client.responses.create({ model: 'm', input: 'Weather and customer c-7?', tools: weather as OpenAI.Responses.Tool[] });
     expect(backend.received[0]!.body.tools!.map((tool) => tool.function.name)).toEqual(['get_weather', 'crm__get_customer']);
-    expect(backend.received[0]!.body.tools![0]!.function).toEqual({ name: 'get_weather', description: 'Weather of a city.', parameters: weather[0]!.type === 'function' ? weather[0]!.parameters : null });
+    expect(backend.received[0]!.body.tools![0]!.function).toEqual({
+      name: 'get_weather',
+      description: 'Weather of a city.',
+      parameters: weather[0]!.type === 'function' ? weather[0]!.parameters : null,
+    });
     const calls = first.output as OpenAI.Responses.ResponseFunctionToolCall[];
     expect(calls.map((call) => [call.type, call.namespace ?? null, call.name, call.arguments])).toEqual([
       ['function_call', null, 'get_weather', '{"city":"Lisbon"}'],
@@ -212,7 +240,7 @@ describe('direct calls', () => {
     expect(backend.received[1]!.body.tools!.map((tool) => tool.function.name)).toEqual(['get_weather', 'crm__get_customer']);
   });
 
-  it('lets the model call again after its calls\' outputs, round after round, before it answers', async () => {
+  it("lets the model call again after its calls' outputs, round after round, before it answers", async () => {
     const { backend, client } = await withBackend([
       chatToolCalls([{ name: 'get_weather', arguments: '{"city":"Lisbon"}' }]),
       chatToolCalls([{ name: 'get_weather', arguments: '{"city":"Porto"}' }]),
@@ -223,7 +251,12 @@ describe('direct calls', () => {
     for (const answer of ['sunny', 'rain']) {
       const [call] = response.output as OpenAI.Responses.ResponseFunctionToolCall[];
       asked.push(call!.arguments);
-      response = await client.responses.create({ model: 'm', previous_response_id: response.id, input: [{ type: 'function_call_output', call_id: call!.call_id, output: answer }], tools: weather as OpenAI.Responses.Tool[] });
+      response = await client.responses.create({
+        model: 'm',
+        previous_response_id: response.id,
+        input: [{ type: 'function_call_output', call_id: call!.call_id, output: answer }],
+        tools: weather as OpenAI.Responses.Tool[],
+      });
     }
     expect(asked).toEqual(['{"city":"Lisbon"}', '{"city":"Porto"}']);
     expect(response.output_text).toBe('Lisbon sunny, Porto rain.');
@@ -240,18 +273,16 @@ describe('direct calls', () => {
 
 describe('backend failures', () => {
   it('retries a 429 and a 500, honouring retry-after-ms, then answers', async () => {
-    const { backend, client } = await withBackend([
-      chatError(429, 'slow down', { 'retry-after-ms': '10' }),
-      chatError(500, 'oops'),
-      chatMessage('Hello.'),
-    ]);
+    const { backend, client } = await withBackend([chatError(429, 'slow down', { 'retry-after-ms': '10' }), chatError(500, 'oops'), chatMessage('Hello.')]);
     const response = await client.responses.create({ model: 'm', input: 'Hi' });
     expect(response.output_text).toBe('Hello.');
     expect(backend.received).toHaveLength(3);
   });
 
   it('answers 429 model_backend_rate_limited, passing retry-after on, when every try is rate limited', async () => {
-    const { backend, client } = await withBackend([chatError(429, 'quota', { 'retry-after': '0' }), chatError(429, 'quota', { 'retry-after': '0' })], { retries: 1 });
+    const { backend, client } = await withBackend([chatError(429, 'quota', { 'retry-after': '0' }), chatError(429, 'quota', { 'retry-after': '0' })], {
+      retries: 1,
+    });
     const error = await rejectionOf(client.responses.create({ model: 'm', input: 'Hi' }));
     expectSdkError(error, { code: 'model_backend_rate_limited', mentions: ['429 to 2 tries', 'quota'] });
     expect(error.headers?.get('retry-after')).toBe('0');
@@ -266,7 +297,10 @@ describe('backend failures', () => {
   });
 
   it('does not retry a 4xx, and never passes the key on, even when the backend echoes it', async () => {
-    const { backend, client } = await withBackend([chatError(401, 'Incorrect API key provided: sk-backend-secret')], { apiKey: 'sk-backend-secret', model: 'served-model' });
+    const { backend, client } = await withBackend([chatError(401, 'Incorrect API key provided: sk-backend-secret')], {
+      apiKey: 'sk-backend-secret',
+      model: 'served-model',
+    });
     const error = await rejectionOf(client.responses.create({ model: 'm', input: 'Hi' }));
     expectSdkError(error, { code: 'model_backend_error', mentions: ['answered 401', 'Incorrect API key provided: [redacted]'] });
     expect(JSON.stringify(error.error)).not.toContain('sk-backend-secret');
@@ -288,6 +322,9 @@ describe('backend failures', () => {
     expectSdkError(await rejectionOf(client.responses.create({ model: 'm', input: 'Hi' })), { code: 'model_backend_error', mentions: ['not JSON: not json'] });
     expectSdkError(await rejectionOf(client.responses.create({ model: 'm', input: 'Hi' })), { code: 'model_backend_error', mentions: ['no choices'] });
     await backend!.close();
-    expectSdkError(await rejectionOf(client.responses.create({ model: 'm', input: 'Hi' })), { code: 'model_backend_error', mentions: ['cannot reach', 'ECONNREFUSED'] });
+    expectSdkError(await rejectionOf(client.responses.create({ model: 'm', input: 'Hi' })), {
+      code: 'model_backend_error',
+      mentions: ['cannot reach', 'ECONNREFUSED'],
+    });
   });
 });

@@ -55,11 +55,25 @@ describe('a function_call_output without call_id', () => {
     const { resent, calls } = await paused('const [x, y] = await Promise.all([tools.get_a({ n: 1 }), tools.get_a({ n: 2 })]); text(x + y);');
     const caller = calls[0]!.caller;
     const ambiguous = await rejectionOf(
-      server.client.responses.create({ model: MODEL, store: false, input: [...resent, { type: 'function_call_output', name: 'get_a', output: '1', caller }], tools: TOOLS }),
+      server.client.responses.create({
+        model: MODEL,
+        store: false,
+        input: [...resent, { type: 'function_call_output', name: 'get_a', output: '1', caller }],
+        tools: TOOLS,
+      }),
     );
-    expectSdkError(ambiguous, { code: 'tool_output_unknown_call', param: `input[${resent.length}].call_id`, mentions: ['2 function_calls of get_a', calls[0]!.call_id, calls[1]!.call_id] });
+    expectSdkError(ambiguous, {
+      code: 'tool_output_unknown_call',
+      param: `input[${resent.length}].call_id`,
+      mentions: ['2 function_calls of get_a', calls[0]!.call_id, calls[1]!.call_id],
+    });
     const unknown = await rejectionOf(
-      server.client.responses.create({ model: MODEL, store: false, input: [...resent, { type: 'function_call_output', name: 'get_b', output: '1', caller }], tools: TOOLS }),
+      server.client.responses.create({
+        model: MODEL,
+        store: false,
+        input: [...resent, { type: 'function_call_output', name: 'get_b', output: '1', caller }],
+        tools: TOOLS,
+      }),
     );
     expectSdkError(unknown, { code: 'tool_output_unknown_call', param: `input[${resent.length}].name`, mentions: ['no earlier function_call of get_b'] });
   });
@@ -79,7 +93,12 @@ describe('a function_call_output without call_id', () => {
   it('is a 400 when it names no tool either', async () => {
     const { resent, calls } = await paused('text(await tools.get_a({}));');
     const error = await rejectionOf(
-      server.client.responses.create({ model: MODEL, store: false, input: [...resent, { type: 'function_call_output', output: 'x', caller: calls[0]!.caller }], tools: TOOLS }),
+      server.client.responses.create({
+        model: MODEL,
+        store: false,
+        input: [...resent, { type: 'function_call_output', output: 'x', caller: calls[0]!.caller }],
+        tools: TOOLS,
+      }),
     );
     expectSdkError(error, { code: 'missing_required_parameter', param: `input[${resent.length}].call_id`, mentions: ['needs call_id, or name'] });
   });

@@ -3,7 +3,7 @@ import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../runtime/limits.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
-import { metric, startServer, } from './support/server.ts';
+import { metric, startServer } from './support/server.ts';
 
 describe('a failing program over HTTP', () => {
   // Each case's limits keep the other clocks far out of reach, so that on a loaded machine the
@@ -13,7 +13,13 @@ describe('a failing program over HTTP', () => {
   it.each([
     ['throws', 'throw new Error("boom")', limitsFor(5_000, 2_000), 'program_threw', 'Error: boom (line 1, column 7)'],
     ['loops forever', 'while (true) {}', limitsFor(5_000, 300), 'wall_time_exceeded', 'One execution step ran longer than 300 ms'],
-    ['allocates without end', 'const a = []; while (true) a.push(new Array(1e5).fill(1.5))', limitsFor(40_000, 20_000), 'memory_limit_exceeded', "The program's heap exceeded 16 MiB"],
+    [
+      'allocates without end',
+      'const a = []; while (true) a.push(new Array(1e5).fill(1.5))',
+      limitsFor(40_000, 20_000),
+      'memory_limit_exceeded',
+      "The program's heap exceeded 16 MiB",
+    ],
   ])('that %s yields program_output incomplete with its code, and the server keeps serving', async (_, code, limits, errorCode, message) => {
     const server = await startServer({ config: { limits } });
     try {
@@ -47,7 +53,11 @@ describe('a paused program whose isolate the server no longer holds', () => {
       const user: ResponseInputItem = { role: 'user', content: inlineProgram(code) };
       const first = await server.client.responses.create({ model: 'any', store: false, input: [user], tools });
       const [call] = functionCallsOf(first);
-      const afterFirst: ResponseInputItem[] = [user, ...toResponseInputItems(first.output), { type: 'function_call_output', call_id: call!.call_id, output: '5', caller: call!.caller ?? null }];
+      const afterFirst: ResponseInputItem[] = [
+        user,
+        ...toResponseInputItems(first.output),
+        { type: 'function_call_output', call_id: call!.call_id, output: '5', caller: call!.caller ?? null },
+      ];
 
       const warm = await server.client.responses.create({ model: 'any', store: false, input: afterFirst, tools });
       expect(await metric(server, 'ptc_program_resumes_total{path="warm"}')).toBe(1);
@@ -65,7 +75,11 @@ describe('a paused program whose isolate the server no longer holds', () => {
       const done = await server.client.responses.create({
         model: 'any',
         store: false,
-        input: [...afterFirst, ...toResponseInputItems(replayed.output), { type: 'function_call_output', call_id: second!.call_id, output: '7', caller: second!.caller ?? null }],
+        input: [
+          ...afterFirst,
+          ...toResponseInputItems(replayed.output),
+          { type: 'function_call_output', call_id: second!.call_id, output: '7', caller: second!.caller ?? null },
+        ],
         tools,
       });
       expect(programOutputOf(done)?.result).toMatch(/^570\.\d+$/);
@@ -87,7 +101,11 @@ describe('a paused program whose isolate the server no longer holds', () => {
       const resumed = await server.client.responses.create({
         model: 'any',
         store: false,
-        input: [user, ...toResponseInputItems(first.output), { type: 'function_call_output', call_id: call!.call_id, output: '!', caller: call!.caller ?? null }],
+        input: [
+          user,
+          ...toResponseInputItems(first.output),
+          { type: 'function_call_output', call_id: call!.call_id, output: '!', caller: call!.caller ?? null },
+        ],
         tools,
       });
       expect(programOutputOf(resumed)?.result).toBe('500000!');
@@ -126,7 +144,12 @@ describe('sequential pauses through the SDK', () => {
         response = await server.client.responses.create({
           model: 'any',
           previous_response_id: response.id,
-          input: calls.map((call) => ({ type: 'function_call_output' as const, call_id: call.call_id, output: String(JSON.parse(call.arguments).i * 10), caller: call.caller ?? null })),
+          input: calls.map((call) => ({
+            type: 'function_call_output' as const,
+            call_id: call.call_id,
+            output: String(JSON.parse(call.arguments).i * 10),
+            caller: call.caller ?? null,
+          })),
           tools,
         });
       }

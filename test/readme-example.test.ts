@@ -33,11 +33,15 @@ async function runSdkExample(docPath: string, heading: string, scriptName: strin
 }
 
 it("the README's SDK example runs as written and prints the program's result", async () => {
-  expect(await runSdkExample('../README.md', 'Use it from the SDK', 'example')).toBe('get_inventory returned available_units 42; get_demand returned requested_units 31.');
+  expect(await runSdkExample('../README.md', 'Use it from the SDK', 'example')).toBe(
+    'get_inventory returned available_units 42; get_demand returned requested_units 31.',
+  );
 });
 
 it("the by-hand loop of docs/AGENTS.md runs as written and prints the program's result", async () => {
-  expect(await runSdkExample('../docs/AGENTS.md', 'A turn by hand', 'agents-loop')).toBe('get_price returned sku sku_123 and price 7; get_stock returned sku sku_123 and units 6.');
+  expect(await runSdkExample('../docs/AGENTS.md', 'A turn by hand', 'agents-loop')).toBe(
+    'get_price returned sku sku_123 and price 7; get_stock returned sku sku_123 and units 6.',
+  );
 });
 
 it("the README's vitest snippet is examples/vitest/weather.test.mjs, which test/examples.test.ts runs", () => {

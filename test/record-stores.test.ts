@@ -33,14 +33,17 @@ describe.each(STORE_CASES)('$kind record store', (storeCase) => {
     expect(await records.list('vault')).toEqual([{ id: 'a', other: true }]);
   });
 
-  test("children list and page by parent, in both orders, and go with deleteChildren", async () => {
+  test('children list and page by parent, in both orders, and go with deleteChildren', async () => {
     for (const id of ['1', '2', '3', '4', '5']) await records.put('session_item', `s1/${id}`, { id }, 's1');
     await records.put('session_item', 's2/1', { id: 'x' }, 's2');
     await records.put('session_item', 's1/2', { id: '2', changed: true }, 's1');
     expect((await records.list<{ id: string }>('session_item', 's1')).map((item) => item.id)).toEqual(['1', '2', '3', '4', '5']);
     expect(await records.page('session_item', 's1', { limit: 2, order: 'asc' })).toEqual({ data: [{ id: '1' }, { id: '2', changed: true }], has_more: true });
     expect(await records.page('session_item', 's1', { after: 's1/3', limit: 2, order: 'asc' })).toEqual({ data: [{ id: '4' }, { id: '5' }], has_more: false });
-    expect(await records.page('session_item', 's1', { after: 's1/3', limit: 5, order: 'desc' })).toEqual({ data: [{ id: '2', changed: true }, { id: '1' }], has_more: false });
+    expect(await records.page('session_item', 's1', { after: 's1/3', limit: 5, order: 'desc' })).toEqual({
+      data: [{ id: '2', changed: true }, { id: '1' }],
+      has_more: false,
+    });
     expect(await records.page('session_item', 's1', { after: 's2/1', limit: 2, order: 'asc' })).toBeUndefined();
     await records.delete('session_item', 's1/4', 's1');
     expect((await records.page<{ id: string }>('session_item', 's1', { limit: 10, order: 'desc' }))!.data.map((item) => item.id)).toEqual(['5', '3', '2', '1']);

@@ -7,7 +7,14 @@ import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { ResponsesStreamMessage } from 'openai/resources/responses/internal-base';
-import type { Response, ResponseErrorEvent, ResponseInputItem, ResponsesClientEvent, ResponsesServerEvent, ResponseStreamEvent } from 'openai/resources/responses/responses';
+import type {
+  Response,
+  ResponseErrorEvent,
+  ResponseInputItem,
+  ResponsesClientEvent,
+  ResponsesServerEvent,
+  ResponseStreamEvent,
+} from 'openai/resources/responses/responses';
 import { ResponsesWS, type ResponsesWSClientOptions } from 'openai/resources/responses/ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CreateResponseRequest } from '../schemas/request.ts';
@@ -35,7 +42,11 @@ const SCENARIOS: ScenarioFile = {
   rules: [
     { match: { user: 'plain message' }, message: 'Here is a plain answer, long enough to travel as several deltas over the stream.' },
     { match: { user: 'with reasoning' }, reasoning: 'The user wants a short answer; one sentence will do.', message: 'Short answer.' },
-    { match: { user: 'two pauses' }, program: 'const a = await tools.get_a({ step: 1 }); const b = await tools.get_b({ step: 2, a }); text(`${a} then ${b}`);', message: 'The program said: {{result}}' },
+    {
+      match: { user: 'two pauses' },
+      program: 'const a = await tools.get_a({ step: 1 }); const b = await tools.get_b({ step: 2, a }); text(`${a} then ${b}`);',
+      message: 'The program said: {{result}}',
+    },
   ],
 };
 const TOOLS = programTools('get_a', 'get_b');
@@ -171,7 +182,9 @@ describe('WebSocket mode', () => {
       expect(overSocket.filter((event) => TERMINAL.has(event.type))).toHaveLength(1);
       // The terminal event carries the Response the server stored.
       const response = finalResponse(overSocket);
-      expect(JSON.parse(JSON.stringify(await server.client.responses.retrieve(response.id)))).toMatchObject(JSON.parse(JSON.stringify({ ...response, output_text: undefined })));
+      expect(JSON.parse(JSON.stringify(await server.client.responses.retrieve(response.id)))).toMatchObject(
+        JSON.parse(JSON.stringify({ ...response, output_text: undefined })),
+      );
     }
     expect(terminals).toEqual(['response.completed', 'response.completed', 'response.completed', 'response.incomplete']);
   });
@@ -187,11 +200,18 @@ describe('WebSocket mode', () => {
 
   it('continues a paused program on the same socket with previous_response_id', async () => {
     const socket = new TestSocket(server.client);
-    const first = finalResponse(await socket.create({ model: MODEL, input: inlineProgram('const a = await tools.get_a({}); text(`got ${a}`);'), tools: TOOLS }));
+    const first = finalResponse(
+      await socket.create({ model: MODEL, input: inlineProgram('const a = await tools.get_a({}); text(`got ${a}`);'), tools: TOOLS }),
+    );
     const [call] = functionCallsOf(first);
     expect(call?.caller).toMatchObject({ type: 'program' });
     const second = finalResponse(
-      await socket.create({ model: MODEL, previous_response_id: first.id, tools: TOOLS, input: [{ type: 'function_call_output', call_id: call!.call_id, output: '42', caller: call!.caller ?? null }] }),
+      await socket.create({
+        model: MODEL,
+        previous_response_id: first.id,
+        tools: TOOLS,
+        input: [{ type: 'function_call_output', call_id: call!.call_id, output: '42', caller: call!.caller ?? null }],
+      }),
     );
     expect(second.status).toBe('completed');
     expect(programOutputOf(second)?.result).toBe('got 42');
@@ -199,12 +219,22 @@ describe('WebSocket mode', () => {
 
   it('continues a paused program on the same socket with store: false, the client resending every item', async () => {
     const socket = new TestSocket(server.client);
-    const user: ResponseInputItem = { role: 'user', content: inlineProgram('const [a, b] = await Promise.all([tools.get_a({}), tools.get_b({})]); text(a + b);') };
+    const user: ResponseInputItem = {
+      role: 'user',
+      content: inlineProgram('const [a, b] = await Promise.all([tools.get_a({}), tools.get_b({})]); text(a + b);'),
+    };
     const first = finalResponse(await socket.create({ model: MODEL, store: false, input: [user], tools: TOOLS }));
     const calls = functionCallsOf(first);
     expect(calls).toHaveLength(2);
-    const outputs: ResponseInputItem[] = calls.map((call, index) => ({ type: 'function_call_output', call_id: call.call_id, output: `<${index}>`, caller: call.caller ?? null }));
-    const second = finalResponse(await socket.create({ model: MODEL, store: false, input: [user, ...toResponseInputItems(first.output), ...outputs], tools: TOOLS }));
+    const outputs: ResponseInputItem[] = calls.map((call, index) => ({
+      type: 'function_call_output',
+      call_id: call.call_id,
+      output: `<${index}>`,
+      caller: call.caller ?? null,
+    }));
+    const second = finalResponse(
+      await socket.create({ model: MODEL, store: false, input: [user, ...toResponseInputItems(first.output), ...outputs], tools: TOOLS }),
+    );
     expect(programOutputOf(second)?.result).toBe('<0><1>');
     // Nothing was stored.
     await expect(rejectionOf(server.client.responses.retrieve(second.id))).resolves.toMatchObject({ status: 404 });
@@ -215,7 +245,13 @@ describe('WebSocket mode', () => {
     const first = finalResponse(await socket.create({ model: MODEL, store: false, input: 'two pauses', tools: TOOLS }));
     const [a] = functionCallsOf(first);
     const second = finalResponse(
-      await socket.create({ model: MODEL, store: false, previous_response_id: first.id, tools: TOOLS, input: [{ type: 'function_call_output', call_id: a!.call_id, output: 'A', caller: a!.caller ?? null }] }),
+      await socket.create({
+        model: MODEL,
+        store: false,
+        previous_response_id: first.id,
+        tools: TOOLS,
+        input: [{ type: 'function_call_output', call_id: a!.call_id, output: 'A', caller: a!.caller ?? null }],
+      }),
     );
     const [b] = functionCallsOf(second);
     expect(JSON.parse(b!.arguments)).toEqual({ step: 2, a: 'A' });
@@ -241,14 +277,29 @@ describe('WebSocket mode', () => {
     try {
       const socket = new TestSocket(small.client);
       // user message + program + call: 3 items, held.
-      const first = finalResponse(await socket.create({ model: MODEL, store: false, input: inlineProgram('text(await tools.get_a({}) + await tools.get_b({}))'), tools: TOOLS }));
+      const first = finalResponse(
+        await socket.create({ model: MODEL, store: false, input: inlineProgram('text(await tools.get_a({}) + await tools.get_b({}))'), tools: TOOLS }),
+      );
       const [a] = functionCallsOf(first);
       // + output, call: 5 items, over the bound: not held.
       const second = finalResponse(
-        await socket.create({ model: MODEL, store: false, previous_response_id: first.id, tools: TOOLS, input: [{ type: 'function_call_output', call_id: a!.call_id, output: '1', caller: a!.caller ?? null }] }),
+        await socket.create({
+          model: MODEL,
+          store: false,
+          previous_response_id: first.id,
+          tools: TOOLS,
+          input: [{ type: 'function_call_output', call_id: a!.call_id, output: '1', caller: a!.caller ?? null }],
+        }),
       );
       const [b] = functionCallsOf(second);
-      socket.ws.send({ type: 'response.create', model: MODEL, store: false, previous_response_id: second.id, tools: TOOLS, input: [{ type: 'function_call_output', call_id: b!.call_id, output: '2', caller: b!.caller ?? null }] });
+      socket.ws.send({
+        type: 'response.create',
+        model: MODEL,
+        store: false,
+        previous_response_id: second.id,
+        tools: TOOLS,
+        input: [{ type: 'function_call_output', call_id: b!.call_id, output: '2', caller: b!.caller ?? null }],
+      });
       expect(await socket.error()).toMatchObject({ code: 'previous_response_not_found' });
     } finally {
       await small.close();
@@ -267,7 +318,15 @@ describe('WebSocket mode', () => {
       const event = await socket.error();
       const http = (await rejectionOf(server.client.responses.create(body as never))) as InstanceType<typeof OpenAI.APIError>;
       const envelope = http.error as { code: string; message: string; param: string | null; type: string };
-      expect(event).toEqual({ type: 'error', sequence_number: 0, code: envelope.code, message: envelope.message, param: envelope.param, status: http.status, error: envelope });
+      expect(event).toEqual({
+        type: 'error',
+        sequence_number: 0,
+        code: envelope.code,
+        message: envelope.message,
+        param: envelope.param,
+        status: http.status,
+        error: envelope,
+      });
       expect(socket.isOpen).toBe(true);
     }
     expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
@@ -292,7 +351,7 @@ describe('WebSocket mode', () => {
     expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
   });
 
-  it('echoes a request\'s stream_id on each of its events, error events included (openai 7.x lanes)', async () => {
+  it("echoes a request's stream_id on each of its events, error events included (openai 7.x lanes)", async () => {
     const socket = new TestSocket(server.client);
     const first = await socket.create({ model: MODEL, input: 'plain message', stream_id: 'lane-a' });
     expect(first.length).toBeGreaterThan(3);
@@ -316,10 +375,22 @@ describe('WebSocket mode', () => {
     socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message', generate: false });
     expect(await socket.error()).toMatchObject({ type: 'error', status: 400, code: 'invalid_value', param: 'generate' });
     socket.ws.sendRaw(JSON.stringify({ type: 'response.create', model: MODEL, input: 'plain message', stream_id: 7 }));
-    expect(await socket.error()).toMatchObject({ type: 'error', status: 400, code: 'invalid_type', param: 'stream_id', message: expect.stringContaining('got a number') });
+    expect(await socket.error()).toMatchObject({
+      type: 'error',
+      status: 400,
+      code: 'invalid_type',
+      param: 'stream_id',
+      message: expect.stringContaining('got a number'),
+    });
     // Copied into every event of its request, a lane's name is bounded.
     socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message', stream_id: 'x'.repeat(257) });
-    expect(await socket.error()).toMatchObject({ type: 'error', status: 400, code: 'invalid_value', param: 'stream_id', message: expect.stringContaining('257 characters') });
+    expect(await socket.error()).toMatchObject({
+      type: 'error',
+      status: 400,
+      code: 'invalid_value',
+      param: 'stream_id',
+      message: expect.stringContaining('257 characters'),
+    });
     expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message', generate: true })).status).toBe('completed');
   });
 
@@ -366,7 +437,14 @@ describe('WebSocket mode: knobs, bounds and the journal', () => {
     expect(first.output.map((item) => item.type)).toEqual(['program', 'program_output']);
     const journal = (await server.client.get('/emulator/journal', { query: { limit: 5 } })) as { data: Record<string, unknown>[] };
     const entry = journal.data.find((candidate) => candidate.response_id === first.id)!;
-    expect(entry).toMatchObject({ method: 'WS', path: '/v1/responses', status: 200, stream: true, knobs: { event_latency_ms: 1, final_message: 'next' }, output: ['program', 'program_output'] });
+    expect(entry).toMatchObject({
+      method: 'WS',
+      path: '/v1/responses',
+      status: 200,
+      stream: true,
+      knobs: { event_latency_ms: 1, final_message: 'next' },
+      output: ['program', 'program_output'],
+    });
     expect((entry.stream_report as { pauses_ms: number[] }).pauses_ms.every((pause) => pause === 1)).toBe(true);
 
     const refused = new TestSocket(server.client, { headers: { 'x-ptc-no-such-knob': '1' } });
@@ -492,13 +570,18 @@ describe.each(['memory', 'sqlite', 'redis'] as const)('WebSocket mode on the %s 
     const redis = store === 'redis' ? await startTestRedis() : undefined;
     skip(store === 'redis' && !redis, 'no Redis available');
     const dataDir = store === 'sqlite' ? mkdtempSync(join(tmpdir(), 'ptc-ws-store-')) : undefined;
-    const stored = await startServer({ scenarios: SCENARIOS, config: { store, ...(dataDir ? { dataDir } : {}), ...(redis ? { redisUrl: redis.url, redisPrefix: redis.keyPrefix } : {}) } });
+    const stored = await startServer({
+      scenarios: SCENARIOS,
+      config: { store, ...(dataDir ? { dataDir } : {}), ...(redis ? { redisUrl: redis.url, redisPrefix: redis.keyPrefix } : {}) },
+    });
     try {
       const socket = new TestSocket(stored.client);
       const program = inlineProgram('const a = await tools.get_a({}); text(`got ${a}`);');
       const first = finalResponse(await socket.create({ model: MODEL, input: program, tools: TOOLS }));
       const [call] = functionCallsOf(first);
-      const output = (value: string): ResponseInputItem[] => [{ type: 'function_call_output', call_id: call!.call_id, output: value, caller: call!.caller ?? null }];
+      const output = (value: string): ResponseInputItem[] => [
+        { type: 'function_call_output', call_id: call!.call_id, output: value, caller: call!.caller ?? null },
+      ];
       const second = finalResponse(await socket.create({ model: MODEL, previous_response_id: first.id, tools: TOOLS, input: output('42') }));
       expect(programOutputOf(second)?.result).toBe('got 42');
       expect((await stored.client.responses.retrieve(second.id)).previous_response_id).toBe(first.id);
@@ -507,7 +590,12 @@ describe.each(['memory', 'sqlite', 'redis'] as const)('WebSocket mode on the %s 
       const inConversation = finalResponse(await socket.create({ model: MODEL, conversation: conversation.id, input: program, tools: TOOLS }));
       const [conversationCall] = functionCallsOf(inConversation);
       const resumed = finalResponse(
-        await socket.create({ model: MODEL, conversation: conversation.id, tools: TOOLS, input: [{ type: 'function_call_output', call_id: conversationCall!.call_id, output: '7', caller: conversationCall!.caller ?? null }] }),
+        await socket.create({
+          model: MODEL,
+          conversation: conversation.id,
+          tools: TOOLS,
+          input: [{ type: 'function_call_output', call_id: conversationCall!.call_id, output: '7', caller: conversationCall!.caller ?? null }],
+        }),
       );
       expect(programOutputOf(resumed)?.result).toBe('got 7');
       const items = await stored.client.conversations.items.list(conversation.id, { order: 'asc', limit: 100 });

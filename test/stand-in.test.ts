@@ -123,18 +123,34 @@ describe('scenario files', () => {
     expect(response.output_text).toContain('only programs may call it');
   });
 
-  it('refuses, with a message, a rule whose arguments break the tool\'s strict parameters, as no model would send them', async () => {
-    const strict = (parameters: Record<string, unknown>): OpenAI.Responses.Tool[] => [{ ...weatherTool, parameters, strict: true }, { type: 'programmatic_tool_calling' }];
-    const refused = await server.client.responses.create({ model: 'any', input: 'weather in Paris', tools: strict({ type: 'object', properties: { city: { type: 'integer' } } }) });
+  it("refuses, with a message, a rule whose arguments break the tool's strict parameters, as no model would send them", async () => {
+    const strict = (parameters: Record<string, unknown>): OpenAI.Responses.Tool[] => [
+      { ...weatherTool, parameters, strict: true },
+      { type: 'programmatic_tool_calling' },
+    ];
+    const refused = await server.client.responses.create({
+      model: 'any',
+      input: 'weather in Paris',
+      tools: strict({ type: 'object', properties: { city: { type: 'integer' } } }),
+    });
     expect(refused.output.map((item) => item.type)).toEqual(['message']);
     expect(refused.output_text).toContain("the stand-in's arguments for get_weather do not match its strict parameters: arguments.city must be integer");
-    const kept = await server.client.responses.create({ model: 'any', input: 'weather in Paris', tools: strict({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }) });
+    const kept = await server.client.responses.create({
+      model: 'any',
+      input: 'weather in Paris',
+      tools: strict({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }),
+    });
     expect(kept.output.map((item) => item.type)).toEqual(['reasoning', 'function_call']);
   });
 });
 
 describe('scenario rounds: direct calls made one round after another (then)', () => {
-  const pageTool: OpenAI.Responses.Tool = { type: 'function', name: 'list_page', parameters: { type: 'object', properties: { page: { type: 'integer' } }, required: ['page'], additionalProperties: false }, strict: true };
+  const pageTool: OpenAI.Responses.Tool = {
+    type: 'function',
+    name: 'list_page',
+    parameters: { type: 'object', properties: { page: { type: 'integer' } }, required: ['page'], additionalProperties: false },
+    strict: true,
+  };
   let server: RunningServer;
   beforeAll(async () => {
     server = await startServer({
@@ -143,7 +159,15 @@ describe('scenario rounds: direct calls made one round after another (then)', ()
           {
             match: { user: 'count the pages' },
             calls: [{ name: 'list_page', arguments: { page: 1 } }],
-            then: [{ calls: [{ name: 'list_page', arguments: { page: 2 } }] }, { calls: [{ name: 'list_page', arguments: { page: 3 } }, { name: 'list_page', arguments: { page: 4 } }] }],
+            then: [
+              { calls: [{ name: 'list_page', arguments: { page: 2 } }] },
+              {
+                calls: [
+                  { name: 'list_page', arguments: { page: 3 } },
+                  { name: 'list_page', arguments: { page: 4 } },
+                ],
+              },
+            ],
             message: 'Last pages: {{outputs}}',
           },
         ],
@@ -159,11 +183,21 @@ describe('scenario rounds: direct calls made one round after another (then)', ()
     let previous = after;
     let input: OpenAI.Responses.ResponseInputItem[] = items;
     for (let request = 0; request < 6; request++) {
-      const response = await server.client.responses.create({ model: 'any', input, tools: [pageTool], store, ...(previous && store ? { previous_response_id: previous } : {}) });
+      const response = await server.client.responses.create({
+        model: 'any',
+        input,
+        tools: [pageTool],
+        store,
+        ...(previous && store ? { previous_response_id: previous } : {}),
+      });
       const calls = functionCallsOf(response);
       if (calls.length === 0) return { asked, final: response.output_text, id: response.id };
       asked.push(calls.map((call) => (JSON.parse(call.arguments) as { page: number }).page));
-      const outputs = calls.map((call) => ({ type: 'function_call_output' as const, call_id: call.call_id, output: `page ${(JSON.parse(call.arguments) as { page: number }).page}` }));
+      const outputs = calls.map((call) => ({
+        type: 'function_call_output' as const,
+        call_id: call.call_id,
+        output: `page ${(JSON.parse(call.arguments) as { page: number }).page}`,
+      }));
       items.push(...(response.output as OpenAI.Responses.ResponseInputItem[]), ...outputs);
       previous = response.id;
       input = store ? outputs : items;
@@ -182,7 +216,9 @@ describe('scenario rounds: direct calls made one round after another (then)', ()
   });
 
   it('refuses then without calls, naming the rule', async () => {
-    await expect(buildServer({ logger: false, scenarios: { rules: [{ message: 'x', then: [{ calls: [{ name: 'a' }] }] }] } as never })).rejects.toThrow(/rules\[0\]: then follows calls/);
+    await expect(buildServer({ logger: false, scenarios: { rules: [{ message: 'x', then: [{ calls: [{ name: 'a' }] }] }] } as never })).rejects.toThrow(
+      /rules\[0\]: then follows calls/,
+    );
   });
 });
 
@@ -199,7 +235,11 @@ describe('YAML scenario files and their errors', () => {
   });
 
   it.each([
-    ['a rule with neither program, calls, message nor knobs', { rules: [{ match: { user: 'x' } }] }, /rules\[0\]: a rule needs program, calls, message or knobs/],
+    [
+      'a rule with neither program, calls, message nor knobs',
+      { rules: [{ match: { user: 'x' } }] },
+      /rules\[0\]: a rule needs program, calls, message or knobs/,
+    ],
     ['a rule with both program and calls', { rules: [{ program: 'x', calls: [{ name: 'a' }] }] }, /a rule has either program or calls/],
     ['an unknown field', { rules: [{ message: 'x', typo: 1 }] }, /rules\[0\]/],
     ['no rules', { rules: [] }, /rules/],

@@ -36,6 +36,11 @@ it('a request naming a previous response is answered 503 store_unavailable', asy
 });
 
 it('a request that needs no store is served', async () => {
-  const response = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram('text("fine")'), tools: [{ type: 'programmatic_tool_calling' }] });
+  const response = await server.client.responses.create({
+    model: 'm',
+    store: false,
+    input: inlineProgram('text("fine")'),
+    tools: [{ type: 'programmatic_tool_calling' }],
+  });
   expect(programOutputOf(response)).toMatchObject({ status: 'completed', result: 'fine' });
 });

@@ -249,7 +249,7 @@ describe.skipIf(!redis)('redis store keys and expiry', () => {
     expect(await one.get('resp_shared_id')).toStrictEqual(storedResponse('resp_shared_id'));
   });
 
-  test('a response put with a TTL is there at first and gone once it expires, and so is its items\' index', async () => {
+  test("a response put with a TTL is there at first and gone once it expires, and so is its items' index", async () => {
     const store = openTracked(new RedisResponseStore(redis?.url ?? '', { prefix: `${redis?.keyPrefix}ttl:`, ttlSeconds: 2 }));
     await store.put(storedResponse('resp_expiring'));
     expect(await store.get('resp_expiring')).toStrictEqual(storedResponse('resp_expiring'));
@@ -290,7 +290,13 @@ describe('redis store without a reachable Redis', () => {
     const server = await spawnRedisServer(port);
     try {
       // ioredis reconnects on a back-off: poll until a put gets through (the test's timeout bounds it).
-      while (!(await store.put(storedResponse('resp_later')).then(() => true, () => false))) await sleep(50);
+      while (
+        !(await store.put(storedResponse('resp_later')).then(
+          () => true,
+          () => false,
+        ))
+      )
+        await sleep(50);
       expect(await store.get('resp_later')).toStrictEqual(storedResponse('resp_later'));
     } finally {
       await store.close();

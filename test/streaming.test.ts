@@ -76,7 +76,6 @@ const TERMINAL_FOR_STATUS: Record<string, string> = {
 /** A UTF-16 surrogate without its pair: what a delta cut inside an emoji would carry. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-
 /** The stored response exactly as the wire carries it (no `output_text`: the SDK adds that). */
 async function wireResponse(client: OpenAI, id: string): Promise<Record<string, unknown> & { output: unknown[] }> {
   const raw = await client.responses.retrieve(id).asResponse();
@@ -110,7 +109,9 @@ async function streamTurn(client: OpenAI, mode: Mode, params: Params): Promise<S
   return { events, final: snapshot };
 }
 
-function isTerminal(event: ResponseStreamEvent): event is Extract<ResponseStreamEvent, { type: 'response.completed' | 'response.incomplete' | 'response.failed' }> {
+function isTerminal(
+  event: ResponseStreamEvent,
+): event is Extract<ResponseStreamEvent, { type: 'response.completed' | 'response.incomplete' | 'response.failed' }> {
   return TERMINAL_TYPES.has(event.type);
 }
 
@@ -177,7 +178,8 @@ function expectItemBlock(block: readonly ResponseStreamEvent[], item: WireItem, 
   expect(done.item).toStrictEqual(item);
   for (const event of block) {
     if ('item_id' in event) expect(event.item_id, event.type).toBe(item.id);
-    if ('delta' in event && typeof event.delta === 'string') expect(LONE_SURROGATE.test(event.delta), `delta ${JSON.stringify(event.delta)} splits a character`).toBe(false);
+    if ('delta' in event && typeof event.delta === 'string')
+      expect(LONE_SURROGATE.test(event.delta), `delta ${JSON.stringify(event.delta)} splits a character`).toBe(false);
   }
 
   const deltasOf = (type: string, key: (event: ResponseStreamEvent) => boolean = () => true): string =>
@@ -227,7 +229,11 @@ function expectItemBlock(block: readonly ResponseStreamEvent[], item: WireItem, 
  * shapes, numbering, lifecycle order, one terminal event, per-item blocks that rebuild the
  * stored output, and the SDK accumulator reaching the stored output before the terminal event.
  */
-function expectWellFormedStream(events: readonly ResponseStreamEvent[], wire: Record<string, unknown> & { output: unknown[] }, opening: readonly string[]): void {
+function expectWellFormedStream(
+  events: readonly ResponseStreamEvent[],
+  wire: Record<string, unknown> & { output: unknown[] },
+  opening: readonly string[],
+): void {
   for (const event of events) {
     const parsed = StreamEvent.safeParse(event);
     expect(parsed.success, `${event.type} #${event.sequence_number}: ${parsed.error?.message}`).toBe(true);
@@ -468,7 +474,12 @@ async function runSeedCalls(calls: readonly FunctionCall[]): Promise<ResponseInp
     calls.map(async (call) => {
       const run = seedImplementations[call.name];
       if (!run) throw new Error(`Unknown tool: ${call.name}`);
-      return { type: 'function_call_output' as const, call_id: call.call_id, output: JSON.stringify(await run(JSON.parse(call.arguments))), caller: call.caller ?? null };
+      return {
+        type: 'function_call_output' as const,
+        call_id: call.call_id,
+        output: JSON.stringify(await run(JSON.parse(call.arguments))),
+        caller: call.caller ?? null,
+      };
     }),
   );
 }
@@ -522,7 +533,7 @@ async function streamedLoopStored(client: OpenAI): Promise<{ text: string; respo
   throw new Error('the loop did not end');
 }
 
-it('rejects, as the hosted API does, a store: false loop that resends finalResponse().output with the SDK\'s parse fields', async () => {
+it("rejects, as the hosted API does, a store: false loop that resends finalResponse().output with the SDK's parse fields", async () => {
   const input: ResponseInputItem[] = [{ role: 'user', content: 'Compare inventory with demand for sku_123.' }];
   const first = await seedServer.client.responses.stream({ model: 'YOUR_MODEL_ID', store: false, input, tools: [...SEED_TOOLS] }).finalResponse();
   // Resent as the helper returned them: openai 7.x's toResponseInputItems would strip the fields.
@@ -536,7 +547,7 @@ it('rejects, as the hosted API does, a store: false loop that resends finalRespo
 });
 
 describe.each([
-  ['store: false, resending the terminal event\'s response', streamedLoopStateless],
+  ["store: false, resending the terminal event's response", streamedLoopStateless],
   ['store: true, continuing with previous_response_id', streamedLoopStored],
 ])('the seed client loop over responses.stream() (%s)', (_, loop) => {
   it('reaches the final message with the program result', async () => {
@@ -597,15 +608,18 @@ describe('replaying a stored response with GET /v1/responses/{id}?stream=true', 
     expect(replayed).toStrictEqual(original.filter((event) => event.sequence_number > startingAfter));
   });
 
-  it.each([0, 1, 5])('client.responses.stream({response_id, starting_after: %i}) emits the later events and finalResponse() is the stored response', async (startingAfter) => {
-    const { client } = server;
-    const stream = client.responses.stream({ response_id: id, starting_after: startingAfter });
-    const events: ResponseStreamEvent[] = [];
-    for await (const event of stream) events.push(event);
-    expect(events).toStrictEqual(original.filter((event) => event.sequence_number > startingAfter));
-    const final = await stream.finalResponse();
-    expect(withoutParseFields(final)).toStrictEqual(withoutParseFields(await client.responses.retrieve(id)));
-  });
+  it.each([0, 1, 5])(
+    'client.responses.stream({response_id, starting_after: %i}) emits the later events and finalResponse() is the stored response',
+    async (startingAfter) => {
+      const { client } = server;
+      const stream = client.responses.stream({ response_id: id, starting_after: startingAfter });
+      const events: ResponseStreamEvent[] = [];
+      for await (const event of stream) events.push(event);
+      expect(events).toStrictEqual(original.filter((event) => event.sequence_number > startingAfter));
+      const final = await stream.finalResponse();
+      expect(withoutParseFields(final)).toStrictEqual(withoutParseFields(await client.responses.retrieve(id)));
+    },
+  );
 
   it('answers 404 response_not_found for an unknown id', async () => {
     expectSdkError(await rejectionOf(server.client.responses.retrieve('resp_unknown', { stream: true })), { code: 'response_not_found' });

@@ -53,12 +53,20 @@ describe('startEmulator', () => {
     const saved = process.env.PTC_CPU_TIME_MS;
     process.env.PTC_CPU_TIME_MS = 'fast';
     try {
-      const limited = await startEmulator({ config: { limits: { maxCalls: 1 } }, model: () => ({ type: 'program', code: 'await tools.lookup({}); await tools.lookup({})' }) });
+      const limited = await startEmulator({
+        config: { limits: { maxCalls: 1 } },
+        model: () => ({ type: 'program', code: 'await tools.lookup({}); await tools.lookup({})' }),
+      });
       try {
         const client = new OpenAI({ baseURL: limited.baseURL, apiKey: 'any', maxRetries: 0 });
         const first = await client.responses.create({ model: 'm', input: 'go', tools: PROGRAM_TOOLS });
         const call = first.output.find((item) => item.type === 'function_call')!;
-        const next = await client.responses.create({ model: 'm', previous_response_id: first.id, tools: PROGRAM_TOOLS, input: [{ type: 'function_call_output', call_id: call.call_id, output: 'x', caller: call.caller }] });
+        const next = await client.responses.create({
+          model: 'm',
+          previous_response_id: first.id,
+          tools: PROGRAM_TOOLS,
+          input: [{ type: 'function_call_output', call_id: call.call_id, output: 'x', caller: call.caller }],
+        });
         expect(JSON.parse(next.output.find((item) => item.type === 'program_output')!.result)).toMatchObject({ error: { code: 'call_limit_exceeded' } });
       } finally {
         await limited.close();

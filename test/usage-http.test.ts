@@ -49,7 +49,9 @@ async function settled(client: OpenAI, id: string): Promise<Response> {
 
 /** The message text, from the items (a raw stream event's Response has no SDK-computed `output_text`). */
 function messageText(response: Response): string {
-  return response.output.flatMap((item) => (item.type === 'message' ? item.content.map((part) => (part.type === 'output_text' ? part.text : '')) : [])).join('');
+  return response.output
+    .flatMap((item) => (item.type === 'message' ? item.content.map((part) => (part.type === 'output_text' ? part.text : '')) : []))
+    .join('');
 }
 
 type Obtain = (client: OpenAI, input: string) => Promise<Response>;
@@ -62,12 +64,16 @@ const HOW: readonly [string, Obtain][] = [
     'the terminal event of stream: true',
     async (client, input) => {
       let terminal: Response | undefined;
-      for await (const event of await client.responses.create({ model: MODEL, input, stream: true })) if (event.type === 'response.completed') terminal = event.response;
+      for await (const event of await client.responses.create({ model: MODEL, input, stream: true }))
+        if (event.type === 'response.completed') terminal = event.response;
       if (!terminal) throw new Error('no response.completed');
       return terminal;
     },
   ],
-  ['a background response, once finished', async (client, input) => settled(client, (await client.responses.create({ model: MODEL, input, background: true })).id)],
+  [
+    'a background response, once finished',
+    async (client, input) => settled(client, (await client.responses.create({ model: MODEL, input, background: true })).id),
+  ],
 ];
 
 describe.each(HOW)('usage on %s', (_, obtain) => {

@@ -9,8 +9,7 @@ import { countTokens, countUsage, IMAGE_TOKENS, ITEM_OVERHEAD_TOKENS, LONG_RUN, 
 /** A lone surrogate anywhere: the string is not well-formed UTF-16. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-const usageOf = (input: Partial<Parameters<typeof countUsage>[0]>) =>
-  countUsage({ instructions: null, tools: [], context: [], output: [], ...input });
+const usageOf = (input: Partial<Parameters<typeof countUsage>[0]>) => countUsage({ instructions: null, tools: [], context: [], output: [], ...input });
 
 describe('the tokenizer is o200k_base', () => {
   // Known answers published independently of gpt-tokenizer: 'hello world' → [24912, 2375] is the
@@ -138,12 +137,28 @@ describe('countUsage', () => {
     ['message, string content', { type: 'message', id: 'm1', role: 'user', content: 'hello world' }, 2 + o],
     [
       'message, text parts',
-      { type: 'message', id: 'm2', role: 'user', content: [{ type: 'input_text', text: 'hello world' }, { type: 'input_text', text: 'tiktoken is great!' }] },
+      {
+        type: 'message',
+        id: 'm2',
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'hello world' },
+          { type: 'input_text', text: 'tiktoken is great!' },
+        ],
+      },
       2 + 6 + o,
     ],
     [
       'message, output_text and refusal',
-      { type: 'message', id: 'm3', role: 'assistant', content: [{ type: 'output_text', text: 'hello world' }, { type: 'refusal', refusal: 'Hello world!' }] },
+      {
+        type: 'message',
+        id: 'm3',
+        role: 'assistant',
+        content: [
+          { type: 'output_text', text: 'hello world' },
+          { type: 'refusal', refusal: 'Hello world!' },
+        ],
+      },
       2 + 3 + o,
     ],
     [
@@ -167,7 +182,11 @@ describe('countUsage', () => {
       { type: 'function_call_output', id: 'fo2', call_id: 'call_1', output: [{ type: 'input_text', text: 'tiktoken is great!' }] },
       6 + o,
     ],
-    ['custom_tool_call: name + input', { type: 'custom_tool_call', id: 'ct1', call_id: 'call_2', name: 'shell', input: 'ls -la' }, t('shell') + t('ls -la') + o],
+    [
+      'custom_tool_call: name + input',
+      { type: 'custom_tool_call', id: 'ct1', call_id: 'call_2', name: 'shell', input: 'ls -la' },
+      t('shell') + t('ls -la') + o,
+    ],
     ['custom_tool_call_output', { type: 'custom_tool_call_output', id: 'co1', call_id: 'call_2', output: 'hello world' }, 2 + o],
     ['program: code', { type: 'program', id: 'prog_1', call_id: 'call_3', code: 'text("hi")', fingerprint: 'f'.repeat(300) }, t('text("hi")') + o],
     ['program_output: result', { type: 'program_output', id: 'po1', call_id: 'call_3', result: 'hello world', status: 'completed' }, 2 + o],
@@ -205,10 +224,24 @@ describe('countUsage', () => {
   const output: OutputItem[] = [
     { type: 'reasoning', id: 'rs_2', summary: [{ type: 'summary_text', text: 'tiktoken is great!' }] },
     { type: 'program', id: 'prog_2', call_id: 'call_4', code: 'text("hi")', fingerprint: 'fp' },
-    { type: 'function_call', id: 'fc2', call_id: 'call_5', name: 'lookup', arguments: '{}', status: 'completed', caller: { type: 'program', caller_id: 'call_4' } },
+    {
+      type: 'function_call',
+      id: 'fc2',
+      call_id: 'call_5',
+      name: 'lookup',
+      arguments: '{}',
+      status: 'completed',
+      caller: { type: 'program', caller_id: 'call_4' },
+    },
     { type: 'program_output', id: 'po2', call_id: 'call_4', result: 'hello world', status: 'completed' },
     { type: 'reasoning', id: 'rs_3', summary: [{ type: 'summary_text', text: 'hello world' }] },
-    { type: 'message', id: 'msg_2', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello world!', annotations: [], logprobs: [] }] },
+    {
+      type: 'message',
+      id: 'msg_2',
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_text', text: 'Hello world!', annotations: [], logprobs: [] }],
+    },
   ];
 
   it('counts output items by the same rule, reasoning apart, total = input + output', () => {
@@ -273,8 +306,19 @@ describe('countUsage', () => {
     for (let i = 0; i < 500; i++) {
       context.push({ type: 'message', id: `m${i}`, role: 'user', content: sentence(40) });
       context.push({ type: 'function_call', id: `fc${i}`, call_id: `c${i}`, name: 'lookup', arguments: JSON.stringify({ q: sentence(8), n: i }) });
-      context.push({ type: 'function_call_output', id: `fo${i}`, call_id: `c${i}`, output: JSON.stringify({ rows: Array.from({ length: 10 }, () => sentence(10)) }) });
-      context.push({ type: 'program', id: `p${i}`, call_id: `pc${i}`, code: `const r = await tools.lookup({ q: ${JSON.stringify(sentence(6))} });\ntext(r);`, fingerprint: 'x' });
+      context.push({
+        type: 'function_call_output',
+        id: `fo${i}`,
+        call_id: `c${i}`,
+        output: JSON.stringify({ rows: Array.from({ length: 10 }, () => sentence(10)) }),
+      });
+      context.push({
+        type: 'program',
+        id: `p${i}`,
+        call_id: `pc${i}`,
+        code: `const r = await tools.lookup({ q: ${JSON.stringify(sentence(6))} });\ntext(r);`,
+        fingerprint: 'x',
+      });
     }
     const chars = JSON.stringify(context).length;
     const started = performance.now();

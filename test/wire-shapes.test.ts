@@ -70,82 +70,126 @@ describe('every kind of turn, as raw JSON on the wire', () => {
 describe('requests the SDK can type', () => {
   // Each object is checked by the compiler against the SDK's own request type, then by our schema.
   const requests: [string, ResponseCreateParamsNonStreaming][] = [
-    ['every tool type', {
-      model: 'm',
-      tools: [
-        { type: 'function', name: 'f', parameters: { type: 'object' }, strict: true, output_schema: { type: 'object' }, allowed_callers: ['programmatic'], defer_loading: false, description: 'd' },
-        { type: 'custom', name: 'c', description: 'free text', format: { type: 'text' }, allowed_callers: ['direct'] },
-        { type: 'programmatic_tool_calling' },
-        { type: 'namespace', name: 'ns', description: 'a namespace', tools: [{ type: 'function', name: 'g' }, { type: 'custom', name: 'h', format: { type: 'grammar', definition: 'start: "a"', syntax: 'lark' } }] },
-        { type: 'mcp', server_label: 'docs', server_url: 'https://example.com/mcp', require_approval: 'never', allowed_callers: ['programmatic'] },
-        { type: 'shell', environment: { type: 'local' } },
-        { type: 'apply_patch' },
-        { type: 'code_interpreter', container: { type: 'auto' } },
-        { type: 'local_shell' },
-        { type: 'file_search', vector_store_ids: ['vs_1'] },
-        { type: 'web_search' },
-        { type: 'web_search_preview' },
-        { type: 'image_generation' },
-        { type: 'tool_search' },
-        { type: 'computer_use_preview', display_height: 1, display_width: 1, environment: 'linux' },
-      ],
-    }],
-    ['every input item the PTC loop resends', {
-      model: 'm',
-      input: [
-        { role: 'user', content: 'hi' },
-        { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'rules' }] },
-        { type: 'message', role: 'user', content: [{ type: 'input_image', image_url: 'https://e.com/a.png', detail: 'auto' }, { type: 'input_file', file_id: 'file_1' }] },
-        { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 's' }], encrypted_content: 'e' },
-        { type: 'program', id: 'prog_1', call_id: 'call_p', code: 'text(1)', fingerprint: 'f' },
-        { type: 'function_call', call_id: 'call_1', name: 'f', arguments: '{}', caller: { type: 'program', caller_id: 'call_p' }, status: 'completed', id: 'fc_1' },
-        { type: 'function_call_output', call_id: 'call_1', output: [{ type: 'input_text', text: 'out' }], caller: { type: 'program', caller_id: 'call_p' } },
-        { type: 'program_output', id: 'po_1', call_id: 'call_p', result: '1', status: 'completed' },
-        { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'done', annotations: [] }] },
-        { type: 'item_reference', id: 'msg_0' },
-        { type: 'custom_tool_call', call_id: 'call_c', name: 'c', input: 'raw' },
-        { type: 'custom_tool_call_output', call_id: 'call_c', output: 'ok' },
-      ],
-    }],
-    ['every parameter echoed but not acted on', {
-      model: 'm',
-      instructions: 'be brief',
-      metadata: { a: 'b' },
-      temperature: 0.5,
-      top_p: 0.9,
-      top_logprobs: 2,
-      max_output_tokens: 100,
-      truncation: 'auto',
-      parallel_tool_calls: false,
-      service_tier: 'flex',
-      reasoning: { effort: 'low', summary: 'auto' },
-      text: { format: { type: 'json_schema', name: 'out', schema: { type: 'object' }, strict: true }, verbosity: 'low' },
-      tool_choice: { type: 'programmatic_tool_calling' },
-      store: true,
-      user: 'u',
-      safety_identifier: 's',
-      prompt_cache_key: 'k',
-      include: ['reasoning.encrypted_content'],
-    }],
-    ['what openai 7.x adds to a request', {
-      model: 'm',
-      access_programs: { cyber: 'standard' },
-      background_options: { completion_window: 'soonest' },
-      image: { context_compression: 'auto' },
-      max_tool_calls: 5,
-      service_tier: 'fast',
-      tools: [
-        { type: 'function', name: 'f', parameters: { type: 'object' }, strict: true, async: true },
-        { type: 'custom', name: 'c', async: false },
-      ],
-      input: [
-        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi', prompt_cache_breakpoint: { mode: 'explicit', ttl: '12h' } }] },
-        { type: 'configuration_update', reasoning: { effort: 'low' }, text: { format: { type: 'text' } } },
-        { type: 'function_call', call_id: 'call_1', name: 'f', arguments: '{}', async: true },
-        { type: 'function_call_output', name: 'f', output: 'by name, without call_id' },
-        { type: 'custom_tool_call', call_id: 'call_c', name: 'c', input: 'raw', async: false },
-      ],
-    }],
+    [
+      'every tool type',
+      {
+        model: 'm',
+        tools: [
+          {
+            type: 'function',
+            name: 'f',
+            parameters: { type: 'object' },
+            strict: true,
+            output_schema: { type: 'object' },
+            allowed_callers: ['programmatic'],
+            defer_loading: false,
+            description: 'd',
+          },
+          { type: 'custom', name: 'c', description: 'free text', format: { type: 'text' }, allowed_callers: ['direct'] },
+          { type: 'programmatic_tool_calling' },
+          {
+            type: 'namespace',
+            name: 'ns',
+            description: 'a namespace',
+            tools: [
+              { type: 'function', name: 'g' },
+              { type: 'custom', name: 'h', format: { type: 'grammar', definition: 'start: "a"', syntax: 'lark' } },
+            ],
+          },
+          { type: 'mcp', server_label: 'docs', server_url: 'https://example.com/mcp', require_approval: 'never', allowed_callers: ['programmatic'] },
+          { type: 'shell', environment: { type: 'local' } },
+          { type: 'apply_patch' },
+          { type: 'code_interpreter', container: { type: 'auto' } },
+          { type: 'local_shell' },
+          { type: 'file_search', vector_store_ids: ['vs_1'] },
+          { type: 'web_search' },
+          { type: 'web_search_preview' },
+          { type: 'image_generation' },
+          { type: 'tool_search' },
+          { type: 'computer_use_preview', display_height: 1, display_width: 1, environment: 'linux' },
+        ],
+      },
+    ],
+    [
+      'every input item the PTC loop resends',
+      {
+        model: 'm',
+        input: [
+          { role: 'user', content: 'hi' },
+          { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'rules' }] },
+          {
+            type: 'message',
+            role: 'user',
+            content: [
+              { type: 'input_image', image_url: 'https://e.com/a.png', detail: 'auto' },
+              { type: 'input_file', file_id: 'file_1' },
+            ],
+          },
+          { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 's' }], encrypted_content: 'e' },
+          { type: 'program', id: 'prog_1', call_id: 'call_p', code: 'text(1)', fingerprint: 'f' },
+          {
+            type: 'function_call',
+            call_id: 'call_1',
+            name: 'f',
+            arguments: '{}',
+            caller: { type: 'program', caller_id: 'call_p' },
+            status: 'completed',
+            id: 'fc_1',
+          },
+          { type: 'function_call_output', call_id: 'call_1', output: [{ type: 'input_text', text: 'out' }], caller: { type: 'program', caller_id: 'call_p' } },
+          { type: 'program_output', id: 'po_1', call_id: 'call_p', result: '1', status: 'completed' },
+          { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'done', annotations: [] }] },
+          { type: 'item_reference', id: 'msg_0' },
+          { type: 'custom_tool_call', call_id: 'call_c', name: 'c', input: 'raw' },
+          { type: 'custom_tool_call_output', call_id: 'call_c', output: 'ok' },
+        ],
+      },
+    ],
+    [
+      'every parameter echoed but not acted on',
+      {
+        model: 'm',
+        instructions: 'be brief',
+        metadata: { a: 'b' },
+        temperature: 0.5,
+        top_p: 0.9,
+        top_logprobs: 2,
+        max_output_tokens: 100,
+        truncation: 'auto',
+        parallel_tool_calls: false,
+        service_tier: 'flex',
+        reasoning: { effort: 'low', summary: 'auto' },
+        text: { format: { type: 'json_schema', name: 'out', schema: { type: 'object' }, strict: true }, verbosity: 'low' },
+        tool_choice: { type: 'programmatic_tool_calling' },
+        store: true,
+        user: 'u',
+        safety_identifier: 's',
+        prompt_cache_key: 'k',
+        include: ['reasoning.encrypted_content'],
+      },
+    ],
+    [
+      'what openai 7.x adds to a request',
+      {
+        model: 'm',
+        access_programs: { cyber: 'standard' },
+        background_options: { completion_window: 'soonest' },
+        image: { context_compression: 'auto' },
+        max_tool_calls: 5,
+        service_tier: 'fast',
+        tools: [
+          { type: 'function', name: 'f', parameters: { type: 'object' }, strict: true, async: true },
+          { type: 'custom', name: 'c', async: false },
+        ],
+        input: [
+          { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi', prompt_cache_breakpoint: { mode: 'explicit', ttl: '12h' } }] },
+          { type: 'configuration_update', reasoning: { effort: 'low' }, text: { format: { type: 'text' } } },
+          { type: 'function_call', call_id: 'call_1', name: 'f', arguments: '{}', async: true },
+          { type: 'function_call_output', name: 'f', output: 'by name, without call_id' },
+          { type: 'custom_tool_call', call_id: 'call_c', name: 'c', input: 'raw', async: false },
+        ],
+      },
+    ],
   ];
 
   it('shows the fast tier as priority, as the SDK documents, and holds the 2h and 8h windows to background requests', async () => {
@@ -155,7 +199,9 @@ describe('requests the SDK can type', () => {
     expect((await server.client.responses.create({ model: 'm', input: 'hi' })).access_programs).toBeNull();
     const foreground = await rejectionOf(server.client.responses.create({ model: 'm', input: 'hi', background_options: { completion_window: '2h' } }));
     expectSdkError(foreground, { code: 'invalid_value', param: 'background_options.completion_window', mentions: ["'2h' needs background: true"] });
-    const priority = await rejectionOf(server.client.responses.create({ model: 'm', input: 'hi', background: true, service_tier: 'priority', background_options: { completion_window: '8h' } }));
+    const priority = await rejectionOf(
+      server.client.responses.create({ model: 'm', input: 'hi', background: true, service_tier: 'priority', background_options: { completion_window: '8h' } }),
+    );
     expectSdkError(priority, { code: 'invalid_value', param: 'background_options.completion_window', mentions: ['standard tier'] });
   });
 
@@ -195,9 +241,16 @@ describe('input items as GET /v1/responses/{id}/input_items lists them', () => {
     expect(listed.map((item) => item.type)).toEqual(input.map((item) => item.type ?? 'message'));
     for (const item of listed) {
       const required = Object.keys(LISTED_ITEM_REQUIRED_KEYS[item.type]);
-      expect(required.filter((key) => !(key in item)), JSON.stringify(item)).toEqual([]);
+      expect(
+        required.filter((key) => !(key in item)),
+        JSON.stringify(item),
+      ).toEqual([]);
     }
-    expect(listed.find((item) => item.type === 'shell_call')).toMatchObject({ status: 'completed', environment: null, action: { commands: ['ls'], timeout_ms: null, max_output_length: null } });
+    expect(listed.find((item) => item.type === 'shell_call')).toMatchObject({
+      status: 'completed',
+      environment: null,
+      action: { commands: ['ls'], timeout_ms: null, max_output_length: null },
+    });
     expect(listed.find((item) => item.type === 'tool_search_call')).toMatchObject({ status: 'completed', execution: 'client', call_id: 'call_t' });
     expect(listed.find((item) => item.type === 'function_call')).toMatchObject({ id: expect.stringMatching(/^fc_/), status: 'completed' });
   });

@@ -35,7 +35,13 @@ async function runningInWorker(server: RunningServer, count: number): Promise<vo
  * which starts a program whose code says what the worker does with it.
  */
 function scriptedPool(options: Partial<ConstructorParameters<typeof WorkerPool>[0]> = {}) {
-  const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted' } as ProgramRuntimeOptions, entry: MISBEHAVING, ...options });
+  const pool = new WorkerPool({
+    ...SUPERVISION,
+    size: 1,
+    runtime: { ...RUNTIME, misbehave: 'scripted' } as ProgramRuntimeOptions,
+    entry: MISBEHAVING,
+    ...options,
+  });
   const step = (programId: string, code: string) => pool.start(programId, { code, tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
   return { pool, step };
 }
@@ -80,7 +86,13 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
 
   it('but not one that takes seconds to start, longer than its heartbeat timeout', async () => {
     const deaths: string[] = [];
-    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'slow' } as ProgramRuntimeOptions, entry: MISBEHAVING, onWorkerDeath: (_pid, cause) => deaths.push(cause) });
+    const pool = new WorkerPool({
+      ...SUPERVISION,
+      size: 1,
+      runtime: { ...RUNTIME, misbehave: 'slow' } as ProgramRuntimeOptions,
+      entry: MISBEHAVING,
+      onWorkerDeath: (_pid, cause) => deaths.push(cause),
+    });
     try {
       const [first] = pool.pids;
       await pool.ready();
@@ -114,7 +126,10 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
       const runaway = await step('runaway', 'overrun');
       expect(runaway).toMatchObject({
         type: 'incomplete',
-        error: { code: 'wall_time_exceeded', message: `One execution step ran past its wall-clock limit of ${DEFAULT_LIMITS.stepWallTimeMs} ms and its isolate could not stop it; the worker running it was stopped` },
+        error: {
+          code: 'wall_time_exceeded',
+          message: `One execution step ran past its wall-clock limit of ${DEFAULT_LIMITS.stepWallTimeMs} ms and its isolate could not stop it; the worker running it was stopped`,
+        },
       });
       expect(await beside).toMatchObject({ type: 'completed', result: 'hold 2000 beside' });
       expect(pool.stats().workers).toMatchObject({ retried: 1, deaths: { deadline: 1 } });
@@ -165,7 +180,7 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
     }
   });
 
-  it('runs a step again on the pool at once when its worker is frozen under it for another step\'s runaway, rather than after the worker\'s kill', async () => {
+  it("runs a step again on the pool at once when its worker is frozen under it for another step's runaway, rather than after the worker's kill", async () => {
     const { pool, step } = scriptedPool();
     try {
       await pool.ready();
@@ -183,9 +198,14 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
     }
   });
 
-  it('starts a step\'s hard deadline when the step is sent, not while its worker is still starting', async () => {
+  it("starts a step's hard deadline when the step is sent, not while its worker is still starting", async () => {
     // The worker takes 2.5 s to listen; the step's hard deadline is 2.2 s (2 × 100 ms + 2 s).
-    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: { ...RUNTIME, misbehave: 'scripted', startDelayMs: 2_500 } as ProgramRuntimeOptions, entry: MISBEHAVING });
+    const pool = new WorkerPool({
+      ...SUPERVISION,
+      size: 1,
+      runtime: { ...RUNTIME, misbehave: 'scripted', startDelayMs: 2_500 } as ProgramRuntimeOptions,
+      entry: MISBEHAVING,
+    });
     try {
       const limits = { ...DEFAULT_LIMITS, stepWallTimeMs: 100, cpuTimeMs: 100 };
       const event = await pool.start('early', { code: 'hold 100 early', tools: [], seed: 1, clock: 0, limits });
@@ -206,7 +226,10 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
       const younger = step('younger', 'hold 3000 younger').then((event) => finished.push(event.type === 'completed' ? event.result : event.type));
       await new Promise((resolve) => setTimeout(resolve, 200));
       // Kills the worker while both hold; run again by itself, it kills the spare too.
-      expect(await step('killer', 'kill')).toMatchObject({ type: 'incomplete', error: { code: 'runtime_crashed', message: expect.stringContaining('died again') } });
+      expect(await step('killer', 'kill')).toMatchObject({
+        type: 'incomplete',
+        error: { code: 'runtime_crashed', message: expect.stringContaining('died again') },
+      });
       await Promise.all([older, younger]);
       expect(finished).toEqual(['hold 3000 younger', 'hold 3000 older']);
       expect(pool.stats().workers?.retried).toBe(3);
@@ -221,7 +244,13 @@ describe('the supervisor kills and replaces a worker', { timeout: SUPERVISOR_TES
 });
 
 describe('a warm resume through a worker carries only the pending answers', () => {
-  const spec = { code: 'const a = await tools.get({ n: 1 }); const b = await tools.get({ n: a }); text(a + "," + b)', tools: [{ name: 'get', input: 'json' as const, parseOutputAsJson: false }], seed: 7, clock: 0, limits: DEFAULT_LIMITS };
+  const spec = {
+    code: 'const a = await tools.get({ n: 1 }); const b = await tools.get({ n: a }); text(a + "," + b)',
+    tools: [{ name: 'get', input: 'json' as const, parseOutputAsJson: false }],
+    seed: 7,
+    clock: 0,
+    limits: DEFAULT_LIMITS,
+  };
   // The program's calls as it makes them: `{n: 1}`, then `{n: a}` with the string it got.
   const call = (argumentsJson: string, output: string) => ({ tool: 'get', argumentsJson, output });
 
@@ -257,9 +286,11 @@ describe('programs in worker processes, through the API', () => {
     return ((await (await fetch(`${server.baseURL.replace(/\/v1$/, '')}/health`)).json()) as { workers: number[] }).workers;
   }
 
-  it('run the guide\'s loop, pausing and resuming in the worker that holds the isolate', async () => {
+  it("run the guide's loop, pausing and resuming in the worker that holds the isolate", async () => {
     const tools = programTools('get');
-    const input: ResponseInputItem[] = [{ role: 'user', content: inlineProgram('let t = 0; for (let i = 0; i < 3; i++) t += Number(await tools.get({i})); text(t)') }];
+    const input: ResponseInputItem[] = [
+      { role: 'user', content: inlineProgram('let t = 0; for (let i = 0; i < 3; i++) t += Number(await tools.get({i})); text(t)') },
+    ];
     for (;;) {
       const response = await server.client.responses.create({ model: 'm', store: false, input, tools });
       input.push(...toResponseInputItems(response.output));
@@ -273,82 +304,112 @@ describe('programs in worker processes, through the API', () => {
     await vi.waitFor(async () => expect(await metric(server, 'ptc_program_resumes_total{path="warm"}')).toBeGreaterThanOrEqual(3), { timeout: 30_000 });
   });
 
-  it('survive both workers killed in the middle of a step: that step runs again by itself and completes, the next one runs, paused ones resume by replay', async () => {
-    const tools = programTools('get');
-    // A program paused in some worker, to be resumed after the workers die.
-    const user: ResponseInputItem = { role: 'user', content: inlineProgram('text(await tools.get({}) + "!")') };
-    const paused = await server.client.responses.create({ model: 'm', store: false, input: [user], tools });
-    const [call] = functionCallsOf(paused);
+  it(
+    'survive both workers killed in the middle of a step: that step runs again by itself and completes, the next one runs, paused ones resume by replay',
+    async () => {
+      const tools = programTools('get');
+      // A program paused in some worker, to be resumed after the workers die.
+      const user: ResponseInputItem = { role: 'user', content: inlineProgram('text(await tools.get({}) + "!")') };
+      const paused = await server.client.responses.create({ model: 'm', store: false, input: [user], tools });
+      const [call] = functionCallsOf(paused);
 
-    // Seconds of honest work: it did nothing wrong, so it is run again and finishes.
-    const long = server.client.responses.create({ model: 'm', input: inlineProgram(HONEST_LONG_STEP), tools });
-    const pids = await workerPids();
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    for (const pid of pids) process.kill(pid, 'SIGKILL');
-    expect(programOutputOf(await long)).toMatchObject({ status: 'completed', result: 'done' });
-    expect(await metric(server, 'ptc_worker_step_retries_total')).toBeGreaterThanOrEqual(1);
+      // Seconds of honest work: it did nothing wrong, so it is run again and finishes.
+      const long = server.client.responses.create({ model: 'm', input: inlineProgram(HONEST_LONG_STEP), tools });
+      const pids = await workerPids();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      for (const pid of pids) process.kill(pid, 'SIGKILL');
+      expect(programOutputOf(await long)).toMatchObject({ status: 'completed', result: 'done' });
+      expect(await metric(server, 'ptc_worker_step_retries_total')).toBeGreaterThanOrEqual(1);
 
-    await vi.waitFor(async () => expect((await workerPids()).filter((pid) => !pids.includes(pid))).toHaveLength(2), { timeout: 60_000 });
-    const next = await server.client.responses.create({ model: 'm', input: inlineProgram('text("alive")'), tools });
-    expect(programOutputOf(next)).toMatchObject({ status: 'completed', result: 'alive' });
-    const resumed = await server.client.responses.create({
-      model: 'm',
-      store: false,
-      input: [user, ...toResponseInputItems(paused.output), { type: 'function_call_output', call_id: call!.call_id, output: 'back', caller: call!.caller ?? null }],
-      tools,
-    });
-    expect(programOutputOf(resumed)).toMatchObject({ status: 'completed', result: 'back!' });
-    await vi.waitFor(async () => expect(await metric(server, 'ptc_worker_deaths_total{reason="exit"}')).toBeGreaterThanOrEqual(2), { timeout: 30_000 });
-  }, TWO_LONG_STEPS_MS);
+      await vi.waitFor(async () => expect((await workerPids()).filter((pid) => !pids.includes(pid))).toHaveLength(2), { timeout: 60_000 });
+      const next = await server.client.responses.create({ model: 'm', input: inlineProgram('text("alive")'), tools });
+      expect(programOutputOf(next)).toMatchObject({ status: 'completed', result: 'alive' });
+      const resumed = await server.client.responses.create({
+        model: 'm',
+        store: false,
+        input: [
+          user,
+          ...toResponseInputItems(paused.output),
+          { type: 'function_call_output', call_id: call!.call_id, output: 'back', caller: call!.caller ?? null },
+        ],
+        tools,
+      });
+      expect(programOutputOf(resumed)).toMatchObject({ status: 'completed', result: 'back!' });
+      await vi.waitFor(async () => expect(await metric(server, 'ptc_worker_deaths_total{reason="exit"}')).toBeGreaterThanOrEqual(2), { timeout: 30_000 });
+    },
+    TWO_LONG_STEPS_MS,
+  );
 });
 
 describe('a worker over its memory ceiling, through the API', () => {
-  it('is killed mid-step, and again when the step runs by itself: only that program ends runtime_crashed; a step beside it completes; the server keeps serving', async () => {
-    const server = await startServer({
-      config: { workers: 1, workerHeartbeatMs: 50, workerMaxRssBytes: 300 * 2 ** 20, limits: { ...DEFAULT_LIMITS, memoryMb: 1024, stepWallTimeMs: 60_000, cpuTimeMs: 60_000 } },
-    });
-    try {
-      const tools = programTools();
-      const honest = server.client.responses.create({ model: 'm', input: inlineProgram(HONEST_LONG_STEP), tools });
-      await runningInWorker(server, 1);
-      // Well within its isolate's heap limit, but far over the worker's resident ceiling.
-      const hog = inlineProgram('const keep = []; for (let i = 0; i < 64; i++) keep.push(new Float64Array(1e6).fill(i)); for (;;) keep.length');
-      const response = await server.client.responses.create({ model: 'm', input: hog, tools });
-      expect(JSON.parse(programOutputOf(response)!.result)).toMatchObject({ error: { code: 'runtime_crashed', message: expect.stringMatching(/resident memory.*died again.*resident memory/) } });
-      expect(programOutputOf(await honest)).toMatchObject({ status: 'completed', result: 'done' });
-      // The hog was run again by itself, and so was the step it took down with it.
-      expect(await metric(server, 'ptc_worker_step_retries_total')).toBe(2);
-      const next = await server.client.responses.create({ model: 'm', input: inlineProgram('text("fine")'), tools });
-      expect(programOutputOf(next)?.result).toBe('fine');
-    } finally {
-      await server.close();
-    }
-  }, TWO_LONG_STEPS_MS);
-
-  it('an ICU call that goes on after its isolate is disposed at its heap limit, next to an honest step: the runaway ends memory_limit_exceeded, the honest step is run again and completes', async () => {
-    const server = await startServer({
-      config: { workers: 1, workerHeartbeatMs: 50, workerMaxRssBytes: 300 * 2 ** 20, limits: { ...DEFAULT_LIMITS, stepWallTimeMs: 60_000, cpuTimeMs: 60_000 } },
-    });
-    try {
-      const tools = programTools();
-      const honest = server.client.responses.create({ model: 'm', input: inlineProgram(HONEST_LONG_STEP), tools });
-      await runningInWorker(server, 1);
-      // Segmenting a long Thai text runs in ICU, which isolated-vm's timeout cannot interrupt: it
-      // fills the heap, and goes on after the isolate is disposed for it (the worker's memory
-      // grows); its worker reports it, and is killed.
-      const runaway = await server.client.responses.create({
-        model: 'm',
-        input: inlineProgram(ICU_RUNAWAY),
-        tools,
+  it(
+    'is killed mid-step, and again when the step runs by itself: only that program ends runtime_crashed; a step beside it completes; the server keeps serving',
+    async () => {
+      const server = await startServer({
+        config: {
+          workers: 1,
+          workerHeartbeatMs: 50,
+          workerMaxRssBytes: 300 * 2 ** 20,
+          limits: { ...DEFAULT_LIMITS, memoryMb: 1024, stepWallTimeMs: 60_000, cpuTimeMs: 60_000 },
+        },
       });
-      expect(JSON.parse(programOutputOf(runaway)!.result)).toMatchObject({ error: { code: 'memory_limit_exceeded', message: expect.stringContaining('did not stop with its isolate') } });
-      expect(programOutputOf(await honest)).toMatchObject({ status: 'completed', result: 'done' });
-      // Only the honest step was run again; the worker died once, stopped for the runaway (or for
-      // the memory it grew first, past this server's 300 MiB ceiling).
-      expect(await metric(server, 'ptc_worker_step_retries_total')).toBe(1);
-      expect((await metric(server, 'ptc_worker_deaths_total{reason="deadline"}')) + (await metric(server, 'ptc_worker_deaths_total{reason="rss"}'))).toBe(1);
-    } finally {
-      await server.close();
-    }
-  }, TWO_LONG_STEPS_MS);
+      try {
+        const tools = programTools();
+        const honest = server.client.responses.create({ model: 'm', input: inlineProgram(HONEST_LONG_STEP), tools });
+        await runningInWorker(server, 1);
+        // Well within its isolate's heap limit, but far over the worker's resident ceiling.
+        const hog = inlineProgram('const keep = []; for (let i = 0; i < 64; i++) keep.push(new Float64Array(1e6).fill(i)); for (;;) keep.length');
+        const response = await server.client.responses.create({ model: 'm', input: hog, tools });
+        expect(JSON.parse(programOutputOf(response)!.result)).toMatchObject({
+          error: { code: 'runtime_crashed', message: expect.stringMatching(/resident memory.*died again.*resident memory/) },
+        });
+        expect(programOutputOf(await honest)).toMatchObject({ status: 'completed', result: 'done' });
+        // The hog was run again by itself, and so was the step it took down with it.
+        expect(await metric(server, 'ptc_worker_step_retries_total')).toBe(2);
+        const next = await server.client.responses.create({ model: 'm', input: inlineProgram('text("fine")'), tools });
+        expect(programOutputOf(next)?.result).toBe('fine');
+      } finally {
+        await server.close();
+      }
+    },
+    TWO_LONG_STEPS_MS,
+  );
+
+  it(
+    'an ICU call that goes on after its isolate is disposed at its heap limit, next to an honest step: the runaway ends memory_limit_exceeded, the honest step is run again and completes',
+    async () => {
+      const server = await startServer({
+        config: {
+          workers: 1,
+          workerHeartbeatMs: 50,
+          workerMaxRssBytes: 300 * 2 ** 20,
+          limits: { ...DEFAULT_LIMITS, stepWallTimeMs: 60_000, cpuTimeMs: 60_000 },
+        },
+      });
+      try {
+        const tools = programTools();
+        const honest = server.client.responses.create({ model: 'm', input: inlineProgram(HONEST_LONG_STEP), tools });
+        await runningInWorker(server, 1);
+        // Segmenting a long Thai text runs in ICU, which isolated-vm's timeout cannot interrupt: it
+        // fills the heap, and goes on after the isolate is disposed for it (the worker's memory
+        // grows); its worker reports it, and is killed.
+        const runaway = await server.client.responses.create({
+          model: 'm',
+          input: inlineProgram(ICU_RUNAWAY),
+          tools,
+        });
+        expect(JSON.parse(programOutputOf(runaway)!.result)).toMatchObject({
+          error: { code: 'memory_limit_exceeded', message: expect.stringContaining('did not stop with its isolate') },
+        });
+        expect(programOutputOf(await honest)).toMatchObject({ status: 'completed', result: 'done' });
+        // Only the honest step was run again; the worker died once, stopped for the runaway (or for
+        // the memory it grew first, past this server's 300 MiB ceiling).
+        expect(await metric(server, 'ptc_worker_step_retries_total')).toBe(1);
+        expect((await metric(server, 'ptc_worker_deaths_total{reason="deadline"}')) + (await metric(server, 'ptc_worker_deaths_total{reason="rss"}'))).toBe(1);
+      } finally {
+        await server.close();
+      }
+    },
+    TWO_LONG_STEPS_MS,
+  );
 });

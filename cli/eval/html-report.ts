@@ -10,7 +10,6 @@ import { ALL_TASKS, MEASURES, RATIO_LABEL, reportNotes, reportRows, type EvalRep
 
 const COLOURS = { direct: '#8a8f98', ptc: '#2563eb' } as const;
 
-
 /** A horizontal bar chart: per task one bar per mode, scaled to the largest value. */
 function barChart(report: EvalReport, key: 'totalTokens' | 'modelTurns' | 'contextBytes', title: string): string {
   const barHeight = 14;
@@ -37,7 +36,8 @@ function barChart(report: EvalReport, key: 'totalTokens' | 'modelTurns' | 'conte
 function tableHtml(report: EvalReport): string {
   // The same cells as the terminal's table.
   const { header, rows } = reportRows(report);
-  const cells = (row: readonly string[], tag: 'th' | 'td'): string => row.map((cell, column) => `<${tag}${column >= 4 ? ' class="n"' : ''}>${escapeHtml(cell)}</${tag}>`).join('');
+  const cells = (row: readonly string[], tag: 'th' | 'td'): string =>
+    row.map((cell, column) => `<${tag}${column >= 4 ? ' class="n"' : ''}>${escapeHtml(cell)}</${tag}>`).join('');
   const rowClass = (row: readonly string[]): string => (row[1] === RATIO_LABEL ? ' class="ratio"' : row[0] === ALL_TASKS ? ' class="total"' : '');
   return `<table><thead><tr>${cells(header, 'th')}</tr></thead><tbody>${rows.map((row) => `<tr${rowClass(row)}>${cells(row, 'td')}</tr>`).join('')}</tbody></table>`;
 }
@@ -45,7 +45,10 @@ function tableHtml(report: EvalReport): string {
 export function htmlReport(report: EvalReport, source: string): string {
   const notes = reportNotes(report);
   const answers = report.tasks
-    .map(({ task, runs }) => `<h3>${escapeHtml(task)}</h3><dl>${EVAL_MODES.map((mode) => `<dt>${mode}${runs[mode].correct ? '' : ' (incorrect)'}</dt><dd><pre>${escapeHtml(runs[mode].answer || '(no answer)')}</pre></dd>`).join('')}</dl>`)
+    .map(
+      ({ task, runs }) =>
+        `<h3>${escapeHtml(task)}</h3><dl>${EVAL_MODES.map((mode) => `<dt>${mode}${runs[mode].correct ? '' : ' (incorrect)'}</dt><dd><pre>${escapeHtml(runs[mode].answer || '(no answer)')}</pre></dd>`).join('')}</dl>`,
+    )
     .join('');
   const measures = MEASURES.map((measure) => escapeHtml(measure.title)).join(', ');
   return `<!doctype html>

@@ -29,7 +29,10 @@ export interface EvalReport {
 export function buildReport(results: readonly RunResult[]): EvalReport {
   const names = [...new Set(results.map((result) => result.task))];
   const tasks = names.map((task) => {
-    const runs = Object.fromEntries(EVAL_MODES.map((mode) => [mode, results.find((result) => result.task === task && result.mode === mode)!])) as Record<EvalMode, RunResult>;
+    const runs = Object.fromEntries(EVAL_MODES.map((mode) => [mode, results.find((result) => result.task === task && result.mode === mode)!])) as Record<
+      EvalMode,
+      RunResult
+    >;
     return { task, runs };
   });
   const totals = Object.fromEntries(
@@ -62,7 +65,13 @@ export function reportRows(report: EvalReport): { header: string[]; rows: string
   for (const { task, runs } of report.tasks) {
     for (const mode of EVAL_MODES) {
       const run = runs[mode];
-      rows.push([mode === 'direct' ? task : '', mode, run.correct ? 'yes' : 'NO', run.pathAsIntended ? run.path : `${run.path} (!)`, ...MEASURES.map(({ key }) => figure(key, run[key]))]);
+      rows.push([
+        mode === 'direct' ? task : '',
+        mode,
+        run.correct ? 'yes' : 'NO',
+        run.pathAsIntended ? run.path : `${run.path} (!)`,
+        ...MEASURES.map(({ key }) => figure(key, run[key])),
+      ]);
     }
     rows.push(ratioRow(ratiosOf(runs.ptc, runs.direct)));
   }
@@ -79,7 +88,8 @@ export function reportTable(report: EvalReport): string {
   const { header, rows } = reportRows(report);
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
   // Text columns to the left, figures to the right.
-  const line = (cells: readonly string[]): string => `| ${cells.map((cell, column) => (column < 4 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join(' | ')} |`;
+  const line = (cells: readonly string[]): string =>
+    `| ${cells.map((cell, column) => (column < 4 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join(' | ')} |`;
   const rule = `| ${widths.map((width, column) => (column < 4 ? '-'.repeat(width) : `${'-'.repeat(width - 1)}:`)).join(' | ')} |`;
   return [line(header), rule, ...rows.map(line)].join('\n');
 }
@@ -91,7 +101,8 @@ export function reportNotes(report: EvalReport): string[] {
     for (const mode of EVAL_MODES) {
       const run = runs[mode];
       if (!run.correct) notes.push(`${task} (${mode}): incorrect: ${run.reason ?? 'no reason given'}`);
-      if (!run.pathAsIntended && !run.failed) notes.push(`${task} (${mode}): the tools were reached by ${run.path}, not by ${mode === 'ptc' ? 'a program' : 'direct calls'} only`);
+      if (!run.pathAsIntended && !run.failed)
+        notes.push(`${task} (${mode}): the tools were reached by ${run.path}, not by ${mode === 'ptc' ? 'a program' : 'direct calls'} only`);
       if (run.toolErrors > 0) notes.push(`${task} (${mode}): ${run.toolErrors} tool call${run.toolErrors === 1 ? '' : 's'} failed`);
     }
   }

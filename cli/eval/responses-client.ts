@@ -92,7 +92,9 @@ export class ResponsesClient {
       if (status === 200) return responseOf(text, this.#url);
       const retryable = status === 429 || status >= 500;
       if (retryable && (retryAfterMs ?? 0) > MAX_RETRY_AFTER_MS) {
-        throw new EvalRequestError(`POST ${this.#url} answered ${status} asking to retry after ${Math.round(retryAfterMs! / 1000)} s, longer than the ${MAX_RETRY_AFTER_MS / 1000} s eval waits: ${errorMessage(text)}`);
+        throw new EvalRequestError(
+          `POST ${this.#url} answered ${status} asking to retry after ${Math.round(retryAfterMs! / 1000)} s, longer than the ${MAX_RETRY_AFTER_MS / 1000} s eval waits: ${errorMessage(text)}`,
+        );
       }
       if (!retryable || attempt >= MAX_RETRIES) {
         const hint = status === 404 && !/\/v1\/responses$/.test(this.#url) ? ' (does the base URL end in /v1?)' : '';

@@ -95,7 +95,20 @@ export async function runTask(file: TaskFile, task: EvalTask, mode: EvalMode, cl
     tools,
     metadata: { ptc_eval_mode: mode, ptc_eval_task: task.name },
   };
-  const tally: Tally = { inputTokens: 0, outputTokens: 0, totalTokens: 0, modelTurns: 0, requests: 0, programCalls: 0, directCalls: 0, toolErrors: 0, contextBytes: 0, approvals: 0, programs: 0, calls: [] };
+  const tally: Tally = {
+    inputTokens: 0,
+    outputTokens: 0,
+    totalTokens: 0,
+    modelTurns: 0,
+    requests: 0,
+    programCalls: 0,
+    directCalls: 0,
+    toolErrors: 0,
+    contextBytes: 0,
+    approvals: 0,
+    programs: 0,
+    calls: [],
+  };
   const retriesBefore = client.retries;
   const started = performance.now();
   let answer = '';
@@ -152,7 +165,9 @@ function count(response: ResponseBody, tally: Tally): void {
   tally.inputTokens += response.usage?.input_tokens ?? 0;
   tally.outputTokens += response.usage?.output_tokens ?? 0;
   tally.totalTokens += response.usage?.total_tokens ?? 0;
-  const wrote = response.output.some((item) => item.type === 'program' || (item.type === 'message' && item.role === 'assistant') || (item.type === FUNCTION_CALL.type && !byProgram(item)));
+  const wrote = response.output.some(
+    (item) => item.type === 'program' || (item.type === 'message' && item.role === 'assistant') || (item.type === FUNCTION_CALL.type && !byProgram(item)),
+  );
   if (wrote) tally.modelTurns += 1;
   for (const item of response.output) {
     if (item.type === 'program') tally.programs += 1;
@@ -205,7 +220,8 @@ async function runCall(call: ResponseItem, tools: ReadonlyMap<string, EvalTool>,
 }
 
 async function judge(file: TaskFile, task: EvalTask, mode: EvalMode, answer: string, calls: Tally['calls']): Promise<{ correct: boolean; reason?: string }> {
-  if (task.expect !== undefined && !textMatches(task.expect, answer)) return { correct: false, reason: `the answer does not match ${task.expect}: ${excerpt(answer)}` };
+  if (task.expect !== undefined && !textMatches(task.expect, answer))
+    return { correct: false, reason: `the answer does not match ${task.expect}: ${excerpt(answer)}` };
   if (task.check !== undefined) {
     let verdict: boolean | string;
     try {

@@ -14,19 +14,17 @@ import { messageOf, settled } from './settled.ts';
  */
 
 /** `/regex/flags` compiles, or the text is a substring to find; a number is read as its text. */
-const Matcher = z
-  .union([z.string().min(1), z.number().transform(String)])
-  .refine(
-    (matcher) => {
-      try {
-        matcherRegex(matcher);
-        return true;
-      } catch {
-        return false;
-      }
-    },
-    { message: 'a /regex/flags that does not compile (quote it, or fix the pattern)' },
-  );
+const Matcher = z.union([z.string().min(1), z.number().transform(String)]).refine(
+  (matcher) => {
+    try {
+      matcherRegex(matcher);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  { message: 'a /regex/flags that does not compile (quote it, or fix the pattern)' },
+);
 
 /**
  * A task's name is shown in a terminal, a Markdown table and an HTML page, and sent as
@@ -85,7 +83,10 @@ export interface EvalTool {
 }
 
 /** A check of a final answer: true when correct, false or a reason when not. */
-export type EvalCheck = (answer: string, run: { readonly mode: 'direct' | 'ptc'; readonly calls: readonly { readonly name: string; readonly arguments: unknown }[] }) => boolean | string | Promise<boolean | string>;
+export type EvalCheck = (
+  answer: string,
+  run: { readonly mode: 'direct' | 'ptc'; readonly calls: readonly { readonly name: string; readonly arguments: unknown }[] },
+) => boolean | string | Promise<boolean | string>;
 
 export interface TaskFile {
   readonly path: string;
@@ -168,7 +169,8 @@ async function loadModule(modulePath: string, taskPath: string): Promise<{ tools
   if (Object.keys(module.tools).length === 0) throw new UsageError(`${modulePath}: tools has no tool`);
   const tools = new Map<string, EvalTool>();
   for (const [name, value] of Object.entries(module.tools)) {
-    if (!TOOL_NAME.test(name)) throw new UsageError(`${modulePath}: tools.${name}: a tool's name is 1 to 64 letters, digits, _ or - (the Responses API's rule)`);
+    if (!TOOL_NAME.test(name))
+      throw new UsageError(`${modulePath}: tools.${name}: a tool's name is 1 to 64 letters, digits, _ or - (the Responses API's rule)`);
     const parsed = ToolShape.safeParse(value);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;

@@ -44,7 +44,11 @@ async function handle(message: HostMessage): Promise<void> {
       try {
         if (message.kind === 'continue') {
           const event = await runtime.continueWarm(message.programId, message.calls, message.answeredDigest, message.outputs);
-          send(event ? { v: PROTOCOL_VERSION, kind: 'step', id: message.id, event: wire(event), path: 'warm' } : { v: PROTOCOL_VERSION, kind: 'not_paused', id: message.id });
+          send(
+            event
+              ? { v: PROTOCOL_VERSION, kind: 'step', id: message.id, event: wire(event), path: 'warm' }
+              : { v: PROTOCOL_VERSION, kind: 'not_paused', id: message.id },
+          );
         } else if (message.kind === 'start') {
           send({ v: PROTOCOL_VERSION, kind: 'step', id: message.id, event: wire(await runtime.start(message.programId, message.spec)) });
         } else {

@@ -57,8 +57,14 @@ function ranAway(limits: ProgramLimits, limit: RunawayLimit, death: WorkerDeathE
   // Killed by the supervisor for the runaway, or for the memory it grew meanwhile: either way stopped.
   const how = death.reason === 'deadline' || death.reason === 'rss' ? 'was stopped' : `died (${death.message})`;
   return limit === 'memory'
-    ? crashed('memory_limit_exceeded', `The program's heap reached its limit of ${limits.memoryMb} MiB in a native call that did not stop with its isolate; the worker running it ${how}`)
-    : crashed('wall_time_exceeded', `One execution step ran past its wall-clock limit of ${limits.stepWallTimeMs} ms and its isolate could not stop it; the worker running it ${how}`);
+    ? crashed(
+        'memory_limit_exceeded',
+        `The program's heap reached its limit of ${limits.memoryMb} MiB in a native call that did not stop with its isolate; the worker running it ${how}`,
+      )
+    : crashed(
+        'wall_time_exceeded',
+        `One execution step ran past its wall-clock limit of ${limits.stepWallTimeMs} ms and its isolate could not stop it; the worker running it ${how}`,
+      );
 }
 
 /** A worker killed at once for a runaway (see WorkerPool.#frozen) is frozen, and still in the pool until it dies. */
@@ -162,7 +168,9 @@ export class WorkerPool implements ProgramEngine {
       programId,
       calls: recorded.length,
       answeredDigest: answersDigest(recorded.slice(0, answered)),
-      outputs: recorded.slice(answered).map((call, index) => ({ seq: answered + index, output: call.output, ...(call.error !== undefined ? { error: call.error } : {}) })),
+      outputs: recorded
+        .slice(answered)
+        .map((call, index) => ({ seq: answered + index, output: call.output, ...(call.error !== undefined ? { error: call.error } : {}) })),
     };
     const first = await this.#firstAttempt(programId, worker, full, brief);
     // Not paused there after all (evicted, say): the whole record, to the same worker.
@@ -211,7 +219,10 @@ export class WorkerPool implements ProgramEngine {
     if (second.overran) return pastHardDeadline(second.deadlineMs);
     const secondRunaway = second.death.runaways.get(programId);
     if (secondRunaway) return ranAway(message.spec.limits, secondRunaway, second.death);
-    return crashed('runtime_crashed', `The worker process running the program died: ${first.death.message}; run again${alone ? ' by itself' : ''}, it died again: ${second.death.message}`);
+    return crashed(
+      'runtime_crashed',
+      `The worker process running the program died: ${first.death.message}; run again${alone ? ' by itself' : ''}, it died again: ${second.death.message}`,
+    );
   }
 
   /**

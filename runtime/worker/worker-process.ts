@@ -38,7 +38,6 @@ const START_TIMEOUT_MS = 30_000;
 /** How long a worker whose channel broke has to exit by itself before it is killed. */
 const BROKEN_CHANNEL_GRACE_MS = 250;
 
-
 /** What a worker tells its pool. */
 export interface WorkerEvents {
   /** It died (or was stopped), and why. */
@@ -132,7 +131,12 @@ export class WorkerProcess {
     this.#events = events;
     this.#child = fork(entry, [], {
       execArgv: workerExecArgv(entry),
-      env: { PATH: process.env.PATH ?? '', TZ: process.env.TZ ?? '', PTC_WORKER_OPTIONS: JSON.stringify(runtimeOptions), PTC_WORKER_FROZEN_SIBLINGS: frozenSiblings.join(',') },
+      env: {
+        PATH: process.env.PATH ?? '',
+        TZ: process.env.TZ ?? '',
+        PTC_WORKER_OPTIONS: JSON.stringify(runtimeOptions),
+        PTC_WORKER_FROZEN_SIBLINGS: frozenSiblings.join(','),
+      },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       serialization: 'json',
     });
@@ -152,8 +156,7 @@ export class WorkerProcess {
         this.#lastPong = Date.now();
         if (this.#frozenSiblings) this.#send({ v: PROTOCOL_VERSION, kind: 'frozen_siblings', pids: [...this.#frozenSiblings] });
         markReady();
-      }
-      else if (message.kind === 'pong' || message.kind === 'runaways') {
+      } else if (message.kind === 'pong' || message.kind === 'runaways') {
         if (message.kind === 'pong') {
           this.#lastPong = Date.now();
           this.stats = message.stats;
@@ -369,7 +372,10 @@ export class WorkerProcess {
     const usage = this.pid === undefined ? undefined : processUsage(this.pid);
     if (usage) {
       if (usage.rssBytes > this.#limits.maxRssBytes) {
-        this.kill('rss', `the worker's resident memory reached ${Math.round(usage.rssBytes / 2 ** 20)} MiB, over its ceiling of ${Math.round(this.#limits.maxRssBytes / 2 ** 20)} MiB`);
+        this.kill(
+          'rss',
+          `the worker's resident memory reached ${Math.round(usage.rssBytes / 2 ** 20)} MiB, over its ceiling of ${Math.round(this.#limits.maxRssBytes / 2 ** 20)} MiB`,
+        );
         return;
       }
       // CPU after settle: a ready worker with no step running should be near silent.

@@ -24,10 +24,18 @@ export function agentTools(tools: readonly AgentToolParam[], param: string): Age
   return tools.map((tool, index): AgentTool => {
     const at = `${param}[${index}]`;
     if (tool.type === 'function') {
-      if (names.has(tool.name)) throw new ApiError('invalid_value', `Duplicate tool name '${tool.name}' at ${at}.name: an agent's function tools need distinct names.`, `${at}.name`);
+      if (names.has(tool.name))
+        throw new ApiError('invalid_value', `Duplicate tool name '${tool.name}' at ${at}.name: an agent's function tools need distinct names.`, `${at}.name`);
       names.add(tool.name);
       if (tool.defer_loading) throw notEmulated(`'defer_loading' on an agent's function tool (tool search)`, `${at}.defer_loading`);
-      return { type: 'function', name: tool.name, description: tool.description, parameters: tool.parameters, defer_loading: false, ...(tool.async !== undefined ? { async: tool.async } : {}) };
+      return {
+        type: 'function',
+        name: tool.name,
+        description: tool.description,
+        parameters: tool.parameters,
+        defer_loading: false,
+        ...(tool.async !== undefined ? { async: tool.async } : {}),
+      };
     }
     if (tool.type === 'programmatic_tool_calling') {
       ptcEntries += 1;
@@ -44,10 +52,19 @@ export function notEmulated(what: string, param: string | null): ApiError {
 }
 
 /** The settings of a create request, or an update's or an inline agent's over `base`. */
-export function agentDefinition(params: CreateAgentRequest | UpdateAgentRequest | InlineAgent, base: AgentDefinition | undefined, param: string): AgentDefinition {
+export function agentDefinition(
+  params: CreateAgentRequest | UpdateAgentRequest | InlineAgent,
+  base: AgentDefinition | undefined,
+  param: string,
+): AgentDefinition {
   const start: AgentDefinition = base ?? { ...DEFAULTS, model: '' };
   const model = params.model ?? start.model;
-  if (model === '') throw new ApiError('missing_required_parameter', `Missing required parameter: '${param === 'agent' ? 'agent.model' : 'model'}' (a session without 'agent_id' needs the agent's model).`, param === 'agent' ? 'agent.model' : 'model');
+  if (model === '')
+    throw new ApiError(
+      'missing_required_parameter',
+      `Missing required parameter: '${param === 'agent' ? 'agent.model' : 'model'}' (a session without 'agent_id' needs the agent's model).`,
+      param === 'agent' ? 'agent.model' : 'model',
+    );
   const prefix = param === '' ? '' : `${param}.`;
   if (params.multi_agent?.enabled) throw notEmulated('multi-agent sessions (subagents)', `${prefix}multi_agent.enabled`);
   return {
@@ -61,7 +78,11 @@ export function agentDefinition(params: CreateAgentRequest | UpdateAgentRequest 
     text: params.text ? { format: params.text.format ?? start.text.format, verbosity: params.text.verbosity ?? start.text.verbosity } : start.text,
     tools: params.tools === undefined || params.tools === null ? start.tools : agentTools(params.tools, `${prefix}tools`),
     ...(params.compaction ? { compaction: { async: params.compaction.async ?? false } } : start.compaction ? { compaction: start.compaction } : {}),
-    ...(params.experimental ? { experimental: { time_awareness: params.experimental.time_awareness ?? false } } : start.experimental ? { experimental: start.experimental } : {}),
+    ...(params.experimental
+      ? { experimental: { time_awareness: params.experimental.time_awareness ?? false } }
+      : start.experimental
+        ? { experimental: start.experimental }
+        : {}),
   };
 }
 
@@ -80,7 +101,14 @@ export function responsesTools(agent: Pick<AgentDefinition, 'tools'>): ResponseT
   const tools: ResponseTool[] = [];
   for (const tool of agent.tools) {
     if (tool.type !== 'function') continue;
-    tools.push({ type: 'function', name: tool.name, description: tool.description, parameters: tool.parameters, strict: false, allowed_callers: ptc ? ['direct', 'programmatic'] : ['direct'] });
+    tools.push({
+      type: 'function',
+      name: tool.name,
+      description: tool.description,
+      parameters: tool.parameters,
+      strict: false,
+      allowed_callers: ptc ? ['direct', 'programmatic'] : ['direct'],
+    });
   }
   if (ptc) tools.push({ type: 'programmatic_tool_calling' });
   return tools;

@@ -70,7 +70,9 @@ export function registerAutomationRoutes(app: FastifyInstance, records: RecordSt
       pause_reason: null,
     };
     const automation: AutomationObject =
-      body.type === 'periodic' ? { ...common, type: 'periodic', expression: body.expression, timezone: body.timezone, status: 'active' } : { ...common, type: 'once', run_at: body.run_at, status: 'active' };
+      body.type === 'periodic'
+        ? { ...common, type: 'periodic', expression: body.expression, timezone: body.timezone, status: 'active' }
+        : { ...common, type: 'once', run_at: body.run_at, status: 'active' };
     await records.put('automation', automation.id, automation);
     return automation;
   });
@@ -88,9 +90,14 @@ export function registerAutomationRoutes(app: FastifyInstance, records: RecordSt
   app.post<AutomationParams>('/v1/agents/automations/:automation_id', async (request): Promise<AutomationObject> => {
     const body = parseOrThrow(UpdateAutomationRequest, request.body ?? {});
     const automation = await found(request.params.automation_id);
-    if (automation.type === 'periodic' && body.run_at !== undefined) throw new ApiError('invalid_value', "Invalid parameter 'run_at': a periodic automation runs on its 'expression', not at one time.", 'run_at');
+    if (automation.type === 'periodic' && body.run_at !== undefined)
+      throw new ApiError('invalid_value', "Invalid parameter 'run_at': a periodic automation runs on its 'expression', not at one time.", 'run_at');
     if (automation.type === 'once' && (body.expression !== undefined || body.timezone !== undefined)) {
-      throw new ApiError('invalid_value', `Invalid parameter '${body.expression !== undefined ? 'expression' : 'timezone'}': a one-time automation runs at its 'run_at'.`, body.expression !== undefined ? 'expression' : 'timezone');
+      throw new ApiError(
+        'invalid_value',
+        `Invalid parameter '${body.expression !== undefined ? 'expression' : 'timezone'}': a one-time automation runs at its 'run_at'.`,
+        body.expression !== undefined ? 'expression' : 'timezone',
+      );
     }
     const updated = {
       ...automation,
@@ -119,7 +126,8 @@ export function registerAutomationRoutes(app: FastifyInstance, records: RecordSt
   ] as const) {
     app.post<AutomationParams>(`/v1/agents/automations/:automation_id/${action}`, async (request): Promise<AutomationObject> => {
       const automation = await found(request.params.automation_id);
-      if (automation.status === 'completed') throw new ApiError('invalid_value', `Automation '${automation.id}' has completed: it cannot ${action}.`, 'automation_id');
+      if (automation.status === 'completed')
+        throw new ApiError('invalid_value', `Automation '${automation.id}' has completed: it cannot ${action}.`, 'automation_id');
       const updated = { ...automation, status } as AutomationObject;
       await records.put('automation', updated.id, updated);
       return updated;
@@ -156,7 +164,9 @@ export function registerAutomationRoutes(app: FastifyInstance, records: RecordSt
   const invoke = async (target: AutomationTarget): Promise<string> => {
     if (target.type === 'existing_session') {
       if (!(await harness.load(target.session_id))) throw sessionNotFound(target.session_id);
-      await harness.post(target.session_id, [{ type: 'agent.session.input.message', input: [{ role: 'user', content: [{ type: 'input_text', text: target.instructions }] }] }]);
+      await harness.post(target.session_id, [
+        { type: 'agent.session.input.message', input: [{ role: 'user', content: [{ type: 'input_text', text: target.instructions }] }] },
+      ]);
       return target.session_id;
     }
     // The agent as it was resolved when the target was set, on the saved agent it names (which
@@ -164,7 +174,10 @@ export function registerAutomationRoutes(app: FastifyInstance, records: RecordSt
     const base = target.agent_id === null ? undefined : await records.get<AgentObject>('agent', target.agent_id);
     if (target.agent_id !== null && !base) throw agentNotFound(target.agent_id, 'target.agent_id');
     const agent = target.agent ? { name: base?.name ?? null, metadata: {}, ...target.agent } : base!;
-    const record = newSessionRecord({ environment: target.environment, metadata: target.metadata, vaultIds: target.vault_ids }, { ...(base ? { base } : {}), agent });
+    const record = newSessionRecord(
+      { environment: target.environment, metadata: target.metadata, vaultIds: target.vault_ids },
+      { ...(base ? { base } : {}), agent },
+    );
     await harness.create(
       record,
       target.input.map((message) => ({ role: message.role, content: message.content })),
@@ -175,14 +188,23 @@ export function registerAutomationRoutes(app: FastifyInstance, records: RecordSt
   app.get<AutomationParams>('/v1/agents/automations/:automation_id/invocations', async (request) => {
     const query = parseOrThrow(AgentListQuery, request.query);
     await found(request.params.automation_id);
-    return cursorPage(await records.list<AutomationInvocation>('automation_invocation', request.params.automation_id), query, 'invocation of this automation', true);
+    return cursorPage(
+      await records.list<AutomationInvocation>('automation_invocation', request.params.automation_id),
+      query,
+      'invocation of this automation',
+      true,
+    );
   });
 
   app.get<InvocationParams>('/v1/agents/automations/:automation_id/invocations/:invocation_id', async (request) => {
     await found(request.params.automation_id);
     const invocation = await records.get<AutomationInvocation>('automation_invocation', request.params.invocation_id);
     if (!invocation || invocation.automation_id !== request.params.automation_id) {
-      throw new ApiError('automation_not_found', `Invocation with id '${request.params.invocation_id}' not found in automation '${request.params.automation_id}'.`, 'invocation_id');
+      throw new ApiError(
+        'automation_not_found',
+        `Invocation with id '${request.params.invocation_id}' not found in automation '${request.params.automation_id}'.`,
+        'invocation_id',
+      );
     }
     return invocation;
   });

@@ -77,11 +77,15 @@ export class AgentHarness {
 
   /** Stores a new session, announces it, and starts its first turn when it comes with input. */
   async create(record: SessionRecord, input: readonly SessionInputMessage[]): Promise<void> {
-    await this.#change(record.session.id, async () => {
-      const applied: Applied = { events: [{ type: 'agent.session.created', session: sessionNow(record) }], items: [] };
-      if (input.length > 0) this.#startTurn(record, input, applied);
-      return applied;
-    }, record);
+    await this.#change(
+      record.session.id,
+      async () => {
+        const applied: Applied = { events: [{ type: 'agent.session.created', session: sessionNow(record) }], items: [] };
+        if (input.length > 0) this.#startTurn(record, input, applied);
+        return applied;
+      },
+      record,
+    );
   }
 
   /**
@@ -149,7 +153,12 @@ export class AgentHarness {
     const gone = runner === null || (runner.instance === INSTANCE ? !this.#running.has(sessionId) : runner.until < Date.now());
     if (gone) {
       const items: SessionItem[] = [];
-      const events = this.#endTurn(record, 'failed', { code: 'internal_error', message: 'The emulator stopped while this turn ran; send the message again.' }, items);
+      const events = this.#endTurn(
+        record,
+        'failed',
+        { code: 'internal_error', message: 'The emulator stopped while this turn ran; send the message again.' },
+        items,
+      );
       await this.#save(record, items);
       this.#deps.hub.publish(sessionId, events);
     }
@@ -167,8 +176,15 @@ export class AgentHarness {
       case 'agent.session.input.message': {
         const turn = activeTurn(record);
         if (turn) {
-          const state = turn.status === 'waiting' ? 'waiting on tool results (send them' : `running (a turn left running by a process that stopped is failed once its lease of ${CONVERSATION_LOCK_MS / 1000} s ends`;
-          throw new ApiError('session_busy', `Session '${record.session.id}' has turn '${turn.id}' ${state}, or end it with agent.session.input.cancel): a new message starts a turn once it has ended.`, `${param}.type`);
+          const state =
+            turn.status === 'waiting'
+              ? 'waiting on tool results (send them'
+              : `running (a turn left running by a process that stopped is failed once its lease of ${CONVERSATION_LOCK_MS / 1000} s ends`;
+          throw new ApiError(
+            'session_busy',
+            `Session '${record.session.id}' has turn '${turn.id}' ${state}, or end it with agent.session.input.cancel): a new message starts a turn once it has ended.`,
+            `${param}.type`,
+          );
         }
         this.#startTurn(record, input.input, applied);
         return;
@@ -216,7 +232,15 @@ export class AgentHarness {
     applied.events.push({ type: 'agent.session.turn.in_progress', session_id: sessionId, turn_id: turn.id, turn: { ...turn } });
     const input: unknown[] = [];
     for (const message of messages) {
-      const item: SessionItem = { type: 'message', id: newId('msg'), role: 'user', content: message.content, phase: null, status: 'completed', turn_id: turn.id };
+      const item: SessionItem = {
+        type: 'message',
+        id: newId('msg'),
+        role: 'user',
+        content: message.content,
+        phase: null,
+        status: 'completed',
+        turn_id: turn.id,
+      };
       applied.items.push(item);
       applied.events.push({ type: 'agent.session.turn.item.added', session_id: sessionId, turn_id: turn.id, item, output_index: null });
       input.push({ type: 'message', id: item.id, role: 'user', content: message.content });
@@ -242,7 +266,13 @@ export class AgentHarness {
     };
     const callItem = callItemOf(call!, 'completed');
     applied.items.push(callItem, outputItem);
-    applied.events.push({ type: 'agent.session.turn.item.done', session_id: sessionId, turn_id: call!.turn_id, item: callItem, output_index: call!.output_index });
+    applied.events.push({
+      type: 'agent.session.turn.item.done',
+      session_id: sessionId,
+      turn_id: call!.turn_id,
+      item: callItem,
+      output_index: call!.output_index,
+    });
     applied.events.push({ type: 'agent.session.turn.item.added', session_id: sessionId, turn_id: call!.turn_id, item: outputItem, output_index: null });
     // A failed call reaches the program (or the model) as its error text: the hosted harness's
     // rendering of a failure is not documented (docs/DEVIATIONS.md#the-agents-api).
@@ -264,7 +294,12 @@ export class AgentHarness {
   }
 
   /** Ends the active turn: its status, the session idle again, and the events that say so. */
-  #endTurn(record: SessionRecord, status: 'completed' | 'failed' | 'cancelled', error: { code: TurnErrorCode; message: string } | null, items: SessionItem[]): SessionEventBody[] {
+  #endTurn(
+    record: SessionRecord,
+    status: 'completed' | 'failed' | 'cancelled',
+    error: { code: TurnErrorCode; message: string } | null,
+    items: SessionItem[],
+  ): SessionEventBody[] {
     const turn = activeTurn(record);
     if (!turn) return [];
     turn.status = status;
@@ -364,7 +399,14 @@ export class AgentHarness {
         events = result.events;
         if (result.again) {
           if (silentRounds + 1 >= MAX_SILENT_ROUNDS) {
-            events.push(...this.#endTurn(record, 'failed', { code: 'internal_error', message: `The model stand-in made ${MAX_SILENT_ROUNDS} responses in a row without a message or a tool call.` }, items));
+            events.push(
+              ...this.#endTurn(
+                record,
+                'failed',
+                { code: 'internal_error', message: `The model stand-in made ${MAX_SILENT_ROUNDS} responses in a row without a message or a tool call.` },
+                items,
+              ),
+            );
           } else {
             next = { input: [], silentRounds: silentRounds + 1 };
           }
@@ -442,7 +484,15 @@ export class AgentHarness {
       if (item.type === 'message' && item.role === 'assistant') {
         const outputIndex = record.next_output_index++;
         const texts = item.content.map((part) => part.text);
-        const done: SessionItem = { type: 'message', id: item.id, role: 'assistant', content: texts.map((text) => ({ type: 'output_text', text })), phase: 'final_answer', status: 'completed', turn_id: turn.id };
+        const done: SessionItem = {
+          type: 'message',
+          id: item.id,
+          role: 'assistant',
+          content: texts.map((text) => ({ type: 'output_text', text })),
+          phase: 'final_answer',
+          status: 'completed',
+          turn_id: turn.id,
+        };
         items.push(done);
         events.push({ type: 'agent.session.turn.item.added', ...at, item: { ...done, content: [], status: 'in_progress' }, output_index: outputIndex });
         texts.forEach((text, contentIndex) => {
@@ -462,9 +512,25 @@ export class AgentHarness {
         events.push({ type: 'agent.session.turn.item.done', ...at, item: done, output_index: outputIndex });
       } else if (item.type === CALL.type) {
         const outputIndex = record.next_output_index++;
-        const call: SessionItem = { type: CALL.type, id: item.id, call_id: item.call_id, name: item.name, arguments: item.arguments, status: 'in_progress', turn_id: turn.id };
+        const call: SessionItem = {
+          type: CALL.type,
+          id: item.id,
+          call_id: item.call_id,
+          name: item.name,
+          arguments: item.arguments,
+          status: 'in_progress',
+          turn_id: turn.id,
+        };
         items.push(call);
-        record.pending.push({ call_id: item.call_id, name: item.name, arguments: item.arguments, turn_id: turn.id, item_id: item.id, output_index: outputIndex, ...(item.caller ? { caller: item.caller } : {}) });
+        record.pending.push({
+          call_id: item.call_id,
+          name: item.name,
+          arguments: item.arguments,
+          turn_id: turn.id,
+          item_id: item.id,
+          output_index: outputIndex,
+          ...(item.caller ? { caller: item.caller } : {}),
+        });
         events.push({ type: 'agent.session.turn.item.added', ...at, item: call, output_index: outputIndex });
       }
       // program and program_output stay inside the harness: the Agents API has no item for
@@ -497,7 +563,10 @@ export class AgentHarness {
 
   /** One page of a session's items (only that page is read); undefined when `after` is none of them. */
   async itemPage(sessionId: string, query: RecordPageQuery): Promise<{ data: SessionItem[]; has_more: boolean } | undefined> {
-    return this.#deps.records.page<SessionItem>('session_item', sessionId, { ...query, ...(query.after !== undefined ? { after: sessionItemKey(sessionId, query.after) } : {}) });
+    return this.#deps.records.page<SessionItem>('session_item', sessionId, {
+      ...query,
+      ...(query.after !== undefined ? { after: sessionItemKey(sessionId, query.after) } : {}),
+    });
   }
 }
 
@@ -517,5 +586,5 @@ function turnError(error: unknown): { code: TurnErrorCode; message: string } {
     return { code: error.status === 429 ? 'server_overloaded' : error.status >= 500 ? 'internal_error' : 'invalid_request', message: error.message };
   }
   if (stoppedBy(error)) return { code: 'request_timeout', message: 'The turn was stopped before its response was made (the server is closing).' };
-  return { code: 'internal_error', message: 'The emulator failed while it made this turn\'s response; its log says why.' };
+  return { code: 'internal_error', message: "The emulator failed while it made this turn's response; its log says why." };
 }

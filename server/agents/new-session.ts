@@ -28,14 +28,23 @@ export interface SessionPlan {
  * The agent a session runs: the saved one `agentId` names, with the inline `agent`'s settings
  * over it; `base` is the saved agent. `at` prefixes the params named in errors (`target.`).
  */
-export async function resolveAgent(records: RecordStore, plan: Pick<SessionPlan, 'agentId' | 'agent' | 'environment'>, at = ''): Promise<{ base?: AgentObject; agent: AgentDefinition }> {
-  if (plan.environment.type !== 'none') throw notEmulated(`environments of type '${plan.environment.type}' (sessions run with environment.type 'none')`, `${at}environment.type`);
+export async function resolveAgent(
+  records: RecordStore,
+  plan: Pick<SessionPlan, 'agentId' | 'agent' | 'environment'>,
+  at = '',
+): Promise<{ base?: AgentObject; agent: AgentDefinition }> {
+  if (plan.environment.type !== 'none')
+    throw notEmulated(`environments of type '${plan.environment.type}' (sessions run with environment.type 'none')`, `${at}environment.type`);
   let base: AgentObject | undefined;
   if (plan.agentId) {
     base = await records.get<AgentObject>('agent', plan.agentId);
     if (!base) throw agentNotFound(plan.agentId, `${at}agent_id`);
   } else if (!plan.agent) {
-    throw new ApiError('missing_required_parameter', `Missing required parameter: '${at}agent_id' or '${at}agent' (a saved agent's id, or the agent's settings with its model).`, `${at}agent_id`);
+    throw new ApiError(
+      'missing_required_parameter',
+      `Missing required parameter: '${at}agent_id' or '${at}agent' (a saved agent's id, or the agent's settings with its model).`,
+      `${at}agent_id`,
+    );
   }
   return { ...(base ? { base } : {}), agent: plan.agent ? agentDefinition(plan.agent, base, `${at}agent`) : base! };
 }
@@ -43,7 +52,18 @@ export async function resolveAgent(records: RecordStore, plan: Pick<SessionPlan,
 /** What a session keeps of its agent: the settings, not the saved agent's metadata or times. */
 export function sessionAgent(agent: AgentDefinition): Omit<AgentDefinition, 'metadata'> {
   const { name, model, instructions, multi_agent, reasoning, service_tier, text, tools, compaction, experimental } = agent;
-  return { name, model, instructions, multi_agent, reasoning, service_tier, text, tools, ...(compaction ? { compaction } : {}), ...(experimental ? { experimental } : {}) };
+  return {
+    name,
+    model,
+    instructions,
+    multi_agent,
+    reasoning,
+    service_tier,
+    text,
+    tools,
+    ...(compaction ? { compaction } : {}),
+    ...(experimental ? { experimental } : {}),
+  };
 }
 
 /** A new idle session's record, for the agent `resolveAgent` gave. */

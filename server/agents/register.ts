@@ -28,7 +28,10 @@ export function registerAgentsApi(app: FastifyInstance, deps: AgentsApiDeps): Ag
   const { records } = deps.store;
   if (!records) {
     const refuse = async (): Promise<never> => {
-      throw new ApiError('agents_unsupported', "This server's response store keeps no Agents API records (a store given to buildServer() without a `records` member).");
+      throw new ApiError(
+        'agents_unsupported',
+        "This server's response store keeps no Agents API records (a store given to buildServer() without a `records` member).",
+      );
     };
     for (const path of ['/v1/agents', '/v1/agents/*', '/v1/vaults', '/v1/vaults/*']) app.all(path, refuse);
     return undefined;

@@ -72,7 +72,12 @@ export class SessionEventHub {
    * server closing). The headers go out at once: the SDK's helper waits for them before it sends
    * the message that starts the turn.
    */
-  stream(sessionId: string, raw: ServerResponse, headers: Record<string, string>, until: (event: SessionEvent) => boolean = () => false): { end: () => void; write: (bodies: readonly SessionEventBody[]) => void } {
+  stream(
+    sessionId: string,
+    raw: ServerResponse,
+    headers: Record<string, string>,
+    until: (event: SessionEvent) => boolean = () => false,
+  ): { end: () => void; write: (bodies: readonly SessionEventBody[]) => void } {
     raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'close', ...headers });
     raw.write(': agent session events\n\n');
     const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);

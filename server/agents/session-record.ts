@@ -84,6 +84,12 @@ export function activeTurn(record: SessionRecord): TurnObject | undefined {
 
 /** The session object as it is now: its required actions are the calls its turn waits on. */
 export function sessionNow(record: SessionRecord): SessionObject {
-  record.session.required_actions = record.pending.map((call) => ({ type: TOOL_KINDS.function.call.type, call_id: call.call_id, name: call.name, arguments: call.arguments, turn_id: call.turn_id }));
+  record.session.required_actions = record.pending.map((call) => ({
+    type: TOOL_KINDS.function.call.type,
+    call_id: call.call_id,
+    name: call.name,
+    arguments: call.arguments,
+    turn_id: call.turn_id,
+  }));
   return structuredClone(record.session);
 }

@@ -42,7 +42,8 @@ function inputMessages(input: CreateSessionRequest['input']): SessionInputMessag
 function endsCreateStream(): (event: SessionEvent) => boolean {
   let turnEnded = false;
   return (event) => {
-    if (event.type === 'agent.session.turn.completed' || event.type === 'agent.session.turn.failed' || event.type === 'agent.session.turn.cancelled') turnEnded = true;
+    if (event.type === 'agent.session.turn.completed' || event.type === 'agent.session.turn.failed' || event.type === 'agent.session.turn.cancelled')
+      turnEnded = true;
     return event.type === 'agent.session.failed' || (turnEnded && event.type === 'agent.session.idle');
   };
 }
@@ -60,10 +61,20 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
   };
   const refuseTooManyStreams = (sessionId: string): void => {
     if (hub.streams >= MAX_SESSION_EVENT_STREAMS) {
-      throw new ApiError('too_many_event_streams', `${MAX_SESSION_EVENT_STREAMS} agent session event streams are open, the most the emulator serves at once: close one and retry.`, null, { 'retry-after': '1' });
+      throw new ApiError(
+        'too_many_event_streams',
+        `${MAX_SESSION_EVENT_STREAMS} agent session event streams are open, the most the emulator serves at once: close one and retry.`,
+        null,
+        { 'retry-after': '1' },
+      );
     }
     if (hub.streamsOf(sessionId) >= MAX_STREAMS_PER_SESSION) {
-      throw new ApiError('too_many_event_streams', `${MAX_STREAMS_PER_SESSION} event streams are open on session '${sessionId}', the most one session has: close one and retry.`, null, { 'retry-after': '1' });
+      throw new ApiError(
+        'too_many_event_streams',
+        `${MAX_STREAMS_PER_SESSION} event streams are open on session '${sessionId}', the most one session has: close one and retry.`,
+        null,
+        { 'retry-after': '1' },
+      );
     }
   };
 
@@ -96,7 +107,9 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
       await harness.create(record, input);
     } catch (error) {
       request.log.error({ err: error, session: id }, 'an agent session could not be created');
-      stream.write([{ type: 'agent.session.failed', session: { ...sessionNow(record), status: 'failed', error: 'The session could not be stored; see the emulator log.' } }]);
+      stream.write([
+        { type: 'agent.session.failed', session: { ...sessionNow(record), status: 'failed', error: 'The session could not be stored; see the emulator log.' } },
+      ]);
       stream.end();
     }
     return reply;
@@ -124,7 +137,8 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
       if (body.agent?.service_tier) session.agent.service_tier = body.agent.service_tier;
       if (tools) session.agent.tools = tools;
       if (body.metadata !== undefined) session.metadata = body.metadata ?? {};
-      if (body.prompt_cache_options !== undefined) session.prompt_cache_options = body.prompt_cache_options ? { ttl: body.prompt_cache_options.ttl ?? '30m' } : null;
+      if (body.prompt_cache_options !== undefined)
+        session.prompt_cache_options = body.prompt_cache_options ? { ttl: body.prompt_cache_options.ttl ?? '30m' } : null;
       if (body.review !== undefined) session.review = body.review;
     });
     return sessionNow(record);
@@ -156,13 +170,19 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
     return turn;
   };
 
-  app.get<TurnParams>('/v1/agents/sessions/:session_id/turns/:turn_id', async (request) => turnOf(await found(request.params.session_id), request.params.turn_id));
+  app.get<TurnParams>('/v1/agents/sessions/:session_id/turns/:turn_id', async (request) =>
+    turnOf(await found(request.params.session_id), request.params.turn_id),
+  );
 
   app.get<TurnParams>('/v1/agents/sessions/:session_id/turns/:turn_id/items', async (request) => {
     const query = parseOrThrow(AgentListQuery, request.query);
     const record = await found(request.params.session_id);
     const turn = turnOf(record, request.params.turn_id);
-    return cursorPage((await harness.items(record.session.id)).filter((item) => item.turn_id === turn.id), query, 'item of this turn');
+    return cursorPage(
+      (await harness.items(record.session.id)).filter((item) => item.turn_id === turn.id),
+      query,
+      'item of this turn',
+    );
   });
 
   app.post<SessionParams>('/v1/agents/sessions/:session_id/events', async (request, reply) => {
@@ -193,7 +213,11 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
     });
     const none = async (request: FastifyRequest<{ Params: { session_id: string; id: string } }>): Promise<never> => {
       await found(request.params.session_id);
-      throw new ApiError('session_resource_not_found', `No ${one} with id '${request.params.id}' in session '${request.params.session_id}': the emulator's sessions have no ${what}.`, `${one}_id`);
+      throw new ApiError(
+        'session_resource_not_found',
+        `No ${one} with id '${request.params.id}' in session '${request.params.session_id}': the emulator's sessions have no ${what}.`,
+        `${one}_id`,
+      );
     };
     app.get(`/v1/agents/sessions/:session_id/${what}/:id`, none);
     app.get(`/v1/agents/sessions/:session_id/${what}/:id/*`, none);

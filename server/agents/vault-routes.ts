@@ -37,7 +37,13 @@ function storedAuth(auth: CredentialAuthCreate): CredentialAuth {
         mcp_server_url: auth.mcp_server_url,
         expires_at: auth.expires_at ?? null,
         refresh: refresh
-          ? { client_id: refresh.client_id, resource: refresh.resource ?? null, scope: refresh.scope ?? null, token_endpoint: refresh.token_endpoint, token_endpoint_auth: { type: refresh.token_endpoint_auth.type } }
+          ? {
+              client_id: refresh.client_id,
+              resource: refresh.resource ?? null,
+              scope: refresh.scope ?? null,
+              token_endpoint: refresh.token_endpoint,
+              token_endpoint_auth: { type: refresh.token_endpoint_auth.type },
+            }
           : null,
       };
     }
@@ -55,7 +61,12 @@ function rotatedAuth(auth: CredentialAuth, rotation: CredentialAuthRotate): Cred
   if (rotation.refresh === null) refresh = null;
   else if (rotation.refresh) {
     // A rotation changes refresh settings; it cannot make them (no client_id, no token_endpoint).
-    if (!refresh) throw new ApiError('invalid_value', "Invalid parameter 'auth.refresh': this credential has no refresh settings to rotate; create a credential with them.", 'auth.refresh');
+    if (!refresh)
+      throw new ApiError(
+        'invalid_value',
+        "Invalid parameter 'auth.refresh': this credential has no refresh settings to rotate; create a credential with them.",
+        'auth.refresh',
+      );
     const { scope, token_endpoint_auth: endpointAuth } = rotation.refresh;
     refresh = { ...refresh, ...(scope !== undefined ? { scope } : {}), ...(endpointAuth ? { token_endpoint_auth: { type: endpointAuth.type } } : {}) };
   }
@@ -94,25 +105,41 @@ export function registerVaultRoutes(app: FastifyInstance, records: RecordStore):
   const credentialOf = async (vaultId: string, id: string): Promise<Credential> => {
     await vaultOf(vaultId);
     const credential = await records.get<Credential>('credential', id);
-    if (!credential || credential.vault_id !== vaultId) throw new ApiError('vault_not_found', `Credential with id '${id}' not found in vault '${vaultId}'.`, 'credential_id');
+    if (!credential || credential.vault_id !== vaultId)
+      throw new ApiError('vault_not_found', `Credential with id '${id}' not found in vault '${vaultId}'.`, 'credential_id');
     return credential;
   };
 
   app.post('/v1/vaults', async (request): Promise<Vault> => {
     const body = parseOrThrow(CreateVaultRequest, request.body ?? {});
-    const vault: Vault = { id: newSortableId('vault'), object: 'vault', name: body.name ?? null, metadata: body.metadata ?? {}, created_at: Math.floor(Date.now() / 1000) };
+    const vault: Vault = {
+      id: newSortableId('vault'),
+      object: 'vault',
+      name: body.name ?? null,
+      metadata: body.metadata ?? {},
+      created_at: Math.floor(Date.now() / 1000),
+    };
     await records.put('vault', vault.id, vault);
     return vault;
   });
   app.get('/v1/vaults', async (request) => {
     const { query, filters } = listQueryOf(request.query);
-    return cursorPage((await records.list<Vault>('vault')).filter((vault) => matchesMetadata(vault.metadata, filters)), query, 'vault', true);
+    return cursorPage(
+      (await records.list<Vault>('vault')).filter((vault) => matchesMetadata(vault.metadata, filters)),
+      query,
+      'vault',
+      true,
+    );
   });
   app.get<VaultParams>('/v1/vaults/:vault_id', async (request) => vaultOf(request.params.vault_id));
   app.post<VaultParams>('/v1/vaults/:vault_id', async (request): Promise<Vault> => {
     const body = parseOrThrow(UpdateVaultRequest, request.body ?? {});
     const vault = await vaultOf(request.params.vault_id);
-    const updated: Vault = { ...vault, ...(body.name !== undefined ? { name: body.name } : {}), ...(body.metadata !== undefined ? { metadata: body.metadata } : {}) };
+    const updated: Vault = {
+      ...vault,
+      ...(body.name !== undefined ? { name: body.name } : {}),
+      ...(body.metadata !== undefined ? { metadata: body.metadata } : {}),
+    };
     await records.put('vault', vault.id, updated);
     return updated;
   });
@@ -128,22 +155,39 @@ export function registerVaultRoutes(app: FastifyInstance, records: RecordStore):
     const body = parseOrThrow(CreateCredentialRequest, request.body ?? {});
     const vault = await vaultOf(request.params.vault_id);
     const now = Math.floor(Date.now() / 1000);
-    const credential: Credential = { id: newSortableId('cred'), object: 'vault.credential', vault_id: vault.id, name: body.name, metadata: body.metadata ?? {}, created_at: now, updated_at: now, auth: storedAuth(body.auth) };
+    const credential: Credential = {
+      id: newSortableId('cred'),
+      object: 'vault.credential',
+      vault_id: vault.id,
+      name: body.name,
+      metadata: body.metadata ?? {},
+      created_at: now,
+      updated_at: now,
+      auth: storedAuth(body.auth),
+    };
     await records.put('credential', credential.id, credential, vault.id);
     return credential;
   });
   app.get<VaultParams>('/v1/vaults/:vault_id/credentials', async (request) => {
     const { query, filters } = listQueryOf(request.query);
     await vaultOf(request.params.vault_id);
-    const credentials = (await records.list<Credential>('credential', request.params.vault_id)).filter((credential) => matchesMetadata(credential.metadata, filters));
+    const credentials = (await records.list<Credential>('credential', request.params.vault_id)).filter((credential) =>
+      matchesMetadata(credential.metadata, filters),
+    );
     return cursorPage(credentials, query, 'credential of this vault', true);
   });
-  app.get<CredentialParams>('/v1/vaults/:vault_id/credentials/:credential_id', async (request) => credentialOf(request.params.vault_id, request.params.credential_id));
+  app.get<CredentialParams>('/v1/vaults/:vault_id/credentials/:credential_id', async (request) =>
+    credentialOf(request.params.vault_id, request.params.credential_id),
+  );
   app.post<CredentialParams>('/v1/vaults/:vault_id/credentials/:credential_id', async (request): Promise<Credential> => {
     const body = parseOrThrow(UpdateCredentialRequest, request.body ?? {});
     const credential = await credentialOf(request.params.vault_id, request.params.credential_id);
     if (body.auth && body.auth.type !== credential.auth.type) {
-      throw new ApiError('invalid_value', `Invalid value for 'auth.type': a credential's auth is rotated within its type ('${credential.auth.type}'), not changed to '${body.auth.type}'.`, 'auth.type');
+      throw new ApiError(
+        'invalid_value',
+        `Invalid value for 'auth.type': a credential's auth is rotated within its type ('${credential.auth.type}'), not changed to '${body.auth.type}'.`,
+        'auth.type',
+      );
     }
     const updated: Credential = {
       ...credential,

@@ -110,7 +110,9 @@ export function writeEntry(dir: string, entry: CassetteEntry): string {
 /** The entry files of a cassette directory, by name (hidden files, such as writeEntry's temporary ones, aside). */
 export function entryFiles(dir: string): string[] {
   try {
-    return readdirSync(dir).filter((file) => /\.ya?ml$/i.test(file) && !file.startsWith('.')).sort();
+    return readdirSync(dir)
+      .filter((file) => /\.ya?ml$/i.test(file) && !file.startsWith('.'))
+      .sort();
   } catch (error) {
     throw new CassetteError(`Cassette directory ${dir}: ${(error as Error).message}`);
   }

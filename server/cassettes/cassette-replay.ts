@@ -9,7 +9,6 @@ import { compareProgram, observedCalls, type Divergence } from './divergence.ts'
 import { Redactor } from './redaction.ts';
 import { currentRequest, scopeRequests } from './request-scope.ts';
 
-
 export interface CassetteReplayOptions {
   readonly dir: string;
   /** PTC_REPLAY_STRICT: a divergence fails the response. */
@@ -34,7 +33,17 @@ function describeKey(key: CassetteKey, digest: string): string {
 function decisionOf(decision: Decision): ModelDecision {
   const reasoning = decision.reasoning === undefined ? {} : { reasoning: decision.reasoning };
   if (decision.program !== undefined) return { type: 'program', code: decision.program, ...reasoning };
-  if (decision.calls !== undefined) return { type: 'function_calls', calls: decision.calls.map(({ name, namespace, arguments: args, input }) => ({ name, ...(namespace ? { namespace } : {}), ...(args !== undefined ? { arguments: (typeof args === 'object' && args !== null ? args : {}) as Record<string, unknown> } : {}), ...(input !== undefined ? { input } : {}) })), ...reasoning };
+  if (decision.calls !== undefined)
+    return {
+      type: 'function_calls',
+      calls: decision.calls.map(({ name, namespace, arguments: args, input }) => ({
+        name,
+        ...(namespace ? { namespace } : {}),
+        ...(args !== undefined ? { arguments: (typeof args === 'object' && args !== null ? args : {}) as Record<string, unknown> } : {}),
+        ...(input !== undefined ? { input } : {}),
+      })),
+      ...reasoning,
+    };
   // A refusal is replayed as the message's text (docs/DEVIATIONS.md).
   return { type: 'message', text: decision.message ?? decision.refusal ?? '', ...reasoning };
 }
@@ -70,7 +79,10 @@ export class CassetteReplay {
   }
 
   readonly model: ModelFunction = (context) => {
-    const key = cassetteKey({ model: context.model, instructions: context.instructions, tools: context.tools, history: context.history, phase: phaseOf(context) }, this.#redactor);
+    const key = cassetteKey(
+      { model: context.model, instructions: context.instructions, tools: context.tools, history: context.history, phase: phaseOf(context) },
+      this.#redactor,
+    );
     // Looked at each time: entries edited, added or removed while the server runs count at once.
     const entries = this.#directory.entries();
     const found = this.#find(entries, key);
@@ -97,11 +109,19 @@ export class CassetteReplay {
   #check(entries: readonly IndexedEntry[], context: ModelContext): Divergence[] {
     const program = context.program;
     if (!program) return [];
-    const started = cassetteKey({ model: context.model, instructions: context.instructions, tools: context.tools, history: context.history, phase: 'user_turn' }, this.#redactor);
+    const started = cassetteKey(
+      { model: context.model, instructions: context.instructions, tools: context.tools, history: context.history, phase: 'user_turn' },
+      this.#redactor,
+    );
     const recorded = this.#find(entries, started);
     if (!recorded?.entry.expect || recorded.entry.decision.program !== program.code) return [];
     const observed = observedCalls(context.history, program.code);
-    return compareProgram(recorded.entry.expect, { program: observed.program ?? '(started in this response)', calls: observed.calls, output: { status: program.status, result: program.result } }, recorded.file, this.#redactor);
+    return compareProgram(
+      recorded.entry.expect,
+      { program: observed.program ?? '(started in this response)', calls: observed.calls, output: { status: program.status, result: program.result } },
+      recorded.file,
+      this.#redactor,
+    );
   }
 
   #report(request: FastifyRequest | undefined, file: string, divergences: readonly Divergence[]): void {
@@ -118,8 +138,14 @@ export class CassetteReplay {
       .map((candidate) => ({ file: candidate.file, differs: keyDifferences(key, candidate.entry.key) }))
       .sort((a, b) => a.differs.length - b.differs.length || (a.file < b.file ? -1 : 1))
       .slice(0, NEAREST);
-    const near = nearest.length === 0 ? `the directory ${this.#options.dir} has no entries` : `nearest: ${nearest.map((entry) => `${entry.file} (differs in ${entry.differs.join(', ') || 'nothing'})`).join('; ')}`;
-    return new ApiError('cassette_miss', `No cassette entry matches this request (replay mode, PTC_REPLAY): key ${describeKey(key, keyDigest(key))}; ${near}. Record it again with PTC_RECORD, or see docs/CASSETTES.md.`);
+    const near =
+      nearest.length === 0
+        ? `the directory ${this.#options.dir} has no entries`
+        : `nearest: ${nearest.map((entry) => `${entry.file} (differs in ${entry.differs.join(', ') || 'nothing'})`).join('; ')}`;
+    return new ApiError(
+      'cassette_miss',
+      `No cassette entry matches this request (replay mode, PTC_REPLAY): key ${describeKey(key, keyDigest(key))}; ${near}. Record it again with PTC_RECORD, or see docs/CASSETTES.md.`,
+    );
   }
 }
 

@@ -100,7 +100,13 @@ export function compareProgram(
     const want = expected.calls[index];
     const got = observed.calls[index];
     if (comparable(want, redactor) !== comparable(got, redactor)) {
-      divergences.push({ entry, program: observed.program, step: `call ${index + 1} (batch ${(want ?? got)!.batch})`, expected: want ?? null, actual: got ?? null });
+      divergences.push({
+        entry,
+        program: observed.program,
+        step: `call ${index + 1} (batch ${(want ?? got)!.batch})`,
+        expected: want ?? null,
+        actual: got ?? null,
+      });
       // Later calls follow from this one: the first difference is the one to look at.
       break;
     }

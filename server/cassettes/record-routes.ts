@@ -20,7 +20,20 @@ export interface RecordRouteOptions {
 }
 
 /** Headers that belong to one connection, or that fetch sets itself: never passed on. */
-const HOP_BY_HOP = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'content-encoding', 'accept-encoding', 'upgrade', 'te', 'trailer', 'proxy-authorization', 'proxy-connection']);
+const HOP_BY_HOP = new Set([
+  'host',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'content-length',
+  'content-encoding',
+  'accept-encoding',
+  'upgrade',
+  'te',
+  'trailer',
+  'proxy-authorization',
+  'proxy-connection',
+]);
 
 const TERMINAL = new Set(['completed', 'incomplete', 'failed', 'cancelled']);
 
@@ -57,7 +70,8 @@ function streamedResponse(text: string): ResponseLike | undefined {
     if (!data || data === '[DONE]') continue;
     try {
       const event = JSON.parse(data) as { type?: unknown; response?: ResponseLike };
-      if (typeof event.type === 'string' && event.type.startsWith('response.') && event.response && TERMINAL.has(String(event.response.status))) last = event.response;
+      if (typeof event.type === 'string' && event.type.startsWith('response.') && event.response && TERMINAL.has(String(event.response.status)))
+        last = event.response;
     } catch {
       // Not JSON: nothing to record from it; the client still gets it unchanged.
     }
@@ -98,7 +112,7 @@ export function registerRecordRoutes(app: FastifyInstance, options: RecordRouteO
     try {
       return [...readToolSet(Array.isArray(body.tools) ? (body.tools as Tool[]) : []).summaries];
     } catch (error) {
-      request.log.warn({ err: error }, 'record: the request\'s tools could not be read; its entries are keyed without them');
+      request.log.warn({ err: error }, "record: the request's tools could not be read; its entries are keyed without them");
       return [];
     }
   }
@@ -107,7 +121,10 @@ export function registerRecordRoutes(app: FastifyInstance, options: RecordRouteO
     const previous = typeof body.previous_response_id === 'string' ? body.previous_response_id : undefined;
     const stored = previous === undefined ? [] : memory.through(previous);
     if (stored === undefined) {
-      request.log.warn({ previous_response_id: previous }, 'record: previous_response_id names a response this recorder has not seen; the decision is not recorded');
+      request.log.warn(
+        { previous_response_id: previous },
+        'record: previous_response_id names a response this recorder has not seen; the decision is not recorded',
+      );
       return undefined;
     }
     return [...stored, ...inputOf(body)];
@@ -124,7 +141,16 @@ export function registerRecordRoutes(app: FastifyInstance, options: RecordRouteO
     pending.delete(response.id);
     memory.remember(response.id, before, output);
     const redactor = new Redactor(options.redactPattern, literals);
-    const entries = recorder.record({ model: String(body.model ?? ''), instructions: typeof body.instructions === 'string' ? body.instructions : null, tools: toolsOf(body, request), history: before, output }, redactor);
+    const entries = recorder.record(
+      {
+        model: String(body.model ?? ''),
+        instructions: typeof body.instructions === 'string' ? body.instructions : null,
+        tools: toolsOf(body, request),
+        history: before,
+        output,
+      },
+      redactor,
+    );
     const files = entries.map((entry) => writeEntry(options.dir, entry));
     if (files.length > 0) request.log.info({ cassettes: files, response: response.id }, 'recorded');
     return files;
@@ -184,7 +210,7 @@ export function registerRecordRoutes(app: FastifyInstance, options: RecordRouteO
         const files = observe(request, body, before, JSON.parse(text) as ResponseLike, literals);
         options.note(request, { cassette: { entries: files, divergences: [] } });
       } catch (error) {
-        request.log.warn({ err: error }, 'record: the upstream\'s answer could not be recorded');
+        request.log.warn({ err: error }, "record: the upstream's answer could not be recorded");
       }
     }
     return reply.send(text);
@@ -194,7 +220,11 @@ export function registerRecordRoutes(app: FastifyInstance, options: RecordRouteO
   // background response finished records it.
   app.all('/v1/responses/*', async (request, reply) => {
     const hasBody = request.method !== 'GET' && request.method !== 'HEAD' && request.method !== 'DELETE';
-    const answer = await forward(request, `${upstream}${request.url.replace(/^\/v1/, '')}`, hasBody && request.body !== undefined ? JSON.stringify(request.body) : undefined);
+    const answer = await forward(
+      request,
+      `${upstream}${request.url.replace(/^\/v1/, '')}`,
+      hasBody && request.body !== undefined ? JSON.stringify(request.body) : undefined,
+    );
     passHeaders(reply, answer);
     const observeText = (text: string): void => {
       const response = (answer.headers.get('content-type') ?? '').includes('text/event-stream') ? streamedResponse(text) : (JSON.parse(text) as ResponseLike);

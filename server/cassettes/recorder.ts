@@ -63,7 +63,8 @@ export class CassetteRecorder {
   /** The entries this exchange wrote or changed (a program's entry is rewritten as it goes on). */
   record(exchange: Exchange, redactor: Redactor): CassetteEntry[] {
     const changed = new Set<CassetteEntry>();
-    const key = (phase: KeyPhase) => cassetteKey({ model: exchange.model, instructions: exchange.instructions, tools: exchange.tools, history: exchange.history, phase }, redactor);
+    const key = (phase: KeyPhase) =>
+      cassetteKey({ model: exchange.model, instructions: exchange.instructions, tools: exchange.tools, history: exchange.history, phase }, redactor);
     // Calls and programs are decided on the user's turn, or after direct calls' outputs (a
     // model reading one page and asking for the next): each round under a key of its own.
     const acting: KeyPhase = phaseAfter(exchange.history) === 'after_calls' ? 'after_calls' : 'user_turn';
@@ -108,7 +109,10 @@ export class CassetteRecorder {
         programEnded = true;
         const open = typeof item.call_id === 'string' ? this.#programs.get(item.call_id) : undefined;
         if (!open) continue;
-        open.entry.expect = { calls: open.entry.expect?.calls ?? [], output: { status: item.status === 'completed' ? 'completed' : 'incomplete', result: redactor.redact(String(item.result ?? '')) } };
+        open.entry.expect = {
+          calls: open.entry.expect?.calls ?? [],
+          output: { status: item.status === 'completed' ? 'completed' : 'incomplete', result: redactor.redact(String(item.result ?? '')) },
+        };
         this.#programs.delete(item.call_id as string);
         changed.add(open.entry);
       } else if (isDirectCall(item)) {

@@ -88,7 +88,9 @@ export function describeCall(call: ProgramCallItem): string {
 
 /** The id a program's call is sealed under, and that id's prefix. */
 export function sealedIdOf(call: ProgramCallItem): { readonly id: string; readonly prefix: string } {
-  return 'call_id' in call ? { id: call.call_id, prefix: TOOL_KINDS[CLIENT_KIND_OF[call.type]].sealedPrefix } : { id: call.id, prefix: SEALED_ID_PREFIX[call.type] };
+  return 'call_id' in call
+    ? { id: call.call_id, prefix: TOOL_KINDS[CLIENT_KIND_OF[call.type]].sealedPrefix }
+    : { id: call.id, prefix: SEALED_ID_PREFIX[call.type] };
 }
 
 /** What a call sends, as a program's call is sealed and replayed: the tool's id and its input. */
@@ -166,7 +168,14 @@ export type EmittedToolCall = EmittedFunctionCall | EmittedCustomToolCall | Emit
 /** A call as the response carries it, from what callInput reads back: the inverse of callInput. */
 export function emittedCall(
   kind: ClientToolKind,
-  call: { readonly id: string; readonly callId: string; readonly name: string; readonly namespace?: string | undefined; readonly input: string; readonly caller?: Caller },
+  call: {
+    readonly id: string;
+    readonly callId: string;
+    readonly name: string;
+    readonly namespace?: string | undefined;
+    readonly input: string;
+    readonly caller?: Caller;
+  },
 ): EmittedToolCall {
   const caller = call.caller === undefined ? {} : { caller: call.caller };
   switch (kind) {
@@ -190,6 +199,13 @@ export function emittedCall(
       };
     }
     case 'apply_patch':
-      return { type: APPLY_PATCH.call.type, id: call.id, call_id: call.callId, operation: JSON.parse(call.input) as EmittedApplyPatchCall['operation'], status: 'completed', ...caller };
+      return {
+        type: APPLY_PATCH.call.type,
+        id: call.id,
+        call_id: call.callId,
+        operation: JSON.parse(call.input) as EmittedApplyPatchCall['operation'],
+        status: 'completed',
+        ...caller,
+      };
   }
 }

@@ -11,7 +11,9 @@ import { callIdMatches, canonicalJson, sealCallId, sealedBatchEnd, sha256Hex, ty
  * rejects with. `detail` is what the item says of the error besides its message (an mcp_call's
  * structured error): sealed with it, so that a resent item cannot change it either.
  */
-export type CallAnswer = { readonly output: string; readonly error?: undefined } | { readonly output?: undefined; readonly error: string; readonly detail?: unknown };
+export type CallAnswer =
+  | { readonly output: string; readonly error?: undefined }
+  | { readonly output?: undefined; readonly error: string; readonly detail?: unknown };
 
 /** What an item's id seals of the answer it carries (CallIdentity.answer). */
 export function answerDigest(answer: CallAnswer): string {
@@ -58,6 +60,12 @@ export function sealMatches(id: string, keys: SealingKeys, call: SealedCall, pre
 }
 
 /** The batch end, of those that can be, that the resent id of this call seals; undefined when none. */
-export function sealedBatchEndOf(id: string, keys: SealingKeys, call: Omit<SealedCall, 'batchEnd'>, prefix: string, ends: readonly number[]): number | undefined {
+export function sealedBatchEndOf(
+  id: string,
+  keys: SealingKeys,
+  call: Omit<SealedCall, 'batchEnd'>,
+  prefix: string,
+  ends: readonly number[],
+): number | undefined {
   return sealedBatchEnd(id, identityOf(call), keys, prefix, ends);
 }

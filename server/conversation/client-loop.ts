@@ -1,4 +1,14 @@
-import type { Caller, ContentPart, ConversationItem, McpApprovalRequestItem, McpApprovalResponseItem, McpCallItem, McpListToolsItem, ProgramItem, ProgramOutputItem } from '../../schemas/items.ts';
+import type {
+  Caller,
+  ContentPart,
+  ConversationItem,
+  McpApprovalRequestItem,
+  McpApprovalResponseItem,
+  McpCallItem,
+  McpListToolsItem,
+  ProgramItem,
+  ProgramOutputItem,
+} from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import type { ClientChecks } from '../config.ts';
 import {
@@ -97,7 +107,12 @@ function sameCaller(a: Caller | null | undefined, b: Caller | null | undefined):
  * program items present and in order. In `strict` mode (the default) each mistake is a 400
  * naming it; `lenient` lets through what can be resolved unambiguously and records it.
  */
-export function readConversation(items: readonly ConversationItem[], mode: ClientChecks, inputStart = 0, storedParam: StoredParam = 'previous_response_id'): ConversationState {
+export function readConversation(
+  items: readonly ConversationItem[],
+  mode: ClientChecks,
+  inputStart = 0,
+  storedParam: StoredParam = 'previous_response_id',
+): ConversationState {
   const tolerated: string[] = [];
   /** Where an item is, for messages and `param`: `input[i]` of this request, or a stored item. */
   const locate = (index: number, field?: string): { where: string; param: string } => {
@@ -108,7 +123,9 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
   const later = laterItems(items);
   /** When an item of the stored conversation comes again in the request's input: what the client did, and what to send instead. */
   const resentHint = (first: number, again: number): string =>
-    first < inputStart && again >= inputStart ? ` The stored conversation (${storedParam}) holds it already: send only the items that are new since its last response.` : '';
+    first < inputStart && again >= inputStart
+      ? ` The stored conversation (${storedParam}) holds it already: send only the items that are new since its last response.`
+      : '';
   let untold = 0;
   const violation = (error: ApiError, recoverable: boolean): void => {
     if (mode !== 'lenient' || !recoverable) throw error;
@@ -143,7 +160,11 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         break;
       case 'program': {
         if (programs.has(item.call_id)) {
-          throw new ApiError('program_item_altered', `${where}: program ${item.call_id} appears twice in the conversation.${resentHint(programs.get(item.call_id)!.index, index)}`, param);
+          throw new ApiError(
+            'program_item_altered',
+            `${where}: program ${item.call_id} appears twice in the conversation.${resentHint(programs.get(item.call_id)!.index, index)}`,
+            param,
+          );
         }
         programs.set(item.call_id, { program: item, index, calls: [], outputs: new Map(), approved: new Map(), closedBy: undefined });
         break;
@@ -151,7 +172,11 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
       case 'program_output': {
         const thread = programs.get(item.call_id);
         if (!thread && later.program(index, item.call_id)) {
-          throw new ApiError('items_out_of_order', `${where}: program_output for ${item.call_id} comes before its program item. Keep items in the order the responses returned them.`, param);
+          throw new ApiError(
+            'items_out_of_order',
+            `${where}: program_output for ${item.call_id} comes before its program item. Keep items in the order the responses returned them.`,
+            param,
+          );
         }
         if (!thread) {
           throw new ApiError(
@@ -171,7 +196,14 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
       case MCP_APPROVAL.response.type: {
         if (approvals.has(item.approval_request_id)) {
           // Lenient checks keep the first answer, as for any duplicate output.
-          violation(new ApiError('tool_output_duplicate', `${where}: a second mcp_approval_response for ${item.approval_request_id}; each request takes exactly one.`, param), true);
+          violation(
+            new ApiError(
+              'tool_output_duplicate',
+              `${where}: a second mcp_approval_response for ${item.approval_request_id}; each request takes exactly one.`,
+              param,
+            ),
+            true,
+          );
           break;
         }
         const request = approvalRequests.get(item.approval_request_id);
@@ -212,14 +244,17 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
         break;
       case 'tool_search_call':
         if (item.call_id) {
-          if (searches.has(item.call_id)) throw new ApiError('program_item_altered', `${where}: tool_search_call ${item.call_id} appears twice in the conversation.`, param);
+          if (searches.has(item.call_id))
+            throw new ApiError('program_item_altered', `${where}: tool_search_call ${item.call_id} appears twice in the conversation.`, param);
           searches.set(item.call_id, { index, execution: item.execution, answered: false });
         }
         break;
       case 'tool_search_output':
         // A search's output answers its call (one run by the emulator may have no call_id to match).
         if (item.call_id && !readSearchOutput(item.call_id, index)) break;
-        loadedTools.push(...item.tools.map((tool, inner) => ({ tool, param: index < inputStart ? 'previous_response_id' : `${locate(index).param}.tools[${inner}]` })));
+        loadedTools.push(
+          ...item.tools.map((tool, inner) => ({ tool, param: index < inputStart ? 'previous_response_id' : `${locate(index).param}.tools[${inner}]` })),
+        );
         break;
       default:
         if (isToolCall(item)) readCall(item, index);
@@ -235,9 +270,20 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     const search = searches.get(callId);
     if (!search) {
       if (later.toolSearchCall(index, callId)) {
-        throw new ApiError('items_out_of_order', `${where}: the tool_search_output for ${callId} comes before its tool_search_call. Keep items in the order the responses returned them.`, param);
+        throw new ApiError(
+          'items_out_of_order',
+          `${where}: the tool_search_output for ${callId} comes before its tool_search_call. Keep items in the order the responses returned them.`,
+          param,
+        );
       }
-      violation(new ApiError('tool_output_unknown_call', `${where}: a tool_search_output for ${callId}, but the conversation has no tool_search_call with that call_id.`, locate(index, 'call_id').param), true);
+      violation(
+        new ApiError(
+          'tool_output_unknown_call',
+          `${where}: a tool_search_output for ${callId}, but the conversation has no tool_search_call with that call_id.`,
+          locate(index, 'call_id').param,
+        ),
+        true,
+      );
       // Tolerated (lenient checks): its tools load all the same.
       return true;
     }
@@ -262,7 +308,11 @@ export function readConversation(items: readonly ConversationItem[], mode: Clien
     const { where, param } = locate(index);
     const what = describeCall(item);
     if (calls.has(item.call_id)) {
-      throw new ApiError('program_item_altered', `${where}: ${what} appears twice in the conversation.${resentHint(calls.get(item.call_id)!.index, index)}`, param);
+      throw new ApiError(
+        'program_item_altered',
+        `${where}: ${what} appears twice in the conversation.${resentHint(calls.get(item.call_id)!.index, index)}`,
+        param,
+      );
     }
     calls.set(item.call_id, { call: item, index });
     if (item.caller?.type !== 'program') {
@@ -422,7 +472,9 @@ export const MAX_TOLERATED_NOTES = 20;
  * telling "out of order" from "unknown" costs a lookup rather than a scan per item.
  */
 function laterItems(items: readonly ConversationItem[]) {
-  let first: { programs: Map<string, number>; toolCalls: Map<string, number>; approvalRequests: Map<string, number>; toolSearchCalls: Map<string, number> } | undefined;
+  let first:
+    | { programs: Map<string, number>; toolCalls: Map<string, number>; approvalRequests: Map<string, number>; toolSearchCalls: Map<string, number> }
+    | undefined;
   const index = () => {
     if (first) return first;
     first = { programs: new Map(), toolCalls: new Map(), approvalRequests: new Map(), toolSearchCalls: new Map() };
@@ -454,11 +506,7 @@ function laterItems(items: readonly ConversationItem[]) {
 }
 
 /** What the model has to react to: the newest program_output or direct call outputs after the last message. */
-function readTail(
-  items: readonly ConversationItem[],
-  programs: ReadonlyMap<string, ProgramThread>,
-  directCalls: readonly DirectCall[],
-): ConversationTail {
+function readTail(items: readonly ConversationItem[], programs: ReadonlyMap<string, ProgramThread>, directCalls: readonly DirectCall[]): ConversationTail {
   const lastMessage = items.findLastIndex((item) => item.type === 'message');
   for (let index = items.length - 1; index > lastMessage; index--) {
     const item = items[index]!;

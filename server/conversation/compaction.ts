@@ -32,7 +32,11 @@ export function sealCompaction(items: readonly ConversationItem[], key: Buffer):
 /** The items a compaction item holds; a 400 naming it when its content is not one the emulator sealed. */
 function openCompaction(itemId: string, content: unknown, keys: SealingKeys, param: string): readonly ConversationItem[] {
   const refuse = (why: string) =>
-    new ApiError('invalid_value', `Invalid compaction item ${itemId} at ${param}: ${why}. Send back the compaction item POST /v1/responses/compact returned, unchanged.`, `${param}.encrypted_content`);
+    new ApiError(
+      'invalid_value',
+      `Invalid compaction item ${itemId} at ${param}: ${why}. Send back the compaction item POST /v1/responses/compact returned, unchanged.`,
+      `${param}.encrypted_content`,
+    );
   if (typeof content !== 'string') throw refuse('encrypted_content is not a string');
   const [version, payload, seal, ...rest] = content.split('.');
   if (version !== VERSION || payload === undefined || seal === undefined || rest.length > 0) throw refuse(`its content is not a ${VERSION} compaction`);

@@ -1,7 +1,11 @@
 import { TOOL_KINDS } from './tool-kinds.ts';
 
 /** The item types of calls a model makes for the client to run (function, custom, shell, apply_patch). */
-const CLIENT_CALL_TYPES: ReadonlySet<unknown> = new Set(Object.values(TOOL_KINDS).filter((kind) => kind.owner === 'client').map((kind) => kind.call.type));
+const CLIENT_CALL_TYPES: ReadonlySet<unknown> = new Set(
+  Object.values(TOOL_KINDS)
+    .filter((kind) => kind.owner === 'client')
+    .map((kind) => kind.call.type),
+);
 
 /** An item as either side has it: a request's input item, or a Response's output item. */
 interface LooseItem {

@@ -2,7 +2,16 @@ import type { ConversationItem, InputItem } from '../../schemas/items.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';
 import { ApiError } from '../api-error.ts';
 import type { SealingKeys } from '../../runtime/index.ts';
-import { bothConversationAndPrevious, CONVERSATION_LOCK_MS, conversationIdOf, conversationLocked, conversationNotFound, conversationsOf, refuseHeldIds, refuseUnfitItems } from '../conversations.ts';
+import {
+  bothConversationAndPrevious,
+  CONVERSATION_LOCK_MS,
+  conversationIdOf,
+  conversationLocked,
+  conversationNotFound,
+  conversationsOf,
+  refuseHeldIds,
+  refuseUnfitItems,
+} from '../conversations.ts';
 import { newId } from '../ids.ts';
 import type { ResponseStore } from '../stores/response-store.ts';
 import { MCP_APPROVAL, TOOL_KINDS } from './tool-kinds.ts';
@@ -79,14 +88,23 @@ export interface ConversationTurn {
  * item repeats an id it holds, and takes its lock (a second response in the same conversation
  * meanwhile gets `conversation_locked`, as from the hosted API).
  */
-export async function enterConversation(store: ResponseStore, body: CreateResponseRequest, newInput: readonly ConversationItem[], keys: SealingKeys): Promise<ConversationTurn | undefined> {
+export async function enterConversation(
+  store: ResponseStore,
+  body: CreateResponseRequest,
+  newInput: readonly ConversationItem[],
+  keys: SealingKeys,
+): Promise<ConversationTurn | undefined> {
   const id = conversationIdOf(body);
   if (id === undefined) return undefined;
   if (body.previous_response_id) {
     throw bothConversationAndPrevious();
   }
   if (body.store === false) {
-    throw new ApiError('invalid_value', "conversation needs store: true: the response's input and output are added to the conversation, which store: false forbids.", 'store');
+    throw new ApiError(
+      'invalid_value',
+      "conversation needs store: true: the response's input and output are added to the conversation, which store: false forbids.",
+      'store',
+    );
   }
   const conversations = conversationsOf(store);
   const release = await conversations.lock(id, CONVERSATION_LOCK_MS);
@@ -116,7 +134,9 @@ export async function enterConversation(store: ResponseStore, body: CreateRespon
 export async function withStoredMcpOutputs(store: ResponseStore, items: readonly ConversationItem[]): Promise<readonly ConversationItem[]> {
   const closed = new Set(items.flatMap((item) => (item.type === 'program_output' ? [item.call_id] : [])));
   const wanted = items.flatMap((item) =>
-    item.type === TOOL_KINDS.mcp.call.type && item.output == null && !item.error && item.caller?.type === 'program' && !closed.has(item.caller.caller_id) ? [item.id] : [],
+    item.type === TOOL_KINDS.mcp.call.type && item.output == null && !item.error && item.caller?.type === 'program' && !closed.has(item.caller.caller_id)
+      ? [item.id]
+      : [],
   );
   if (wanted.length === 0 || !store.outputItems) return items;
   const found = await store.outputItems([...new Set(wanted)]);
@@ -144,7 +164,10 @@ export async function withStoredMcpOutputs(store: ResponseStore, items: readonly
  * The history a request continues without making a response in it (`input_tokens`,
  * `compact`): the conversation's items, or the `previous_response_id` chain. No lock is taken.
  */
-export async function historyOf(store: ResponseStore, body: { conversation?: CreateResponseRequest['conversation']; previous_response_id?: string | null }): Promise<readonly ConversationItem[]> {
+export async function historyOf(
+  store: ResponseStore,
+  body: { conversation?: CreateResponseRequest['conversation']; previous_response_id?: string | null },
+): Promise<readonly ConversationItem[]> {
   const id = conversationIdOf(body);
   if (id === undefined) return storedHistory(store, body.previous_response_id);
   if (body.previous_response_id) {

@@ -8,7 +8,11 @@ import type { McpServer, ToolSet } from './tool-set.ts';
  * yet (or only a failed one), as the hosted API does on the first turn that uses a server. A
  * server that cannot be listed gets an `mcp_list_tools` item with `error`, and no tools.
  */
-export async function listMcpServers(toolSet: ToolSet, known: ReadonlyMap<string, McpListToolsItem>, services: ServerCallServices): Promise<EmittedMcpListTools[]> {
+export async function listMcpServers(
+  toolSet: ToolSet,
+  known: ReadonlyMap<string, McpListToolsItem>,
+  services: ServerCallServices,
+): Promise<EmittedMcpListTools[]> {
   const missing = [...toolSet.mcpServers.values()].filter((server) => {
     const listing = known.get(server.label);
     return !listing || listing.error;
@@ -20,7 +24,11 @@ async function listServer(server: McpServer, services: ServerCallServices): Prom
   const item = { type: 'mcp_list_tools' as const, id: newId('mcpl'), server_label: server.label };
   const { server_url: serverUrl, headers, authorization } = server.definition;
   if (!serverUrl) {
-    return { ...item, tools: [], error: `MCP server '${server.label}' has no server_url: the emulator connects to remote MCP servers only (connectors are not emulated).` };
+    return {
+      ...item,
+      tools: [],
+      error: `MCP server '${server.label}' has no server_url: the emulator connects to remote MCP servers only (connectors are not emulated).`,
+    };
   }
   try {
     const tools = await services.mcp.listTools(

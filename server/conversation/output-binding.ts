@@ -50,12 +50,20 @@ const LISTED_CALLS = 10;
 function callIdByName(item: FunctionCallOutput, waiting: ReadonlySet<string> | undefined, index: number, inputStart: number, storedParam: StoredParam): string {
   const where = locateItem(index, inputStart, storedParam);
   if (!item.name) {
-    throw new ApiError('missing_required_parameter', `${where}: a function_call_output needs call_id, or name (and namespace) saying which call it answers.`, `${where}.call_id`);
+    throw new ApiError(
+      'missing_required_parameter',
+      `${where}: a function_call_output needs call_id, or name (and namespace) saying which call it answers.`,
+      `${where}.call_id`,
+    );
   }
   const tool = toolName(item);
   if (waiting?.size === 1) return waiting.values().next().value!;
   if (!waiting || waiting.size === 0) {
-    throw new ApiError('tool_output_unknown_call', `${where}: a function_call_output for ${tool} without call_id, but no earlier function_call of ${tool} is waiting for its output.`, `${where}.name`);
+    throw new ApiError(
+      'tool_output_unknown_call',
+      `${where}: a function_call_output for ${tool} without call_id, but no earlier function_call of ${tool} is waiting for its output.`,
+      `${where}.name`,
+    );
   }
   const listed = [...waiting].slice(0, LISTED_CALLS).join(', ');
   throw new ApiError(

@@ -1,5 +1,22 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { failureResult, FingerprintError, openFingerprint, ProgramBusyError, sha256Hex, takesText, toolId, unsealTools, type FingerprintClaims, type ProgramEngine, type ProgramEvent, type ProgramSpec, type ProgramTool, type RecordedCall, type ResumePath, type SealingKeys } from '../../runtime/index.ts';
+import {
+  failureResult,
+  FingerprintError,
+  openFingerprint,
+  ProgramBusyError,
+  sha256Hex,
+  takesText,
+  toolId,
+  unsealTools,
+  type FingerprintClaims,
+  type ProgramEngine,
+  type ProgramEvent,
+  type ProgramSpec,
+  type ProgramTool,
+  type RecordedCall,
+  type ResumePath,
+  type SealingKeys,
+} from '../../runtime/index.ts';
 import type { ConversationItem, EmittedProgramOutput, McpApprovalRequestItem, McpCallItem, OutputItem, ProgramItem } from '../../schemas/items.ts';
 import { ApiError } from '../api-error.ts';
 import { callItemId, programOutputId } from '../ids.ts';
@@ -86,7 +103,11 @@ async function advance(run: ProgramRun, first: ProgramEvent, toolSet: ToolSet, s
         const kind = kindOfProgramTool(tool);
         if (kind === undefined) throw new TypeError(`program ${run.programCallId} was given tools.${call.tool} with a tag of no known kind`);
         if (isClientKind(kind)) {
-          const callId = sealCall(services.sealingKeys, { programCallId: run.programCallId, seq: call.seq, tool: call.tool, input: call.argumentsJson, text: takesText(tool) }, TOOL_KINDS[kind].sealedPrefix);
+          const callId = sealCall(
+            services.sealingKeys,
+            { programCallId: run.programCallId, seq: call.seq, tool: call.tool, input: call.argumentsJson, text: takesText(tool) },
+            TOOL_KINDS[kind].sealedPrefix,
+          );
           const item = emittedCall(kind, {
             id: callItemId(callId, TOOL_KINDS[kind].call.idPrefix),
             callId,
@@ -162,7 +183,12 @@ interface PreparedResume {
  * paused isolate or replays it, as far as it goes without the client. Returns each program's
  * items, in order.
  */
-export async function resumePrograms(threads: readonly ProgramThread[], input: ResumeInput, services: ProgramServices, record: StepRecorder): Promise<OutputItem[][]> {
+export async function resumePrograms(
+  threads: readonly ProgramThread[],
+  input: ResumeInput,
+  services: ProgramServices,
+  record: StepRecorder,
+): Promise<OutputItem[][]> {
   const prepared: (PreparedResume | OutputItem[])[] = [];
   // One budget for the whole request, however many programs it resumes.
   const placement: PlacementBudget = { left: PLACEMENT_BUDGET };
@@ -196,7 +222,13 @@ export function sealedByUs(program: ProgramItem, sealingKeys: SealingKeys): bool
  * program is (code, seed, clock, limits, tools) and each call's sealed id proves the program
  * made that call at that position. An expired program gets its program_output instead.
  */
-function prepareResume(thread: ProgramThread, input: ResumeInput, services: ProgramServices, record: StepRecorder, placement: PlacementBudget): PreparedResume | OutputItem[] {
+function prepareResume(
+  thread: ProgramThread,
+  input: ResumeInput,
+  services: ProgramServices,
+  record: StepRecorder,
+  placement: PlacementBudget,
+): PreparedResume | OutputItem[] {
   const { program } = thread;
   const programParam = locateItem(input.history.indexOf(program as ConversationItem), input.inputStart, input.storedParam);
   let claims;
@@ -226,7 +258,10 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
   if (Date.now() - claims.clock > services.programExpiryMs) {
     const expired: ProgramEvent & { type: 'incomplete' } = {
       type: 'incomplete',
-      error: { code: 'program_expired', message: `Program ${program.call_id} started more than ${services.programExpiryMs} ms ago and can no longer be resumed` },
+      error: {
+        code: 'program_expired',
+        message: `Program ${program.call_id} started more than ${services.programExpiryMs} ms ago and can no longer be resumed`,
+      },
       stats: { cpuTimeMs: 0, steps: 0, calls: thread.calls.length },
     };
     record(program.call_id, expired, 'replay');
@@ -255,12 +290,19 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
     // left that its batch can hold (no batch is larger than the program's in-flight limit).
     const batchEnd =
       call.type === MCP_APPROVAL.request.type
-        ? (sealedBatchEndOf(sealed.id, services.sealingKeys, identity, sealed.prefix, batchEnds(seq, thread.calls.length, claims.limits.maxCallsInFlight)) ?? -1)
+        ? (sealedBatchEndOf(sealed.id, services.sealingKeys, identity, sealed.prefix, batchEnds(seq, thread.calls.length, claims.limits.maxCallsInFlight)) ??
+          -1)
         : undefined;
-    if (batchEnd === -1 || (batchEnd === undefined && !sealMatches(sealed.id, services.sealingKeys, carried === undefined ? identity : { ...identity, answer: carried }, sealed.prefix))) {
+    if (
+      batchEnd === -1 ||
+      (batchEnd === undefined &&
+        !sealMatches(sealed.id, services.sealingKeys, carried === undefined ? identity : { ...identity, answer: carried }, sealed.prefix))
+    ) {
       // This program's call at this place may have come back under another caller, which pushed
       // this one here; or this one is another program's, resent under this program's caller.
-      const moved = resentUnderOtherCaller(thread, seq, input, services.sealingKeys, claims.limits.maxCallsInFlight, 'any', placement) ?? calledByAnother(call, thread, input, services.sealingKeys, claims.limits.maxCallsInFlight, placement);
+      const moved =
+        resentUnderOtherCaller(thread, seq, input, services.sealingKeys, claims.limits.maxCallsInFlight, 'any', placement) ??
+        calledByAnother(call, thread, input, services.sealingKeys, claims.limits.maxCallsInFlight, placement);
       if (moved) throw moved;
       throw new ApiError(
         'program_item_altered',
@@ -301,7 +343,8 @@ function prepareResume(thread: ProgramThread, input: ResumeInput, services: Prog
       default: {
         const output = thread.outputs.get(call.call_id);
         answer = { output: output ? outputForProgram(output) : '' };
-        if (kindOfProgramTool(toolOf(tools, tool, program.call_id)) === 'hosted_shell') checkHostedShellOutput(call.call_id, thread, { ...identity, answer }, input, services);
+        if (kindOfProgramTool(toolOf(tools, tool, program.call_id)) === 'hosted_shell')
+          checkHostedShellOutput(call.call_id, thread, { ...identity, answer }, input, services);
       }
     }
     recorded[seq] = recordedCall(tool, argumentsJson, answer);
@@ -325,7 +368,13 @@ async function runResume(prepared: PreparedResume, input: ResumeInput, services:
   const caller = { type: 'program', caller_id: program.call_id } as const;
   const ran = await Promise.all(
     approvedNow.map(({ seq, tool, argumentsJson, requestId }) =>
-      runMcpCall({ seq, tool, argumentsJson }, toolOf(tools, tool, program.call_id), { programCallId: program.call_id, toolSet: input.toolSet, services }, caller, requestId),
+      runMcpCall(
+        { seq, tool, argumentsJson },
+        toolOf(tools, tool, program.call_id),
+        { programCallId: program.call_id, toolSet: input.toolSet, services },
+        caller,
+        requestId,
+      ),
     ),
   );
   approvedNow.forEach(({ seq, tool, argumentsJson }, index) => {
@@ -334,7 +383,11 @@ async function runResume(prepared: PreparedResume, input: ResumeInput, services:
   });
   // A cancelled request does not run the program on with what it got.
   services.signal?.throwIfAborted();
-  const run: ProgramRun = { programCallId: program.call_id, spec: { code: program.code, tools, seed: claims.seed, clock: claims.clock, limits: claims.limits }, recorded };
+  const run: ProgramRun = {
+    programCallId: program.call_id,
+    spec: { code: program.code, tools, seed: claims.seed, clock: claims.clock, limits: claims.limits },
+    recorded,
+  };
   const resumed = await resumeEngine(run, services);
   items.push(...(await advance(run, record(program.call_id, resumed.event, resumed.path), input.toolSet, services, record)));
   return items;
@@ -415,7 +468,15 @@ function wrongCaller(item: ServerCallItem, seq: number, programCallId: string, i
  * claims (no caller, or `direct`): cheap enough for every resume; `any` tries every other item
  * too, when the thread is already known to be wrong.
  */
-function resentUnderOtherCaller(thread: ProgramThread, seq: number, input: ResumeInput, keys: SealingKeys, maxCallsInFlight: number, among: 'none' | 'any', budget: PlacementBudget): ApiError | undefined {
+function resentUnderOtherCaller(
+  thread: ProgramThread,
+  seq: number,
+  input: ResumeInput,
+  keys: SealingKeys,
+  maxCallsInFlight: number,
+  among: 'none' | 'any',
+  budget: PlacementBudget,
+): ApiError | undefined {
   const programCallId = thread.program.call_id;
   for (const item of input.history) {
     if (budget.left <= 0) break;
@@ -426,12 +487,20 @@ function resentUnderOtherCaller(thread: ProgramThread, seq: number, input: Resum
 }
 
 /** A call the emulator answered, resent in this thread, that another program of the conversation made: the 400 naming its caller. */
-function calledByAnother(call: ProgramCallItem, thread: ProgramThread, input: ResumeInput, keys: SealingKeys, maxCallsInFlight: number, budget: PlacementBudget): ApiError | undefined {
+function calledByAnother(
+  call: ProgramCallItem,
+  thread: ProgramThread,
+  input: ResumeInput,
+  keys: SealingKeys,
+  maxCallsInFlight: number,
+  budget: PlacementBudget,
+): ApiError | undefined {
   const item = call as ConversationItem;
   if (!isServerCall(item)) return undefined;
   for (const other of input.state.programs) {
     if (other === thread) continue;
-    for (let seq = 0; seq <= other.calls.length && budget.left > 0; seq++) if (sealedAt(item, other.program.call_id, seq, keys, maxCallsInFlight, budget)) return wrongCaller(item, seq, other.program.call_id, input);
+    for (let seq = 0; seq <= other.calls.length && budget.left > 0; seq++)
+      if (sealedAt(item, other.program.call_id, seq, keys, maxCallsInFlight, budget)) return wrongCaller(item, seq, other.program.call_id, input);
   }
   return undefined;
 }
@@ -441,8 +510,18 @@ function calledByAnother(call: ProgramCallItem, thread: ProgramThread, input: Re
  * the emulator made: its id seals the request's call and the answer it carries, and it names the
  * same tool and arguments as the request.
  */
-function checkApprovedCall(done: McpCallItem & { id: string }, request: McpApprovalRequestItem, sealed: SealedCall, input: ResumeInput, services: ProgramServices): void {
-  const same = done.server_label === request.server_label && done.name === request.name && done.arguments === request.arguments && sealMatches(done.id, services.sealingKeys, sealed, MCP.sealedPrefix);
+function checkApprovedCall(
+  done: McpCallItem & { id: string },
+  request: McpApprovalRequestItem,
+  sealed: SealedCall,
+  input: ResumeInput,
+  services: ProgramServices,
+): void {
+  const same =
+    done.server_label === request.server_label &&
+    done.name === request.name &&
+    done.arguments === request.arguments &&
+    sealMatches(done.id, services.sealingKeys, sealed, MCP.sealedPrefix);
   if (!same) {
     throw new ApiError(
       'program_item_altered',

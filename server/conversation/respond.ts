@@ -141,7 +141,8 @@ export async function finishResponse(prepared: PreparedResponse, deps: RespondDe
       signal?.throwIfAborted();
       // The response's input and output join the conversation once it has finished, as hosted.
       const added = await deps.store.conversations?.append(prepared.conversation.id, [...request.newInput, ...(response.output as ConversationItem[])]);
-      if (!added) request.log.warn({ conversation: prepared.conversation.id, response: response.id }, 'the conversation was deleted while a response was made in it');
+      if (!added)
+        request.log.warn({ conversation: prepared.conversation.id, response: response.id }, 'the conversation was deleted while a response was made in it');
     }
     return { response, knobs, turn };
   } finally {

@@ -45,8 +45,17 @@ interface CallContext {
 }
 
 /** The sealed id of a call the emulator made, with the answer its item carries, or its batch's end, when the id seals one. */
-function sealedId(call: ToolCallRequest, context: CallContext, prefix: string, sealed: { readonly answer?: CallAnswer; readonly batchEnd?: number } = {}): string {
-  return sealCall(context.services.sealingKeys, { programCallId: context.programCallId, seq: call.seq, tool: call.tool, input: call.argumentsJson, ...sealed }, prefix);
+function sealedId(
+  call: ToolCallRequest,
+  context: CallContext,
+  prefix: string,
+  sealed: { readonly answer?: CallAnswer; readonly batchEnd?: number } = {},
+): string {
+  return sealCall(
+    context.services.sealingKeys,
+    { programCallId: context.programCallId, seq: call.seq, tool: call.tool, input: call.argumentsJson, ...sealed },
+    prefix,
+  );
 }
 
 function truncated(text: string, limit: number | null): string {
@@ -88,7 +97,10 @@ function hostedShell(call: ToolCallRequest, context: CallContext, caller: Caller
 }
 
 /** What a code_interpreter_call gives the program: its outputs, or, for a failed run, an error. */
-export function codeInterpreterAnswer(item: { readonly status: string; readonly outputs: readonly ({ type: 'logs'; logs: string } | { type: 'image'; url: string })[] | null }): CallAnswer {
+export function codeInterpreterAnswer(item: {
+  readonly status: string;
+  readonly outputs: readonly ({ type: 'logs'; logs: string } | { type: 'image'; url: string })[] | null;
+}): CallAnswer {
   if (item.status === 'failed') {
     const logs = (item.outputs ?? []).flatMap((output) => (output.type === 'logs' ? [output.logs] : []));
     return { error: logs.join('\n') || 'The code interpreter run failed' };
@@ -105,7 +117,10 @@ function codeInterpreter(call: ToolCallRequest, context: CallContext, caller: Ca
     code,
     container_id: context.toolSet.codeInterpreterContainer ?? EMULATED_CONTAINER_ID,
     outputs: result
-      ? [...(result.logs === '' && (result.images?.length ?? 0) > 0 ? [] : [{ type: 'logs' as const, logs: result.logs }]), ...(result.images ?? []).map((url) => ({ type: 'image' as const, url }))]
+      ? [
+          ...(result.logs === '' && (result.images?.length ?? 0) > 0 ? [] : [{ type: 'logs' as const, logs: result.logs }]),
+          ...(result.images ?? []).map((url) => ({ type: 'image' as const, url })),
+        ]
       : [{ type: 'logs', logs: CODE_INTERPRETER_REFUSAL }],
     status: result ? 'completed' : 'failed',
     caller,

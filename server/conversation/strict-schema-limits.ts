@@ -106,11 +106,13 @@ export function strictSchemaLimitExceeded(schema: unknown): string | undefined {
         for (const name of names) chars += name.length;
         if (PROPERTY_MAPS.has(keyword)) {
           properties += names.length;
-          if (properties > L.objectProperties) return `it has more than ${L.objectProperties} object properties in total (the limit), ${properties} by ${pointerOf(node, keyword)}`;
+          if (properties > L.objectProperties)
+            return `it has more than ${L.objectProperties} object properties in total (the limit), ${properties} by ${pointerOf(node, keyword)}`;
         }
         if (keyword === 'patternProperties') {
           patterns += names.length;
-          if (patterns > L.patternProperties) return `it has more than ${L.patternProperties} patternProperties in total (the emulator's limit), ${patterns} by ${pointerOf(node, keyword)}`;
+          if (patterns > L.patternProperties)
+            return `it has more than ${L.patternProperties} patternProperties in total (the emulator's limit), ${patterns} by ${pointerOf(node, keyword)}`;
         }
         // A definition's depth is where it is used, which a walk without following `$ref` cannot know: it counts from the root.
         const map: Node = { schema: value, depth, parent: node, key: keyword };

@@ -22,7 +22,10 @@ function searchableText(tool: Tool): string {
   } else {
     parts.push((tool as { name?: unknown }).name, (tool as { description?: unknown }).description);
   }
-  return parts.filter((part): part is string => typeof part === 'string').join(' ').toLowerCase();
+  return parts
+    .filter((part): part is string => typeof part === 'string')
+    .join(' ')
+    .toLowerCase();
 }
 
 /** The deferred tools a query finds: those whose name or description holds any of its words (of 3 letters or more, or the whole query). */

@@ -108,7 +108,9 @@ export interface SchemaUse {
 /** A function's strict `parameters` and its `output_schema`, the schemas a program would use. */
 function schemasOf(definition: FunctionTool | NamespaceFunction, id: string, param: string): SchemaUse[] {
   return [
-    ...(definition.parameters != null && definition.strict !== false ? [{ schema: definition.parameters, toolName: id, param: paramWithin(param, 'parameters') }] : []),
+    ...(definition.parameters != null && definition.strict !== false
+      ? [{ schema: definition.parameters, toolName: id, param: paramWithin(param, 'parameters') }]
+      : []),
     ...(definition.output_schema != null ? [{ schema: definition.output_schema, toolName: id, param: paramWithin(param, 'output_schema') }] : []),
   ];
 }
@@ -146,7 +148,10 @@ export async function checkToolSchemas(toolSet: ToolSet, bounds: SchemaBounds): 
     const exceeded = strictSchemaLimitExceeded(use.schema);
     if (exceeded) throw new ApiError('invalid_function_parameters', `Invalid schema for tool '${use.toolName}' at ${use.param}: ${exceeded}.`, use.param);
   }
-  const results = await compileToolSchemas(toolSet.schemas.map((use) => use.schema), bounds.compileTimeoutMs);
+  const results = await compileToolSchemas(
+    toolSet.schemas.map((use) => use.schema),
+    bounds.compileTimeoutMs,
+  );
   const failed = results.findIndex((result) => !('source' in result));
   if (failed < 0) return;
   const { toolName, param } = toolSet.schemas[failed]!;
@@ -158,7 +163,8 @@ export async function checkToolSchemas(toolSet: ToolSet, bounds: SchemaBounds): 
       param,
     );
   }
-  if (error instanceof SchemaTooComplexError) throw new ApiError('schema_too_complex', `The schema of tool '${toolName}' at ${param} is too complex: ${error.message}.`, param);
+  if (error instanceof SchemaTooComplexError)
+    throw new ApiError('schema_too_complex', `The schema of tool '${toolName}' at ${param} is too complex: ${error.message}.`, param);
   throw new ApiError('invalid_function_parameters', `Invalid schema for tool '${toolName}' at ${param}: ${error.message}.`, param);
 }
 

@@ -1,5 +1,17 @@
 import { randomInt } from 'node:crypto';
-import { checkAgainstSchema, FingerprintTooLargeError, sealFingerprint, sealTool, sha256Hex, toolId, ToolSchemaError, type ProgramEvent, type ProgramLimits, type ResumePath, type SealingKeys } from '../../runtime/index.ts';
+import {
+  checkAgainstSchema,
+  FingerprintTooLargeError,
+  sealFingerprint,
+  sealTool,
+  sha256Hex,
+  toolId,
+  ToolSchemaError,
+  type ProgramEvent,
+  type ProgramLimits,
+  type ResumePath,
+  type SealingKeys,
+} from '../../runtime/index.ts';
 import type { ConversationItem, EmittedProgramOutput, McpListToolsItem, OutputItem } from '../../schemas/items.ts';
 import type { Knobs } from '../../schemas/knobs.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';
@@ -17,8 +29,7 @@ import { isClientKind, TOOL_KINDS } from './tool-kinds.ts';
 import { checkToolSchemas, readToolSet, withMcpListings, type SchemaBounds, type ToolSet } from './tool-set.ts';
 import { clientSearch, serverSearch } from './tool-search.ts';
 
-const NOTHING_TO_ANSWER =
-  'ptc-emulator: the conversation ends with an assistant message and has no new user message, program output or tool output to answer.';
+const NOTHING_TO_ANSWER = 'ptc-emulator: the conversation ends with an assistant message and has no new user message, program output or tool output to answer.';
 
 export interface TurnServices extends ProgramServices {
   readonly standIn: ModelStandIn;
@@ -122,9 +133,15 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
   let ended: { code: string; output: EmittedProgramOutput } | undefined;
   // A program the client closed frees its paused isolate, if the item is one we sealed: a forged
   // program item with another conversation's call_id leaves that program as it was.
-  for (const thread of state.programs) if (thread.closedBy && sealedByUs(thread.program, services.sealingKeys)) services.runtime.dispose(thread.program.call_id);
+  for (const thread of state.programs)
+    if (thread.closedBy && sealedByUs(thread.program, services.sealingKeys)) services.runtime.dispose(thread.program.call_id);
   const open = state.programs.filter((thread) => !thread.closedBy);
-  const resumed = await resumePrograms(open, { history: input.history, inputStart: input.inputStart, storedParam: input.storedParam, state, toolSet: turn.toolSet }, services, record);
+  const resumed = await resumePrograms(
+    open,
+    { history: input.history, inputStart: input.inputStart, storedParam: input.storedParam, state, toolSet: turn.toolSet },
+    services,
+    record,
+  );
   for (const [index, items] of resumed.entries()) {
     output.push(...items);
     const programOutput = items.find((item): item is EmittedProgramOutput => item.type === 'program_output');
@@ -132,7 +149,11 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
   }
   // The program waits on the client: its calls or an approval.
   if (output.some((item) => waitsOnClient(item))) return result(output);
-  const context: ModelContext = { ...turn.context, ...(knobs.seed === undefined ? {} : { seed: knobs.seed }), ...(knobs.explore === undefined ? {} : { explore: knobs.explore }) };
+  const context: ModelContext = {
+    ...turn.context,
+    ...(knobs.seed === undefined ? {} : { seed: knobs.seed }),
+    ...(knobs.explore === undefined ? {} : { explore: knobs.explore }),
+  };
   // The knob `final_message: next` holds back the message that would follow a program ending in this response.
   const afterProgram = async (program: ModelContext['program']): Promise<OutputItem[]> =>
     knobs.final_message === 'next' ? [] : finalMessage({ ...context, phase: 'after_program', program }, standIn);
@@ -144,7 +165,9 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
   const { tail } = state;
   if (tail.kind === 'answered') return result([messageItem(NOTHING_TO_ANSWER)]);
   if (tail.kind === 'after_program') {
-    return result(await finalMessage({ ...context, phase: 'after_program', program: { code: tail.code, status: tail.output.status, result: tail.output.result } }, standIn));
+    return result(
+      await finalMessage({ ...context, phase: 'after_program', program: { code: tail.code, status: tail.output.status, result: tail.output.result } }, standIn),
+    );
   }
   if (tail.kind === 'after_calls') {
     const callOutputs = tail.calls.map((direct) => {
@@ -164,7 +187,12 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
    * search (run here, then the stand-in decides again with the loaded tools, or handed to the
    * client). MCP servers the conversation has not listed yet are listed first.
    */
-  async function modelTurn(phase: ActingPhase, known: ToolSet, listed: ReadonlyMap<string, McpListToolsItem>, callOutputs?: ModelContext['callOutputs']): Promise<OutputItem[]> {
+  async function modelTurn(
+    phase: ActingPhase,
+    known: ToolSet,
+    listed: ReadonlyMap<string, McpListToolsItem>,
+    callOutputs?: ModelContext['callOutputs'],
+  ): Promise<OutputItem[]> {
     const items: OutputItem[] = [];
     const listings = await listMcpServers(known, listed, services);
     items.push(...listings);
@@ -220,7 +248,8 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
         const direct = (decision.calls ?? []).map((call) => directCall(call, toolSet));
         items.push(...direct);
         const programOutput = stepped.find((item): item is EmittedProgramOutput => item.type === 'program_output');
-        if (programOutput && direct.length === 0) items.push(...(await afterProgram({ code: decision.code, status: programOutput.status, result: programOutput.result })));
+        if (programOutput && direct.length === 0)
+          items.push(...(await afterProgram({ code: decision.code, status: programOutput.status, result: programOutput.result })));
         break;
       }
     }
@@ -267,16 +296,19 @@ type ActingPhase = 'user_turn' | 'after_search' | 'after_calls';
 
 function sumUsage(usages: readonly ModelUsage[]): ModelUsage {
   const sum = (field: keyof ModelUsage): number => usages.reduce((total, usage) => total + usage[field], 0);
-  return { input_tokens: sum('input_tokens'), output_tokens: sum('output_tokens'), cached_tokens: sum('cached_tokens'), reasoning_tokens: sum('reasoning_tokens') };
+  return {
+    input_tokens: sum('input_tokens'),
+    output_tokens: sum('output_tokens'),
+    cached_tokens: sum('cached_tokens'),
+    reasoning_tokens: sum('reasoning_tokens'),
+  };
 }
 
 /** After a program: the stand-in's final message (never another program). */
 async function finalMessage(context: ModelContext, standIn: Decides): Promise<OutputItem[]> {
   const decision = await standIn.decide(context);
   const text =
-    decision.type === 'message'
-      ? decision.text
-      : `ptc-emulator: after a program the stand-in must answer with a message, but it chose ${decision.type}.`;
+    decision.type === 'message' ? decision.text : `ptc-emulator: after a program the stand-in must answer with a message, but it chose ${decision.type}.`;
   return [...reasoningItems(decision), messageItem(text)];
 }
 
@@ -296,11 +328,18 @@ function directCall(call: DirectCallDecision, toolSet: ToolSet): OutputItem {
 }
 
 /** Why the stand-in's decision cannot be carried out for this request, if it cannot. */
-async function whyNot(decision: ModelDecision, request: CreateResponseRequest, toolSet: ToolSet, phase: ActingPhase, bounds: SchemaBounds): Promise<string | undefined> {
+async function whyNot(
+  decision: ModelDecision,
+  request: CreateResponseRequest,
+  toolSet: ToolSet,
+  phase: ActingPhase,
+  bounds: SchemaBounds,
+): Promise<string | undefined> {
   if (decision.type === 'message') return undefined;
   if (decision.type === 'tool_search') {
     if (!toolSet.toolSearch) return 'ptc-emulator: the stand-in wanted to search for tools, but the request\'s tools have no {"type": "tool_search"} entry.';
-    if (phase === 'after_search') return 'ptc-emulator: the stand-in wanted to search for tools again right after a search; it must use what the search loaded.';
+    if (phase === 'after_search')
+      return 'ptc-emulator: the stand-in wanted to search for tools again right after a search; it must use what the search loaded.';
     return undefined;
   }
   const what = decision.type === 'program' ? 'run a program' : 'call tools';

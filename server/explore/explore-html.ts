@@ -14,9 +14,16 @@ const VERDICT_COLOURS = { passed: '#1a7f37', failed: '#cf222e', 'not reached': '
 function conversationsHtml(row: ShapeRow, inspector: boolean): string {
   if (row.conversations.length === 0) return '';
   const items = row.conversations.map((conversation) => {
-    const program = inspector ? `<a href="/inspector#program=${encodeURIComponent(conversation.program)}">${escapeHtml(conversation.program)}</a>` : `<code>${escapeHtml(conversation.program)}</code>`;
-    const ended = conversation.program_status === null ? 'the program did not end' : `program ${conversation.program_status}${conversation.program_error ? ` (${escapeHtml(conversation.program_error)})` : ''}`;
-    const refused = conversation.refused ? `<br><strong>${conversation.refused.status} ${escapeHtml(conversation.refused.code)}</strong>: ${escapeHtml(conversation.refused.message)}` : '';
+    const program = inspector
+      ? `<a href="/inspector#program=${encodeURIComponent(conversation.program)}">${escapeHtml(conversation.program)}</a>`
+      : `<code>${escapeHtml(conversation.program)}</code>`;
+    const ended =
+      conversation.program_status === null
+        ? 'the program did not end'
+        : `program ${conversation.program_status}${conversation.program_error ? ` (${escapeHtml(conversation.program_error)})` : ''}`;
+    const refused = conversation.refused
+      ? `<br><strong>${conversation.refused.status} ${escapeHtml(conversation.refused.code)}</strong>: ${escapeHtml(conversation.refused.message)}`
+      : '';
     const waiting = conversation.waiting_on.length > 0 ? `<br>left waiting on ${escapeHtml(conversation.waiting_on.join(', '))}` : '';
     const command = conversation.command === null ? '' : `<br>the command ${escapeHtml(conversation.command)}`;
     return `<li>${program}, seed ${conversation.seed}: <strong>${conversation.outcome.replace('_', ' ')}</strong> after ${conversation.requests} request${conversation.requests === 1 ? '' : 's'} (${escapeHtml(conversation.transports.join(', '))}); ${ended}${refused}${waiting}${command}</li>`;

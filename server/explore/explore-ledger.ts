@@ -59,7 +59,10 @@ function programResult(item: OutputItem | ConversationItem): { status: 'complete
 /** An item the client was left to answer, as the report names it: `function_call get_inventory`. */
 function describeWait(item: OutputItem): string {
   const named = item as { name?: unknown; namespace?: unknown; server_label?: unknown };
-  const name = typeof named.name === 'string' ? `${typeof named.namespace === 'string' ? `${named.namespace}.` : typeof named.server_label === 'string' ? `${named.server_label}.` : ''}${named.name}` : '';
+  const name =
+    typeof named.name === 'string'
+      ? `${typeof named.namespace === 'string' ? `${named.namespace}.` : typeof named.server_label === 'string' ? `${named.server_label}.` : ''}${named.name}`
+      : '';
   return name === '' ? item.type : `${item.type} ${name}`;
 }
 
@@ -93,7 +96,16 @@ export class ExploreLedger implements TurnObserver {
     for (const item of output) {
       if (item.type !== 'program') continue;
       const explored = this.#explorer.explored(item.code);
-      if (explored) this.#add({ program: item.call_id, ...explored, startedAt: new Date().toISOString(), transports: new Set(), requests: 0, finalMessage: false, waitingOn: [] });
+      if (explored)
+        this.#add({
+          program: item.call_id,
+          ...explored,
+          startedAt: new Date().toISOString(),
+          transports: new Set(),
+          requests: 0,
+          finalMessage: false,
+          waitingOn: [],
+        });
     }
     const touched = new Set<string>();
     for (const item of [...history, ...output]) {
@@ -122,7 +134,8 @@ export class ExploreLedger implements TurnObserver {
         // its program_output (no user message since: a later turn's message is that turn's).
         const answersIt = endedHere !== undefined || !history.slice(endedBefore + 1).some((item) => item.type === 'message' && item.role === 'user');
         if (answersIt && output.some((item) => item.type === 'message')) conversation.finalMessage = true;
-        else if (!conversation.finalMessage && conversation.waitingOn.length === 0) conversation.waitingOn = ['a request for the message after the program_output'];
+        else if (!conversation.finalMessage && conversation.waitingOn.length === 0)
+          conversation.waitingOn = ['a request for the message after the program_output'];
       }
     }
   }
@@ -135,7 +148,8 @@ export class ExploreLedger implements TurnObserver {
     for (const program of programs) {
       const conversation = this.#conversations.get(program)!;
       conversation.requests += 1;
-      if (!conversation.finalMessage && !conversation.refused) conversation.refused = { status: error.status, code: error.code, message: error.message, param: error.param };
+      if (!conversation.finalMessage && !conversation.refused)
+        conversation.refused = { status: error.status, code: error.code, message: error.message, param: error.param };
     }
   }
 

@@ -120,10 +120,16 @@ export function reportTable(report: ExploreReport): string {
     row.transports.join(', ') || '–',
   ]);
   const widths = header.map((cell, column) => Math.max(cell.length, ...rows.map((row) => row[column]!.length)));
-  const line = (cells: readonly string[]): string => cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd();
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column]!))
+      .join('  ')
+      .trimEnd();
   const refusals = report.shapes.flatMap((row) => row.refused.map((refusal) => `  ${row.shape}: ${refusal.code}: ${refusal.message}`));
   const abandoned = report.shapes.flatMap((row) =>
-    row.conversations.filter((conversation) => conversation.outcome === 'abandoned').map((conversation) => `  ${row.shape} (seed ${conversation.seed}): left waiting on ${conversation.waiting_on.join(', ') || 'the program'}`),
+    row.conversations
+      .filter((conversation) => conversation.outcome === 'abandoned')
+      .map((conversation) => `  ${row.shape} (seed ${conversation.seed}): left waiting on ${conversation.waiting_on.join(', ') || 'the program'}`),
   );
   const failedRuns = report.runs.filter((run) => run.failed).map((run) => `  seed ${run.seed}: the command ${run.ended}`);
   const reached = report.shapes.filter((row) => row.reached > 0).length;

@@ -36,7 +36,10 @@ export function registerJournalEventRoutes(app: FastifyInstance, journal: Reques
   };
   app.get('/v1/emulator/journal/events', (request, reply) => {
     if (open.size >= MAX_EVENT_STREAMS) {
-      throw new ApiError('too_many_event_streams', `${MAX_EVENT_STREAMS} journal event streams are open, the most the emulator serves at once: close one (an inspector tab) and retry.`);
+      throw new ApiError(
+        'too_many_event_streams',
+        `${MAX_EVENT_STREAMS} journal event streams are open, the most the emulator serves at once: close one (an inspector tab) and retry.`,
+      );
     }
     reply.hijack();
     const raw = reply.raw;

@@ -17,7 +17,8 @@ export const INSPECTOR_PATHS: ReadonlySet<string> = new Set(Object.keys(ASSETS))
 
 // Program code and tool outputs shown by the page are hostile by design: nothing but the
 // page's own files may run, load or be framed, even if a rendering bug let markup through.
-const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const CONTENT_SECURITY_POLICY =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 export function registerInspectorRoutes(app: FastifyInstance): void {
   for (const [path, { file, type }] of Object.entries(ASSETS)) {

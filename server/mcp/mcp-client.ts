@@ -167,7 +167,12 @@ export class McpClients {
    * start a new session, and the request was not processed, so it is sent once more on a fresh
    * connection.
    */
-  async #operate<T>(config: McpServerConfig, timeoutMs: number, operation: (client: Client, signal: AbortSignal) => Promise<T>, cancel?: AbortSignal): Promise<T> {
+  async #operate<T>(
+    config: McpServerConfig,
+    timeoutMs: number,
+    operation: (client: Client, signal: AbortSignal) => Promise<T>,
+    cancel?: AbortSignal,
+  ): Promise<T> {
     const url = new URL(config.serverUrl);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new Error(`the server URL must be http or https, not ${url.protocol}`);

@@ -39,9 +39,7 @@ export class McpConnectError extends EmulatorError {
   override readonly name = 'McpConnectError';
   readonly code = 'PTC_ERR_MCP_CONNECT';
   constructor(readonly attempts: readonly ConnectAttempt[]) {
-    super(
-      `could not connect: ${attempts.map((attempt) => `${TRANSPORT_NAMES[attempt.kind]}: ${describeFailure(attempt.error)}`).join('; ')}`,
-    );
+    super(`could not connect: ${attempts.map((attempt) => `${TRANSPORT_NAMES[attempt.kind]}: ${describeFailure(attempt.error)}`).join('; ')}`);
     this.name = 'McpConnectError';
   }
 }

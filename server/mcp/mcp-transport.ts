@@ -1,12 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client, SSEClientTransport, SseError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import {
-  type ConnectAttempt,
-  DeadlineExceeded,
-  invitesFallback,
-  McpConnectError,
-  type McpTransportKind,
-} from './mcp-failure.ts';
+import { type ConnectAttempt, DeadlineExceeded, invitesFallback, McpConnectError, type McpTransportKind } from './mcp-failure.ts';
 
 /**
  * Connecting to an MCP server over the transport it speaks, and tying the HTTP requests of each

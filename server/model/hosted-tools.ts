@@ -38,9 +38,7 @@ export const HostedScenarios = z.strictObject({
       }),
     )
     .default([]),
-  code_interpreter: z
-    .array(z.strictObject({ code: z.string().min(1), logs: z.string().default(''), images: z.array(z.string()).optional() }))
-    .default([]),
+  code_interpreter: z.array(z.strictObject({ code: z.string().min(1), logs: z.string().default(''), images: z.array(z.string()).optional() })).default([]),
 });
 export type HostedScenarios = z.infer<typeof HostedScenarios>;
 

@@ -23,7 +23,9 @@ const Calls = z
         arguments: z.record(z.string(), z.unknown()).optional(),
         input: z.string().optional(),
       })
-      .refine((call) => call.arguments === undefined || call.input === undefined, { message: 'a call has arguments (a function tool) or input (a custom tool), not both' }),
+      .refine((call) => call.arguments === undefined || call.input === undefined, {
+        message: 'a call has arguments (a function tool) or input (a custom tool), not both',
+      }),
   )
   .min(1);
 
@@ -45,7 +47,10 @@ const Rule = z
     program: z.string().min(1).optional(),
     calls: Calls.optional(),
     /** Further rounds of direct calls, each made once the previous round's outputs are back. */
-    then: z.array(z.strictObject({ calls: Calls })).min(1).optional(),
+    then: z
+      .array(z.strictObject({ calls: Calls }))
+      .min(1)
+      .optional(),
     message: z.string().optional(),
     /** Client-loop testing knobs for every request this rule matches (docs/KNOBS.md). */
     knobs: Knobs.optional(),

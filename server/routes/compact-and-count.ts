@@ -27,8 +27,17 @@ export function registerCompactAndCountRoutes(app: FastifyInstance, deps: Compac
   const { store, sealingKeys } = deps;
 
   /** The stored history and this request's input, each compaction item read as what it holds. */
-  async function contextOf(body: { input?: InputTokensRequest['input']; conversation?: InputTokensRequest['conversation']; previous_response_id?: string | null }) {
-    const { stored, input } = expandHistory(await historyOf(store, body), inputItems(body.input ?? undefined), sealingKeys, body.conversation ? 'conversation' : 'previous_response_id');
+  async function contextOf(body: {
+    input?: InputTokensRequest['input'];
+    conversation?: InputTokensRequest['conversation'];
+    previous_response_id?: string | null;
+  }) {
+    const { stored, input } = expandHistory(
+      await historyOf(store, body),
+      inputItems(body.input ?? undefined),
+      sealingKeys,
+      body.conversation ? 'conversation' : 'previous_response_id',
+    );
     return [...stored, ...input];
   }
 

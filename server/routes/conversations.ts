@@ -50,7 +50,12 @@ export function registerConversationRoutes(app: FastifyInstance, store: Response
     const conversations = conversationsOf(store);
     // The SDK sends no body at all for `create()` without arguments.
     const body = parseOrThrow(CreateConversationRequest, request.body ?? {});
-    const conversation: ConversationObject = { id: newId('conv'), object: 'conversation', created_at: Math.floor(Date.now() / 1000), metadata: body.metadata ?? {} };
+    const conversation: ConversationObject = {
+      id: newId('conv'),
+      object: 'conversation',
+      created_at: Math.floor(Date.now() / 1000),
+      metadata: body.metadata ?? {},
+    };
     await conversations.create(conversation, newItems(body.items ?? []));
     return conversation;
   });
@@ -83,7 +88,15 @@ export function registerConversationRoutes(app: FastifyInstance, store: Response
     const release = await conversations.lock(id, CONVERSATION_LOCK_MS);
     if (!release) throw conversationLocked();
     try {
-      refuseHeldIds(id, await conversations.existingIds(id, items.map((item) => item.id)), items, 'items');
+      refuseHeldIds(
+        id,
+        await conversations.existingIds(
+          id,
+          items.map((item) => item.id),
+        ),
+        items,
+        'items',
+      );
       if (!(await conversations.append(id, items))) throw conversationNotFound(id);
     } finally {
       await release().catch(() => undefined);

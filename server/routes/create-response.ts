@@ -23,7 +23,11 @@ export const CLIENT_CHECKS_HEADER = 'x-ptc-client-checks';
 export function clientChecksFor(header: string | string[] | undefined, fallback: ClientChecks): ClientChecks {
   if (header === undefined) return fallback;
   if (header === 'strict' || header === 'lenient') return header;
-  throw new ApiError('invalid_value', `Invalid value for header '${CLIENT_CHECKS_HEADER}': ${JSON.stringify(header)}. Supported values are: 'strict', 'lenient'.`, CLIENT_CHECKS_HEADER);
+  throw new ApiError(
+    'invalid_value',
+    `Invalid value for header '${CLIENT_CHECKS_HEADER}': ${JSON.stringify(header)}. Supported values are: 'strict', 'lenient'.`,
+    CLIENT_CHECKS_HEADER,
+  );
 }
 
 function flatHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | undefined> {
@@ -38,7 +42,8 @@ export function createBodyOf(raw: unknown, maxInputItems: number): CreateRespons
 
 /** Work under way (tool outputs to deliver, a stored conversation, a retry) goes before new conversations. */
 export function turnPriority(body: CreateResponseRequest, retryCount: number): TurnPriority {
-  const continues = typeof body.input !== 'string' && (body.input ?? []).some((item) => item.type.endsWith('_output') || item.type === MCP_APPROVAL.response.type);
+  const continues =
+    typeof body.input !== 'string' && (body.input ?? []).some((item) => item.type.endsWith('_output') || item.type === MCP_APPROVAL.response.type);
   return continues || body.previous_response_id || body.conversation || retryCount > 0 ? 'in_progress' : 'new';
 }
 
@@ -77,8 +82,18 @@ export interface RespondedInPlace extends Responded {
  * turn, and undefined is returned.
  */
 export async function respondInPlace(request: ResponseRequest, place: Promise<() => void>, deps: RespondDeps): Promise<RespondedInPlace>;
-export async function respondInPlace(request: ResponseRequest, place: Promise<() => void>, deps: RespondDeps, abandoned: () => boolean): Promise<RespondedInPlace | undefined>;
-export async function respondInPlace(request: ResponseRequest, place: Promise<() => void>, deps: RespondDeps, abandoned?: () => boolean): Promise<RespondedInPlace | undefined> {
+export async function respondInPlace(
+  request: ResponseRequest,
+  place: Promise<() => void>,
+  deps: RespondDeps,
+  abandoned: () => boolean,
+): Promise<RespondedInPlace | undefined>;
+export async function respondInPlace(
+  request: ResponseRequest,
+  place: Promise<() => void>,
+  deps: RespondDeps,
+  abandoned?: () => boolean,
+): Promise<RespondedInPlace | undefined> {
   const release = await place;
   try {
     if (abandoned?.()) return undefined;
@@ -97,7 +112,10 @@ export function requestJournal(body: CreateResponseRequest, stream: boolean): Jo
 /** The headers that tell a client who decided its turn (`x-ptc-stand-in`) and why nothing ran (`x-ptc-nothing-ran`). */
 export function standInHeaders(finished: Pick<Responded, 'turn'>): Record<string, string> {
   const { standIns, nothingRan } = finished.turn;
-  return { ...(standIns.length > 0 ? { 'x-ptc-stand-in': standIns.join(', ') } : {}), ...(nothingRan === undefined ? {} : { 'x-ptc-nothing-ran': nothingRan }) };
+  return {
+    ...(standIns.length > 0 ? { 'x-ptc-stand-in': standIns.join(', ') } : {}),
+    ...(nothingRan === undefined ? {} : { 'x-ptc-nothing-ran': nothingRan }),
+  };
 }
 
 /** What the journal keeps of a finished response; content only for `store: true` (docs/JOURNAL.md). */
@@ -114,4 +132,3 @@ export function finishedJournal(body: CreateResponseRequest, finished: Responded
     ...(body.store !== false ? { request: { ...body, ...(body.tools ? { tools: body.tools.map(withoutSecrets) } : {}) }, response } : {}),
   };
 }
-

@@ -17,7 +17,18 @@ import { responseEvents } from '../streaming/response-events.ts';
 import { sendSocketEvents } from '../streaming/socket-writer.ts';
 import type { TurnGate } from '../turn-gate.ts';
 import type { ResponseStore, StoredResponse } from '../stores/response-store.ts';
-import { CLIENT_CHECKS_HEADER, clientChecksFor, createBodyOf, finishedJournal, requestJournal, respondInPlace, responseRequest, turnPriority, type RequestSettings, type RespondedInPlace } from './create-response.ts';
+import {
+  CLIENT_CHECKS_HEADER,
+  clientChecksFor,
+  createBodyOf,
+  finishedJournal,
+  requestJournal,
+  respondInPlace,
+  responseRequest,
+  turnPriority,
+  type RequestSettings,
+  type RespondedInPlace,
+} from './create-response.ts';
 import { parseJsonText } from '../json-text.ts';
 
 // WebSocket mode (docs/STREAMING.md): the SDK's `ResponsesWS` opens a socket on the Responses
@@ -70,7 +81,11 @@ function laneOf(event: Record<string, unknown>): string | undefined {
     throw new ApiError('invalid_type', `Invalid type for 'stream_id': expected a non-empty string, but got ${describeType(lane)}.`, 'stream_id');
   }
   if (lane.length > MAX_STREAM_ID_CHARS) {
-    throw new ApiError('invalid_value', `Invalid 'stream_id': ${lane.length} characters, more than the ${MAX_STREAM_ID_CHARS} a lane's name may have.`, 'stream_id');
+    throw new ApiError(
+      'invalid_value',
+      `Invalid 'stream_id': ${lane.length} characters, more than the ${MAX_STREAM_ID_CHARS} a lane's name may have.`,
+      'stream_id',
+    );
   }
   return lane;
 }
@@ -334,7 +349,11 @@ class SocketSession {
         throw new ApiError('shutting_down', 'The server is shutting down and takes no new requests; retry on another instance or after it restarts.');
       }
       if (body.background) {
-        throw new ApiError('invalid_value', 'background: true is not supported over WebSocket: send the request with POST /v1/responses, or leave background out.', 'background');
+        throw new ApiError(
+          'invalid_value',
+          'background: true is not supported over WebSocket: send the request with POST /v1/responses, or leave background out.',
+          'background',
+        );
       }
       const retryCount = this.#failedAttempts;
       // A place among the turns allowed to run, or server_busy (429) now when too many wait.
@@ -348,7 +367,11 @@ class SocketSession {
         this.#failedAttempts = 0;
         this.#latest = body.store === false ? this.#held(finished) : undefined;
         details = { ...details, ...finishedJournal(body, finished) };
-        if (this.#open()) details = { ...details, stream_report: await sendSocketEvents(this.#socket, responseEvents(finished.response, deltaChunks), finished.knobs, streamId) };
+        if (this.#open())
+          details = {
+            ...details,
+            stream_report: await sendSocketEvents(this.#socket, responseEvents(finished.response, deltaChunks), finished.knobs, streamId),
+          };
       }
     } catch (error) {
       const apiError = answerableError(error as Error, this.#deps.bodyLimitBytes, { id: requestId, log });
@@ -380,16 +403,28 @@ class SocketSession {
     const text = (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString('utf8');
     const parsed = this.#parseJson(text);
     if (parsed.error) {
-      throw new ApiError('invalid_json', text.length === 0 ? 'The message is empty; send a JSON object.' : 'We could not parse the JSON of your message (a `__proto__` or `constructor.prototype` key is refused too).');
+      throw new ApiError(
+        'invalid_json',
+        text.length === 0
+          ? 'The message is empty; send a JSON object.'
+          : 'We could not parse the JSON of your message (a `__proto__` or `constructor.prototype` key is refused too).',
+      );
     }
     const event = parsed.value;
     if (jsonDepthExceeds(event, MAX_JSON_DEPTH)) throw new ApiError('invalid_json', `The message nests deeper than ${MAX_JSON_DEPTH} levels.`);
     if (typeof event !== 'object' || event === null || Array.isArray(event)) {
-      throw new ApiError('invalid_json', `A client event must be a JSON object with a \`type\`; this message holds ${Array.isArray(event) ? 'an array' : event === null ? 'null' : `a ${typeof event}`}.`);
+      throw new ApiError(
+        'invalid_json',
+        `A client event must be a JSON object with a \`type\`; this message holds ${Array.isArray(event) ? 'an array' : event === null ? 'null' : `a ${typeof event}`}.`,
+      );
     }
     const { type } = event as Record<string, unknown>;
     if (type !== 'response.create' && type !== 'response.steer') {
-      throw new ApiError('invalid_value', `Invalid value for 'type': ${JSON.stringify(type) ?? 'none'}. The client events a socket takes are 'response.create' and 'response.steer'.`, 'type');
+      throw new ApiError(
+        'invalid_value',
+        `Invalid value for 'type': ${JSON.stringify(type) ?? 'none'}. The client events a socket takes are 'response.create' and 'response.steer'.`,
+        'type',
+      );
     }
     return event as Record<string, unknown>;
   }
@@ -401,7 +436,11 @@ class SocketSession {
       throw new ApiError('invalid_type', `Invalid type for 'generate': expected a boolean, but got ${describeType(generate)}.`, 'generate');
     }
     if (generate === false) {
-      throw new ApiError('invalid_value', "generate: false (a response prepared without model output) is not supported by the emulator: leave generate out, or send the input with the request that should answer it.", 'generate');
+      throw new ApiError(
+        'invalid_value',
+        'generate: false (a response prepared without model output) is not supported by the emulator: leave generate out, or send the input with the request that should answer it.',
+        'generate',
+      );
     }
     // What the SDK types besides the body: `stream` is implied over a socket (its value changes
     // nothing: the events are always sent), and stays accepted as the body schema accepts it.

@@ -17,7 +17,18 @@ import type { ResponseStore } from '../stores/response-store.ts';
 import { responseEvents } from '../streaming/response-events.ts';
 import { deltaChunks } from '../streaming/delta-chunks.ts';
 import { writeEventStream } from '../streaming/sse-writer.ts';
-import { CLIENT_CHECKS_HEADER, clientChecksFor, createBodyOf, finishedJournal, requestJournal, respondInPlace, responseRequest, standInHeaders, turnPriority, type RequestSettings } from './create-response.ts';
+import {
+  CLIENT_CHECKS_HEADER,
+  clientChecksFor,
+  createBodyOf,
+  finishedJournal,
+  requestJournal,
+  respondInPlace,
+  responseRequest,
+  standInHeaders,
+  turnPriority,
+  type RequestSettings,
+} from './create-response.ts';
 
 export interface ResponsesRouteDeps {
   readonly store: ResponseStore;
@@ -45,8 +56,15 @@ export interface ResponsesRouteDeps {
 function checkCompletionWindow(body: CreateResponseRequest): void {
   const window = body.background_options?.completion_window;
   if (window === undefined || window === 'soonest') return;
-  const conflict = !body.background ? 'background: true' : body.stream ? 'stream: false (or no stream)' : body.service_tier && !['auto', 'default'].includes(body.service_tier) ? `the standard tier, not service_tier '${body.service_tier}'` : undefined;
-  if (conflict) throw new ApiError('invalid_value', `background_options.completion_window '${window}' needs ${conflict}.`, 'background_options.completion_window');
+  const conflict = !body.background
+    ? 'background: true'
+    : body.stream
+      ? 'stream: false (or no stream)'
+      : body.service_tier && !['auto', 'default'].includes(body.service_tier)
+        ? `the standard tier, not service_tier '${body.service_tier}'`
+        : undefined;
+  if (conflict)
+    throw new ApiError('invalid_value', `background_options.completion_window '${window}' needs ${conflict}.`, 'background_options.completion_window');
 }
 
 function clientGone(request: FastifyRequest): boolean {
@@ -87,7 +105,13 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
   });
 
   /** Checks a background request like any other, stores it queued, and leaves its turn to a job that waits for `place`. */
-  async function acceptBackground(request: FastifyRequest, reply: FastifyReply, body: CreateResponseRequest, settings: RequestSettings, place: Promise<() => void>) {
+  async function acceptBackground(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    body: CreateResponseRequest,
+    settings: RequestSettings,
+    place: Promise<() => void>,
+  ) {
     let prepared: PreparedResponse;
     try {
       prepared = await prepareResponse(responseRequest(request, body, settings), deps.respond);
@@ -121,7 +145,12 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
 
   app.post<{ Params: { id: string } }>('/v1/responses/:id/cancel', async (request) => {
     const stored = await storedOrNotFound(store, request.params.id);
-    if (!stored.response.background) throw new ApiError('not_cancellable', `Response '${stored.response.id}' was not created with background: true; only background responses can be cancelled.`, 'response_id');
+    if (!stored.response.background)
+      throw new ApiError(
+        'not_cancellable',
+        `Response '${stored.response.id}' was not created with background: true; only background responses can be cancelled.`,
+        'response_id',
+      );
     return deps.background.cancel(stored);
   });
 
@@ -134,7 +163,11 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
   app.get<{ Params: { id: string } }>('/v1/responses/:id/input_items', async (request) => {
     const query = parseOrThrow(InputItemsQuery, request.query);
     const stored = await storedOrNotFound(store, request.params.id);
-    const page = pageOf(stored.inputItems, query, (after) => new ApiError('invalid_value', `Invalid value for 'after': no input item '${after}' in response '${request.params.id}'.`, 'after'));
+    const page = pageOf(
+      stored.inputItems,
+      query,
+      (after) => new ApiError('invalid_value', `Invalid value for 'after': no input item '${after}' in response '${request.params.id}'.`, 'after'),
+    );
     return listOf(page.data.map(listedItem), page.has_more);
   });
 }

@@ -33,7 +33,9 @@ export class RedisRecordStore implements RecordStore {
 
   async put(kind: RecordKind, id: string, value: object, parent?: string): Promise<void> {
     const json = JSON.stringify(value);
-    await this.run(`put of ${kind} ${id}`, () => this.client.eval(PUT_SCRIPT, 3, this.#bodies(kind), this.#order(kind, parent), `${this.#bodies(kind)}:seq`, id, json));
+    await this.run(`put of ${kind} ${id}`, () =>
+      this.client.eval(PUT_SCRIPT, 3, this.#bodies(kind), this.#order(kind, parent), `${this.#bodies(kind)}:seq`, id, json),
+    );
   }
 
   async get<T>(kind: RecordKind, id: string): Promise<T | undefined> {
@@ -61,7 +63,9 @@ export class RedisRecordStore implements RecordStore {
   }
 
   async deleteChildren(kind: RecordKind, parent: string): Promise<void> {
-    await this.run(`delete of the ${kind} records of ${parent}`, () => this.client.eval(DELETE_CHILDREN_SCRIPT, 2, this.#bodies(kind), this.#order(kind, parent)));
+    await this.run(`delete of the ${kind} records of ${parent}`, () =>
+      this.client.eval(DELETE_CHILDREN_SCRIPT, 2, this.#bodies(kind), this.#order(kind, parent)),
+    );
   }
 
   async page<T>(kind: RecordKind, parent: string, query: RecordPageQuery): Promise<{ data: T[]; has_more: boolean } | undefined> {

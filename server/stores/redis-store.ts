@@ -113,7 +113,9 @@ export class RedisResponseStore implements ResponseStore {
     const responseIds = [...new Set(owners.filter((owner): owner is string => owner !== null))];
     if (responseIds.length === 0) return found;
     const bodies = await this.#run(`get of ${responseIds.length} responses`, () => this.#client.mget(responseIds.map((responseId) => this.#key(responseId))));
-    const outputs = new Map(responseIds.map((responseId, index) => [responseId, bodies[index] ? (JSON.parse(bodies[index]) as StoredResponse).response.output : []]));
+    const outputs = new Map(
+      responseIds.map((responseId, index) => [responseId, bodies[index] ? (JSON.parse(bodies[index]) as StoredResponse).response.output : []]),
+    );
     ids.forEach((itemId, index) => {
       const owner = owners[index];
       const item = owner ? outputs.get(owner)?.find((candidate) => candidate.id === itemId) : undefined;

@@ -27,7 +27,9 @@ export class SqliteRecordStore implements RecordStore {
   constructor(db: DatabaseSync) {
     db.exec(CREATE_TABLE);
     // A replaced record keeps its seq, so its place in the list.
-    this.#upsert = db.prepare('INSERT INTO agents_api_records (kind, id, parent, body) VALUES (?, ?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body');
+    this.#upsert = db.prepare(
+      'INSERT INTO agents_api_records (kind, id, parent, body) VALUES (?, ?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body',
+    );
     this.#select = db.prepare('SELECT body FROM agents_api_records WHERE kind = ? AND id = ?');
     this.#delete = db.prepare('DELETE FROM agents_api_records WHERE kind = ? AND id = ?');
     this.#list = db.prepare('SELECT body FROM agents_api_records WHERE kind = ? ORDER BY seq');

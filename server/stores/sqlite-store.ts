@@ -90,7 +90,12 @@ export class SqliteResponseStore implements ResponseStore {
     // A response and its items' index change together.
     this.#putAll = transaction(this.#db, 'write', (stored: StoredResponse) => {
       const { response } = stored;
-      this.#upsert.run({ id: response.id, previous_response_id: response.previous_response_id ?? null, created_at: response.created_at, body: JSON.stringify(stored) } satisfies ResponseRow);
+      this.#upsert.run({
+        id: response.id,
+        previous_response_id: response.previous_response_id ?? null,
+        created_at: response.created_at,
+        body: JSON.stringify(stored),
+      } satisfies ResponseRow);
       this.#deleteItems.run(response.id);
       for (const item of response.output) this.#upsertItem.run({ item_id: item.id, response_id: response.id });
     });
@@ -123,7 +128,9 @@ export class SqliteResponseStore implements ResponseStore {
       let output = outputs.get(owner);
       if (!output) {
         const row = this.#select.get(owner) as BodyRow | undefined;
-        output = new Map((row === undefined ? [] : (JSON.parse(row.body) as StoredResponse).response.output).map((item) => [item.id, item as ConversationItem]));
+        output = new Map(
+          (row === undefined ? [] : (JSON.parse(row.body) as StoredResponse).response.output).map((item) => [item.id, item as ConversationItem]),
+        );
         outputs.set(owner, output);
       }
       const item = output.get(itemId);

@@ -32,11 +32,28 @@ describe('listedItem fills in', () => {
     ],
     [
       "a message's status, its parts kept",
-      { type: 'message', id: 'msg_5', role: 'user', content: [{ type: 'input_text', text: 'a' }, { type: 'input_image', image_url: 'https://example.com/a.png' }] },
-      { type: 'message', id: 'msg_5', role: 'user', content: [{ type: 'input_text', text: 'a' }, { type: 'input_image', image_url: 'https://example.com/a.png' }], status: 'completed' },
+      {
+        type: 'message',
+        id: 'msg_5',
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'a' },
+          { type: 'input_image', image_url: 'https://example.com/a.png' },
+        ],
+      },
+      {
+        type: 'message',
+        id: 'msg_5',
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'a' },
+          { type: 'input_image', image_url: 'https://example.com/a.png' },
+        ],
+        status: 'completed',
+      },
     ],
     [
-      "nothing of a message with parts and a status, its phase kept",
+      'nothing of a message with parts and a status, its phase kept',
       { type: 'message', id: 'msg_6', role: 'assistant', content: [{ type: 'output_text', text: 'x' }], status: 'incomplete', phase: 'final_answer' },
       { type: 'message', id: 'msg_6', role: 'assistant', content: [{ type: 'output_text', text: 'x' }], status: 'incomplete', phase: 'final_answer' },
     ],
@@ -51,7 +68,7 @@ describe('listedItem fills in', () => {
       { type: 'function_call', id: 'fc_1', call_id: 'c1', name: 'f', arguments: '{}', caller: { type: 'program', caller_id: 'p1' }, status: 'completed' },
     ],
     [
-      "nothing of a function_call with a status",
+      'nothing of a function_call with a status',
       { type: 'function_call', id: 'fc_2', call_id: 'c2', name: 'f', arguments: '{}', namespace: 'crm', status: 'in_progress' },
       { type: 'function_call', id: 'fc_2', call_id: 'c2', name: 'f', arguments: '{}', namespace: 'crm', status: 'in_progress' },
     ],
@@ -66,7 +83,7 @@ describe('listedItem fills in', () => {
       { type: 'function_call_output', id: 'fco_2', call_id: 'c1', output: [{ type: 'input_text', text: 'x' }], caller: null, status: 'completed' },
     ],
     [
-      'a custom_tool_call\'s status, a field its short form has none of',
+      "a custom_tool_call's status, a field its short form has none of",
       { type: 'custom_tool_call', id: 'ctc_1', call_id: 'c3', name: 'note', input: 'text' },
       { type: 'custom_tool_call', id: 'ctc_1', call_id: 'c3', name: 'note', input: 'text', status: 'completed' },
     ],
@@ -76,17 +93,24 @@ describe('listedItem fills in', () => {
       { type: 'custom_tool_call_output', id: 'ctco_1', call_id: 'c3', output: 'done', status: 'completed' },
     ],
     [
-      "nothing of an apply_patch_call, whose status is required",
+      'nothing of an apply_patch_call, whose status is required',
       { type: 'apply_patch_call', id: 'apc_1', call_id: 'c4', operation: { type: 'delete_file', path: 'a' }, status: 'in_progress' },
       { type: 'apply_patch_call', id: 'apc_1', call_id: 'c4', operation: { type: 'delete_file', path: 'a' }, status: 'in_progress' },
     ],
     [
       "a shell_call's status, environment and the limits its action left out, as null",
       { type: 'shell_call', id: 'sh_1', call_id: 'c5', action: { commands: ['ls'] } },
-      { type: 'shell_call', id: 'sh_1', call_id: 'c5', action: { commands: ['ls'], timeout_ms: null, max_output_length: null }, environment: null, status: 'completed' },
+      {
+        type: 'shell_call',
+        id: 'sh_1',
+        call_id: 'c5',
+        action: { commands: ['ls'], timeout_ms: null, max_output_length: null },
+        environment: null,
+        status: 'completed',
+      },
     ],
     [
-      "nothing of a whole shell_call",
+      'nothing of a whole shell_call',
       {
         type: 'shell_call',
         id: 'sh_2',
@@ -106,8 +130,22 @@ describe('listedItem fills in', () => {
     ],
     [
       "a shell_call's limits given as null, kept null",
-      { type: 'shell_call', id: 'sh_3', call_id: 'c7', action: { commands: [], timeout_ms: null, max_output_length: 0 }, environment: { type: 'local' }, status: null },
-      { type: 'shell_call', id: 'sh_3', call_id: 'c7', action: { commands: [], timeout_ms: null, max_output_length: 0 }, environment: { type: 'local' }, status: 'completed' },
+      {
+        type: 'shell_call',
+        id: 'sh_3',
+        call_id: 'c7',
+        action: { commands: [], timeout_ms: null, max_output_length: 0 },
+        environment: { type: 'local' },
+        status: null,
+      },
+      {
+        type: 'shell_call',
+        id: 'sh_3',
+        call_id: 'c7',
+        action: { commands: [], timeout_ms: null, max_output_length: 0 },
+        environment: { type: 'local' },
+        status: 'completed',
+      },
     ],
     [
       "a shell_call_output's status and max_output_length",
@@ -115,7 +153,7 @@ describe('listedItem fills in', () => {
       { type: 'shell_call_output', id: 'sho_1', call_id: 'c5', output: [...SHELL_OUTPUT], max_output_length: null, status: 'completed' },
     ],
     [
-      "nothing of a whole shell_call_output",
+      'nothing of a whole shell_call_output',
       { type: 'shell_call_output', id: 'sho_2', call_id: 'c5', output: [], max_output_length: 0, status: 'incomplete' },
       { type: 'shell_call_output', id: 'sho_2', call_id: 'c5', output: [], max_output_length: 0, status: 'incomplete' },
     ],
@@ -125,7 +163,7 @@ describe('listedItem fills in', () => {
       { type: 'tool_search_call', id: 'tsc_1', arguments: { query: 'crm' }, call_id: null, execution: 'server', status: 'completed' },
     ],
     [
-      "nothing of a client tool_search_call",
+      'nothing of a client tool_search_call',
       { type: 'tool_search_call', id: 'tsc_2', call_id: 'ts2', arguments: { query: 'crm' }, execution: 'client', status: 'in_progress' },
       { type: 'tool_search_call', id: 'tsc_2', call_id: 'ts2', arguments: { query: 'crm' }, execution: 'client', status: 'in_progress' },
     ],

@@ -54,7 +54,14 @@ function shellOutput(callId: string, caller?: Caller): ConversationItem {
   };
 }
 function patchCall(callId: string, caller?: Caller): ConversationItem {
-  return { type: 'apply_patch_call', id: `apc_${callId}`, call_id: callId, operation: { type: 'delete_file', path: 'a.txt' }, status: 'completed', ...callerField(caller) };
+  return {
+    type: 'apply_patch_call',
+    id: `apc_${callId}`,
+    call_id: callId,
+    operation: { type: 'delete_file', path: 'a.txt' },
+    status: 'completed',
+    ...callerField(caller),
+  };
 }
 function patchOutput(callId: string, caller?: Caller): ConversationItem {
   return { type: 'apply_patch_call_output', id: `apco_${callId}`, call_id: callId, status: 'failed', output: 'no such file', ...callerField(caller) };
@@ -199,7 +206,14 @@ describe('readConversation reads', () => {
     ],
     [
       "a paused program's calls and their outputs, caller copied",
-      [user('go'), program('p1'), functionCall('c1', byProgram('p1')), functionCall('c2', byProgram('p1')), functionOutput('c1', '1', byProgram('p1')), functionOutput('c2', '2', byProgram('p1'))],
+      [
+        user('go'),
+        program('p1'),
+        functionCall('c1', byProgram('p1')),
+        functionCall('c2', byProgram('p1')),
+        functionOutput('c1', '1', byProgram('p1')),
+        functionOutput('c2', '2', byProgram('p1')),
+      ],
       0,
       {
         ...GO,
@@ -221,7 +235,16 @@ describe('readConversation reads', () => {
       0,
       {
         ...GO,
-        programs: [{ program: 'prog_p1', index: 1, calls: ['ctc_c1', 'sh_c2', 'apc_c3'], outputs: { c1: 'ctco_c1', c2: 'sho_c2', c3: 'apco_c3' }, approved: {}, closedBy: null }],
+        programs: [
+          {
+            program: 'prog_p1',
+            index: 1,
+            calls: ['ctc_c1', 'sh_c2', 'apc_c3'],
+            outputs: { c1: 'ctco_c1', c2: 'sho_c2', c3: 'apco_c3' },
+            approved: {},
+            closedBy: null,
+          },
+        ],
       },
     ],
     [
@@ -329,7 +352,11 @@ describe('readConversation reads', () => {
         ),
       ],
       0,
-      { ...GO, directCalls: [{ call: 'fc_c1', index: 1, output: 'see ![image](https://example.com/a.png)![image](file_1) no' }], tail: { kind: 'after_calls', calls: ['c1'] } },
+      {
+        ...GO,
+        directCalls: [{ call: 'fc_c1', index: 1, output: 'see ![image](https://example.com/a.png)![image](file_1) no' }],
+        tail: { kind: 'after_calls', calls: ['c1'] },
+      },
     ],
     [
       "direct shell, apply_patch and custom calls: the shell's results and the patch's status as JSON, the custom tool's text",
@@ -347,7 +374,15 @@ describe('readConversation reads', () => {
     ],
     [
       'direct calls before and after the last message: the tail has only those after it',
-      [user('first', 'msg_1'), functionCall('c1'), functionOutput('c1', 'a'), assistant('ok'), user('go', 'msg_2'), functionCall('c2'), functionOutput('c2', 'b')],
+      [
+        user('first', 'msg_1'),
+        functionCall('c1'),
+        functionOutput('c1', 'a'),
+        assistant('ok'),
+        user('go', 'msg_2'),
+        functionCall('c2'),
+        functionOutput('c2', 'b'),
+      ],
       0,
       {
         ...GO,
@@ -377,7 +412,7 @@ describe('readConversation reads', () => {
       { ...GO, programs: [{ program: 'prog_p1', index: 1, calls: ['fc_c1'], outputs: { c1: 'fco_c1_1' }, approved: {}, closedBy: null }] },
     ],
     [
-      "the latest tool listing of each server",
+      'the latest tool listing of each server',
       [user('go'), listTools('crm', 'mcpl_1'), listTools('docs', 'mcpl_2'), listTools('crm', 'mcpl_3')],
       0,
       { ...GO, mcpListings: { crm: 'mcpl_3', docs: 'mcpl_2' } },
@@ -405,7 +440,14 @@ describe('readConversation reads', () => {
     ['a search whose execution is not said: no output needed', [user('go'), searchCall('ts1')], 0, GO],
     [
       "a stored search's tools: named by previous_response_id",
-      [user('go'), searchCall('ts1', 'client'), searchOutput('ts1', ['find']), user('more', 'msg_2'), searchCall('ts2', 'client'), searchOutput('ts2', ['add'])],
+      [
+        user('go'),
+        searchCall('ts1', 'client'),
+        searchOutput('ts1', ['find']),
+        user('more', 'msg_2'),
+        searchCall('ts2', 'client'),
+        searchOutput('ts2', ['add']),
+      ],
       3,
       {
         ...GO,
@@ -429,7 +471,14 @@ describe('readConversation reads', () => {
   });
 
   it('hands back the items themselves, not copies', () => {
-    const items = [user('go'), program('p1'), functionCall('c1', byProgram('p1')), functionOutput('c1', '1', byProgram('p1')), functionCall('d1'), functionOutput('d1', 'x')];
+    const items = [
+      user('go'),
+      program('p1'),
+      functionCall('c1', byProgram('p1')),
+      functionOutput('c1', '1', byProgram('p1')),
+      functionCall('d1'),
+      functionOutput('d1', 'x'),
+    ];
     const state = readConversation(items, 'strict');
     expect(state.programs[0]!.program).toBe(items[1]);
     expect(state.programs[0]!.calls[0]).toBe(items[2]);
@@ -462,26 +511,35 @@ const RECOVERABLE: ErrorCase[] = [
     },
   ],
   [
-    "an mcp_approval_response claiming a program for a request outside any program",
+    'an mcp_approval_response claiming a program for a request outside any program',
     [user('go'), approvalRequest('mcpr_1'), approvalResponse('mcpr_1', true, 'mcpra_1', byProgram('p1'))],
     0,
     {
       code: 'caller_mismatch',
       param: 'input[2].caller',
-      message: 'input[2]: the mcp_approval_response for mcpr_1 has caller {type: "program", caller_id: "p1"}, but its mcp_approval_request has no caller. Copy caller unchanged, or leave it out.',
+      message:
+        'input[2]: the mcp_approval_response for mcpr_1 has caller {type: "program", caller_id: "p1"}, but its mcp_approval_request has no caller. Copy caller unchanged, or leave it out.',
     },
   ],
   [
     'an mcp_approval_response for a request the conversation lacks',
     [user('go'), approvalResponse('mcpr_nobody', true)],
     0,
-    { code: 'tool_output_unknown_call', param: 'input[1].approval_request_id', message: 'input[1]: an mcp_approval_response for mcpr_nobody, but the conversation has no mcp_approval_request with that id.' },
+    {
+      code: 'tool_output_unknown_call',
+      param: 'input[1].approval_request_id',
+      message: 'input[1]: an mcp_approval_response for mcpr_nobody, but the conversation has no mcp_approval_request with that id.',
+    },
   ],
   [
     'a tool_search_output for a search the conversation lacks',
     [user('go'), searchOutput('ts_nobody', ['find'])],
     0,
-    { code: 'tool_output_unknown_call', param: 'input[1].call_id', message: 'input[1]: a tool_search_output for ts_nobody, but the conversation has no tool_search_call with that call_id.' },
+    {
+      code: 'tool_output_unknown_call',
+      param: 'input[1].call_id',
+      message: 'input[1]: a tool_search_output for ts_nobody, but the conversation has no tool_search_call with that call_id.',
+    },
   ],
   [
     'a second tool_search_output for one search',
@@ -520,14 +578,24 @@ const RECOVERABLE: ErrorCase[] = [
     { code: 'tool_output_unknown_call', param: 'input[2].call_id', message: 'No tool call found for function call output with call_id p1 (input[2]).' },
   ],
   [
-    "a second output for a direct call",
+    'a second output for a direct call',
     [user('go'), functionCall('c1'), functionOutput('c1', 'first'), functionOutput('c1', 'second')],
     0,
-    { code: 'tool_output_duplicate', param: 'input[3]', message: 'input[3]: a second function_call_output for call_id c1; each call takes exactly one output.' },
+    {
+      code: 'tool_output_duplicate',
+      param: 'input[3]',
+      message: 'input[3]: a second function_call_output for call_id c1; each call takes exactly one output.',
+    },
   ],
   [
     "a second output for a program's call",
-    [user('go'), program('p1'), shellCall('c1', byProgram('p1')), shellOutput('c1', byProgram('p1')), { ...shellOutput('c1', byProgram('p1')), id: 'sho_again' }],
+    [
+      user('go'),
+      program('p1'),
+      shellCall('c1', byProgram('p1')),
+      shellOutput('c1', byProgram('p1')),
+      { ...shellOutput('c1', byProgram('p1')), id: 'sho_again' },
+    ],
     0,
     { code: 'tool_output_duplicate', param: 'input[4]', message: 'input[4]: a second shell_call_output for call_id c1; each call takes exactly one output.' },
   ],
@@ -545,7 +613,11 @@ const RECOVERABLE: ErrorCase[] = [
     "an output of a program's call with caller: null",
     [user('go'), program('p1'), customCall('c1', byProgram('p1')), customOutput('c1', 'x', null)],
     0,
-    { code: 'caller_missing', param: 'input[3].caller', message: 'input[3]: the custom_tool_call_output for c1 must copy caller {type: "program", caller_id: "p1"}' },
+    {
+      code: 'caller_missing',
+      param: 'input[3].caller',
+      message: 'input[3]: the custom_tool_call_output for c1 must copy caller {type: "program", caller_id: "p1"}',
+    },
   ],
   [
     "an output of a program's call whose caller became direct",
@@ -554,7 +626,8 @@ const RECOVERABLE: ErrorCase[] = [
     {
       code: 'caller_mismatch',
       param: 'input[3].caller',
-      message: 'input[3]: the function_call_output for c1 has caller {type: "direct"}, but its call has caller {type: "program", caller_id: "p1"}. Copy caller unchanged.',
+      message:
+        'input[3]: the function_call_output for c1 has caller {type: "direct"}, but its call has caller {type: "program", caller_id: "p1"}. Copy caller unchanged.',
     },
   ],
   [
@@ -564,7 +637,8 @@ const RECOVERABLE: ErrorCase[] = [
     {
       code: 'caller_mismatch',
       param: 'input[4].caller',
-      message: 'input[4]: the apply_patch_call_output for c1 has caller {type: "program", caller_id: "p2"}, but its call has caller {type: "program", caller_id: "p1"}.',
+      message:
+        'input[4]: the apply_patch_call_output for c1 has caller {type: "program", caller_id: "p2"}, but its call has caller {type: "program", caller_id: "p1"}.',
     },
   ],
   [
@@ -609,7 +683,11 @@ const UNRECOVERABLE: ErrorCase[] = [
     'a program_output for a program the conversation lacks',
     [user('go'), programOutput('p_nobody')],
     0,
-    { code: 'program_item_missing', param: 'input[1].call_id', message: 'input[1]: program_output for p_nobody, but the conversation has no program item with that call_id.' },
+    {
+      code: 'program_item_missing',
+      param: 'input[1].call_id',
+      message: 'input[1]: program_output for p_nobody, but the conversation has no program item with that call_id.',
+    },
   ],
   [
     'a stored program_output for a program the conversation lacks',
@@ -657,7 +735,11 @@ const UNRECOVERABLE: ErrorCase[] = [
     'a call made by a program the conversation lacks',
     [user('go'), shellCall('c1', byProgram('p_nobody')), shellOutput('c1', byProgram('p_nobody'))],
     0,
-    { code: 'program_item_missing', param: 'input[1].caller.caller_id', message: 'input[1]: shell call c1 was made by program p_nobody, but that program item is missing from the conversation.' },
+    {
+      code: 'program_item_missing',
+      param: 'input[1].caller.caller_id',
+      message: 'input[1]: shell call c1 was made by program p_nobody, but that program item is missing from the conversation.',
+    },
   ],
   [
     'a server call before the program that made it',
@@ -706,7 +788,7 @@ const UNRECOVERABLE: ErrorCase[] = [
     { code: 'tool_output_missing', param: 'input[3]', message: 'No tool output found for function call c2.' },
   ],
   [
-    "a stored call of a program left without output",
+    'a stored call of a program left without output',
     [user('go'), program('p1'), patchCall('c1', byProgram('p1'))],
     3,
     { code: 'tool_output_missing', param: 'previous_response_id', message: 'No tool output found for apply_patch call c1.' },
@@ -774,7 +856,7 @@ describe('readConversation in lenient mode', () => {
     ],
     ['an answer to no request: dropped', [user('go'), approvalResponse('mcpr_nobody', true)], { approvals: {} }],
     [
-      "an unmatched search output: its tools load all the same",
+      'an unmatched search output: its tools load all the same',
       [user('go'), searchOutput('ts_nobody', ['find'])],
       { loadedTools: [{ name: 'find', param: 'input[1].tools[0]' }], tail: { kind: 'after_search' } },
     ],

@@ -67,8 +67,16 @@ describe('readToolSet: who may call what', () => {
     ['no tools at all', undefined, []],
     ['an empty list', [], []],
     ['a function, callable directly by default', [fn('lookup')], [{ id: 'lookup', name: 'lookup', kind: 'function', callers: ['direct'], param: 'tools[0]' }]],
-    ['allowed_callers: [] as absent', [fn('lookup', { allowed_callers: [] })], [{ id: 'lookup', name: 'lookup', kind: 'function', callers: ['direct'], param: 'tools[0]' }]],
-    ['allowed_callers: null as absent', [fn('lookup', { allowed_callers: null })], [{ id: 'lookup', name: 'lookup', kind: 'function', callers: ['direct'], param: 'tools[0]' }]],
+    [
+      'allowed_callers: [] as absent',
+      [fn('lookup', { allowed_callers: [] })],
+      [{ id: 'lookup', name: 'lookup', kind: 'function', callers: ['direct'], param: 'tools[0]' }],
+    ],
+    [
+      'allowed_callers: null as absent',
+      [fn('lookup', { allowed_callers: null })],
+      [{ id: 'lookup', name: 'lookup', kind: 'function', callers: ['direct'], param: 'tools[0]' }],
+    ],
     [
       'the callers a tool allows, as it lists them',
       [PTC, fn('a', { allowed_callers: PROGRAMS_ONLY }), fn('b', { allowed_callers: ['programmatic', 'direct'] })],
@@ -79,8 +87,16 @@ describe('readToolSet: who may call what', () => {
     ],
     ['a custom tool', [custom('note')], [{ id: 'note', name: 'note', kind: 'custom', callers: ['direct'], param: 'tools[0]' }]],
     ['the local shell, with no environment', [{ type: 'shell' }], [{ id: 'shell', name: 'shell', kind: 'shell', callers: ['direct'], param: 'tools[0]' }]],
-    ['the local shell, said so', [{ type: 'shell', environment: { type: 'local' } }], [{ id: 'shell', name: 'shell', kind: 'shell', callers: ['direct'], param: 'tools[0]' }]],
-    ['the shell with environment: null, local', [{ type: 'shell', environment: null }], [{ id: 'shell', name: 'shell', kind: 'shell', callers: ['direct'], param: 'tools[0]' }]],
+    [
+      'the local shell, said so',
+      [{ type: 'shell', environment: { type: 'local' } }],
+      [{ id: 'shell', name: 'shell', kind: 'shell', callers: ['direct'], param: 'tools[0]' }],
+    ],
+    [
+      'the shell with environment: null, local',
+      [{ type: 'shell', environment: null }],
+      [{ id: 'shell', name: 'shell', kind: 'shell', callers: ['direct'], param: 'tools[0]' }],
+    ],
     [
       'the hosted shell, in a container',
       [PTC, { type: 'shell', environment: { type: 'container_auto' }, allowed_callers: BOTH }],
@@ -140,7 +156,12 @@ describe('readToolSet: who may call what', () => {
   });
 
   it('summarises every callable tool for the stand-in model: its id, kind and callers', () => {
-    const toolSet = readToolSet([PTC, fn('a', { allowed_callers: BOTH }), namespace('crm', [custom('note')]), { type: 'shell', environment: { type: 'container_auto' } }]);
+    const toolSet = readToolSet([
+      PTC,
+      fn('a', { allowed_callers: BOTH }),
+      namespace('crm', [custom('note')]),
+      { type: 'shell', environment: { type: 'container_auto' } },
+    ]);
     expect(toolSet.summaries).toEqual([
       { name: 'a', type: 'function', callers: ['direct', 'programmatic'] },
       { name: 'crm.note', type: 'custom', callers: ['direct'] },
@@ -160,8 +181,18 @@ describe('readToolSet: who may call what', () => {
       ],
     ],
     ['a deferred server: not yet', [mcp('crm', { defer_loading: true })], [], []],
-    ['a deferred server a search loaded, where the request has it', [mcp('crm', { defer_loading: true })], loadedAt('input[2]', mcp('crm')), [{ label: 'crm', callers: ['direct'], param: 'tools[0]' }]],
-    ['a server only a search brought, where the search has it', [], loadedAt('input[2]', mcp('crm')), [{ label: 'crm', callers: ['direct'], param: 'input[2].tools[0]' }]],
+    [
+      'a deferred server a search loaded, where the request has it',
+      [mcp('crm', { defer_loading: true })],
+      loadedAt('input[2]', mcp('crm')),
+      [{ label: 'crm', callers: ['direct'], param: 'tools[0]' }],
+    ],
+    [
+      'a server only a search brought, where the search has it',
+      [],
+      loadedAt('input[2]', mcp('crm')),
+      [{ label: 'crm', callers: ['direct'], param: 'input[2].tools[0]' }],
+    ],
   ])('MCP servers: %s', (_, tools, loaded, expected) => {
     const { mcpServers } = readToolSet(tools, loaded);
     expect([...mcpServers.values()].map(({ definition: _definition, ...rest }) => rest)).toEqual(expected);
@@ -178,16 +209,32 @@ describe('readToolSet: what a program gets on `tools`', () => {
       [PTC, fn('find', { parameters: OBJECT, allowed_callers: PROGRAMS_ONLY })],
       [{ name: 'find', parseOutputAsJson: false, parameters: OBJECT }],
     ],
-    ['a function with strict: true', [PTC, fn('find', { parameters: OBJECT, strict: true, allowed_callers: BOTH })], [{ name: 'find', parseOutputAsJson: false, parameters: OBJECT }]],
-    ['a function with strict: null, strict as by default', [PTC, fn('find', { parameters: OBJECT, strict: null, allowed_callers: BOTH })], [{ name: 'find', parseOutputAsJson: false, parameters: OBJECT }]],
-    ['a function with strict: false, without its parameters', [PTC, fn('find', { parameters: OBJECT, strict: false, allowed_callers: PROGRAMS_ONLY })], [{ name: 'find', parseOutputAsJson: false }]],
+    [
+      'a function with strict: true',
+      [PTC, fn('find', { parameters: OBJECT, strict: true, allowed_callers: BOTH })],
+      [{ name: 'find', parseOutputAsJson: false, parameters: OBJECT }],
+    ],
+    [
+      'a function with strict: null, strict as by default',
+      [PTC, fn('find', { parameters: OBJECT, strict: null, allowed_callers: BOTH })],
+      [{ name: 'find', parseOutputAsJson: false, parameters: OBJECT }],
+    ],
+    [
+      'a function with strict: false, without its parameters',
+      [PTC, fn('find', { parameters: OBJECT, strict: false, allowed_callers: PROGRAMS_ONLY })],
+      [{ name: 'find', parseOutputAsJson: false }],
+    ],
     ['a function with parameters: null', [PTC, fn('find', { parameters: null, allowed_callers: PROGRAMS_ONLY })], [{ name: 'find', parseOutputAsJson: false }]],
     [
       'a function with an output_schema: its output parsed and checked',
       [PTC, fn('find', { strict: false, output_schema: RESULT, allowed_callers: PROGRAMS_ONLY })],
       [{ name: 'find', parseOutputAsJson: true, outputSchema: RESULT }],
     ],
-    ['a function with output_schema: null', [PTC, fn('find', { output_schema: null, allowed_callers: PROGRAMS_ONLY })], [{ name: 'find', parseOutputAsJson: false }]],
+    [
+      'a function with output_schema: null',
+      [PTC, fn('find', { output_schema: null, allowed_callers: PROGRAMS_ONLY })],
+      [{ name: 'find', parseOutputAsJson: false }],
+    ],
     ['a custom tool', [PTC, custom('note', { allowed_callers: PROGRAMS_ONLY })], [{ name: 'note', tag: 'custom', input: 'text', parseOutputAsJson: false }]],
     [
       "a namespace's members, with their namespace",
@@ -250,15 +297,31 @@ describe('readToolSet: what a program gets on `tools`', () => {
 describe('readToolSet: the containers and the tool search', () => {
   /** The optional fields, only those the tool set has. */
   const optional = (toolSet: ToolSet) =>
-    Object.fromEntries((['hostedShellContainer', 'codeInterpreterContainer', 'toolSearch'] as const).filter((key) => Object.hasOwn(toolSet, key)).map((key) => [key, toolSet[key]]));
+    Object.fromEntries(
+      (['hostedShellContainer', 'codeInterpreterContainer', 'toolSearch'] as const)
+        .filter((key) => Object.hasOwn(toolSet, key))
+        .map((key) => [key, toolSet[key]]),
+    );
 
   it.each<[name: string, tools: Tool[], expected: Record<string, unknown>]>([
     ['none without them', [fn('a'), { type: 'apply_patch' }], {}],
     ['no container for the local shell', [{ type: 'shell', environment: { type: 'local' } }], {}],
-    ["the emulator's container for container_auto", [{ type: 'shell', environment: { type: 'container_auto' } }], { hostedShellContainer: 'cntr_ptc_emulated' }],
-    ['the container a shell references', [{ type: 'shell', environment: { type: 'container_reference', container_id: 'cntr_abc' } }], { hostedShellContainer: 'cntr_abc' }],
+    [
+      "the emulator's container for container_auto",
+      [{ type: 'shell', environment: { type: 'container_auto' } }],
+      { hostedShellContainer: 'cntr_ptc_emulated' },
+    ],
+    [
+      'the container a shell references',
+      [{ type: 'shell', environment: { type: 'container_reference', container_id: 'cntr_abc' } }],
+      { hostedShellContainer: 'cntr_abc' },
+    ],
     ["code_interpreter's container by id", [{ type: 'code_interpreter', container: 'cntr_xyz' }], { codeInterpreterContainer: 'cntr_xyz' }],
-    ["the emulator's container for code_interpreter's auto", [{ type: 'code_interpreter', container: { type: 'auto' } }], { codeInterpreterContainer: 'cntr_ptc_emulated' }],
+    [
+      "the emulator's container for code_interpreter's auto",
+      [{ type: 'code_interpreter', container: { type: 'auto' } }],
+      { codeInterpreterContainer: 'cntr_ptc_emulated' },
+    ],
     [
       'both, each its own',
       [
@@ -275,7 +338,12 @@ describe('readToolSet: the containers and the tool search', () => {
 
 describe('readToolSet: tools marked defer_loading, and what searches loaded', () => {
   it.each<[name: string, tools: Tool[], loaded: LoadedTool[], expected: { tools: unknown[]; deferred: string[] }]>([
-    ['a deferred function waits for a search', [fn('a'), fn('find', { defer_loading: true })], [], { tools: [['a', 'tools[0]', ['direct']]], deferred: ['find'] }],
+    [
+      'a deferred function waits for a search',
+      [fn('a'), fn('find', { defer_loading: true })],
+      [],
+      { tools: [['a', 'tools[0]', ['direct']]], deferred: ['find'] },
+    ],
     ['defer_loading: false is not deferred', [fn('find', { defer_loading: false })], [], { tools: [['find', 'tools[0]', ['direct']]], deferred: [] }],
     [
       'a deferred tool a search loaded counts, where the request has it',
@@ -296,18 +364,38 @@ describe('readToolSet: tools marked defer_loading, and what searches loaded', ()
         deferred: [],
       },
     ],
-    ['a loaded tool the request has already: the request\'s stands', [fn('a', { allowed_callers: null })], loadedAt('input[3]', fn('a', { allowed_callers: ['direct'], description: 'other' })), { tools: [['a', 'tools[0]', ['direct']]], deferred: [] }],
-    ['a tool two searches loaded: the first stands', [], [...loadedAt('input[1]', fn('x')), ...loadedAt('input[3]', fn('x'))], { tools: [['x', 'input[1].tools[0]', ['direct']]], deferred: [] }],
-    ['a tool from a stored response: named by previous_response_id', [], loadedAt('previous_response_id', fn('x')), { tools: [['x', 'previous_response_id', ['direct']]], deferred: [] }],
+    [
+      "a loaded tool the request has already: the request's stands",
+      [fn('a', { allowed_callers: null })],
+      loadedAt('input[3]', fn('a', { allowed_callers: ['direct'], description: 'other' })),
+      { tools: [['a', 'tools[0]', ['direct']]], deferred: [] },
+    ],
+    [
+      'a tool two searches loaded: the first stands',
+      [],
+      [...loadedAt('input[1]', fn('x')), ...loadedAt('input[3]', fn('x'))],
+      { tools: [['x', 'input[1].tools[0]', ['direct']]], deferred: [] },
+    ],
+    [
+      'a tool from a stored response: named by previous_response_id',
+      [],
+      loadedAt('previous_response_id', fn('x')),
+      { tools: [['x', 'previous_response_id', ['direct']]], deferred: [] },
+    ],
     [
       "a namespace's deferred members wait, the rest count",
       [namespace('crm', [fn('find'), fn('add', { defer_loading: true }), custom('note', { defer_loading: true })])],
       [],
       { tools: [['crm.find', 'tools[0].tools[0]', ['direct']]], deferred: ['crm(add, note)'] },
     ],
-    ['a namespace whose members all wait: nothing to call', [namespace('crm', [fn('add', { defer_loading: true })])], [], { tools: [], deferred: ['crm(add)'] }],
     [
-      "a deferred member a search loaded counts, where the request has it",
+      'a namespace whose members all wait: nothing to call',
+      [namespace('crm', [fn('add', { defer_loading: true })])],
+      [],
+      { tools: [], deferred: ['crm(add)'] },
+    ],
+    [
+      'a deferred member a search loaded counts, where the request has it',
       [namespace('crm', [fn('find'), fn('add', { defer_loading: true }), fn('drop', { defer_loading: true })])],
       loadedAt('input[2]', namespace('crm', [fn('add', { defer_loading: true })])),
       {
@@ -355,8 +443,18 @@ describe('readToolSet: tools marked defer_loading, and what searches loaded', ()
         deferred: [],
       },
     ],
-    ["a loaded namespace named as one of the request's tools: left out", [fn('crm')], loadedAt('input[2]', namespace('crm', [fn('find')])), { tools: [['crm', 'tools[0]', ['direct']]], deferred: [] }],
-    ["a loaded tool named as one of the request's namespaces: left out", [namespace('crm', [fn('find')])], loadedAt('input[2]', fn('crm')), { tools: [['crm.find', 'tools[0].tools[0]', ['direct']]], deferred: [] }],
+    [
+      "a loaded namespace named as one of the request's tools: left out",
+      [fn('crm')],
+      loadedAt('input[2]', namespace('crm', [fn('find')])),
+      { tools: [['crm', 'tools[0]', ['direct']]], deferred: [] },
+    ],
+    [
+      "a loaded tool named as one of the request's namespaces: left out",
+      [namespace('crm', [fn('find')])],
+      loadedAt('input[2]', fn('crm')),
+      { tools: [['crm.find', 'tools[0].tools[0]', ['direct']]], deferred: [] },
+    ],
     [
       "a stored namespace's members: named by previous_response_id",
       [namespace('crm', [fn('find')])],
@@ -402,14 +500,16 @@ describe('readToolSet: tools marked defer_loading, and what searches loaded', ()
 
   it("keeps a deferred namespace's other fields, with only its waiting members", () => {
     const crm: Tool = { type: 'namespace', name: 'crm', description: 'CRM.', tools: [fn('find'), fn('add', { defer_loading: true })] };
-    expect(readToolSet([crm]).deferred).toEqual([{ type: 'namespace', name: 'crm', description: 'CRM.', tools: [{ type: 'function', name: 'add', defer_loading: true }] }]);
+    expect(readToolSet([crm]).deferred).toEqual([
+      { type: 'namespace', name: 'crm', description: 'CRM.', tools: [{ type: 'function', name: 'add', defer_loading: true }] },
+    ]);
   });
 });
 
 describe('readToolSet: the schemas programs check with', () => {
   it.each<[name: string, tools: Tool[], loaded: LoadedTool[], expected: unknown[]]>([
     ['none without programs', [fn('a', { parameters: OBJECT })], [], []],
-    ["none for a tool programs may not call", [PTC, fn('a', { parameters: OBJECT, output_schema: RESULT })], [], []],
+    ['none for a tool programs may not call', [PTC, fn('a', { parameters: OBJECT, output_schema: RESULT })], [], []],
     [
       "a strict function's parameters and its output_schema",
       [PTC, fn('find', { parameters: OBJECT, output_schema: RESULT, allowed_callers: PROGRAMS_ONLY })],
@@ -419,7 +519,12 @@ describe('readToolSet: the schemas programs check with', () => {
         { schema: RESULT, toolName: 'find', param: 'tools[1].output_schema' },
       ],
     ],
-    ['no parameters of a function with strict: false', [PTC, fn('find', { parameters: OBJECT, strict: false, output_schema: RESULT, allowed_callers: BOTH })], [], [{ schema: RESULT, toolName: 'find', param: 'tools[1].output_schema' }]],
+    [
+      'no parameters of a function with strict: false',
+      [PTC, fn('find', { parameters: OBJECT, strict: false, output_schema: RESULT, allowed_callers: BOTH })],
+      [],
+      [{ schema: RESULT, toolName: 'find', param: 'tools[1].output_schema' }],
+    ],
     ['none for parameters: null', [PTC, fn('find', { parameters: null, allowed_callers: BOTH })], [], []],
     ['none for custom tools and built-ins', [PTC, custom('note', { allowed_callers: BOTH }), { type: 'shell', allowed_callers: BOTH }], [], []],
     [
@@ -443,7 +548,11 @@ describe('readToolSet: the schemas programs check with', () => {
     [
       "a loaded tool's, where the search has it, programs enabled or not",
       [fn('a')],
-      loadedAt('input[2]', fn('x', { parameters: OBJECT, output_schema: RESULT, allowed_callers: BOTH }), namespace('ns', [fn('y', { output_schema: RESULT, allowed_callers: BOTH })])),
+      loadedAt(
+        'input[2]',
+        fn('x', { parameters: OBJECT, output_schema: RESULT, allowed_callers: BOTH }),
+        namespace('ns', [fn('y', { output_schema: RESULT, allowed_callers: BOTH })]),
+      ),
       [
         { schema: OBJECT, toolName: 'x', param: 'input[2].tools[0].parameters' },
         { schema: RESULT, toolName: 'x', param: 'input[2].tools[0].output_schema' },
@@ -456,7 +565,7 @@ describe('readToolSet: the schemas programs check with', () => {
       loadedAt('previous_response_id', fn('x', { parameters: OBJECT, allowed_callers: PROGRAMS_ONLY })),
       [{ schema: OBJECT, toolName: 'x', param: 'previous_response_id' }],
     ],
-    ["none for a loaded tool only the model may call", [PTC], loadedAt('input[2]', fn('x', { parameters: OBJECT })), []],
+    ['none for a loaded tool only the model may call', [PTC], loadedAt('input[2]', fn('x', { parameters: OBJECT })), []],
   ])('%s', (_, tools, loaded, expected) => {
     expect(readToolSet(tools, loaded).schemas).toEqual(expected);
   });
@@ -474,37 +583,104 @@ const NOT_ENABLED = `allows the programmatic caller, but tools has no {"type": "
 
 describe('readToolSet refuses', () => {
   it.each<[name: string, tools: Tool[], expected: Expected]>([
-    ['two functions of one name', [fn('lookup'), fn('lookup')], { code: 'duplicate_tool_name', param: 'tools[1].name', message: "tools[1] and tools[0] are both named 'lookup'; tool names must be unique." }],
-    ['a function and a custom tool of one name', [custom('x'), fn('a'), fn('x')], { code: 'duplicate_tool_name', param: 'tools[2].name', message: "tools[2] and tools[0] are both named 'x'" }],
-    ['a namespace named as a function', [fn('crm'), namespace('crm', [])], { code: 'duplicate_tool_name', param: 'tools[1].name', message: "tools[1] and tools[0] are both named 'crm'" }],
-    ['an MCP server labelled as a function', [fn('crm'), mcp('crm')], { code: 'duplicate_tool_name', param: 'tools[1].server_label', message: "tools[1] and tools[0] are both named 'crm'" }],
-    ['a function named as an MCP server', [mcp('crm'), fn('crm')], { code: 'duplicate_tool_name', param: 'tools[1].name', message: "tools[1] and tools[0] are both named 'crm'" }],
-    ['two MCP servers of one label', [mcp('crm'), mcp('crm', { server_url: 'https://other.example.com' })], { code: 'duplicate_tool_name', param: 'tools[1].server_label', message: "tools[1] and tools[0] are both named 'crm'" }],
-    ['two shells', [{ type: 'shell' }, { type: 'shell', environment: { type: 'container_auto' } }], { code: 'duplicate_tool_name', param: 'tools[1].type', message: "tools[1] and tools[0] are both named 'shell'" }],
-    ['two apply_patch tools', [{ type: 'apply_patch' }, { type: 'apply_patch' }], { code: 'duplicate_tool_name', param: 'tools[1].type', message: "both named 'apply_patch'" }],
-    ['two code_interpreters', [{ type: 'code_interpreter', container: 'a' }, { type: 'code_interpreter', container: 'b' }], { code: 'duplicate_tool_name', param: 'tools[1].type', message: "both named 'code_interpreter'" }],
-    ['a shell and a function named shell', [fn('shell'), { type: 'shell' }], { code: 'duplicate_tool_name', param: 'tools[1].type', message: "tools[1] and tools[0] are both named 'shell'" }],
+    [
+      'two functions of one name',
+      [fn('lookup'), fn('lookup')],
+      { code: 'duplicate_tool_name', param: 'tools[1].name', message: "tools[1] and tools[0] are both named 'lookup'; tool names must be unique." },
+    ],
+    [
+      'a function and a custom tool of one name',
+      [custom('x'), fn('a'), fn('x')],
+      { code: 'duplicate_tool_name', param: 'tools[2].name', message: "tools[2] and tools[0] are both named 'x'" },
+    ],
+    [
+      'a namespace named as a function',
+      [fn('crm'), namespace('crm', [])],
+      { code: 'duplicate_tool_name', param: 'tools[1].name', message: "tools[1] and tools[0] are both named 'crm'" },
+    ],
+    [
+      'an MCP server labelled as a function',
+      [fn('crm'), mcp('crm')],
+      { code: 'duplicate_tool_name', param: 'tools[1].server_label', message: "tools[1] and tools[0] are both named 'crm'" },
+    ],
+    [
+      'a function named as an MCP server',
+      [mcp('crm'), fn('crm')],
+      { code: 'duplicate_tool_name', param: 'tools[1].name', message: "tools[1] and tools[0] are both named 'crm'" },
+    ],
+    [
+      'two MCP servers of one label',
+      [mcp('crm'), mcp('crm', { server_url: 'https://other.example.com' })],
+      { code: 'duplicate_tool_name', param: 'tools[1].server_label', message: "tools[1] and tools[0] are both named 'crm'" },
+    ],
+    [
+      'two shells',
+      [{ type: 'shell' }, { type: 'shell', environment: { type: 'container_auto' } }],
+      { code: 'duplicate_tool_name', param: 'tools[1].type', message: "tools[1] and tools[0] are both named 'shell'" },
+    ],
+    [
+      'two apply_patch tools',
+      [{ type: 'apply_patch' }, { type: 'apply_patch' }],
+      { code: 'duplicate_tool_name', param: 'tools[1].type', message: "both named 'apply_patch'" },
+    ],
+    [
+      'two code_interpreters',
+      [
+        { type: 'code_interpreter', container: 'a' },
+        { type: 'code_interpreter', container: 'b' },
+      ],
+      { code: 'duplicate_tool_name', param: 'tools[1].type', message: "both named 'code_interpreter'" },
+    ],
+    [
+      'a shell and a function named shell',
+      [fn('shell'), { type: 'shell' }],
+      { code: 'duplicate_tool_name', param: 'tools[1].type', message: "tools[1] and tools[0] are both named 'shell'" },
+    ],
     [
       'two members of one name in a namespace',
       [namespace('crm', [fn('add'), custom('add')])],
       { code: 'duplicate_tool_name', param: 'tools[0].tools[1].name', message: "tools[0].tools[1] and tools[0].tools[0] are both named 'crm.add'" },
     ],
-    ['two tools of one name, one of them deferred', [fn('find', { defer_loading: true }), fn('find')], { code: 'duplicate_tool_name', param: 'tools[1].name', message: "both named 'find'" }],
+    [
+      'two tools of one name, one of them deferred',
+      [fn('find', { defer_loading: true }), fn('find')],
+      { code: 'duplicate_tool_name', param: 'tools[1].name', message: "both named 'find'" },
+    ],
     [
       'a function programs may call, programs not enabled',
       [fn('lookup', { allowed_callers: PROGRAMS_ONLY })],
       { code: 'programmatic_tool_calling_not_enabled', param: 'tools[0].allowed_callers', message: `tools[0] ('lookup') ${NOT_ENABLED}` },
     ],
-    ['a function both may call, programs not enabled', [fn('a'), fn('lookup', { allowed_callers: BOTH })], { code: 'programmatic_tool_calling_not_enabled', param: 'tools[1].allowed_callers', message: `tools[1] ('lookup') ${NOT_ENABLED}` }],
-    ['a custom tool programs may call, programs not enabled', [custom('note', { allowed_callers: BOTH })], { code: 'programmatic_tool_calling_not_enabled', param: 'tools[0].allowed_callers', message: `tools[0] ('note') ${NOT_ENABLED}` }],
-    ['the shell programs may call, programs not enabled', [{ type: 'shell', allowed_callers: PROGRAMS_ONLY }], { code: 'programmatic_tool_calling_not_enabled', param: 'tools[0].allowed_callers', message: `tools[0] ('shell') ${NOT_ENABLED}` }],
-    ['apply_patch programs may call, programs not enabled', [{ type: 'apply_patch', allowed_callers: PROGRAMS_ONLY }], { code: 'programmatic_tool_calling_not_enabled', param: 'tools[0].allowed_callers', message: `tools[0] ('apply_patch') ${NOT_ENABLED}` }],
+    [
+      'a function both may call, programs not enabled',
+      [fn('a'), fn('lookup', { allowed_callers: BOTH })],
+      { code: 'programmatic_tool_calling_not_enabled', param: 'tools[1].allowed_callers', message: `tools[1] ('lookup') ${NOT_ENABLED}` },
+    ],
+    [
+      'a custom tool programs may call, programs not enabled',
+      [custom('note', { allowed_callers: BOTH })],
+      { code: 'programmatic_tool_calling_not_enabled', param: 'tools[0].allowed_callers', message: `tools[0] ('note') ${NOT_ENABLED}` },
+    ],
+    [
+      'the shell programs may call, programs not enabled',
+      [{ type: 'shell', allowed_callers: PROGRAMS_ONLY }],
+      { code: 'programmatic_tool_calling_not_enabled', param: 'tools[0].allowed_callers', message: `tools[0] ('shell') ${NOT_ENABLED}` },
+    ],
+    [
+      'apply_patch programs may call, programs not enabled',
+      [{ type: 'apply_patch', allowed_callers: PROGRAMS_ONLY }],
+      { code: 'programmatic_tool_calling_not_enabled', param: 'tools[0].allowed_callers', message: `tools[0] ('apply_patch') ${NOT_ENABLED}` },
+    ],
     [
       'code_interpreter programs may call, programs not enabled',
       [{ type: 'code_interpreter', container: 'c', allowed_callers: PROGRAMS_ONLY }],
       { code: 'programmatic_tool_calling_not_enabled', param: 'tools[0].allowed_callers', message: `tools[0] ('code_interpreter') ${NOT_ENABLED}` },
     ],
-    ['an MCP server programs may call, programs not enabled', [mcp('crm', { allowed_callers: PROGRAMS_ONLY })], { code: 'programmatic_tool_calling_not_enabled', param: 'tools[0].allowed_callers', message: `tools[0] ('crm') ${NOT_ENABLED}` }],
+    [
+      'an MCP server programs may call, programs not enabled',
+      [mcp('crm', { allowed_callers: PROGRAMS_ONLY })],
+      { code: 'programmatic_tool_calling_not_enabled', param: 'tools[0].allowed_callers', message: `tools[0] ('crm') ${NOT_ENABLED}` },
+    ],
     [
       'a namespace member programs may call, programs not enabled',
       [namespace('crm', [fn('find'), fn('add', { allowed_callers: PROGRAMS_ONLY })])],
@@ -525,7 +701,11 @@ describe('readToolSet refuses', () => {
       [fn('a', { allowed_callers: PROGRAMS_ONLY }), fn('a')],
       { code: 'programmatic_tool_calling_not_enabled', param: 'tools[0].allowed_callers', message: "tools[0] ('a')" },
     ],
-    ['the first mistake in request order: a duplicate name before a tool for programs', [fn('a'), fn('a', { allowed_callers: PROGRAMS_ONLY })], { code: 'duplicate_tool_name', param: 'tools[1].name', message: "both named 'a'" }],
+    [
+      'the first mistake in request order: a duplicate name before a tool for programs',
+      [fn('a'), fn('a', { allowed_callers: PROGRAMS_ONLY })],
+      { code: 'duplicate_tool_name', param: 'tools[1].name', message: "both named 'a'" },
+    ],
   ])('%s', (_, tools, expected) => {
     const error = errorOf(tools);
     expect({ code: error.code, param: error.param }).toEqual({ code: expected.code, param: expected.param });
@@ -538,16 +718,23 @@ describe('readToolSet refuses', () => {
     ['members of one name in two namespaces', [namespace('a', [fn('x')]), namespace('b', [fn('x')])]],
     ['a function named as a built-in it is not', [fn('apply_patch_helper'), { type: 'apply_patch' }]],
     ['the programs entry twice', [PTC, PTC, fn('a', { allowed_callers: PROGRAMS_ONLY })]],
-    ['programs enabled by an entry after the tools that need it', [fn('a', { allowed_callers: PROGRAMS_ONLY }), namespace('n', [custom('b', { allowed_callers: PROGRAMS_ONLY })]), PTC]],
+    [
+      'programs enabled by an entry after the tools that need it',
+      [fn('a', { allowed_callers: PROGRAMS_ONLY }), namespace('n', [custom('b', { allowed_callers: PROGRAMS_ONLY })]), PTC],
+    ],
   ])('does not refuse %s', (_, tools) => {
     expect(() => readToolSet(tools)).not.toThrow();
   });
 
   it.each<[name: string, tools: Tool[], loaded: LoadedTool[]]>([
-    ['a loaded tool named as one of the request\'s', [fn('a')], loadedAt('input[1]', fn('a'))],
+    ["a loaded tool named as one of the request's", [fn('a')], loadedAt('input[1]', fn('a'))],
     ['a loaded tool that allows programs, without programs enabled', [], loadedAt('input[1]', fn('x', { allowed_callers: PROGRAMS_ONLY }))],
-    ['two searches loading the same namespace member', [], [...loadedAt('input[1]', namespace('n', [fn('x')])), ...loadedAt('input[3]', namespace('n', [fn('x')]))]],
-  ])('does not refuse %s: the request\'s rules bind only its own tools', (_, tools, loaded) => {
+    [
+      'two searches loading the same namespace member',
+      [],
+      [...loadedAt('input[1]', namespace('n', [fn('x')])), ...loadedAt('input[3]', namespace('n', [fn('x')]))],
+    ],
+  ])("does not refuse %s: the request's rules bind only its own tools", (_, tools, loaded) => {
     expect(() => readToolSet(tools, loaded)).not.toThrow();
   });
 });
@@ -572,22 +759,53 @@ describe('withMcpListings', () => {
       [
         { id: 'a', name: 'a', kind: 'function', callers: ['direct'], param: 'tools[0]' },
         { id: 'crm.find', name: 'find', namespace: 'crm', kind: 'mcp', callers: ['direct', 'programmatic'], param: 'tools[2]', listed: { inputSchema: {} } },
-        { id: 'crm.read', name: 'read', namespace: 'crm', kind: 'mcp', callers: ['direct', 'programmatic'], param: 'tools[2]', listed: { inputSchema: {} }, annotations: { readOnlyHint: true } },
+        {
+          id: 'crm.read',
+          name: 'read',
+          namespace: 'crm',
+          kind: 'mcp',
+          callers: ['direct', 'programmatic'],
+          param: 'tools[2]',
+          listed: { inputSchema: {} },
+          annotations: { readOnlyHint: true },
+        },
       ],
     ],
     ['nothing from a listing that failed', [mcp('crm')], [listing('crm', [FIND], 'connection refused')], []],
-    ["nothing from the listing of a server the request lacks", [mcp('crm')], [listing('docs', [FIND])], []],
+    ['nothing from the listing of a server the request lacks', [mcp('crm')], [listing('docs', [FIND])], []],
     [
       'only the tools allowed_tools names',
       [mcp('crm', { allowed_tools: ['read', 'missing'] })],
       [listing('crm', [FIND, READ])],
-      [{ id: 'crm.read', name: 'read', namespace: 'crm', kind: 'mcp', callers: ['direct'], param: 'tools[0]', listed: { inputSchema: {} }, annotations: { readOnlyHint: true } }],
+      [
+        {
+          id: 'crm.read',
+          name: 'read',
+          namespace: 'crm',
+          kind: 'mcp',
+          callers: ['direct'],
+          param: 'tools[0]',
+          listed: { inputSchema: {} },
+          annotations: { readOnlyHint: true },
+        },
+      ],
     ],
     [
       'only the read-only tools, by the filter',
       [mcp('crm', { allowed_tools: { read_only: true } })],
       [listing('crm', [FIND, DROP, READ])],
-      [{ id: 'crm.read', name: 'read', namespace: 'crm', kind: 'mcp', callers: ['direct'], param: 'tools[0]', listed: { inputSchema: {} }, annotations: { readOnlyHint: true } }],
+      [
+        {
+          id: 'crm.read',
+          name: 'read',
+          namespace: 'crm',
+          kind: 'mcp',
+          callers: ['direct'],
+          param: 'tools[0]',
+          listed: { inputSchema: {} },
+          annotations: { readOnlyHint: true },
+        },
+      ],
     ],
     [
       'the tools that are not read-only, by the filter (no hint: not read-only)',
@@ -595,7 +813,16 @@ describe('withMcpListings', () => {
       [listing('crm', [FIND, DROP, READ])],
       [
         { id: 'crm.find', name: 'find', namespace: 'crm', kind: 'mcp', callers: ['direct'], param: 'tools[0]', listed: { inputSchema: {} } },
-        { id: 'crm.drop', name: 'drop', namespace: 'crm', kind: 'mcp', callers: ['direct'], param: 'tools[0]', listed: { inputSchema: {} }, annotations: { readOnlyHint: false } },
+        {
+          id: 'crm.drop',
+          name: 'drop',
+          namespace: 'crm',
+          kind: 'mcp',
+          callers: ['direct'],
+          param: 'tools[0]',
+          listed: { inputSchema: {} },
+          annotations: { readOnlyHint: false },
+        },
       ],
     ],
   ])('%s', (_, tools, listings, expected) => {
@@ -604,10 +831,13 @@ describe('withMcpListings', () => {
   });
 
   it('gives programs the listed tools of a server they may call, and the stand-in every one', () => {
-    const toolSet = withMcpListings(readToolSet([PTC, mcp('crm', { allowed_callers: PROGRAMS_ONLY }), mcp('docs')]), new Map([
-      ['crm', listing('crm', [FIND])],
-      ['docs', listing('docs', [READ])],
-    ]));
+    const toolSet = withMcpListings(
+      readToolSet([PTC, mcp('crm', { allowed_callers: PROGRAMS_ONLY }), mcp('docs')]),
+      new Map([
+        ['crm', listing('crm', [FIND])],
+        ['docs', listing('docs', [READ])],
+      ]),
+    );
     expect(toolSet.programTools).toEqual([{ name: 'find', namespace: 'crm', tag: 'mcp', parseOutputAsJson: false }]);
     expect(toolSet.summaries).toEqual([
       { name: 'crm.find', type: 'mcp', callers: ['programmatic'], parameters: {} },

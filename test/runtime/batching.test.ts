@@ -25,12 +25,32 @@ async function batches(code: string): Promise<{ batches: string[][]; result: str
 
 describe('batching: every call made before the program goes idle is one batch', () => {
   it.each([
-    ['Promise.all: one batch in the order of creation', 'const r = await Promise.all([tools.b({}), tools.a({}), tools.c({})]); text(r.join())', [['b{}', 'a{}', 'c{}']], 'b0,a1,c2'],
+    [
+      'Promise.all: one batch in the order of creation',
+      'const r = await Promise.all([tools.b({}), tools.a({}), tools.c({})]); text(r.join())',
+      [['b{}', 'a{}', 'c{}']],
+      'b0,a1,c2',
+    ],
     ['sequential awaits: one pause per call', 'text(await tools.a({})); text(await tools.b({}))', [['a{}'], ['b{}']], 'a0b1'],
     ['a call started before an await joins the awaited one', 'const p = tools.a({}); const q = await tools.b({}); text(await p + q)', [['a{}', 'b{}']], 'a0b1'],
-    ['calls made in a loop', 'const r = []; for (const n of [1, 2, 3]) r.push(tools.c({n})); text((await Promise.all(r)).join())', [['c{"n":1}', 'c{"n":2}', 'c{"n":3}']], 'c0,c1,c2'],
-    ['two phases: calls that depend on earlier results', 'const [x, y] = await Promise.all([tools.a({}), tools.b({})]); text(await tools.c({x, y}))', [['a{}', 'b{}'], ['c{"x":"a0","y":"b1"}']], 'c2'],
-    ['nested async functions keep creation order', 'const f = async (t) => tools[t]({t}); text((await Promise.all([f("c"), f("a")])).join())', [['c{"t":"c"}', 'a{"t":"a"}']], 'c0,a1'],
+    [
+      'calls made in a loop',
+      'const r = []; for (const n of [1, 2, 3]) r.push(tools.c({n})); text((await Promise.all(r)).join())',
+      [['c{"n":1}', 'c{"n":2}', 'c{"n":3}']],
+      'c0,c1,c2',
+    ],
+    [
+      'two phases: calls that depend on earlier results',
+      'const [x, y] = await Promise.all([tools.a({}), tools.b({})]); text(await tools.c({x, y}))',
+      [['a{}', 'b{}'], ['c{"x":"a0","y":"b1"}']],
+      'c2',
+    ],
+    [
+      'nested async functions keep creation order',
+      'const f = async (t) => tools[t]({t}); text((await Promise.all([f("c"), f("a")])).join())',
+      [['c{"t":"c"}', 'a{"t":"a"}']],
+      'c0,a1',
+    ],
     ['Promise.race resumes when the whole batch is answered', 'text(await Promise.race([tools.a({}), tools.b({})]))', [['a{}', 'b{}']], 'a0'],
   ])('%s', async (_, code, expectedBatches, expectedResult) => {
     const run = await batches(code);
@@ -49,7 +69,12 @@ describe('batching: every call made before the program goes idle is one batch', 
     expect(one.type === 'paused' && one.calls.map((call) => call.seq)).toEqual([0]);
     const two = await program.resume([{ seq: 0, output: '' }]);
     expect(two.type === 'paused' && two.calls.map((call) => call.seq)).toEqual([1, 2]);
-    expect(await program.resume([{ seq: 2, output: '' }, { seq: 1, output: '' }])).toMatchObject({ type: 'completed', result: 'ok' });
+    expect(
+      await program.resume([
+        { seq: 2, output: '' },
+        { seq: 1, output: '' },
+      ]),
+    ).toMatchObject({ type: 'completed', result: 'ok' });
   });
 
   it('refuses a resume that does not answer every pending call', async () => {
@@ -87,13 +112,19 @@ describe('tool arguments and outputs', () => {
   it('hands a tool with output_schema the parsed JSON and one without it the string', async () => {
     const program = new IsolateProgram({
       code: 'const [j, s] = await Promise.all([tools.json({}), tools.str({})]); text([typeof j, j.n, typeof s, s])',
-      tools: [{ name: 'json', parseOutputAsJson: true }, { name: 'str', parseOutputAsJson: false }],
+      tools: [
+        { name: 'json', parseOutputAsJson: true },
+        { name: 'str', parseOutputAsJson: false },
+      ],
       seed: 1,
       clock: 0,
       limits: DEFAULT_LIMITS,
     });
     await program.start();
-    const event = await program.resume([{ seq: 0, output: '{"n":5}' }, { seq: 1, output: '{"n":5}' }]);
+    const event = await program.resume([
+      { seq: 0, output: '{"n":5}' },
+      { seq: 1, output: '{"n":5}' },
+    ]);
     expect(event).toMatchObject({ type: 'completed', result: '["object",5,"string","{\\"n\\":5}"]' });
   });
 

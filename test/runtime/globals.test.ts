@@ -51,15 +51,70 @@ describe('the globals a program sees', () => {
   it('has only ECMAScript built-ins plus tools, text and image', async () => {
     const names = JSON.parse(await output('text(JSON.stringify(Object.getOwnPropertyNames(globalThis)))')) as string[];
     const ecmascript = [
-      'Object', 'Function', 'Array', 'Number', 'parseFloat', 'parseInt', 'Infinity', 'NaN', 'undefined', 'Boolean', 'String',
-      'Symbol', 'Date', 'Promise', 'RegExp', 'Error', 'AggregateError', 'EvalError', 'RangeError', 'ReferenceError',
-      'SyntaxError', 'TypeError', 'URIError', 'globalThis', 'JSON', 'Math', 'Intl', 'ArrayBuffer', 'Uint8Array', 'Int8Array',
-      'Uint16Array', 'Int16Array', 'Uint32Array', 'Int32Array', 'Float32Array', 'Float64Array', 'Uint8ClampedArray',
-      'BigUint64Array', 'BigInt64Array', 'DataView', 'Map', 'BigInt', 'Set', 'WeakMap', 'WeakSet', 'Proxy', 'Reflect',
-      'FinalizationRegistry', 'WeakRef', 'decodeURI', 'decodeURIComponent', 'encodeURI', 'encodeURIComponent', 'escape',
-      'unescape', 'eval', 'isFinite', 'isNaN',
+      'Object',
+      'Function',
+      'Array',
+      'Number',
+      'parseFloat',
+      'parseInt',
+      'Infinity',
+      'NaN',
+      'undefined',
+      'Boolean',
+      'String',
+      'Symbol',
+      'Date',
+      'Promise',
+      'RegExp',
+      'Error',
+      'AggregateError',
+      'EvalError',
+      'RangeError',
+      'ReferenceError',
+      'SyntaxError',
+      'TypeError',
+      'URIError',
+      'globalThis',
+      'JSON',
+      'Math',
+      'Intl',
+      'ArrayBuffer',
+      'Uint8Array',
+      'Int8Array',
+      'Uint16Array',
+      'Int16Array',
+      'Uint32Array',
+      'Int32Array',
+      'Float32Array',
+      'Float64Array',
+      'Uint8ClampedArray',
+      'BigUint64Array',
+      'BigInt64Array',
+      'DataView',
+      'Map',
+      'BigInt',
+      'Set',
+      'WeakMap',
+      'WeakSet',
+      'Proxy',
+      'Reflect',
+      'FinalizationRegistry',
+      'WeakRef',
+      'decodeURI',
+      'decodeURIComponent',
+      'encodeURI',
+      'encodeURIComponent',
+      'escape',
+      'unescape',
+      'eval',
+      'isFinite',
+      'isNaN',
       // New in Node 24's V8: the iterator helpers' constructor, Float16Array, explicit resource management.
-      'Iterator', 'Float16Array', 'DisposableStack', 'AsyncDisposableStack', 'SuppressedError',
+      'Iterator',
+      'Float16Array',
+      'DisposableStack',
+      'AsyncDisposableStack',
+      'SuppressedError',
     ];
     expect(names.filter((name) => !ecmascript.includes(name)).sort()).toEqual(['image', 'text', 'tools']);
   });
@@ -106,9 +161,7 @@ describe('the globals a program sees', () => {
 
   it('reaches names that are not identifiers by their name and by an underscore alias', async () => {
     const tools = { 'get-weather.v2': { run: () => 'sunny' }, '3d': { run: () => 'cube' } };
-    expect(await output('text(await tools["get-weather.v2"]({}) + await tools.get_weather_v2({}) + await tools._3d({}))', { tools })).toBe(
-      'sunnysunnycube',
-    );
+    expect(await output('text(await tools["get-weather.v2"]({}) + await tools.get_weather_v2({}) + await tools._3d({}))', { tools })).toBe('sunnysunnycube');
   });
 
   it('never lets an alias shadow another tool with that real name', async () => {

@@ -1,7 +1,17 @@
 import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
 import { afterEach, describe, expect, it } from 'vitest';
-import { dispatchArguments, guestLimitMessages, GUEST_LIMIT_CODES, parseCheckerReply, parseGuestReply, type CheckerOp, type GuestOp, type RepliedGuestOp, type SandboxConfig } from '../../runtime/guest-protocol.ts';
+import {
+  dispatchArguments,
+  guestLimitMessages,
+  GUEST_LIMIT_CODES,
+  parseCheckerReply,
+  parseGuestReply,
+  type CheckerOp,
+  type GuestOp,
+  type RepliedGuestOp,
+  type SandboxConfig,
+} from '../../runtime/guest-protocol.ts';
 import { type DEFAULT_LIMITS, LIMIT_DEFINITIONS, limitMessage, limitTemplate, type LimitCode } from '../../runtime/limits.ts';
 import { runProgram, type HostTool } from '../../runtime/run-program.ts';
 
@@ -60,7 +70,7 @@ describe('parseGuestReply', () => {
     expect(() => parseGuestReply(op, text)).toThrow(/^The program's context (gave a reply the guest protocol does not have|replied \w+ to \w+)$/);
   });
 
-  it('keeps the reply out of its message: it can hold the program\'s text', () => {
+  it("keeps the reply out of its message: it can hold the program's text", () => {
     expect(() => parseGuestReply('report', '{"state":"settled","status":"failed","code":"nope","message":"memory limit"}')).toThrow(
       "The program's context gave a reply the guest protocol does not have",
     );
@@ -84,7 +94,7 @@ describe('parseCheckerReply', () => {
     ['a violation at a fractional index', '{"state":"violation","index":1.5,"violation":"x"}'],
     ['a violation that does not say what', '{"state":"violation","index":0}'],
     ['a violation that is not text', '{"state":"violation","index":0,"violation":["x"]}'],
-    ['a program context\'s reply', '{"state":"done"}'],
+    ["a program context's reply", '{"state":"done"}'],
     ['a key the shape does not have', '{"state":"conforms","index":0}'],
     ['a value that is not a string', { state: 'conforms' }],
     ['text that is not JSON', 'conforms'],
@@ -99,7 +109,10 @@ describe('dispatchArguments', () => {
     [{ op: 'report', payload: null }, ['report', 'null']],
     [{ op: 'repeat', payload: null }, ['repeat', 'null']],
     [{ op: 'deliver', payload: [{ seq: 0, output: 'x' }] }, ['deliver', '[{"seq":0,"output":"x"}]']],
-    [{ op: 'record', payload: { count: 2, entries: [{ seq: 0, tool: 'a', args: '{}', withheld: true }] } }, ['record', '{"count":2,"entries":[{"seq":0,"tool":"a","args":"{}","withheld":true}]}']],
+    [
+      { op: 'record', payload: { count: 2, entries: [{ seq: 0, tool: 'a', args: '{}', withheld: true }] } },
+      ['record', '{"count":2,"entries":[{"seq":0,"tool":"a","args":"{}","withheld":true}]}'],
+    ],
     [{ op: 'check', payload: [{ tool: 'a', args: '{}' }] }, ['check', '[{"tool":"a","args":"{}"}]']],
   ])('%j is sent as its name and its payload as JSON', (op, expected) => {
     expect(dispatchArguments(op)).toEqual(expected);
@@ -116,7 +129,9 @@ describe('the prelude answers every op with a reply of the protocol', () => {
     const context = await isolate.createContext();
     const script = await isolate.compileScript(PRELUDE);
     const installSandbox = (await script.run(context, { reference: true })) as ivm.Reference<(configJson: string) => unknown>;
-    const dispatch = (await installSandbox.apply(undefined, [JSON.stringify(config)], { result: { reference: true } })) as ivm.Reference<(op: string, payload: string) => string>;
+    const dispatch = (await installSandbox.apply(undefined, [JSON.stringify(config)], { result: { reference: true } })) as ivm.Reference<
+      (op: string, payload: string) => string
+    >;
     return (op, payload) => dispatch.applySync(undefined, [op, payload]);
   }
 
@@ -132,7 +147,11 @@ describe('the prelude answers every op with a reply of the protocol', () => {
     const dispatch = await install(config);
     const send = (op: GuestOp) => dispatch(...dispatchArguments(op));
     expect(parseGuestReply('start', send({ op: 'start', payload: 'text(await tools.a({n: 1}))' }))).toEqual({ state: 'done' });
-    expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'running', inFlight: 1, calls: [{ seq: 0, tool: 'a', args: '{"n":1}' }] });
+    expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({
+      state: 'running',
+      inFlight: 1,
+      calls: [{ seq: 0, tool: 'a', args: '{"n":1}' }],
+    });
     expect(parseGuestReply('deliver', send({ op: 'deliver', payload: [{ seq: 0, output: 'out' }] }))).toEqual({ state: 'done' });
     expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'settled', status: 'completed', result: 'out' });
     expect(parseGuestReply('report', send({ op: 'repeat', payload: null }))).toEqual({ state: 'settled', status: 'completed', result: 'out' });
@@ -164,12 +183,27 @@ describe('the prelude answers every op with a reply of the protocol', () => {
   });
 
   it('the checker: conforms, violation, fault', async () => {
-    const schema = 'module.exports = function validate(data) { validate.errors = [{ keyword: "type", instancePath: "", params: {}, message: "must be object" }]; return typeof data === "object"; }';
+    const schema =
+      'module.exports = function validate(data) { validate.errors = [{ keyword: "type", instancePath: "", params: {}, message: "must be object" }]; return typeof data === "object"; }';
     const check = await install({ ...config, tools: [{ id: 'a', keys: ['a'], text: false, parseJson: false, checkInput: schema }] });
     const send = (op: CheckerOp) => check(...dispatchArguments(op));
     expect(parseCheckerReply(send({ op: 'check', payload: [{ tool: 'a', args: '{}' }] }))).toEqual({ state: 'conforms' });
-    expect(parseCheckerReply(send({ op: 'check', payload: [{ tool: 'a', args: '{}' }, { tool: 'a', args: '1' }] }))).toEqual({ state: 'violation', index: 1, violation: 'arguments must be object' });
-    expect(parseCheckerReply(send({ op: 'check', payload: [{ tool: 'b', args: '{}' }] }))).toEqual({ state: 'violation', index: 0, violation: 'names no strict tool of this program' });
+    expect(
+      parseCheckerReply(
+        send({
+          op: 'check',
+          payload: [
+            { tool: 'a', args: '{}' },
+            { tool: 'a', args: '1' },
+          ],
+        }),
+      ),
+    ).toEqual({ state: 'violation', index: 1, violation: 'arguments must be object' });
+    expect(parseCheckerReply(send({ op: 'check', payload: [{ tool: 'b', args: '{}' }] }))).toEqual({
+      state: 'violation',
+      index: 0,
+      violation: 'names no strict tool of this program',
+    });
     expect(parseCheckerReply(send({ op: 'check', payload: [{ tool: 'a', args: 'not json' }] }))).toEqual({ state: 'fault' });
   });
 });
@@ -190,7 +224,7 @@ describe('limit messages', () => {
     ['output_limit_exceeded', { limit: 1048576 }, 'Program output exceeds 1048576 bytes'],
   ];
 
-  it.each(MESSAGES)('%s renders today\'s text', (code, values, text) => {
+  it.each(MESSAGES)("%s renders today's text", (code, values, text) => {
     expect(limitMessage(code, values as never)).toBe(text);
   });
 
@@ -212,9 +246,21 @@ describe('limit messages', () => {
   // Each stopped by the prelude, inside the isolate, before the host sees the call.
   it.each<[string, string, Record<string, HostTool>, Partial<typeof DEFAULT_LIMITS>, string]>([
     ['call_limit_exceeded', 'for (let i = 0; i < 4; i++) await tools.echo({i})', { echo }, { maxCalls: 3 }, 'The program made more than 3 tool calls'],
-    ['calls_in_flight_exceeded', 'await Promise.all([1, 2, 3].map((i) => tools.echo({i})))', { echo }, { maxCallsInFlight: 2 }, 'More than 2 tool calls pending at once'],
+    [
+      'calls_in_flight_exceeded',
+      'await Promise.all([1, 2, 3].map((i) => tools.echo({i})))',
+      { echo },
+      { maxCallsInFlight: 2 },
+      'More than 2 tool calls pending at once',
+    ],
     ['arguments_too_large', 'await tools.echo({s: "x".repeat(200)})', { echo }, { maxArgumentBytes: 100 }, 'Arguments of tools.echo exceed 100 bytes'],
-    ['arguments_too_large', 'await tools["x{limit}"]({s: "x".repeat(200)})', { 'x{limit}': odd }, { maxArgumentBytes: 100 }, 'Arguments of tools.x{limit} exceed 100 bytes'],
+    [
+      'arguments_too_large',
+      'await tools["x{limit}"]({s: "x".repeat(200)})',
+      { 'x{limit}': odd },
+      { maxArgumentBytes: 100 },
+      'Arguments of tools.x{limit} exceed 100 bytes',
+    ],
     ['output_limit_exceeded', 'for (;;) text("0123456789")', {}, { maxOutputBytes: 1000 }, 'Program output exceeds 1000 bytes'],
     [
       'output_limit_exceeded',

@@ -23,21 +23,100 @@ const FAILURES: readonly FailureCase[] = [
   { code: 'code_too_large', why: 'code over the size limit', program: `text("${'x'.repeat(2000)}")`, limits: { maxCodeBytes: 1000 } },
   { code: 'cpu_time_exceeded', why: 'a synchronous infinite loop', program: 'while (true) {}', limits: { cpuTimeMs: 150, stepWallTimeMs: 10_000 } },
   { code: 'cpu_time_exceeded', why: 'an infinite microtask loop', program: 'while (true) await null', limits: { cpuTimeMs: 150, stepWallTimeMs: 10_000 } },
-  { code: 'wall_time_exceeded', why: 'a step longer than its wall-clock ceiling', program: 'while (true) {}', limits: { stepWallTimeMs: 150, cpuTimeMs: 10_000 } },
-  { code: 'memory_limit_exceeded', why: 'an allocation without end', program: 'const a = []; while (true) a.push(new Array(1e5).fill(1.5))', limits: { memoryMb: 16 } },
-  { code: 'call_limit_exceeded', why: 'more calls than allowed in all', program: 'for (let i = 0; i < 4; i++) await tools.echo({i})', limits: { maxCalls: 3 }, tools: { echo } },
-  { code: 'call_limit_exceeded', why: 'a caught call-limit error', program: 'for (let i = 0; i < 4; i++) { try { await tools.echo({i}) } catch {} } text("survived")', limits: { maxCalls: 3 }, tools: { echo } },
-  { code: 'calls_in_flight_exceeded', why: 'too many calls pending at once', program: 'await Promise.all([1, 2, 3].map((i) => tools.echo({i})))', limits: { maxCallsInFlight: 2 }, tools: { echo } },
-  { code: 'arguments_too_large', why: 'arguments over the size limit', program: 'await tools.echo({s: "x".repeat(200)})', limits: { maxArgumentBytes: 100 }, tools: { echo } },
-  { code: 'arguments_too_large', why: 'arguments under the limit in characters but over it in UTF-8 bytes', program: 'await tools.echo({s: "é".repeat(80)})', limits: { maxArgumentBytes: 100 }, tools: { echo } },
-  { code: 'tool_output_too_large', why: 'a tool output over the size limit', program: 'await tools.big({})', limits: { maxToolOutputBytes: 100 }, tools: { big: { run: () => 'y'.repeat(101) } } },
-  { code: 'tool_output_too_large', why: "a call's error message over the size limit, even caught", program: 'try { await tools.big({}) } catch { text("caught") }', limits: { maxToolOutputBytes: 100 }, tools: { big: { run: () => { throw new Error('y'.repeat(101)); } } } },
+  {
+    code: 'wall_time_exceeded',
+    why: 'a step longer than its wall-clock ceiling',
+    program: 'while (true) {}',
+    limits: { stepWallTimeMs: 150, cpuTimeMs: 10_000 },
+  },
+  {
+    code: 'memory_limit_exceeded',
+    why: 'an allocation without end',
+    program: 'const a = []; while (true) a.push(new Array(1e5).fill(1.5))',
+    limits: { memoryMb: 16 },
+  },
+  {
+    code: 'call_limit_exceeded',
+    why: 'more calls than allowed in all',
+    program: 'for (let i = 0; i < 4; i++) await tools.echo({i})',
+    limits: { maxCalls: 3 },
+    tools: { echo },
+  },
+  {
+    code: 'call_limit_exceeded',
+    why: 'a caught call-limit error',
+    program: 'for (let i = 0; i < 4; i++) { try { await tools.echo({i}) } catch {} } text("survived")',
+    limits: { maxCalls: 3 },
+    tools: { echo },
+  },
+  {
+    code: 'calls_in_flight_exceeded',
+    why: 'too many calls pending at once',
+    program: 'await Promise.all([1, 2, 3].map((i) => tools.echo({i})))',
+    limits: { maxCallsInFlight: 2 },
+    tools: { echo },
+  },
+  {
+    code: 'arguments_too_large',
+    why: 'arguments over the size limit',
+    program: 'await tools.echo({s: "x".repeat(200)})',
+    limits: { maxArgumentBytes: 100 },
+    tools: { echo },
+  },
+  {
+    code: 'arguments_too_large',
+    why: 'arguments under the limit in characters but over it in UTF-8 bytes',
+    program: 'await tools.echo({s: "é".repeat(80)})',
+    limits: { maxArgumentBytes: 100 },
+    tools: { echo },
+  },
+  {
+    code: 'tool_output_too_large',
+    why: 'a tool output over the size limit',
+    program: 'await tools.big({})',
+    limits: { maxToolOutputBytes: 100 },
+    tools: { big: { run: () => 'y'.repeat(101) } },
+  },
+  {
+    code: 'tool_output_too_large',
+    why: "a call's error message over the size limit, even caught",
+    program: 'try { await tools.big({}) } catch { text("caught") }',
+    limits: { maxToolOutputBytes: 100 },
+    tools: {
+      big: {
+        run: () => {
+          throw new Error('y'.repeat(101));
+        },
+      },
+    },
+  },
   { code: 'output_limit_exceeded', why: 'text() over the output limit', program: 'for (;;) text("0123456789")', limits: { maxOutputBytes: 1000 } },
-  { code: 'output_limit_exceeded', why: 'output under the limit in characters but over it in UTF-8 bytes', program: 'text("é".repeat(600))', limits: { maxOutputBytes: 1000 } },
-  { code: 'output_limit_exceeded', why: 'a caught output-limit error', program: 'try { text("z".repeat(2000)) } catch {} text("ok")', limits: { maxOutputBytes: 1000 } },
-  { code: 'resume_limit_exceeded', why: 'more resumes than allowed', program: 'for (let i = 0; i < 4; i++) await tools.echo({i}); text("done")', limits: { maxResumes: 2 }, tools: { echo } },
+  {
+    code: 'output_limit_exceeded',
+    why: 'output under the limit in characters but over it in UTF-8 bytes',
+    program: 'text("é".repeat(600))',
+    limits: { maxOutputBytes: 1000 },
+  },
+  {
+    code: 'output_limit_exceeded',
+    why: 'a caught output-limit error',
+    program: 'try { text("z".repeat(2000)) } catch {} text("ok")',
+    limits: { maxOutputBytes: 1000 },
+  },
+  {
+    code: 'resume_limit_exceeded',
+    why: 'more resumes than allowed',
+    program: 'for (let i = 0; i < 4; i++) await tools.echo({i}); text("done")',
+    limits: { maxResumes: 2 },
+    tools: { echo },
+  },
   { code: 'program_stalled', why: 'awaiting a promise nothing settles', program: 'await new Promise(() => {})' },
-  { code: 'program_stalled', why: 'awaiting nothing after a batch was answered', program: 'await tools.echo({}); await new Promise(() => {})', tools: { echo } },
+  {
+    code: 'program_stalled',
+    why: 'awaiting nothing after a batch was answered',
+    program: 'await tools.echo({}); await new Promise(() => {})',
+    tools: { echo },
+  },
 ];
 
 describe('a program that fails ends incomplete with a stable code', () => {
@@ -107,18 +186,19 @@ describe('CPU time', () => {
   });
 });
 
-describe('strict arguments, checked again out of the program\'s reach', () => {
+describe("strict arguments, checked again out of the program's reach", () => {
   const tools = [
     { name: 'strict', parseOutputAsJson: false, parameters: { type: 'object', properties: { s: { type: 'string' } }, additionalProperties: false } },
     { name: 'plain', parseOutputAsJson: false },
   ];
   const spec = (code: string, limits: Partial<ProgramLimits> = {}) => ({ code, tools, seed: 1, clock: 0, limits: { ...DEFAULT_LIMITS, ...limits } });
 
-  it('are checked in parts the program\'s memory holds: a batch of large arguments fits as well as it does unchecked', async () => {
+  it("are checked in parts the program's memory holds: a batch of large arguments fits as well as it does unchecked", async () => {
     // 40 calls of ~1 MB each in one batch, with a 96 MiB heap: the program's 40 MB leave a wide
     // margin unchecked (64 MiB left too little when the machine was loaded), while checking the
     // whole batch at once (its JSON and the strings parsed from it beside the program's own) would not fit.
-    const batch = (tool: string) => `const ps = []; for (let i = 0; i < 40; i++) ps.push(tools.${tool}({ s: String(i).padEnd(1000000, "a") })); await Promise.all(ps)`;
+    const batch = (tool: string) =>
+      `const ps = []; for (let i = 0; i < 40; i++) ps.push(tools.${tool}({ s: String(i).padEnd(1000000, "a") })); await Promise.all(ps)`;
     for (const tool of ['plain', 'strict']) {
       const event = await new IsolateProgram(spec(batch(tool), { memoryMb: 96, stepWallTimeMs: 20_000, cpuTimeMs: 60_000 })).start();
       expect(event, tool).toMatchObject({ type: 'paused' });
@@ -128,7 +208,8 @@ describe('strict arguments, checked again out of the program\'s reach', () => {
   it('name the first call of the batch that breaks them, whichever part it is in', async () => {
     const tagged = (name: string) => ({ name, parseOutputAsJson: false, parameters: { type: 'object', properties: { tags: { type: 'array' } } } });
     // Each call's arguments fill a part of an 8 MiB heap's budget: the third is checked in a part of its own.
-    const code = 'const real = Array.isArray; Array.isArray = (v) => typeof v === "string" || real(v); const big = "x".repeat(700000); await Promise.all([tools.one({ tags: [big] }), tools.two({ tags: [big] }), tools.three({ tags: "no" })])';
+    const code =
+      'const real = Array.isArray; Array.isArray = (v) => typeof v === "string" || real(v); const big = "x".repeat(700000); await Promise.all([tools.one({ tags: [big] }), tools.two({ tags: [big] }), tools.three({ tags: "no" })])';
     const event = await new IsolateProgram({ ...spec(code, { memoryMb: 8 }), tools: [tagged('one'), tagged('two'), tagged('three')] }).start();
     expect(event).toMatchObject({ type: 'incomplete', error: { code: 'arguments_invalid', message: 'tools.three: arguments.tags must be array' } });
   });

@@ -92,7 +92,8 @@ describe('replay', () => {
   });
 
   it('rejects a call answered with an error, live, warm and replayed alike, and never mistakes an error for an output', async () => {
-    const code = 'const seen = []; for (const t of ["alpha", "beta"]) { try { seen.push(await tools[t]({})) } catch (e) { seen.push(e.name + ": " + e.message) } } text(seen.join("|"))';
+    const code =
+      'const seen = []; for (const t of ["alpha", "beta"]) { try { seen.push(await tools[t]({})) } catch (e) { seen.push(e.name + ": " + e.message) } } text(seen.join("|"))';
     const runtime = new ProgramRuntime({ pausedTtlMs: 60_000, maxPausedPrograms: 10, maxPausedHeapBytes: 1e9, warmIsolates: 2 });
     try {
       const first = await runtime.start('err', spec(code));
@@ -117,7 +118,10 @@ describe('replay', () => {
 
   it('treats arguments that differ only in key order or spacing as the same call', async () => {
     const replay = new IsolateProgram(spec('await tools.alpha({x: 1, y: [2, {b: 1, a: 2}]}); text("same")'));
-    expect(await replay.start([{ tool: 'alpha', argumentsJson: '{ "y": [2, {"a": 2, "b": 1}], "x": 1 }', output: '' }])).toMatchObject({ type: 'completed', result: 'same' });
+    expect(await replay.start([{ tool: 'alpha', argumentsJson: '{ "y": [2, {"a": 2, "b": 1}], "x": 1 }', output: '' }])).toMatchObject({
+      type: 'completed',
+      result: 'same',
+    });
   });
 });
 
@@ -142,7 +146,10 @@ describe('replay_diverged: a replay that does not retrace the recorded run ends 
     [
       'a different call at step 1, because an earlier output changed',
       'const x = await tools.alpha({}); if (x === "yes") await tools.beta({}); else await tools.gamma({}); text("end")',
-      [{ tool: 'alpha', argumentsJson: '{}', output: 'no' }, { tool: 'beta', argumentsJson: '{}', output: '' }],
+      [
+        { tool: 'alpha', argumentsJson: '{}', output: 'no' },
+        { tool: 'beta', argumentsJson: '{}', output: '' },
+      ],
       'The replay diverged at call 1, tools.gamma({}), where the recorded run made tools.beta({}). Did an earlier tool output change since the program first received it?',
     ],
     [
@@ -154,13 +161,19 @@ describe('replay_diverged: a replay that does not retrace the recorded run ends 
     [
       'fewer calls than recorded: the program ends',
       'await tools.alpha({}); text("short")',
-      [{ tool: 'alpha', argumentsJson: '{}', output: '' }, { tool: 'beta', argumentsJson: '{}', output: '' }],
+      [
+        { tool: 'alpha', argumentsJson: '{}', output: '' },
+        { tool: 'beta', argumentsJson: '{}', output: '' },
+      ],
       'The replay diverged at call 1: the program ended after 1 calls, but the recorded run made 2',
     ],
     [
       'fewer calls than recorded: the program waits on nothing',
       'await tools.alpha({}); await new Promise(() => {})',
-      [{ tool: 'alpha', argumentsJson: '{}', output: '' }, { tool: 'beta', argumentsJson: '{}', output: '' }],
+      [
+        { tool: 'alpha', argumentsJson: '{}', output: '' },
+        { tool: 'beta', argumentsJson: '{}', output: '' },
+      ],
       'The replay diverged at call 1: the program stopped making calls after 1 calls, but the recorded run made 2',
     ],
     [
@@ -178,7 +191,8 @@ describe('replay_diverged: a replay that does not retrace the recorded run ends 
 describe('tool_output_too_large: a warm resume and a replay end at the same answer', () => {
   // Call 0 alone, then calls 1 (beta) and 2 (gamma) in one batch; gamma's error is caught, so a
   // program that got past an oversized answer would complete.
-  const code = 'const a = await tools.alpha({}); const [b, c] = await Promise.all([tools.beta({}), tools.gamma({}).catch((e) => "E:" + e.message)]); text(a + "|" + b.length + "|" + c.length)';
+  const code =
+    'const a = await tools.alpha({}); const [b, c] = await Promise.all([tools.beta({}), tools.gamma({}).catch((e) => "E:" + e.message)]); text(a + "|" + b.length + "|" + c.length)';
   const limited = (seed = 11): ProgramSpec => ({ ...spec(code, seed), limits: { ...spec(code, seed).limits, maxToolOutputBytes: 100 } });
   const first: RecordedCall = { tool: 'alpha', argumentsJson: '{}', output: 'ok' };
   const beta = (output: string): RecordedCall => ({ tool: 'beta', argumentsJson: '{}', output });
@@ -187,7 +201,12 @@ describe('tool_output_too_large: a warm resume and a replay end at the same answ
   it.each([
     ['an output over the limit', beta('x'.repeat(101)), gamma('no'), 'The output of tools.beta exceeds 100 bytes'],
     ['an error message over the limit', beta('fine'), gamma('e'.repeat(101)), 'The error message of tools.gamma exceeds 100 bytes'],
-    ['an error message over the limit in UTF-8 bytes, not in characters', beta('fine'), gamma('é'.repeat(60)), 'The error message of tools.gamma exceeds 100 bytes'],
+    [
+      'an error message over the limit in UTF-8 bytes, not in characters',
+      beta('fine'),
+      gamma('é'.repeat(60)),
+      'The error message of tools.gamma exceeds 100 bytes',
+    ],
     ['both over the limit: the first in seq order is named', beta('x'.repeat(101)), gamma('e'.repeat(101)), 'The output of tools.beta exceeds 100 bytes'],
     ['both exactly at the limit', beta('x'.repeat(100)), gamma('e'.repeat(100)), undefined],
   ])('%s', async (_, betaAnswer, gammaAnswer, message) => {
@@ -212,7 +231,10 @@ describe('tool_output_too_large: a warm resume and a replay end at the same answ
     const live = new IsolateProgram(limited());
     await live.start();
     await live.resume([{ seq: 0, output: 'ok' }]);
-    const ended = await live.resume([{ seq: 2, output: '', error: 'e'.repeat(101) }, { seq: 1, output: 'x'.repeat(101) }]);
+    const ended = await live.resume([
+      { seq: 2, output: '', error: 'e'.repeat(101) },
+      { seq: 1, output: 'x'.repeat(101) },
+    ]);
     const replayed = await new IsolateProgram(limited()).start([first, beta('x'.repeat(101)), gamma('e'.repeat(101))]);
     expect(ended).toMatchObject({ type: 'incomplete', error: { code: 'tool_output_too_large', message: 'The output of tools.beta exceeds 100 bytes' } });
     expect(observable(replayed)).toEqual(observable(ended));
@@ -323,8 +345,12 @@ describe('a replay ends where the live run ended', () => {
   });
 
   it('when delivering a batch throws in an output_schema check the program broke', async () => {
-    const tools = [{ name: 'alpha', parseOutputAsJson: false }, { name: 'delta', parseOutputAsJson: true, outputSchema: { type: 'object', properties: { v: { type: 'array' } } } }];
-    const code = 'const b = tools.alpha({}); const d = tools.delta({}); d.catch(() => {}); Array.isArray = () => { throw new Error("boom") }; text("b=" + (await b) + " d=" + (await d.catch((e) => e.message)))';
+    const tools = [
+      { name: 'alpha', parseOutputAsJson: false },
+      { name: 'delta', parseOutputAsJson: true, outputSchema: { type: 'object', properties: { v: { type: 'array' } } } },
+    ];
+    const code =
+      'const b = tools.alpha({}); const d = tools.delta({}); d.catch(() => {}); Array.isArray = () => { throw new Error("boom") }; text("b=" + (await b) + " d=" + (await d.catch((e) => e.message)))';
     const { live, replayed } = await liveThenReplay({ ...spec(code), tools }, (seq) => (seq === 0 ? 'B' : '{"v":[]}'));
     expect(live).toMatchObject({ type: 'completed', result: 'b=B d=boom' });
     expect(observable(replayed)).toEqual(observable(live));

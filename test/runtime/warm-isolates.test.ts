@@ -85,7 +85,10 @@ describe('isolates made ahead of demand', () => {
     try {
       const results: string[] = [];
       for (let run = 0; run < 6; run++) {
-        const program = new IsolateProgram(spec('text(String(globalThis.left)); globalThis.left = "from an earlier program"; Object.prototype.polluted = 1; text(String({}.polluted))'), warm);
+        const program = new IsolateProgram(
+          spec('text(String(globalThis.left)); globalThis.left = "from an earlier program"; Object.prototype.polluted = 1; text(String({}.polluted))'),
+          warm,
+        );
         const event = await program.start();
         if (event.type !== 'completed') throw new Error(JSON.stringify(event));
         results.push(event.result);

@@ -19,9 +19,13 @@ export interface ClientHandlers {
   /** Custom tools by `name`, or `namespace.name`: free-form input in, text out. */
   readonly custom?: Readonly<Record<string, (input: string) => string>>;
   /** The local shell: one result per command. */
-  readonly shell?: (action: ResponseFunctionShellToolCall['action']) => ResponseFunctionShellCallOutputContent[] | Promise<ResponseFunctionShellCallOutputContent[]>;
+  readonly shell?: (
+    action: ResponseFunctionShellToolCall['action'],
+  ) => ResponseFunctionShellCallOutputContent[] | Promise<ResponseFunctionShellCallOutputContent[]>;
   /** apply_patch: the file change, applied or refused. */
-  readonly applyPatch?: (operation: ResponseApplyPatchToolCall['operation']) => { status: 'completed' | 'failed'; output?: string } | Promise<{ status: 'completed' | 'failed'; output?: string }>;
+  readonly applyPatch?: (
+    operation: ResponseApplyPatchToolCall['operation'],
+  ) => { status: 'completed' | 'failed'; output?: string } | Promise<{ status: 'completed' | 'failed'; output?: string }>;
   /** MCP approval requests: approve (true), deny (false), or deny with a reason. */
   readonly approve?: (request: ResponseOutputItem.McpApprovalRequest) => boolean | { readonly approve: boolean; readonly reason?: string };
 }
@@ -51,7 +55,12 @@ function qualified(call: { name: string; namespace?: string }): string {
  * the client for, copy `caller` onto each output, and send the output back until a message ends
  * the turn. Every response's items must come through the SDK's `toResponseInputItems` unchanged.
  */
-export async function agentLoop(client: OpenAI, params: ResponseCreateParamsNonStreaming, handlers: ClientHandlers, options: LoopOptions = {}): Promise<LoopResult> {
+export async function agentLoop(
+  client: OpenAI,
+  params: ResponseCreateParamsNonStreaming,
+  handlers: ClientHandlers,
+  options: LoopOptions = {},
+): Promise<LoopResult> {
   const responses: Response[] = [];
   const sent: ResponseInputItem[] = [];
   const first = typeof params.input === 'string' ? [{ role: 'user' as const, content: params.input }] : [...(params.input ?? [])];
@@ -76,7 +85,12 @@ export async function agentLoop(client: OpenAI, params: ResponseCreateParamsNonS
         const run = handlers.functions?.[qualified(item)];
         if (!run) throw new Error(`no client handler for function ${qualified(item)}`);
         const value = await run(JSON.parse(item.arguments));
-        outputs.push({ type: 'function_call_output', call_id: item.call_id, output: typeof value === 'string' ? value : JSON.stringify(value), caller: item.caller ?? null });
+        outputs.push({
+          type: 'function_call_output',
+          call_id: item.call_id,
+          output: typeof value === 'string' ? value : JSON.stringify(value),
+          caller: item.caller ?? null,
+        });
       } else if (item.type === 'custom_tool_call') {
         const run = handlers.custom?.[qualified(item)];
         if (!run) throw new Error(`no client handler for custom tool ${qualified(item)}`);
@@ -89,7 +103,13 @@ export async function agentLoop(client: OpenAI, params: ResponseCreateParamsNonS
       } else if (item.type === 'apply_patch_call') {
         if (!handlers.applyPatch) throw new Error('no client handler for apply_patch');
         const { status, output } = await handlers.applyPatch(item.operation);
-        outputs.push({ type: 'apply_patch_call_output', call_id: item.call_id, status, ...(output === undefined ? {} : { output }), caller: item.caller ?? null });
+        outputs.push({
+          type: 'apply_patch_call_output',
+          call_id: item.call_id,
+          status,
+          ...(output === undefined ? {} : { output }),
+          caller: item.caller ?? null,
+        });
       } else if (item.type === 'mcp_approval_request') {
         if (!handlers.approve) throw new Error(`no client handler for approving ${item.server_label}.${item.name}`);
         const decision = handlers.approve(item);

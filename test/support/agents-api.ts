@@ -2,8 +2,18 @@ import { inlineProgram } from './programs.ts';
 
 /** Two function tools an agent's program calls together. */
 export const AGENT_TOOLS = [
-  { type: 'function' as const, name: 'get_price', description: 'The unit price of a SKU.', parameters: { type: 'object', properties: { sku: { type: 'string' } }, required: ['sku'] } },
-  { type: 'function' as const, name: 'get_stock', description: 'The units in stock of a SKU.', parameters: { type: 'object', properties: { sku: { type: 'string' } }, required: ['sku'] } },
+  {
+    type: 'function' as const,
+    name: 'get_price',
+    description: 'The unit price of a SKU.',
+    parameters: { type: 'object', properties: { sku: { type: 'string' } }, required: ['sku'] },
+  },
+  {
+    type: 'function' as const,
+    name: 'get_stock',
+    description: 'The units in stock of a SKU.',
+    parameters: { type: 'object', properties: { sku: { type: 'string' } }, required: ['sku'] },
+  },
 ];
 
 /** A program calling both tools at once: its answer is `{"value":42}` with answerOf's outputs. */

@@ -53,7 +53,9 @@ export function track(child: ChildProcess): ChildProcess {
 /** Runs `node dist/cli/main.js ARGS` (no Node flag: the CLI's own business) to its end. */
 export function runCli(args: readonly string[], options: SpawnOptions & { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<CliResult> {
   assertBuilt();
-  const child = track(spawn(process.execPath, [BUILT_CLI, ...args], { cwd: ROOT, ...options, env: options.env ?? cleanEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = track(
+    spawn(process.execPath, [BUILT_CLI, ...args], { cwd: ROOT, ...options, env: options.env ?? cleanEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] }),
+  );
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
@@ -82,7 +84,14 @@ export interface ServingCli {
 export async function serveCli(args: readonly string[], env: Record<string, string> = {}, options: { readonly cwd?: string } = {}): Promise<ServingCli> {
   assertBuilt();
   const port = env.PORT === undefined ? ['--port', '0'] : [];
-  const child = track(spawn(process.execPath, [BUILT_CLI, 'serve', ...port, ...args], { cwd: options.cwd ?? ROOT, env: cleanEnv(env), detached: true, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = track(
+    spawn(process.execPath, [BUILT_CLI, 'serve', ...port, ...args], {
+      cwd: options.cwd ?? ROOT,
+      env: cleanEnv(env),
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let output = '';
   const startLine = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {

@@ -179,12 +179,15 @@ export async function runConversation(client: OpenAI, code: string, options: Con
     if (pending.length === 0 || programOutputOf(last) !== undefined) break;
     if (round >= maxRounds) throw new Error(`the program was still making calls after ${maxRounds} rounds`);
     responses.push(
-      await client.responses.create({
-        model: 'any',
-        previous_response_id: last.id,
-        input: pending.map((call) => ({ type: 'function_call_output' as const, call_id: call.call_id, output: call.arguments, caller: call.caller ?? null })),
-        tools: TOOLS,
-      }, requestOptions),
+      await client.responses.create(
+        {
+          model: 'any',
+          previous_response_id: last.id,
+          input: pending.map((call) => ({ type: 'function_call_output' as const, call_id: call.call_id, output: call.arguments, caller: call.caller ?? null })),
+          tools: TOOLS,
+        },
+        requestOptions,
+      ),
     );
   }
   return { responses, output: programOutputOf(responses.at(-1)!), calls };

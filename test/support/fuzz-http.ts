@@ -180,7 +180,12 @@ export async function postResponses(baseURL: string, body: string | undefined, h
   let response: Response;
   let text: string;
   try {
-    response = await fetch(`${baseURL}/responses`, { method: 'POST', headers: sent, signal: AbortSignal.timeout(HANG_MS), ...(body === undefined ? {} : { body }) });
+    response = await fetch(`${baseURL}/responses`, {
+      method: 'POST',
+      headers: sent,
+      signal: AbortSignal.timeout(HANG_MS),
+      ...(body === undefined ? {} : { body }),
+    });
     text = await response.text();
   } catch (error) {
     if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
@@ -328,9 +333,11 @@ const ECHOED_TOOLS: readonly TreeObject[] = [
 
 const jsonSchema: fc.Arbitrary<TreeObject> = fc.oneof(
   fc.constant({ type: 'object', properties: {}, additionalProperties: true }),
-  fc.dictionary(identifier, fc.constantFrom<Tree>({ type: 'string' }, { type: 'integer', minimum: 0 }, { type: 'array', items: { type: 'string' } }), { maxKeys: 3 }).map(
-    (properties): TreeObject => ({ type: 'object', properties, required: Object.keys(properties), additionalProperties: false }),
-  ),
+  fc
+    .dictionary(identifier, fc.constantFrom<Tree>({ type: 'string' }, { type: 'integer', minimum: 0 }, { type: 'array', items: { type: 'string' } }), {
+      maxKeys: 3,
+    })
+    .map((properties): TreeObject => ({ type: 'object', properties, required: Object.keys(properties), additionalProperties: false })),
 );
 
 type ToolDraft = { tool: TreeObject; programmatic: boolean };
@@ -347,15 +354,22 @@ const functionTool: fc.Arbitrary<ToolDraft> = fc
     },
     { requiredKeys: [] },
   )
-  .map((fields) => ({ tool: { type: 'function', name: '', ...(fields as TreeObject) }, programmatic: fields.allowed_callers?.includes('programmatic') ?? false }));
+  .map((fields) => ({
+    tool: { type: 'function', name: '', ...(fields as TreeObject) },
+    programmatic: fields.allowed_callers?.includes('programmatic') ?? false,
+  }));
 
 const customTool: fc.Arbitrary<ToolDraft> = fc
-  .record({ description: text, format: fc.constantFrom<Tree>({ type: 'text' }, { type: 'grammar', syntax: 'lark', definition: 'start: "a"' }) }, { requiredKeys: [] })
+  .record(
+    { description: text, format: fc.constantFrom<Tree>({ type: 'text' }, { type: 'grammar', syntax: 'lark', definition: 'start: "a"' }) },
+    { requiredKeys: [] },
+  )
   .map((fields) => ({ tool: { type: 'custom', name: '', ...(fields as TreeObject) }, programmatic: false }));
 
-const namespaceTool: fc.Arbitrary<ToolDraft> = fc
-  .tuple(text, fc.uniqueArray(identifier, { maxLength: 3 }))
-  .map(([description, names]) => ({ tool: { type: 'namespace', name: '', description, tools: names.map((name): Tree => ({ type: 'function', name })) }, programmatic: false }));
+const namespaceTool: fc.Arbitrary<ToolDraft> = fc.tuple(text, fc.uniqueArray(identifier, { maxLength: 3 })).map(([description, names]) => ({
+  tool: { type: 'namespace', name: '', description, tools: names.map((name): Tree => ({ type: 'function', name })) },
+  programmatic: false,
+}));
 
 const echoedTool: fc.Arbitrary<ToolDraft> = fc.constantFrom(...ECHOED_TOOLS).map((tool) => ({ tool: cloneTree(tool) as TreeObject, programmatic: false }));
 
@@ -364,7 +378,9 @@ export const tools: fc.Arbitrary<Tree[]> = fc
   .tuple(fc.array(fc.oneof(functionTool, functionTool, customTool, namespaceTool, echoedTool), { maxLength: 5 }), fc.boolean(), identifier)
   .map(([drafts, ptc, base]) => {
     // Built-in tools are named by their type: one each.
-    const unique = drafts.filter(({ tool }, index) => 'name' in tool || drafts.findIndex((other) => other.tool['type'] === tool['type'] && !('name' in other.tool)) === index);
+    const unique = drafts.filter(
+      ({ tool }, index) => 'name' in tool || drafts.findIndex((other) => other.tool['type'] === tool['type'] && !('name' in other.tool)) === index,
+    );
     const list: Tree[] = unique.map(({ tool }, index) => (tool['name'] === '' ? { ...tool, name: `${base}_${index}` } : tool));
     if (ptc || drafts.some((draft) => draft.programmatic)) list.push({ type: 'programmatic_tool_calling' });
     return list;
@@ -399,34 +415,59 @@ const outputPart: fc.Arbitrary<Tree> = fc.oneof(
 type Segment_ = (tag: string) => Tree[];
 
 const userMessage: fc.Arbitrary<Segment_> = fc
-  .record({ role: fc.constantFrom('user', 'user', 'system', 'developer'), content: fc.oneof(text, fc.array(inputPart, { minLength: 1, maxLength: 3 })), typed: fc.boolean() })
+  .record({
+    role: fc.constantFrom('user', 'user', 'system', 'developer'),
+    content: fc.oneof(text, fc.array(inputPart, { minLength: 1, maxLength: 3 })),
+    typed: fc.boolean(),
+  })
   .map(({ role, content, typed }) => () => [{ ...(typed ? { type: 'message' } : {}), role, content }]);
 
 const assistantMessage: fc.Arbitrary<Segment_> = fc
   .record({ content: fc.oneof(text, fc.array(outputPart, { minLength: 1, maxLength: 2 })), phase: fc.constantFrom<Tree>('commentary', 'final_answer', null) })
   .map(({ content, phase }) => (tag) => [{ type: 'message', id: `msg_${tag}`, role: 'assistant', status: 'completed', content, phase }]);
 
-const reasoning: fc.Arbitrary<Segment_> = text.map((summary) => (tag) => [{ type: 'reasoning', id: `rs_${tag}`, summary: [{ type: 'summary_text', text: summary }] }]);
+const reasoning: fc.Arbitrary<Segment_> = text.map((summary) => (tag) => [
+  { type: 'reasoning', id: `rs_${tag}`, summary: [{ type: 'summary_text', text: summary }] },
+]);
 
 const directCall: fc.Arbitrary<Segment_> = fc
-  .record({ name: identifier, args: fc.constantFrom('{}', '{"q":1}', '{"a":"ü"}'), caller: fc.constantFrom('absent', 'direct'), outCaller: fc.constantFrom('absent', 'direct'), output: fc.oneof(text, fc.array(inputPart, { maxLength: 2 })) })
+  .record({
+    name: identifier,
+    args: fc.constantFrom('{}', '{"q":1}', '{"a":"ü"}'),
+    caller: fc.constantFrom('absent', 'direct'),
+    outCaller: fc.constantFrom('absent', 'direct'),
+    output: fc.oneof(text, fc.array(inputPart, { maxLength: 2 })),
+  })
   .map(({ name, args, caller, outCaller, output }) => (tag): Tree[] => [
-    { type: 'function_call', id: `fc_${tag}`, call_id: `call_${tag}`, name, arguments: args, status: 'completed', ...(caller === 'direct' ? { caller: { type: 'direct' } } : {}) },
+    {
+      type: 'function_call',
+      id: `fc_${tag}`,
+      call_id: `call_${tag}`,
+      name,
+      arguments: args,
+      status: 'completed',
+      ...(caller === 'direct' ? { caller: { type: 'direct' } } : {}),
+    },
     { type: 'function_call_output', call_id: `call_${tag}`, output, ...(outCaller === 'direct' ? { caller: { type: 'direct' } } : {}) },
   ]);
 
-const customCall: fc.Arbitrary<Segment_> = fc
-  .record({ name: identifier, input: text, output: text })
-  .map(({ name, input, output }) => (tag): Tree[] => [
-    { type: 'custom_tool_call', id: `ctc_${tag}`, call_id: `ccall_${tag}`, name, input },
-    { type: 'custom_tool_call_output', call_id: `ccall_${tag}`, output },
-  ]);
+const customCall: fc.Arbitrary<Segment_> = fc.record({ name: identifier, input: text, output: text }).map(({ name, input, output }) => (tag): Tree[] => [
+  { type: 'custom_tool_call', id: `ctc_${tag}`, call_id: `ccall_${tag}`, name, input },
+  { type: 'custom_tool_call_output', call_id: `ccall_${tag}`, output },
+]);
 
 /** A direct shell call and apply_patch call with their outputs, as a client loop resends them. */
 const shellAndPatch: fc.Arbitrary<Segment_> = fc
   .record({ commands: fc.array(text, { minLength: 1, maxLength: 3 }), stdout: text, path: text, diff: text, failed: fc.boolean() })
   .map(({ commands, stdout, path, diff, failed }) => (tag): Tree[] => [
-    { type: 'shell_call', id: `sh_${tag}`, call_id: `shcall_${tag}`, action: { commands, timeout_ms: null, max_output_length: 100 }, status: 'completed', environment: { type: 'local' } },
+    {
+      type: 'shell_call',
+      id: `sh_${tag}`,
+      call_id: `shcall_${tag}`,
+      action: { commands, timeout_ms: null, max_output_length: 100 },
+      status: 'completed',
+      environment: { type: 'local' },
+    },
     { type: 'shell_call_output', call_id: `shcall_${tag}`, output: commands.map(() => ({ stdout, stderr: '', outcome: { type: 'exit', exit_code: 0 } })) },
     { type: 'apply_patch_call', id: `apc_${tag}`, call_id: `apcall_${tag}`, operation: { type: 'update_file', path, diff }, status: 'completed' },
     { type: 'apply_patch_call_output', call_id: `apcall_${tag}`, status: failed ? 'failed' : 'completed', output: stdout },
@@ -437,7 +478,16 @@ const serverItems: fc.Arbitrary<Segment_> = fc
   .record({ name: identifier, text, failed: fc.boolean() })
   .map(({ name, text: value, failed }) => (tag): Tree[] => [
     { type: 'mcp_list_tools', id: `mcpl_${tag}`, server_label: 'docs', tools: [{ name, input_schema: { type: 'object' }, description: value }], error: null },
-    { type: 'mcp_call', id: `mcp_${tag}`, server_label: 'docs', name, arguments: '{}', output: failed ? null : value, error: failed ? value : null, status: failed ? 'failed' : 'completed' },
+    {
+      type: 'mcp_call',
+      id: `mcp_${tag}`,
+      server_label: 'docs',
+      name,
+      arguments: '{}',
+      output: failed ? null : value,
+      error: failed ? value : null,
+      status: failed ? 'failed' : 'completed',
+    },
     { type: 'mcp_approval_request', id: `mcpr_${tag}`, server_label: 'docs', name, arguments: '{}' },
     { type: 'mcp_approval_response', approval_request_id: `mcpr_${tag}`, approve: !failed, ...(failed ? { reason: value } : {}) },
     { type: 'code_interpreter_call', id: `ci_${tag}`, code: value, container_id: 'cntr_1', outputs: [{ type: 'logs', logs: value }], status: 'completed' },
@@ -460,13 +510,29 @@ const toolSearch: fc.Arbitrary<Segment_> = fc
 
 /** A program that has ended (program_output present): its fingerprint is never opened, so any string does. */
 const closedProgram: fc.Arbitrary<Segment_> = fc
-  .record({ code: text, fingerprint: text, calls: fc.array(fc.tuple(identifier, text), { maxLength: 3 }), result: text, status: fc.constantFrom('completed', 'incomplete') })
+  .record({
+    code: text,
+    fingerprint: text,
+    calls: fc.array(fc.tuple(identifier, text), { maxLength: 3 }),
+    result: text,
+    status: fc.constantFrom('completed', 'incomplete'),
+  })
   .map(({ code, fingerprint, calls, result, status }) => (tag): Tree[] => {
     const program = `call_prog_${tag}`;
     const caller = { type: 'program', caller_id: program };
     return [
       { type: 'program', id: `prog_${tag}`, call_id: program, code, fingerprint },
-      ...calls.map(([name], index): Tree => ({ type: 'function_call', id: `fc_${tag}_${index}`, call_id: `call_${tag}_${index}`, name, arguments: '{}', caller, status: 'completed' })),
+      ...calls.map(
+        ([name], index): Tree => ({
+          type: 'function_call',
+          id: `fc_${tag}_${index}`,
+          call_id: `call_${tag}_${index}`,
+          name,
+          arguments: '{}',
+          caller,
+          status: 'completed',
+        }),
+      ),
       ...calls.map(([, output], index): Tree => ({ type: 'function_call_output', call_id: `call_${tag}_${index}`, output, caller: { ...caller } })),
       { type: 'program_output', id: `prog_out_${tag}`, call_id: program, result, status },
     ];
@@ -477,10 +543,24 @@ const keptItem: fc.Arbitrary<Segment_> = fc
   .map(([type, extra]) => (tag) => [{ ...extra, type, id: `kept_${tag}` }]);
 
 export const conversation: fc.Arbitrary<Tree[]> = fc
-  .array(fc.oneof({ weight: 4, arbitrary: userMessage }, assistantMessage, reasoning, { weight: 2, arbitrary: directCall }, customCall, shellAndPatch, serverItems, toolSearch, { weight: 2, arbitrary: closedProgram }, keptItem), {
-    minLength: 1,
-    maxLength: 7,
-  })
+  .array(
+    fc.oneof(
+      { weight: 4, arbitrary: userMessage },
+      assistantMessage,
+      reasoning,
+      { weight: 2, arbitrary: directCall },
+      customCall,
+      shellAndPatch,
+      serverItems,
+      toolSearch,
+      { weight: 2, arbitrary: closedProgram },
+      keptItem,
+    ),
+    {
+      minLength: 1,
+      maxLength: 7,
+    },
+  )
   .map((segments) => segments.flatMap((segment, index) => segment(String(index))));
 
 const metadata: fc.Arbitrary<Tree> = fc.dictionary(fc.string({ minLength: 1, maxLength: 16 }), fc.string({ maxLength: 40 }), { maxKeys: 4 });
@@ -507,10 +587,17 @@ export const validBody: fc.Arbitrary<TreeObject> = fc.record(
     service_tier: fc.constantFrom('auto', 'default', 'flex', 'scale', 'priority'),
     prompt_cache_key: text,
     prompt_cache_retention: fc.constantFrom('in_memory', '24h'),
-    reasoning: fc.record({ effort: fc.constantFrom('none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'), summary: fc.constantFrom('auto', 'concise', 'detailed') }, { requiredKeys: [] }),
+    reasoning: fc.record(
+      { effort: fc.constantFrom('none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'), summary: fc.constantFrom('auto', 'concise', 'detailed') },
+      { requiredKeys: [] },
+    ),
     text: fc.record(
       {
-        format: fc.constantFrom<Tree>({ type: 'text' }, { type: 'json_object' }, { type: 'json_schema', name: 'answer', schema: { type: 'object' }, strict: true }),
+        format: fc.constantFrom<Tree>(
+          { type: 'text' },
+          { type: 'json_object' },
+          { type: 'json_schema', name: 'answer', schema: { type: 'object' }, strict: true },
+        ),
         verbosity: fc.constantFrom('low', 'medium', 'high'),
       },
       { requiredKeys: [] },
@@ -549,15 +636,46 @@ export const validRequest: fc.Arbitrary<FuzzRequest> = fc.record({ body: validBo
 
 // ---- mutations -------------------------------------------------------------------------------------
 
-const ODD_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf', '', 'a.b', '[0]', 'ключ', '\uD800', 'type ', 'Type', 'model'];
-const ENUM_KEYS = new Set(['type', 'role', 'status', 'truncation', 'service_tier', 'effort', 'summary', 'verbosity', 'mode', 'detail', 'phase', 'tool_choice', 'prompt_cache_retention']);
+const ODD_KEYS = [
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'hasOwnProperty',
+  'valueOf',
+  '',
+  'a.b',
+  '[0]',
+  'ключ',
+  '\uD800',
+  'type ',
+  'Type',
+  'model',
+];
+const ENUM_KEYS = new Set([
+  'type',
+  'role',
+  'status',
+  'truncation',
+  'service_tier',
+  'effort',
+  'summary',
+  'verbosity',
+  'mode',
+  'detail',
+  'phase',
+  'tool_choice',
+  'prompt_cache_retention',
+]);
 const ID_KEYS = new Set(['call_id', 'caller_id', 'id', 'previous_response_id']);
 const NUMERIC_KEYS = new Set(['temperature', 'top_p', 'top_logprobs', 'max_output_tokens']);
 
 const otherValue: fc.Arbitrary<Tree> = fc.constantFrom<Tree>(0, -1, 1.5, '', 'x', true, false, null, [], {}, [1], { a: 1 }, ['x'], 'null', '0');
 const oddNumber: fc.Arbitrary<Tree> = fc.oneof(
   fc.constantFrom<Tree>(-1, 0, -0, 1e308, -1e308, 2 ** 53 + 2, -(2 ** 53) - 2, 1.5, 1e-300, 4.9e-324, 21, 2.0000001, 600001),
-  fc.constantFrom('1e400', '-1e400', '123456789012345678901234567890', '1E+2', '-0.0', '0.0000000000000000000000000001').map((literal) => new RawNumber(literal)),
+  fc
+    .constantFrom('1e400', '-1e400', '123456789012345678901234567890', '1E+2', '-0.0', '0.0000000000000000000000000001')
+    .map((literal) => new RawNumber(literal)),
   fc.double({ noNaN: true, noDefaultInfinity: true }),
 );
 /** `{"__proto__": {...}}` as JSON text has it: an own key, not a prototype. */
@@ -595,14 +713,26 @@ export const shallowMutation: fc.Arbitrary<Mutation> = fc.oneof(
   fc.record({ kind: fc.constant('truncate-string' as const), pick, keep: fc.nat(8) }),
   fc.record({ kind: fc.constant('truncate-array' as const), pick, keep: fc.nat(3) }),
   fc.record({ kind: fc.constant('enum' as const), pick, variant: fc.constantFrom('UPPER', 'suffix', 'empty', 'space', 'other', 'null', 'number') }),
-  fc.record({ kind: fc.constant('long-string' as const), pick, unit: fc.constantFrom('x', 'ab', '1', 'é', '🧪', ' ', '\u0000', "a'", 'a1 '), length: fc.constantFrom(1_000, 50_000, 300_000) }),
-  fc.record({ kind: fc.constant('id' as const), pick, value: fc.oneof(otherValue, fc.constantFrom<Tree>(42, -7, 1e21, '', ' ', 'call_\u0000', 'x'.repeat(5000))) }),
+  fc.record({
+    kind: fc.constant('long-string' as const),
+    pick,
+    unit: fc.constantFrom('x', 'ab', '1', 'é', '🧪', ' ', '\u0000', "a'", 'a1 '),
+    length: fc.constantFrom(1_000, 50_000, 300_000),
+  }),
+  fc.record({
+    kind: fc.constant('id' as const),
+    pick,
+    value: fc.oneof(otherValue, fc.constantFrom<Tree>(42, -7, 1e21, '', ' ', 'call_\u0000', 'x'.repeat(5000))),
+  }),
   fc.record({ kind: fc.constant('number' as const), pick, value: oddNumber }),
   fc.record({ kind: fc.constant('surrogate' as const), pick, at: fc.nat(), surrogate: fc.constantFrom(...LONE_SURROGATES) }),
   fc.record({
     kind: fc.constant('header' as const),
     pick,
-    name: fc.oneof(fc.constantFrom('x-ptc-final-message', 'x-ptc-incomplete', 'x-ptc-seed', 'x-ptc-client-checks', 'x-ptc-stream-cut-after'), identifier.map((name) => `x-ptc-${name.replaceAll('_', '-')}`)),
+    name: fc.oneof(
+      fc.constantFrom('x-ptc-final-message', 'x-ptc-incomplete', 'x-ptc-seed', 'x-ptc-client-checks', 'x-ptc-stream-cut-after'),
+      identifier.map((name) => `x-ptc-${name.replaceAll('_', '-')}`),
+    ),
     value: fc.constantFrom('', 'NEXT', 'same ', 'max-output-tokens', '1.5', '-1', 'true', '99999999999999999999', 'strict,lenient', 'Strict'),
   }),
 );
@@ -666,7 +796,10 @@ export function applyMutation(request: { body: Tree; headers: HeaderList }, muta
   const { body } = request;
   switch (mutation.kind) {
     case 'delete': {
-      const node = choose(nodes.filter((candidate) => typeof lastKey(candidate) === 'string'), mutation.pick);
+      const node = choose(
+        nodes.filter((candidate) => typeof lastKey(candidate) === 'string'),
+        mutation.pick,
+      );
       const parent = node && parentOf(body, node.path);
       if (node && isObject(parent)) delete parent[lastKey(node) as string];
       return;
@@ -679,11 +812,15 @@ export function applyMutation(request: { body: Tree; headers: HeaderList }, muta
     case 'unknown-field': {
       const objects = nodesOf(body).filter((node) => isObject(node.value));
       const node = choose(objects, mutation.pick);
-      if (node && isObject(node.value)) setKey(node.value, Object.hasOwn(node.value, mutation.key) ? `${mutation.key}_unknown` : mutation.key, cloneTree(mutation.value));
+      if (node && isObject(node.value))
+        setKey(node.value, Object.hasOwn(node.value, mutation.key) ? `${mutation.key}_unknown` : mutation.key, cloneTree(mutation.value));
       return;
     }
     case 'swap': {
-      const node = choose(nodes.filter((candidate) => Array.isArray(candidate.value) && candidate.value.length >= 2), mutation.pick);
+      const node = choose(
+        nodes.filter((candidate) => Array.isArray(candidate.value) && candidate.value.length >= 2),
+        mutation.pick,
+      );
       if (node && Array.isArray(node.value)) {
         const list = node.value;
         const a = mutation.a % list.length;
@@ -693,43 +830,67 @@ export function applyMutation(request: { body: Tree; headers: HeaderList }, muta
       return;
     }
     case 'duplicate': {
-      const node = choose(nodes.filter((candidate) => typeof lastKey(candidate) === 'number'), mutation.pick);
+      const node = choose(
+        nodes.filter((candidate) => typeof lastKey(candidate) === 'number'),
+        mutation.pick,
+      );
       const parent = node && parentOf(body, node.path);
       if (node && Array.isArray(parent)) parent.splice((lastKey(node) as number) + 1, 0, cloneTree(node.value));
       return;
     }
     case 'truncate-string': {
-      const node = choose(nodes.filter((candidate) => typeof candidate.value === 'string'), mutation.pick);
+      const node = choose(
+        nodes.filter((candidate) => typeof candidate.value === 'string'),
+        mutation.pick,
+      );
       if (node) replaceAt(body, node.path, (node.value as string).slice(0, Math.min(mutation.keep, Math.max(0, (node.value as string).length - 1))));
       return;
     }
     case 'truncate-array': {
-      const node = choose(nodes.filter((candidate) => Array.isArray(candidate.value) && candidate.value.length > 0), mutation.pick);
+      const node = choose(
+        nodes.filter((candidate) => Array.isArray(candidate.value) && candidate.value.length > 0),
+        mutation.pick,
+      );
       if (node && Array.isArray(node.value)) node.value.length = Math.min(mutation.keep, node.value.length - 1);
       return;
     }
     case 'enum': {
-      const node = choose(nodes.filter((candidate) => typeof candidate.value === 'string' && ENUM_KEYS.has(String(lastKey(candidate)))), mutation.pick);
+      const node = choose(
+        nodes.filter((candidate) => typeof candidate.value === 'string' && ENUM_KEYS.has(String(lastKey(candidate)))),
+        mutation.pick,
+      );
       if (node) replaceAt(body, node.path, enumVariant(node.value as string, mutation.variant));
       return;
     }
     case 'long-string': {
-      const node = choose(nodes.filter((candidate) => typeof candidate.value === 'string'), mutation.pick);
+      const node = choose(
+        nodes.filter((candidate) => typeof candidate.value === 'string'),
+        mutation.pick,
+      );
       if (node) replaceAt(body, node.path, mutation.unit.repeat(Math.ceil(mutation.length / mutation.unit.length)));
       return;
     }
     case 'id': {
-      const node = choose(nodes.filter((candidate) => ID_KEYS.has(String(lastKey(candidate)))), mutation.pick);
+      const node = choose(
+        nodes.filter((candidate) => ID_KEYS.has(String(lastKey(candidate)))),
+        mutation.pick,
+      );
       if (node) replaceAt(body, node.path, cloneTree(mutation.value));
       return;
     }
     case 'number': {
-      const node = choose(nodes.filter((candidate) => typeof candidate.value === 'number' || NUMERIC_KEYS.has(String(lastKey(candidate)))), mutation.pick);
+      const node = choose(
+        nodes.filter((candidate) => typeof candidate.value === 'number' || NUMERIC_KEYS.has(String(lastKey(candidate)))),
+        mutation.pick,
+      );
       if (node) replaceAt(body, node.path, cloneTree(mutation.value));
       return;
     }
     case 'surrogate': {
-      const node = choose(nodes.filter((candidate) => typeof candidate.value === 'string'), mutation.pick);
+      const node = choose(
+        nodes.filter((candidate) => typeof candidate.value === 'string'),
+        mutation.pick,
+      );
       if (node) {
         const value = node.value as string;
         const at = mutation.at % (value.length + 1);
@@ -921,7 +1082,9 @@ export function rawExchange(port: number, plan: RawPlan): Promise<RawExchange> {
       settled = true;
       socket.destroy();
       const { responses, leftover } = parseResponses(Buffer.concat(received));
-      reject(new Error(`HANG: the server neither answered nor closed within ${HANG_MS} ms (got ${responses.length} response(s), ${leftover.length} stray bytes)`));
+      reject(
+        new Error(`HANG: the server neither answered nor closed within ${HANG_MS} ms (got ${responses.length} response(s), ${leftover.length} stray bytes)`),
+      );
     }, HANG_MS);
     socket.on('data', (chunk: Buffer) => {
       received.push(chunk);

@@ -89,7 +89,8 @@ const ARGUMENTS = incomplete('arguments_too_large', `Arguments of tools.echo exc
 const threw = (message: string): ExpectedOutcome => incomplete('program_threw', message);
 
 /** Names a program would use to reach its host; none may exist. */
-const HOST_NAMES = "['process', 'require', 'module', 'exports', 'Buffer', 'global', 'ivm', '_ivm', 'isolatedVm', 'console', 'fetch', 'setTimeout', 'setImmediate', 'queueMicrotask', 'performance', 'WebAssembly', 'SharedArrayBuffer', 'Atomics', 'structuredClone', 'postMessage', 'Deno', 'Bun']";
+const HOST_NAMES =
+  "['process', 'require', 'module', 'exports', 'Buffer', 'global', 'ivm', '_ivm', 'isolatedVm', 'console', 'fetch', 'setTimeout', 'setImmediate', 'queueMicrotask', 'performance', 'WebAssembly', 'SharedArrayBuffer', 'Atomics', 'structuredClone', 'postMessage', 'Deno', 'Bun']";
 
 /**
  * Word segmentation of a long Thai text runs in ICU, which isolated-vm's timeout cannot
@@ -158,8 +159,7 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   },
   {
     name: 'CallSite objects from Error.prepareStackTrace expose no host function or receiver',
-    code:
-      "Error.prepareStackTrace = (_, frames) => frames.map((f) => [f.getFileName(), typeof f.getThis(), typeof f.getFunction(), f.isNative()].join(':')).join('|'); text(new Error('x').stack)",
+    code: "Error.prepareStackTrace = (_, frames) => frames.map((f) => [f.getFileName(), typeof f.getThis(), typeof f.getFunction(), f.isNative()].join(':')).join('|'); text(new Error('x').stack)",
     outcome: completed(':undefined:undefined:false|ptc:prelude:undefined:undefined:false|ptc:prelude:undefined:undefined:false'),
   },
   {
@@ -170,8 +170,7 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   },
   {
     name: "the bridge's functions have no caller, arguments or prototype chain to the host",
-    code:
-      "const out = []; for (const f of [text, image, tools.echo]) { for (const k of ['caller', 'arguments']) { try { out.push(String(f[k])) } catch (e) { out.push(e.name) } } out.push(Object.getPrototypeOf(f) === Function.prototype) } text(out.join())",
+    code: "const out = []; for (const f of [text, image, tools.echo]) { for (const k of ['caller', 'arguments']) { try { out.push(String(f[k])) } catch (e) { out.push(e.name) } } out.push(Object.getPrototypeOf(f) === Function.prototype) } text(out.join())",
     outcome: completed('TypeError,TypeError,true,TypeError,TypeError,true,TypeError,TypeError,true'),
   },
 
@@ -207,8 +206,7 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   // ---- Proxy and species tricks on values crossing the bridge ---------------------------------
   {
     name: 'a Proxy as tool arguments',
-    code:
-      "const p = new Proxy({}, { ownKeys: () => ['a', 'b'], getOwnPropertyDescriptor: () => ({ value: 0, enumerable: true, configurable: true }), get: (t, k) => (k === 'toJSON' ? undefined : 'spy:' + String(k)) }); text(await tools.echo(p))",
+    code: "const p = new Proxy({}, { ownKeys: () => ['a', 'b'], getOwnPropertyDescriptor: () => ({ value: 0, enumerable: true, configurable: true }), get: (t, k) => (k === 'toJSON' ? undefined : 'spy:' + String(k)) }); text(await tools.echo(p))",
     outcome: completed('{"a":"spy:a","b":"spy:b"}'),
     calls: ['{"a":"spy:a","b":"spy:b"}'],
   },
@@ -224,14 +222,12 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   },
   {
     name: 'a Proxy of an array, and a revoked Proxy, as tool arguments',
-    code:
-      "const out = []; try { await tools.echo(new Proxy([], {})) } catch (e) { out.push(e.message) } const r = Proxy.revocable({}, {}); r.revoke(); try { await tools.echo(r.proxy) } catch (e) { out.push(e.message) } text(out.join(' | '))",
+    code: "const out = []; try { await tools.echo(new Proxy([], {})) } catch (e) { out.push(e.message) } const r = Proxy.revocable({}, {}); r.revoke(); try { await tools.echo(r.proxy) } catch (e) { out.push(e.message) } text(out.join(' | '))",
     outcome: completed("tools.echo expects an object of arguments, got an array | Cannot perform 'IsArray' on a proxy that has been revoked"),
   },
   {
     name: 'an Array subclass with a hostile Symbol.species in tool arguments',
-    code:
-      "class Evil extends Array { static get [Symbol.species]() { throw new Error('species') } } const list = Evil.from([1, 2, 3]); text(await tools.echo({ list, n: list.length }))",
+    code: "class Evil extends Array { static get [Symbol.species]() { throw new Error('species') } } const list = Evil.from([1, 2, 3]); text(await tools.echo({ list, n: list.length }))",
     outcome: completed('{"list":[1,2,3],"n":3}'),
     calls: ['{"list":[1,2,3],"n":3}'],
   },
@@ -262,8 +258,7 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   },
   {
     name: 'a Proxy thrown as the error, forging an Error',
-    code:
-      "throw new Proxy({}, { get(t, k) { return { [Symbol.toStringTag]: 'Error', name: 'Forged', message: 'by a proxy', stack: 'at /etc/passwd:1:1' }[k] } })",
+    code: "throw new Proxy({}, { get(t, k) { return { [Symbol.toStringTag]: 'Error', name: 'Forged', message: 'by a proxy', stack: 'at /etc/passwd:1:1' }[k] } })",
     outcome: threw('Forged: by a proxy'),
   },
 
@@ -313,7 +308,7 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   },
   {
     name: 'cyclic and BigInt arguments',
-    code: "const out = []; const o = {}; o.o = o; for (const a of [o, { n: 1n }]) { try { await tools.echo(a) } catch (e) { out.push(e.name) } } text(out.join())",
+    code: 'const out = []; const o = {}; o.o = o; for (const a of [o, { n: 1n }]) { try { await tools.echo(a) } catch (e) { out.push(e.name) } } text(out.join())',
     outcome: completed('TypeError,TypeError'),
   },
 
@@ -326,8 +321,7 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   },
   {
     name: 'Array.prototype setter and getter at index 0, then tool calls and text()',
-    code:
-      "Object.defineProperty(Array.prototype, '0', { get() { return 'from-proto' }, set(v) { throw new Error('setter ran') }, configurable: true }); const r = await Promise.all([tools.echo({ list: [1, 2] }), tools.echo({ b: 2 })]); text(r.join(' ')); text(' ' + [, 1][0])",
+    code: "Object.defineProperty(Array.prototype, '0', { get() { return 'from-proto' }, set(v) { throw new Error('setter ran') }, configurable: true }); const r = await Promise.all([tools.echo({ list: [1, 2] }), tools.echo({ b: 2 })]); text(r.join(' ')); text(' ' + [, 1][0])",
     outcome: completed('{"list":[1,2]} {"b":2} from-proto'),
     calls: ['{"list":[1,2]}', '{"b":2}'],
   },
@@ -339,48 +333,43 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   },
   {
     name: 'Map.prototype.set/get/delete and Promise.prototype.then replaced, then tool calls',
-    code:
-      "Map.prototype.set = () => { throw new Error('set') }; Map.prototype.get = () => undefined; Map.prototype.delete = () => false; Promise.prototype.then = function () { throw new Error('then') }; const a = await tools.echo({ a: 1 }); const b = await tools.echo({ b: 2 }); text(a + b); try { await Promise.all([tools.echo({ c: 3 })]) } catch (e) { text(' ' + e.message) }",
+    code: "Map.prototype.set = () => { throw new Error('set') }; Map.prototype.get = () => undefined; Map.prototype.delete = () => false; Promise.prototype.then = function () { throw new Error('then') }; const a = await tools.echo({ a: 1 }); const b = await tools.echo({ b: 2 }); text(a + b); try { await Promise.all([tools.echo({ c: 3 })]) } catch (e) { text(' ' + e.message) }",
     outcome: completed('{"a":1}{"b":2} then'),
     calls: ['{"a":1}', '{"b":2}'],
   },
   {
     name: 'Promise.prototype.then replaced after the calls were made',
-    code: "const p = tools.echo({ a: 1 }); Promise.prototype.then = function () { return this }; const r = await p; text(r)",
+    code: 'const p = tools.echo({ a: 1 }); Promise.prototype.then = function () { return this }; const r = await p; text(r)',
     outcome: completed('{"a":1}'),
     calls: ['{"a":1}'],
   },
   {
     name: 'JSON.parse and JSON.stringify replaced, then tool calls and text()',
-    code: "JSON.stringify = () => '{\"forged\":true}'; JSON.parse = () => ({ forged: true }); const r = await tools.echo({ a: 1 }); text({ r })",
+    code: 'JSON.stringify = () => \'{"forged":true}\'; JSON.parse = () => ({ forged: true }); const r = await tools.echo({ a: 1 }); text({ r })',
     outcome: completed('{"r":"{\\"a\\":1}"}'),
     calls: ['{"a":1}'],
   },
   {
     name: 'Reflect.apply, Function.prototype.call/apply/bind and Object.defineProperty replaced',
-    code:
-      "Reflect.apply = () => { throw new Error('apply') }; Reflect.construct = () => { throw new Error('construct') }; Function.prototype.call = Function.prototype.apply = Function.prototype.bind = () => { throw new Error('fp') }; Object.defineProperty = () => { throw new Error('dp') }; const r = await tools.echo({ a: [1] }); text(r); text(new Date(0).getTime())",
+    code: "Reflect.apply = () => { throw new Error('apply') }; Reflect.construct = () => { throw new Error('construct') }; Function.prototype.call = Function.prototype.apply = Function.prototype.bind = () => { throw new Error('fp') }; Object.defineProperty = () => { throw new Error('dp') }; const r = await tools.echo({ a: [1] }); text(r); text(new Date(0).getTime())",
     outcome: completed('{"a":[1]}0'),
     calls: ['{"a":[1]}'],
   },
   {
     name: 'String, Array and RegExp prototypes replaced, then an error is described',
-    code:
-      "String.prototype.slice = () => 'S'; String.prototype.startsWith = () => true; RegExp.prototype.exec = () => ['<anonymous>:99:99', '99', '99']; Array.prototype.sort = () => { throw new Error('sort') }; Object.keys = () => []; Number = () => 0; String = () => 'str'; await tools.echo({ b: 1, a: 2 }); throw new TypeError('described')",
+    code: "String.prototype.slice = () => 'S'; String.prototype.startsWith = () => true; RegExp.prototype.exec = () => ['<anonymous>:99:99', '99', '99']; Array.prototype.sort = () => { throw new Error('sort') }; Object.keys = () => []; Number = () => 0; String = () => 'str'; await tools.echo({ b: 1, a: 2 }); throw new TypeError('described')",
     outcome: threw('TypeError: described (line 1, column 306)'),
     calls: ['{"b":1,"a":2}'],
   },
   {
-    name: 'Object.prototype setters for the bridge\'s own field names',
-    code:
-      "for (const k of ['resolve', 'reject', 'tool', 'args', 'seq', 'state', 'status', 'result', 'code', 'message', 'calls', 'output']) Object.defineProperty(Object.prototype, k, { set() { throw new Error('set ' + k) }, get() { return 'poison' }, configurable: true }); const r = await tools.echo({ x: 1 }); text(r)",
+    name: "Object.prototype setters for the bridge's own field names",
+    code: "for (const k of ['resolve', 'reject', 'tool', 'args', 'seq', 'state', 'status', 'result', 'code', 'message', 'calls', 'output']) Object.defineProperty(Object.prototype, k, { set() { throw new Error('set ' + k) }, get() { return 'poison' }, configurable: true }); const r = await tools.echo({ x: 1 }); text(r)",
     outcome: completed('{"x":1}'),
     calls: ['{"x":1}'],
   },
   {
     name: 'iterators of Array and Map, and Map.prototype.forEach, replaced',
-    code:
-      "Array.prototype[Symbol.iterator] = function* () { yield 'forged' }; Map.prototype.forEach = () => {}; Map.prototype[Symbol.iterator] = function* () {}; const p1 = tools.echo({ i: 1 }); const p2 = tools.echo({ i: 2 }); text((await p1) + (await p2))",
+    code: "Array.prototype[Symbol.iterator] = function* () { yield 'forged' }; Map.prototype.forEach = () => {}; Map.prototype[Symbol.iterator] = function* () {}; const p1 = tools.echo({ i: 1 }); const p2 = tools.echo({ i: 2 }); text((await p1) + (await p2))",
     outcome: completed('{"i":1}{"i":2}'),
     calls: ['{"i":1}', '{"i":2}'],
   },
@@ -400,7 +389,11 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   },
 
   // ---- deep recursion --------------------------------------------------------------------------
-  { name: 'unbounded recursion, uncaught', code: 'const f = () => f(); f()', outcome: threw('RangeError: Maximum call stack size exceeded (line 1, column 17)') },
+  {
+    name: 'unbounded recursion, uncaught',
+    code: 'const f = () => f(); f()',
+    outcome: threw('RangeError: Maximum call stack size exceeded (line 1, column 17)'),
+  },
   {
     name: 'unbounded recursion, caught, then a tool call',
     code: 'const f = (n) => f(n + 1) + 1; try { f(0) } catch (e) { text(e.name) } text(await tools.echo({ after: true }))',
@@ -436,16 +429,44 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   // ---- memory bombs ------------------------------------------------------------------------
   { name: 'a memory bomb of arrays', code: 'const a = []; for (;;) a.push(new Array(1e5).fill(1.5))', outcome: MEMORY },
   { name: 'a memory bomb of flat strings', code: "const a = []; for (let i = 0; ; i++) a.push(('x'.repeat(1e6) + i).toUpperCase())", outcome: MEMORY },
-  { name: 'a string doubled until V8 refuses it', code: "let s = 'ab'; for (;;) s += s", outcome: threw('RangeError: Invalid string length (line 1, column 29)') },
-  { name: 'many 1 MiB ArrayBuffers', code: 'const a = []; for (;;) a.push(new ArrayBuffer(1 << 20))', outcome: threw('RangeError: Array buffer allocation failed (line 1, column 31)') },
+  {
+    name: 'a string doubled until V8 refuses it',
+    code: "let s = 'ab'; for (;;) s += s",
+    outcome: threw('RangeError: Invalid string length (line 1, column 29)'),
+  },
+  {
+    name: 'many 1 MiB ArrayBuffers',
+    code: 'const a = []; for (;;) a.push(new ArrayBuffer(1 << 20))',
+    outcome: threw('RangeError: Array buffer allocation failed (line 1, column 31)'),
+  },
   // 64 KiB each: the allocator refuses one before the wrappers fill the heap. With 1 KiB buffers
   // the heap limit won the race about one run in seven, and the outcome was not stable.
-  { name: 'many 64 KiB ArrayBuffers', code: 'const a = []; for (;;) a.push(new ArrayBuffer(65536))', outcome: threw('RangeError: Array buffer allocation failed (line 1, column 31)') },
-  { name: 'one 2 GiB ArrayBuffer', code: 'const b = new ArrayBuffer(2 ** 31); text(b.byteLength)', outcome: threw('RangeError: Array buffer allocation failed (line 1, column 11)') },
-  { name: 'one 1 GiB Float64Array, caught', code: 'try { new Float64Array(2 ** 27) } catch (e) { text(e.message) }', outcome: completed('Array buffer allocation failed') },
+  {
+    name: 'many 64 KiB ArrayBuffers',
+    code: 'const a = []; for (;;) a.push(new ArrayBuffer(65536))',
+    outcome: threw('RangeError: Array buffer allocation failed (line 1, column 31)'),
+  },
+  {
+    name: 'one 2 GiB ArrayBuffer',
+    code: 'const b = new ArrayBuffer(2 ** 31); text(b.byteLength)',
+    outcome: threw('RangeError: Array buffer allocation failed (line 1, column 11)'),
+  },
+  {
+    name: 'one 1 GiB Float64Array, caught',
+    code: 'try { new Float64Array(2 ** 27) } catch (e) { text(e.message) }',
+    outcome: completed('Array buffer allocation failed'),
+  },
   { name: 'a memory bomb of Map values', code: 'const m = new Map(); for (let i = 0; ; i++) m.set(i, new Array(1e4).fill(i))', outcome: MEMORY },
-  { name: 'a memory bomb of closures in a promise chain', code: 'let p = Promise.resolve(); for (;;) { const big = new Array(1e4).fill(0); p = p.then(() => big) }', outcome: MEMORY },
-  { name: 'a memory bomb, caught, then text()', code: 'try { const a = []; for (;;) a.push(new Array(1e5).fill(1.5)) } catch { } text("survived")', outcome: MEMORY },
+  {
+    name: 'a memory bomb of closures in a promise chain',
+    code: 'let p = Promise.resolve(); for (;;) { const big = new Array(1e4).fill(0); p = p.then(() => big) }',
+    outcome: MEMORY,
+  },
+  {
+    name: 'a memory bomb, caught, then text()',
+    code: 'try { const a = []; for (;;) a.push(new Array(1e5).fill(1.5)) } catch { } text("survived")',
+    outcome: MEMORY,
+  },
 
   // ---- regex catastrophic backtracking ------------------------------------------------------
   { name: 'catastrophic backtracking: (a+)+$', code: "text(/(a+)+$/.test('a'.repeat(40) + 'b'))", outcome: WALL },
@@ -493,7 +514,11 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   { name: 'thousands of un-awaited calls', code: 'for (let i = 0; i < 5000; i++) tools.echo({ i }); text("done")', outcome: IN_FLIGHT },
   { name: 'an un-awaited call rejected for its arguments', code: 'tools.echo(5); text("done")', outcome: completed('done') },
   { name: "an unhandled rejection of the program's own", code: "Promise.reject(new Error('x')); text('done')", outcome: completed('done') },
-  { name: 'thousands of un-awaited calls whose rejections are caught', code: 'for (let i = 0; i < 5000; i++) tools.echo({ i }).catch(() => {}); await null; text("done")', outcome: IN_FLIGHT },
+  {
+    name: 'thousands of un-awaited calls whose rejections are caught',
+    code: 'for (let i = 0; i < 5000; i++) tools.echo({ i }).catch(() => {}); await null; text("done")',
+    outcome: IN_FLIGHT,
+  },
   { name: 'calls in a loop with await', code: 'for (let i = 0; ; i++) await tools.echo({ i })', outcome: CALLS },
   {
     name: 'calls in a loop with await, the limit error caught',
@@ -555,7 +580,12 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
     code: 'const r = Proxy.revocable({}, {}); r.revoke(); throw r.proxy',
     outcome: threw('Uncaught value that cannot be described'),
   },
-  { name: 'reject with a non-Error after a tool call', code: 'await tools.echo({}); await Promise.reject(Symbol.iterator)', outcome: threw('Uncaught Symbol(Symbol.iterator)'), calls: ['{}'] },
+  {
+    name: 'reject with a non-Error after a tool call',
+    code: 'await tools.echo({}); await Promise.reject(Symbol.iterator)',
+    outcome: threw('Uncaught Symbol(Symbol.iterator)'),
+    calls: ['{}'],
+  },
 
   // ---- WeakRef / FinalizationRegistry ---------------------------------------------------------
   {
@@ -565,20 +595,26 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   },
   {
     name: 'a FinalizationRegistry whose callback makes tool calls while the program waits',
-    code:
-      "let n = 0; const r = new FinalizationRegistry((i) => { if (n++ < 4) tools.echo({ finalized: i }) }); for (let i = 0; i < 1e4; i++) r.register({ a: [i] }, i); const out = await tools.echo({ waiting: true }); text(out)",
+    code: 'let n = 0; const r = new FinalizationRegistry((i) => { if (n++ < 4) tools.echo({ finalized: i }) }); for (let i = 0; i < 1e4; i++) r.register({ a: [i] }, i); const out = await tools.echo({ waiting: true }); text(out)',
     outcome: completed('{"waiting":true}'),
   },
-  { name: 'a memory bomb of WeakRef targets (kept alive for the job)', code: 'const a = []; for (;;) a.push(new WeakRef(new Array(1e4).fill(1.5)))', outcome: MEMORY },
+  {
+    name: 'a memory bomb of WeakRef targets (kept alive for the job)',
+    code: 'const a = []; for (;;) a.push(new WeakRef(new Array(1e4).fill(1.5)))',
+    outcome: MEMORY,
+  },
 
   // ---- SharedArrayBuffer, Atomics, WebAssembly, eval ------------------------------------------
   {
     name: 'SharedArrayBuffer, Atomics and WebAssembly are gone, and cannot be found again',
-    code:
-      "const found = [typeof SharedArrayBuffer, typeof Atomics, typeof WebAssembly, typeof globalThis.WebAssembly, Object.getOwnPropertyNames(globalThis).filter((n) => /Shared|Atomics|WebAssembly/.test(n)).length, Function('return typeof WebAssembly')()]; text(found.join())",
+    code: "const found = [typeof SharedArrayBuffer, typeof Atomics, typeof WebAssembly, typeof globalThis.WebAssembly, Object.getOwnPropertyNames(globalThis).filter((n) => /Shared|Atomics|WebAssembly/.test(n)).length, Function('return typeof WebAssembly')()]; text(found.join())",
     outcome: completed('undefined,undefined,undefined,undefined,0,undefined'),
   },
-  { name: 'Atomics.wait, as if it were there', code: 'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0)', outcome: threw('ReferenceError: Atomics is not defined (line 1, column 1)') },
+  {
+    name: 'Atomics.wait, as if it were there',
+    code: 'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0)',
+    outcome: threw('ReferenceError: Atomics is not defined (line 1, column 1)'),
+  },
   {
     name: 'eval and new Function run inside the isolate only',
     code: "text([eval('1 + 1'), new Function('a', 'return a * 2')(21), eval('typeof process'), (0, eval)('typeof globalThis.require')].join())",
@@ -588,13 +624,12 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   // ---- date and random manipulation (the next program must not see it) -------------------------
   {
     name: 'Date, Date.now, Math.random and Intl overwritten',
-    code:
-      "Date.now = () => 0; Math.random = () => 0.5; Date.prototype.getTime = () => 1; Intl.DateTimeFormat = null; globalThis.Date = function () { return 'fake' }; Object.freeze(Math); text([Date.now === undefined, Math.random(), Date()].join())",
+    code: "Date.now = () => 0; Math.random = () => 0.5; Date.prototype.getTime = () => 1; Intl.DateTimeFormat = null; globalThis.Date = function () { return 'fake' }; Object.freeze(Math); text([Date.now === undefined, Math.random(), Date()].join())",
     outcome: completed('true,0.5,fake'),
   },
   {
     name: 'globalThis frozen and its prototype replaced',
-    code: "Object.setPrototypeOf(globalThis, null); Object.freeze(globalThis); Object.freeze(Object.prototype); Object.freeze(Array.prototype); text(await tools.echo({ frozen: true }))",
+    code: 'Object.setPrototypeOf(globalThis, null); Object.freeze(globalThis); Object.freeze(Object.prototype); Object.freeze(Array.prototype); text(await tools.echo({ frozen: true }))',
     outcome: completed('{"frozen":true}'),
     calls: ['{"frozen":true}'],
   },
@@ -647,15 +682,17 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   },
   {
     name: '[was a memory escape] resizable ArrayBuffers grown past the heap limit: resize is gone',
-    code:
-      'const kept = []; for (let i = 0; i < 6; i++) { const b = new ArrayBuffer(0, { maxByteLength: 2 ** 26 }); b.resize(2 ** 26); new Uint8Array(b).fill(1); kept.push(b); await tools.echo({ i }) } text(kept.length)',
+    code: 'const kept = []; for (let i = 0; i < 6; i++) { const b = new ArrayBuffer(0, { maxByteLength: 2 ** 26 }); b.resize(2 ** 26); new Uint8Array(b).fill(1); kept.push(b); await tools.echo({ i }) } text(kept.length)',
     outcome: threw('TypeError: b.resize is not a function (line 1, column 108)'),
     harm: 'escape',
   },
   {
     name: '[isolate wedge] Array.prototype.indexOf over a 2 ** 53 - 1 length object ignores the step timeout: its worker reports it running past its limit, and is stopped for it',
     code: 'text(Array.prototype.indexOf.call({ length: 2 ** 53 - 1 }, 1))',
-    outcome: incomplete('wall_time_exceeded', 'One execution step ran past its wall-clock limit of 300 ms and its isolate could not stop it; the worker running it was stopped'),
+    outcome: incomplete(
+      'wall_time_exceeded',
+      'One execution step ran past its wall-clock limit of 300 ms and its isolate could not stop it; the worker running it was stopped',
+    ),
     harm: 'wedge',
   },
   {
@@ -704,7 +741,7 @@ export const NORMAL_PROGRAM = [
   "  [typeof Atomics, typeof SharedArrayBuffer, typeof WebAssembly, typeof process].every((t) => t === 'undefined'),",
   "  !Object.isFrozen(Math) && !Object.isFrozen(Array.prototype) && typeof Intl.DateTimeFormat === 'function',",
   '];',
-  "text(checks.join());",
+  'text(checks.join());',
 ].join('\n');
 
 export const NORMAL_PROGRAM_RESULT = 'true,true,true,true,true,true,true,true';

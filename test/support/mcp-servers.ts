@@ -221,9 +221,15 @@ export async function startStreamableMcpServer(options: McpTestServerOptions = {
       await transport.handleRequest(req, res, body);
     })().catch((error: unknown) => failRequest(res, error));
   });
-  return listening(http, state, '/mcp', () => sessions.size, async () => {
-    await Promise.all([...sessions.values()].map((transport) => transport.close()));
-  });
+  return listening(
+    http,
+    state,
+    '/mcp',
+    () => sessions.size,
+    async () => {
+      await Promise.all([...sessions.values()].map((transport) => transport.close()));
+    },
+  );
 }
 
 /**
@@ -259,9 +265,15 @@ export async function startSseMcpServer(options: McpTestServerOptions = {}): Pro
       await transport.handlePostMessage(req, res);
     })().catch((error: unknown) => failRequest(res, error));
   });
-  return listening(http, state, '/sse', () => sessions.size, async () => {
-    await Promise.all([...sessions.values()].map((transport) => transport.close()));
-  });
+  return listening(
+    http,
+    state,
+    '/sse',
+    () => sessions.size,
+    async () => {
+      await Promise.all([...sessions.values()].map((transport) => transport.close()));
+    },
+  );
 }
 
 export interface PlainTestServer {

@@ -87,5 +87,7 @@ export async function teardown(): Promise<void> {
   }
   // vitest reports an error thrown here but exits 0 for it: the exit code is set as well.
   process.exitCode = 1;
-  throw new Error(`Processes started by the tests outlived the suite (now killed):\n${left.map(([pid, command]) => `  ${pid} ${command.slice(0, 200)}`).join('\n')}`);
+  throw new Error(
+    `Processes started by the tests outlived the suite (now killed):\n${left.map(([pid, command]) => `  ${pid} ${command.slice(0, 200)}`).join('\n')}`,
+  );
 }

@@ -21,10 +21,18 @@ const statement: fc.Memo<string> = fc.memo((depth) =>
   fc.oneof(
     { depthSize: 'small', withCrossShrink: true },
     fc.tuple(tool, argument).map(([name, arg]) => call(name, arg)),
-    fc.array(fc.tuple(tool, argument), { minLength: 2, maxLength: 4 }).map(
-      (calls) => `s.push(...(await Promise.all([${calls.map(([name, arg]) => `tools.${name}({k: ${arg}})`).join(', ')}])).map((r) => typeof r === 'object' ? r.v : r));`,
-    ),
-    fc.tuple(tool, tool).map(([first, second]) => `{ const p = tools.${first}({k: 'early'}); await null; s.push(await tools.${second}({k: 'late'})); s.push(JSON.stringify(await p)); }`),
+    fc
+      .array(fc.tuple(tool, argument), { minLength: 2, maxLength: 4 })
+      .map(
+        (calls) =>
+          `s.push(...(await Promise.all([${calls.map(([name, arg]) => `tools.${name}({k: ${arg}})`).join(', ')}])).map((r) => typeof r === 'object' ? r.v : r));`,
+      ),
+    fc
+      .tuple(tool, tool)
+      .map(
+        ([first, second]) =>
+          `{ const p = tools.${first}({k: 'early'}); await null; s.push(await tools.${second}({k: 'late'})); s.push(JSON.stringify(await p)); }`,
+      ),
     fc.constant('s.push(Math.floor(Math.random() * 1000));'),
     fc.constant('s.push(Date.now() % 100000, new Date().getUTCMinutes());'),
     depth > 1

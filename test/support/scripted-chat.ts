@@ -62,7 +62,11 @@ export function chatMessage(content: string, usage: ChatUsage = DEFAULT_USAGE): 
 
 /** A chat completion that calls functions. */
 export function chatToolCalls(calls: readonly { name: string; arguments: string }[], usage: ChatUsage = DEFAULT_USAGE): ScriptedReply {
-  return completion({ content: null, tool_calls: calls.map((call, index) => ({ id: `call_scripted_${index}`, type: 'function', function: call })) }, 'tool_calls', usage);
+  return completion(
+    { content: null, tool_calls: calls.map((call, index) => ({ id: `call_scripted_${index}`, type: 'function', function: call })) },
+    'tool_calls',
+    usage,
+  );
 }
 
 /** An OpenAI error envelope with `status`. */

@@ -13,7 +13,6 @@ export const seedImplementations: Record<string, (args: { sku: string }) => Prom
 /** The seed's tool declarations (test/fixtures/seed-tools.ts), as the SDK's mutable list. */
 export const SEED_TOOLS: OpenAI.Responses.Tool[] = [...SEED_TOOL_DECLARATIONS];
 
-
 /** The seed's store: false loop, with console.log swapped for a return and every response kept. */
 export async function seedLoopStateless(client: OpenAI): Promise<{ text: string; responses: Response[] }> {
   const responses: Response[] = [];

@@ -71,7 +71,9 @@ describe('custom tools and namespaces in a program', () => {
       // The stream helper adds its own `parsed_arguments` to function calls.
       const calls = first!.output
         .filter((item) => item.type === 'custom_tool_call' || item.type === 'function_call')
-        .map((item) => ('parsed_arguments' in item ? (({ parsed_arguments: _parsed, ...call }) => call)(item as typeof item & { parsed_arguments: unknown }) : item));
+        .map((item) =>
+          'parsed_arguments' in item ? (({ parsed_arguments: _parsed, ...call }) => call)(item as typeof item & { parsed_arguments: unknown }) : item,
+        );
       expect(calls).toEqual([
         {
           type: 'custom_tool_call',
@@ -136,7 +138,9 @@ describe('custom tools and namespaces in a program', () => {
 
   it('rejects an edited custom tool input, namespace or name with program_item_altered', async () => {
     const first = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(PROGRAM), tools: TOOLS });
-    const calls = first.output.filter((item): item is ResponseCustomToolCall | ResponseFunctionToolCall => item.type === 'custom_tool_call' || item.type === 'function_call');
+    const calls = first.output.filter(
+      (item): item is ResponseCustomToolCall | ResponseFunctionToolCall => item.type === 'custom_tool_call' || item.type === 'function_call',
+    );
     const answers = calls.map((call) =>
       call.type === 'custom_tool_call'
         ? { type: 'custom_tool_call_output' as const, call_id: call.call_id, output: 'x', caller: call.caller ?? null }
@@ -149,7 +153,12 @@ describe('custom tools and namespaces in a program', () => {
     ];
     for (const [what, edit] of edits) {
       await expectApiError(
-        server.client.responses.create({ model: 'm', store: false, input: [{ role: 'user', content: inlineProgram(PROGRAM) }, ...first.output.map(edit), ...answers], tools: TOOLS }),
+        server.client.responses.create({
+          model: 'm',
+          store: false,
+          input: [{ role: 'user', content: inlineProgram(PROGRAM) }, ...first.output.map(edit), ...answers],
+          tools: TOOLS,
+        }),
         { code: 'program_item_altered', mentions: ['is not call', what] },
       );
     }
@@ -182,7 +191,13 @@ describe('direct calls of custom and namespaced tools', () => {
     scripted = await startServer({
       model: (context) =>
         context.phase === 'user_turn' && context.lastUserText === 'note it'
-          ? { type: 'function_calls', calls: [{ name: 'add_note', namespace: 'crm', input: 'called directly' }, { name: 'escalate', arguments: {} }] }
+          ? {
+              type: 'function_calls',
+              calls: [
+                { name: 'add_note', namespace: 'crm', input: 'called directly' },
+                { name: 'escalate', arguments: {} },
+              ],
+            }
           : context.phase === 'user_turn' && context.lastUserText === 'delete'
             ? { type: 'function_calls', calls: [{ name: 'get_customer', namespace: 'crm', arguments: { id: 'c-7' } }] }
             : undefined,
@@ -191,13 +206,33 @@ describe('direct calls of custom and namespaced tools', () => {
   afterAll(() => scripted.close());
 
   it('emits custom_tool_call and namespaced function_call items with caller direct, and summarises the outputs', async () => {
-    const { text, responses } = await agentLoop(scripted.client, { model: 'm', input: 'note it', tools: TOOLS }, {
-      custom: { 'crm.add_note': (input) => `ok: ${input}` },
-      functions: { escalate: () => 'escalated' },
-    });
+    const { text, responses } = await agentLoop(
+      scripted.client,
+      { model: 'm', input: 'note it', tools: TOOLS },
+      {
+        custom: { 'crm.add_note': (input) => `ok: ${input}` },
+        functions: { escalate: () => 'escalated' },
+      },
+    );
     expect(responses[0]!.output).toEqual([
-      { type: 'custom_tool_call', id: expect.stringMatching(/^ctc_/), call_id: expect.any(String), name: 'add_note', namespace: 'crm', input: 'called directly', caller: { type: 'direct' } },
-      { type: 'function_call', id: expect.stringMatching(/^fc_/), call_id: expect.any(String), name: 'escalate', arguments: '{}', status: 'completed', caller: { type: 'direct' } },
+      {
+        type: 'custom_tool_call',
+        id: expect.stringMatching(/^ctc_/),
+        call_id: expect.any(String),
+        name: 'add_note',
+        namespace: 'crm',
+        input: 'called directly',
+        caller: { type: 'direct' },
+      },
+      {
+        type: 'function_call',
+        id: expect.stringMatching(/^fc_/),
+        call_id: expect.any(String),
+        name: 'escalate',
+        arguments: '{}',
+        status: 'completed',
+        caller: { type: 'direct' },
+      },
     ]);
     // The autopilot states the outputs, as the model function leaves that turn to it.
     expect(text).toBe('crm.add_note returned ok: called directly; escalate returned escalated.');
@@ -217,7 +252,11 @@ describe('tool definitions that cannot work', () => {
       [[{ type: 'namespace', name: 'crm', description: 'd', tools: [{ type: 'function', name: 'a.b' }] }], 'tools[0].tools[0].name'],
       [[{ type: 'mcp', server_label: 'docs.v2', server_url: 'http://127.0.0.1:9/mcp' }], 'tools[0].server_label'],
     ] as [OpenAI.Responses.Tool[], string][]) {
-      await expectApiError(server.client.responses.create({ model: 'm', input: 'hi', tools }), { code: 'invalid_value', param, mentions: ["'^[a-zA-Z0-9_-]+$'"] });
+      await expectApiError(server.client.responses.create({ model: 'm', input: 'hi', tools }), {
+        code: 'invalid_value',
+        param,
+        mentions: ["'^[a-zA-Z0-9_-]+$'"],
+      });
     }
   });
 
@@ -237,7 +276,17 @@ describe('tool definitions that cannot work', () => {
       server.client.responses.create({
         model: 'm',
         input: 'hi',
-        tools: [{ type: 'namespace', name: 'crm', description: 'd', tools: [{ type: 'custom', name: 'a' }, { type: 'function', name: 'a' }] }],
+        tools: [
+          {
+            type: 'namespace',
+            name: 'crm',
+            description: 'd',
+            tools: [
+              { type: 'custom', name: 'a' },
+              { type: 'function', name: 'a' },
+            ],
+          },
+        ],
       }),
       { code: 'duplicate_tool_name', param: 'tools[0].tools[1].name', mentions: ["'crm.a'"] },
     );
@@ -245,7 +294,10 @@ describe('tool definitions that cannot work', () => {
       server.client.responses.create({
         model: 'm',
         input: 'hi',
-        tools: [{ type: 'custom', name: 'crm' }, { type: 'namespace', name: 'crm', description: 'd', tools: [{ type: 'custom', name: 'a' }] }],
+        tools: [
+          { type: 'custom', name: 'crm' },
+          { type: 'namespace', name: 'crm', description: 'd', tools: [{ type: 'custom', name: 'a' }] },
+        ],
       }),
       { code: 'duplicate_tool_name', param: 'tools[1].name', mentions: ["'crm'"] },
     );

@@ -12,7 +12,13 @@ import { startServer, type RunningServer } from '../support/server.ts';
 const TOOLS: OpenAI.Responses.Tool[] = [
   { type: 'shell', environment: { type: 'container_auto' }, allowed_callers: ['programmatic'] },
   { type: 'code_interpreter', container: { type: 'auto' }, allowed_callers: ['programmatic'] },
-  { type: 'function', name: 'save_report', parameters: { type: 'object', properties: { text: { type: 'string' } } }, strict: false, allowed_callers: ['programmatic'] },
+  {
+    type: 'function',
+    name: 'save_report',
+    parameters: { type: 'object', properties: { text: { type: 'string' } } },
+    strict: false,
+    allowed_callers: ['programmatic'],
+  },
   { type: 'programmatic_tool_calling' },
 ];
 
@@ -98,7 +104,10 @@ text(JSON.stringify({ exit: ls.outcome.exit_code, stderr: ls.stderr, error }))`;
     expect(result.exit).toBe(127);
     expect(result.stderr).toContain('the hosted shell is emulated and runs nothing');
     expect(result.error).toContain('code_interpreter is emulated and runs nothing');
-    expect(responses[0]!.output.find((item) => item.type === 'code_interpreter_call')).toMatchObject({ status: 'failed', outputs: [{ type: 'logs', logs: result.error }] });
+    expect(responses[0]!.output.find((item) => item.type === 'code_interpreter_call')).toMatchObject({
+      status: 'failed',
+      outputs: [{ type: 'logs', logs: result.error }],
+    });
   });
 
   it('stream a code_interpreter run with its events; a failed run has no completed event and ends failed', async () => {
@@ -115,21 +124,36 @@ text(JSON.stringify({ exit: ls.outcome.exit_code, stderr: ls.stderr, error }))`;
     expect(failed).toEqual(common);
   });
 
-  it('cuts each command\'s output to max_output_length, as the action asks', async () => {
-    const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram("const [r] = await tools.shell({ commands: ['wc -l data.csv'], max_output_length: 2 }); text(r.stdout)"), tools: TOOLS }, {});
+  it("cuts each command's output to max_output_length, as the action asks", async () => {
+    const { text } = await agentLoop(
+      server.client,
+      {
+        model: 'm',
+        input: inlineProgram("const [r] = await tools.shell({ commands: ['wc -l data.csv'], max_output_length: 2 }); text(r.stdout)"),
+        tools: TOOLS,
+      },
+      {},
+    );
     expect(text).toBe('42');
   });
 
   it('are replayed from their items when the program resumes elsewhere, and never run twice', async () => {
     const code = `${PROGRAM.replace('text(', 'const saved = await tools.save_report({ text: lines.stdout }); text(saved + ')}`;
     const hostedCalls: string[] = [];
-    const hosted = { shell: (command: string) => (hostedCalls.push(command), undefined), codeInterpreter: (source: string) => (hostedCalls.push(source), undefined) };
+    const hosted = {
+      shell: (command: string) => (hostedCalls.push(command), undefined),
+      codeInterpreter: (source: string) => (hostedCalls.push(source), undefined),
+    };
     // No paused isolate is kept: the resume replays the program from the items, in a worker process.
     const cold = await startServer({ scenarios: SCENARIOS, hosted, config: { maxPausedPrograms: 0, workers: 1 } });
     try {
-      const { text, responses } = await agentLoop(cold.client, { model: 'm', input: inlineProgram(code), tools: TOOLS }, {
-        functions: { save_report: ({ text: report }: { text: string }) => `saved ${report.length} chars:` },
-      });
+      const { text, responses } = await agentLoop(
+        cold.client,
+        { model: 'm', input: inlineProgram(code), tools: TOOLS },
+        {
+          functions: { save_report: ({ text: report }: { text: string }) => `saved ${report.length} chars:` },
+        },
+      );
       expect(responses).toHaveLength(2);
       expect(text).toBe(`saved 12 chars:${JSON.stringify(RESULT)}`);
       // The replay answered the hosted calls from the items: the handlers saw each once.
@@ -153,7 +177,11 @@ text(JSON.stringify({ exit: ls.outcome.exit_code, stderr: ls.stderr, error }))`;
     const alter = (type: string, change: (item: any) => object) => input.map((item, at) => (at === index(type) ? { ...item, ...change(item) } : item));
 
     const shellOutput = alter('shell_call_output', (item) => ({ output: [{ ...item.output[0], stdout: '9000 data.csv\n' }, item.output[1]] }));
-    expectSdkError(await rejectionOf(send(shellOutput)), { code: 'program_item_altered', param: `input[${index('shell_call_output')}]`, mentions: ['hosted shell'] });
+    expectSdkError(await rejectionOf(send(shellOutput)), {
+      code: 'program_item_altered',
+      param: `input[${index('shell_call_output')}]`,
+      mentions: ['hosted shell'],
+    });
     const run = alter('code_interpreter_call', (item) => ({ outputs: [{ type: 'logs', logs: '99\n' }, item.outputs[1]] }));
     expectSdkError(await rejectionOf(send(run)), { code: 'program_item_altered', param: `input[${index('code_interpreter_call')}]`, mentions: ['answer'] });
     expect((await send(input)).output_text).toContain('saved');
@@ -168,7 +196,11 @@ describe('caller on a resent code_interpreter_call', () => {
     const first = await send([user]);
     expect(first.output.map((item) => item.type)).toEqual(['program', 'code_interpreter_call', 'function_call']);
     const save = first.output[2] as OpenAI.Responses.ResponseFunctionToolCall;
-    const input = [user, ...toResponseInputItems(first.output), { type: 'function_call_output', call_id: save.call_id, output: 'saved', caller: save.caller ?? null } as ResponseInputItem];
+    const input = [
+      user,
+      ...toResponseInputItems(first.output),
+      { type: 'function_call_output', call_id: save.call_id, output: 'saved', caller: save.caller ?? null } as ResponseInputItem,
+    ];
     const recaller = (caller: unknown) => input.map((item, at) => (at === 2 ? ({ ...item, caller } as ResponseInputItem) : item));
     expectSdkError(await rejectionOf(send(recaller(undefined))), { code: 'caller_missing', param: 'input[2].caller', mentions: [first.output[1]!.id!] });
     expectSdkError(await rejectionOf(send(recaller({ type: 'direct' }))), { code: 'caller_mismatch', param: 'input[2].caller' });

@@ -23,7 +23,10 @@ afterAll(async () => {
 });
 
 function mcpTool(url: string, extra: Partial<OpenAI.Responses.Tool.Mcp> = {}): OpenAI.Responses.Tool[] {
-  return [{ type: 'mcp', server_label: 'calc', server_url: url, require_approval: 'never', allowed_callers: ['programmatic'], ...extra }, { type: 'programmatic_tool_calling' }];
+  return [
+    { type: 'mcp', server_label: 'calc', server_url: url, require_approval: 'never', allowed_callers: ['programmatic'], ...extra },
+    { type: 'programmatic_tool_calling' },
+  ];
 }
 
 const ADD = 'const sum = JSON.parse(await tools.calc.add({ a: 2, b: 3 })); text(JSON.stringify(sum))';
@@ -64,7 +67,12 @@ describe('an MCP server used by a program', () => {
   it('lists a server once per conversation: later turns use the listing in it', async () => {
     const before = mcp.listRequests;
     const first = await server.client.responses.create({ model: 'm', input: inlineProgram(ADD), tools: mcpTool(mcp.url) });
-    const second = await server.client.responses.create({ model: 'm', previous_response_id: first.id, input: inlineProgram(ADD.replace('a: 2', 'a: 40')), tools: mcpTool(mcp.url) });
+    const second = await server.client.responses.create({
+      model: 'm',
+      previous_response_id: first.id,
+      input: inlineProgram(ADD.replace('a: 2', 'a: 40')),
+      tools: mcpTool(mcp.url),
+    });
     expect(second.output.map((item) => item.type)).toEqual(['program', 'mcp_call', 'program_output', 'message']);
     expect(JSON.parse(second.output_text)).toEqual({ sum: 43 });
     expect(mcp.listRequests - before).toBe(1);
@@ -77,7 +85,11 @@ describe('an MCP server used by a program', () => {
 
   it('shows a program only the tools allowed_tools lets through, under the server label', async () => {
     const probe = 'text(JSON.stringify(Object.keys(tools.calc)))';
-    const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram(probe), tools: mcpTool(mcp.url, { allowed_tools: ['add', 'echo'] }) }, {});
+    const { text } = await agentLoop(
+      server.client,
+      { model: 'm', input: inlineProgram(probe), tools: mcpTool(mcp.url, { allowed_tools: ['add', 'echo'] }) },
+      {},
+    );
     expect(JSON.parse(text)).toEqual(['echo', 'add']);
     // A filter picks the tools that meet all it states; one that states nothing picks all.
     for (const [allowed_tools, expected] of [
@@ -103,7 +115,12 @@ text(seen.join('\\n'))`;
       "Error: MCP server 'calc': tool 'slow' failed: no answer within 1500 ms",
       '{"still":"serving"}',
     ]);
-    expect(responses[0]!.output.filter((item) => item.type === 'mcp_call').map((item) => (item as { status: string }).status)).toEqual(['failed', 'failed', 'failed', 'completed']);
+    expect(responses[0]!.output.filter((item) => item.type === 'mcp_call').map((item) => (item as { status: string }).status)).toEqual([
+      'failed',
+      'failed',
+      'failed',
+      'completed',
+    ]);
   });
 
   it('reports a server that is down or never answers in mcp_list_tools, and gives programs none of its tools', async () => {
@@ -111,7 +128,12 @@ text(seen.join('\\n'))`;
     try {
       for (const url of [await unusedLoopbackUrl(), hanging.url]) {
         const response = await server.client.responses.create({ model: 'm', input: inlineProgram('text(typeof tools.calc)'), tools: mcpTool(url) });
-        expect(response.output[0]).toMatchObject({ type: 'mcp_list_tools', server_label: 'calc', tools: [], error: expect.stringContaining("MCP server 'calc': listing tools failed") });
+        expect(response.output[0]).toMatchObject({
+          type: 'mcp_list_tools',
+          server_label: 'calc',
+          tools: [],
+          error: expect.stringContaining("MCP server 'calc': listing tools failed"),
+        });
         expect(programOutputOf(response)).toMatchObject({ status: 'completed', result: 'undefined' });
       }
     } finally {
@@ -136,7 +158,13 @@ text(seen.join('\\n'))`;
       // Neither the response nor what is stored of it carries them.
       const stored = await server.client.responses.retrieve(responses[0]!.id);
       for (const response of [responses[0]!, stored]) {
-        expect(response.tools[0]).toEqual({ type: 'mcp', server_label: 'calc', server_url: guarded.url, require_approval: 'never', allowed_callers: ['programmatic'] });
+        expect(response.tools[0]).toEqual({
+          type: 'mcp',
+          server_label: 'calc',
+          server_url: guarded.url,
+          require_approval: 'never',
+          allowed_callers: ['programmatic'],
+        });
       }
     } finally {
       await guarded.close();
@@ -156,17 +184,41 @@ text(JSON.stringify({ echoed, added }))`;
     ] as const) {
       const before = mcp.calls.length;
       const requests: OpenAI.Responses.ResponseOutputItem.McpApprovalRequest[] = [];
-      const { text, responses } = await agentLoop(server.client, { model: 'm', input: inlineProgram(ECHO_THEN_ADD), tools: mcpTool(mcp.url, { require_approval: 'always' }) }, {
-        approve: (request) => (requests.push(request), request.name === 'echo' || approve),
-      });
+      const { text, responses } = await agentLoop(
+        server.client,
+        { model: 'm', input: inlineProgram(ECHO_THEN_ADD), tools: mcpTool(mcp.url, { require_approval: 'always' }) },
+        {
+          approve: (request) => (requests.push(request), request.name === 'echo' || approve),
+        },
+      );
       expect(JSON.parse(text)).toEqual({ echoed: '{"n":1}', added });
       const program = responses[0]!.output.find((item) => item.type === 'program')!;
       expect(requests).toEqual([
-        { type: 'mcp_approval_request', id: expect.stringMatching(/^mcpr_/), server_label: 'calc', name: 'echo', arguments: '{"n":1}', caller: { type: 'program', caller_id: program.call_id } },
-        { type: 'mcp_approval_request', id: expect.stringMatching(/^mcpr_/), server_label: 'calc', name: 'add', arguments: '{"a":1,"b":1}', caller: { type: 'program', caller_id: program.call_id } },
+        {
+          type: 'mcp_approval_request',
+          id: expect.stringMatching(/^mcpr_/),
+          server_label: 'calc',
+          name: 'echo',
+          arguments: '{"n":1}',
+          caller: { type: 'program', caller_id: program.call_id },
+        },
+        {
+          type: 'mcp_approval_request',
+          id: expect.stringMatching(/^mcpr_/),
+          server_label: 'calc',
+          name: 'add',
+          arguments: '{"a":1,"b":1}',
+          caller: { type: 'program', caller_id: program.call_id },
+        },
       ]);
       // The approved call of the last turn is reported, tied to its request.
-      expect(responses[1]!.output[0]).toMatchObject({ type: 'mcp_call', name: 'echo', approval_request_id: requests[0]!.id, output: '{"n":1}', status: 'completed' });
+      expect(responses[1]!.output[0]).toMatchObject({
+        type: 'mcp_call',
+        name: 'echo',
+        approval_request_id: requests[0]!.id,
+        output: '{"n":1}',
+        status: 'completed',
+      });
       expect(mcp.calls.slice(before).map((call) => call.tool)).toEqual(approve === true ? ['echo', 'add'] : ['echo']);
     }
   });
@@ -189,7 +241,11 @@ text(JSON.stringify({ echoed, added }))`;
       [{ never: { tool_names: ['add'] } }, ['echo']],
     ] as [OpenAI.Responses.Tool.Mcp.McpToolApprovalFilter, string[]][]) {
       const requests: string[] = [];
-      const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram(ECHO_THEN_ADD), tools: mcpTool(mcp.url, { require_approval }) }, { approve: (request) => (requests.push(request.name), true) });
+      const { text } = await agentLoop(
+        server.client,
+        { model: 'm', input: inlineProgram(ECHO_THEN_ADD), tools: mcpTool(mcp.url, { require_approval }) },
+        { approve: (request) => (requests.push(request.name), true) },
+      );
       expect(requests, JSON.stringify(require_approval)).toEqual(expected);
       expect(JSON.parse(text)).toEqual({ echoed: '{"n":1}', added: '{"sum":2}' });
     }
@@ -211,7 +267,8 @@ text(JSON.stringify({ echoed, added }))`;
     const request = first.output[2] as OpenAI.Responses.ResponseOutputItem.McpApprovalRequest;
     const user: ResponseInputItem = { role: 'user', content: inlineProgram(ECHO_THEN_ADD) };
     const answer = (id: string): ResponseInputItem => ({ type: 'mcp_approval_response', approval_request_id: id, approve: true });
-    const send = (input: ResponseInputItem[], headers: Record<string, string> = {}) => server.client.responses.create({ model: 'm', store: false, input, tools }, { headers });
+    const send = (input: ResponseInputItem[], headers: Record<string, string> = {}) =>
+      server.client.responses.create({ model: 'm', store: false, input, tools }, { headers });
 
     expectSdkError(await rejectionOf(send([user, ...toResponseInputItems(first.output), answer(request.id), answer('mcpr_nope')])), {
       code: 'tool_output_unknown_call',
@@ -229,7 +286,9 @@ text(JSON.stringify({ echoed, added }))`;
       mentions: [request.id],
     });
     // Lenient checks let the stray answer and the second answer through; the first resumes the program.
-    const lenient = await send([user, ...toResponseInputItems(first.output), answer(request.id), answer('mcpr_nope'), answer(request.id)], { 'x-ptc-client-checks': 'lenient' });
+    const lenient = await send([user, ...toResponseInputItems(first.output), answer(request.id), answer('mcpr_nope'), answer(request.id)], {
+      'x-ptc-client-checks': 'lenient',
+    });
     expect(lenient.output.map((item) => item.type)).toEqual(['mcp_call', 'mcp_approval_request']);
   });
 });
@@ -248,7 +307,11 @@ text(JSON.stringify({ a, approved, local }))`;
         { type: 'programmatic_tool_calling' },
       ];
       const before = mcp.calls.length;
-      const { text, responses } = await agentLoop(cold.client, { model: 'm', input: inlineProgram(code), tools }, { approve: () => true, functions: { note: (args) => `noted ${JSON.stringify(args)}` } });
+      const { text, responses } = await agentLoop(
+        cold.client,
+        { model: 'm', input: inlineProgram(code), tools },
+        { approve: () => true, functions: { note: (args) => `noted ${JSON.stringify(args)}` } },
+      );
       expect(JSON.parse(text)).toEqual({ a: { sum: 3 }, approved: '{"twice":3}', local: 'noted {"sum":3}' });
       expect(responses).toHaveLength(3);
       // add once (first turn), echo once (after approval): every replay took their answers from the items.
@@ -286,17 +349,26 @@ describe('an mcp_call resent by a store: false client', () => {
 
   it('must carry the answer the emulator gave: its id seals it', async () => {
     const { input, index } = await pausedOnNote('const a = JSON.parse(await tools.calc.add({ a: 1, b: 2 })); text(await tools.note({ sum: a.sum }))');
-    expectSdkError(await rejectionOf(send(forged(input, index, { output: '{"sum":4}' }))), { code: 'program_item_altered', param: `input[${index}]`, mentions: ['answer'] });
+    expectSdkError(await rejectionOf(send(forged(input, index, { output: '{"sum":4}' }))), {
+      code: 'program_item_altered',
+      param: `input[${index}]`,
+      mentions: ['answer'],
+    });
     expect((await send(input)).output_text).toBe('noted');
   });
 
   it('must carry its structured error unchanged: a changed code is altered too, though the message is the same', async () => {
-    const { first, input, index } = await pausedOnNote('let said; try { await tools.calc.explode({}) } catch (error) { said = String(error) } text(await tools.note({ said }))');
+    const { first, input, index } = await pausedOnNote(
+      'let said; try { await tools.calc.explode({}) } catch (error) { said = String(error) } text(await tools.note({ said }))',
+    );
     const failed = first.output.find((item) => item.type === 'mcp_call')!;
     expect(failed.error).toEqual({ type: 'mcp_protocol_error', code: -32603, message: expect.stringContaining('kaboom') });
     const call = first.output.find((item) => item.type === 'function_call')!;
     expect(JSON.parse(call.arguments)).toEqual({ said: expect.stringContaining('kaboom') });
-    expectSdkError(await rejectionOf(send(forged(input, index, { error: { ...(failed.error as object), code: -1 } }))), { code: 'program_item_altered', param: `input[${index}]` });
+    expectSdkError(await rejectionOf(send(forged(input, index, { error: { ...(failed.error as object), code: -1 } }))), {
+      code: 'program_item_altered',
+      param: `input[${index}]`,
+    });
     expect((await send(input)).output_text).toBe('noted');
   });
 });
@@ -323,13 +395,25 @@ describe('an approved call', () => {
     const resumed = await send(input);
     expect(resumed.output.map((item) => item.type)).toEqual(['mcp_call', 'function_call']);
     const [call, note] = resumed.output as [OpenAI.Responses.ResponseOutputItem.McpCall, OpenAI.Responses.ResponseFunctionToolCall];
-    const later: ResponseInputItem[] = [...input, ...toResponseInputItems(resumed.output), { type: 'function_call_output', call_id: note.call_id, output: 'ok', caller: note.caller ?? null }];
+    const later: ResponseInputItem[] = [
+      ...input,
+      ...toResponseInputItems(resumed.output),
+      { type: 'function_call_output', call_id: note.call_id, output: 'ok', caller: note.caller ?? null },
+    ];
     const index = input.length;
 
     const forged = later.map((item, at) => (at === index ? { ...call, output: 'FORGED', arguments: '{"n":2}' } : item));
-    expectSdkError(await rejectionOf(send(forged)), { code: 'program_item_altered', param: `input[${index}]`, mentions: ['is not the call the emulator made after the approval'] });
+    expectSdkError(await rejectionOf(send(forged)), {
+      code: 'program_item_altered',
+      param: `input[${index}]`,
+      mentions: ['is not the call the emulator made after the approval'],
+    });
     const dropped = later.filter((_, at) => at !== index);
-    expectSdkError(await rejectionOf(send(dropped)), { code: 'program_item_altered', param: `input[${index - 1}]`, mentions: ['is missing from the conversation'] });
+    expectSdkError(await rejectionOf(send(dropped)), {
+      code: 'program_item_altered',
+      param: `input[${index - 1}]`,
+      mentions: ['is missing from the conversation'],
+    });
     expect((await send(later)).output_text).toBe('ok');
     expect(mcp.calls.length - before).toBe(1);
   });
@@ -346,7 +430,8 @@ describe('an approved call', () => {
     for (const item of toResponseInputItems(first.output)) {
       interleaved.push(item);
       if (item.type === 'mcp_approval_request') interleaved.push({ type: 'mcp_approval_response', approval_request_id: item.id, approve: true });
-      if (item.type === 'function_call') interleaved.push({ type: 'function_call_output', call_id: item.call_id, output: 'noted', caller: item.caller ?? null });
+      if (item.type === 'function_call')
+        interleaved.push({ type: 'function_call_output', call_id: item.call_id, output: 'noted', caller: item.caller ?? null });
     }
     const before = mcp.calls.length;
     const resumed = await server.client.responses.create({ model: 'm', store: false, input: interleaved, tools });
@@ -452,7 +537,11 @@ describe('a cancelled background response', () => {
       expect(cancelled.status).toBe('cancelled');
       release();
       // Another request to the same server goes through, and only it: the cancelled program called nothing more.
-      const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram('text(await tools.calc.echo({ after: true }))'), tools: mcpTool(held.url) }, {});
+      const { text } = await agentLoop(
+        server.client,
+        { model: 'm', input: inlineProgram('text(await tools.calc.echo({ after: true }))'), tools: mcpTool(held.url) },
+        {},
+      );
       expect(text).toBe('{"after":true}');
       expect(held.calls.map((call) => call.arguments)).toEqual([{ i: 0 }, { after: true }]);
       expect((await server.client.responses.retrieve(queued.id)).status).toBe('cancelled');
@@ -476,7 +565,7 @@ describe('caller on the MCP items a program made', () => {
   const callerOf = (item: object) => (item as { caller?: unknown }).caller;
   const programOf = (item: object) => (item as { caller: { caller_id: string } }).caller.caller_id;
 
-  it('an mcp_approval_response may carry its request\'s caller; another caller is a 400 naming it', async () => {
+  it("an mcp_approval_response may carry its request's caller; another caller is a 400 naming it", async () => {
     const tools = withNote('always');
     const send = (input: ResponseInputItem[]) => server.client.responses.create({ model: 'm', store: false, input, tools });
     const first = await send([user]);
@@ -499,19 +588,41 @@ describe('caller on the MCP items a program made', () => {
     const first = await send([user]);
     const noteCall = first.output.find((item) => item.type === 'function_call')!;
     const index = 1 + first.output.findIndex((item) => item.type === 'mcp_call');
-    const input = [user, ...toResponseInputItems(first.output), { type: 'function_call_output', call_id: noteCall.call_id, output: 'ok', caller: noteCall.caller ?? null } as ResponseInputItem];
+    const input = [
+      user,
+      ...toResponseInputItems(first.output),
+      { type: 'function_call_output', call_id: noteCall.call_id, output: 'ok', caller: noteCall.caller ?? null } as ResponseInputItem,
+    ];
     const recaller = (caller: unknown) => input.map((item, at) => (at === index ? ({ ...item, caller } as ResponseInputItem) : item));
     const before = mcp.calls.length;
-    expectSdkError(await rejectionOf(send(recaller(undefined))), { code: 'caller_missing', param: `input[${index}].caller`, mentions: ['no caller', programOf(noteCall)] });
-    expectSdkError(await rejectionOf(send(recaller({ type: 'direct' }))), { code: 'caller_mismatch', param: `input[${index}].caller`, mentions: ['{type: "direct"}'] });
-    expectSdkError(await rejectionOf(send(recaller({ type: 'program', caller_id: 'call_nobody' }))), { code: 'program_item_missing', param: `input[${index}].caller.caller_id` });
+    expectSdkError(await rejectionOf(send(recaller(undefined))), {
+      code: 'caller_missing',
+      param: `input[${index}].caller`,
+      mentions: ['no caller', programOf(noteCall)],
+    });
+    expectSdkError(await rejectionOf(send(recaller({ type: 'direct' }))), {
+      code: 'caller_mismatch',
+      param: `input[${index}].caller`,
+      mentions: ['{type: "direct"}'],
+    });
+    expectSdkError(await rejectionOf(send(recaller({ type: 'program', caller_id: 'call_nobody' }))), {
+      code: 'program_item_missing',
+      param: `input[${index}].caller.caller_id`,
+    });
     // Another program of the conversation: the mcp_call is still known for the one that made it.
     const other = await send([user]);
     const otherNote = other.output.find((item) => item.type === 'function_call')!;
     // Its program item comes first, so that the claimed caller is one the conversation has.
-    const otherItems = [...toResponseInputItems(other.output), { type: 'function_call_output', call_id: otherNote.call_id, output: 'ok', caller: otherNote.caller ?? null } as ResponseInputItem];
+    const otherItems = [
+      ...toResponseInputItems(other.output),
+      { type: 'function_call_output', call_id: otherNote.call_id, output: 'ok', caller: otherNote.caller ?? null } as ResponseInputItem,
+    ];
     const both = [user, ...otherItems, ...recaller({ type: 'program', caller_id: programOf(otherNote) }).slice(1)];
-    expectSdkError(await rejectionOf(send(both)), { code: 'caller_mismatch', param: `input[${index + otherItems.length}].caller`, mentions: [programOf(otherNote), `of program ${programOf(noteCall)}`] });
+    expectSdkError(await rejectionOf(send(both)), {
+      code: 'caller_mismatch',
+      param: `input[${index + otherItems.length}].caller`,
+      mentions: [programOf(otherNote), `of program ${programOf(noteCall)}`],
+    });
     expect((await send(input)).output_text).toBe('ok');
     // The other conversation's own call, and no other.
     expect(mcp.calls.length).toBe(before + 1);
@@ -528,6 +639,10 @@ describe('caller on the MCP items a program made', () => {
       ...toResponseInputItems(first.output).map((item, at) => (at === index - 1 ? ({ ...item, caller: undefined } as ResponseInputItem) : item)),
       { type: 'mcp_approval_response', approval_request_id: request.id, approve: true },
     ];
-    expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', store: false, input, tools })), { code: 'caller_missing', param: `input[${index}].caller`, mentions: [request.id] });
+    expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', store: false, input, tools })), {
+      code: 'caller_missing',
+      param: `input[${index}].caller`,
+      mentions: [request.id],
+    });
   });
 });

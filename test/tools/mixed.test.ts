@@ -17,7 +17,9 @@ let mcp: McpTestServer;
 let server: RunningServer;
 beforeAll(async () => {
   mcp = await startStreamableMcpServer();
-  server = await startServer({ scenarios: { rules: [{ match: { user: 'invoice' }, search: 'invoice', program: PROGRAM, message: 'Invoiced {{result.amount}}.' }] } });
+  server = await startServer({
+    scenarios: { rules: [{ match: { user: 'invoice' }, search: 'invoice', program: PROGRAM, message: 'Invoiced {{result.amount}}.' }] },
+  });
 });
 afterAll(async () => {
   await server.close();
@@ -27,9 +29,24 @@ afterAll(async () => {
 function tools(): OpenAI.Responses.Tool[] {
   return [
     { type: 'tool_search' },
-    { type: 'function', name: 'get_customer', parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] }, strict: true, output_schema: { type: 'object', required: ['balance', 'email'] }, allowed_callers: ['programmatic'] },
+    {
+      type: 'function',
+      name: 'get_customer',
+      parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+      strict: true,
+      output_schema: { type: 'object', required: ['balance', 'email'] },
+      allowed_callers: ['programmatic'],
+    },
     { type: 'mcp', server_label: 'calc', server_url: mcp.url, require_approval: 'always', allowed_tools: ['add'], allowed_callers: ['programmatic'] },
-    { type: 'function', name: 'send_invoice', description: 'Sends an invoice by email', parameters: null, strict: false, defer_loading: true, allowed_callers: ['programmatic'] },
+    {
+      type: 'function',
+      name: 'send_invoice',
+      description: 'Sends an invoice by email',
+      parameters: null,
+      strict: false,
+      defer_loading: true,
+      allowed_callers: ['programmatic'],
+    },
     { type: 'programmatic_tool_calling' },
   ];
 }

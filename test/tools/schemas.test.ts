@@ -52,10 +52,22 @@ afterAll(() => server.close());
 describe('strict parameters', () => {
   it('throw a TypeError naming the field inside the program, and the call never reaches the client', async () => {
     const calls: unknown[] = [];
-    const code = tryEach(['{}', '{ city: 7 }', '{ city: "P" }', '{ city: "Paris", wind: true }', '{ city: "Paris", days: [1, 2.5] }', '{ city: "Paris", units: "k" }', '{ city: "Paris" }']);
-    const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram(code), tools: TOOLS }, {
-      functions: { get_weather: (args) => (calls.push(args), { temp: 21 }) },
-    });
+    const code = tryEach([
+      '{}',
+      '{ city: 7 }',
+      '{ city: "P" }',
+      '{ city: "Paris", wind: true }',
+      '{ city: "Paris", days: [1, 2.5] }',
+      '{ city: "Paris", units: "k" }',
+      '{ city: "Paris" }',
+    ]);
+    const { text } = await agentLoop(
+      server.client,
+      { model: 'm', input: inlineProgram(code), tools: TOOLS },
+      {
+        functions: { get_weather: (args) => (calls.push(args), { temp: 21 }) },
+      },
+    );
     expect(text.split('\n')).toEqual([
       "TypeError: tools.get_weather: arguments is missing the required property 'city'",
       'TypeError: tools.get_weather: arguments.city must be string',
@@ -70,15 +82,25 @@ describe('strict parameters', () => {
 
   it('are not checked when strict is false', async () => {
     const loose: OpenAI.Responses.Tool[] = [{ ...WEATHER, strict: false }, { type: 'programmatic_tool_calling' }];
-    const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram(tryEach(['{ city: 7 }'])), tools: loose }, {
-      functions: { get_weather: (args) => ({ temp: args.city }) },
-    });
+    const { text } = await agentLoop(
+      server.client,
+      { model: 'm', input: inlineProgram(tryEach(['{ city: 7 }'])), tools: loose },
+      {
+        functions: { get_weather: (args) => ({ temp: args.city }) },
+      },
+    );
     expect(text).toBe('{"temp":7}');
   });
 
   it('are checked again on the host: a program that fools its own check ends incomplete with arguments_invalid', async () => {
     const tags: OpenAI.Responses.Tool[] = [
-      { type: 'function', name: 'tag', parameters: { type: 'object', properties: { tags: { type: 'array' } } }, strict: true, allowed_callers: ['programmatic'] },
+      {
+        type: 'function',
+        name: 'tag',
+        parameters: { type: 'object', properties: { tags: { type: 'array' } } },
+        strict: true,
+        allowed_callers: ['programmatic'],
+      },
       { type: 'programmatic_tool_calling' },
     ];
     const code = 'const real = Array.isArray; Array.isArray = (v) => typeof v === "string" || real(v); await tools.tag({ tags: "not an array" })';
@@ -88,13 +110,19 @@ describe('strict parameters', () => {
     expect(JSON.parse(programOutputOf(response)!.result)).toEqual({ error: { code: 'arguments_invalid', message: 'tools.tag: arguments.tags must be array' } });
   });
 
-  it('are checked again out of the program\'s reach but within its limits: a pattern that backtracks without end costs only the program', async () => {
+  it("are checked again out of the program's reach but within its limits: a pattern that backtracks without end costs only the program", async () => {
     // The host's check runs in the program's isolate, in a context of its own: the program's step
     // deadline bounds it, and the server (here running isolates in its own process) keeps serving.
     const quick = await startServer({ config: { workers: 0, limits: resolveLimits({ stepWallTimeMs: 300 }) } });
     try {
       const evil: OpenAI.Responses.Tool[] = [
-        { type: 'function', name: 'f', parameters: { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } }, strict: true, allowed_callers: ['programmatic'] },
+        {
+          type: 'function',
+          name: 'f',
+          parameters: { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } },
+          strict: true,
+          allowed_callers: ['programmatic'],
+        },
         { type: 'programmatic_tool_calling' },
       ];
       const code = "RegExp.prototype.test = function () { return true }; await tools.f({ s: 'a'.repeat(40) + '!' })";
@@ -113,7 +141,11 @@ describe('output_schema', () => {
     const outputs = [{ temp: 'warm' }, { temp: 3, sky: { cover: 9 } }, { sky: {} }, { temp: 3, sky: { cover: 2 } }];
     let next = 0;
     const code = tryEach(['{ city: "Oslo" }', '{ city: "Oslo" }', '{ city: "Oslo" }', '{ city: "Oslo" }']);
-    const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram(code), tools: TOOLS }, { functions: { get_weather: () => outputs[next++] } });
+    const { text } = await agentLoop(
+      server.client,
+      { model: 'm', input: inlineProgram(code), tools: TOOLS },
+      { functions: { get_weather: () => outputs[next++] } },
+    );
     expect(text.split('\n')).toEqual([
       'TypeError: tools.get_weather returned output that does not match its output_schema: output.temp must be number',
       'TypeError: tools.get_weather returned output that does not match its output_schema: output.sky.cover must be <= 8',
@@ -156,7 +188,7 @@ describe('output_schema', () => {
   });
 });
 
-describe('required properties are the object\'s own', () => {
+describe("required properties are the object's own", () => {
   // Names every object inherits from Object.prototype: a schema requiring them is not met by {}.
   const INHERITED = ['constructor', 'toString', 'valueOf'];
   const schema = { type: 'object', properties: {}, required: INHERITED };
@@ -182,15 +214,24 @@ text(seen.join('\\n'))`;
 });
 
 describe('schema dialects', () => {
-  it('checks schemas in the 2020-12 dialect as zod\'s toJSONSchema writes them, and 2019-09 ones', async () => {
+  it("checks schemas in the 2020-12 dialect as zod's toJSONSchema writes them, and 2019-09 ones", async () => {
     const parameters = z.toJSONSchema(z.object({ city: z.string().min(2), tags: z.tuple([z.string()]).optional() }).strict());
     expect(parameters.$schema).toBe('https://json-schema.org/draft/2020-12/schema');
-    const output_schema = { $schema: 'https://json-schema.org/draft/2019-09/schema', type: 'object', properties: { temp: { type: 'number' } }, unevaluatedProperties: false };
+    const output_schema = {
+      $schema: 'https://json-schema.org/draft/2019-09/schema',
+      type: 'object',
+      properties: { temp: { type: 'number' } },
+      unevaluatedProperties: false,
+    };
     const tools: OpenAI.Responses.Tool[] = [{ ...WEATHER, parameters, output_schema }, { type: 'programmatic_tool_calling' }];
     const code = `${tryEach(['{ city: "P" }', '{ city: "Paris", tags: ["a", "b"] }', '{ city: "Paris" }', '{ city: "Oslo" }'])}`;
-    const { text } = await agentLoop(server.client, { model: 'm', input: inlineProgram(code), tools }, {
-      functions: { get_weather: ({ city }) => (city === 'Paris' ? { temp: 21 } : { temp: -3, wind: 9 }) },
-    });
+    const { text } = await agentLoop(
+      server.client,
+      { model: 'm', input: inlineProgram(code), tools },
+      {
+        functions: { get_weather: ({ city }) => (city === 'Paris' ? { temp: 21 } : { temp: -3, wind: 9 }) },
+      },
+    );
     expect(text.split('\n')).toEqual([
       'TypeError: tools.get_weather: arguments.city must NOT have fewer than 2 characters',
       'TypeError: tools.get_weather: arguments.tags must NOT have more than 1 items',
@@ -201,7 +242,11 @@ describe('schema dialects', () => {
 
   it('refuses a dialect it does not check, naming it', async () => {
     await expectApiError(
-      server.client.responses.create({ model: 'm', input: 'hi', tools: [{ ...WEATHER, parameters: { $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' } }, { type: 'programmatic_tool_calling' }] }),
+      server.client.responses.create({
+        model: 'm',
+        input: 'hi',
+        tools: [{ ...WEATHER, parameters: { $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' } }, { type: 'programmatic_tool_calling' }],
+      }),
       { code: 'invalid_function_parameters', param: 'tools[0].parameters', mentions: ['draft-04', 'draft-07, 2019-09 or 2020-12'] },
     );
   });
@@ -210,21 +255,38 @@ describe('schema dialects', () => {
 describe('schemas the emulator cannot use, and schemas that change', () => {
   it('rejects a parameters schema or output_schema ajv cannot compile with invalid_function_parameters', async () => {
     await expectApiError(
-      server.client.responses.create({ model: 'm', input: 'hi', tools: [{ ...WEATHER, parameters: { type: 'object', properties: { city: { type: 'text' } } } }, { type: 'programmatic_tool_calling' }] }),
+      server.client.responses.create({
+        model: 'm',
+        input: 'hi',
+        tools: [{ ...WEATHER, parameters: { type: 'object', properties: { city: { type: 'text' } } } }, { type: 'programmatic_tool_calling' }],
+      }),
       { code: 'invalid_function_parameters', param: 'tools[0].parameters', mentions: ["'get_weather'", 'properties/city/type'] },
     );
     await expectApiError(
       server.client.responses.create({
         model: 'm',
         input: 'hi',
-        tools: [{ type: 'namespace', name: 'wx', description: 'd', tools: [{ type: 'function', name: 'now', output_schema: { minimum: 'zero' }, allowed_callers: ['programmatic'] }] }, { type: 'programmatic_tool_calling' }],
+        tools: [
+          {
+            type: 'namespace',
+            name: 'wx',
+            description: 'd',
+            tools: [{ type: 'function', name: 'now', output_schema: { minimum: 'zero' }, allowed_callers: ['programmatic'] }],
+          },
+          { type: 'programmatic_tool_calling' },
+        ],
       }),
       { code: 'invalid_function_parameters', param: 'tools[0].tools[0].output_schema', mentions: ["'wx.now'"] },
     );
   });
 
   it('rejects resuming a program with tools whose schemas changed or are gone, with tool_definitions_changed', async () => {
-    const first = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram('text(JSON.stringify(await tools.get_weather({ city: "Oslo" })))'), tools: TOOLS });
+    const first = await server.client.responses.create({
+      model: 'm',
+      store: false,
+      input: inlineProgram('text(JSON.stringify(await tools.get_weather({ city: "Oslo" })))'),
+      tools: TOOLS,
+    });
     const [call] = functionCallsOf(first);
     const input: ResponseInputItem[] = [
       { role: 'user', content: inlineProgram('text(JSON.stringify(await tools.get_weather({ city: "Oslo" })))') },

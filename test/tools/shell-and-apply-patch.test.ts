@@ -39,7 +39,13 @@ function workspaceClient(root: string): ClientHandlers {
       if (operation.type === 'update_file') return { status: 'failed', output: 'this client only creates and deletes files' };
       mkdirSync(dirname(path), { recursive: true });
       // A created file's diff is its lines, each prefixed with "+".
-      writeFileSync(path, operation.diff.split('\n').map((line) => line.replace(/^\+/, '')).join('\n'));
+      writeFileSync(
+        path,
+        operation.diff
+          .split('\n')
+          .map((line) => line.replace(/^\+/, ''))
+          .join('\n'),
+      );
       return { status: 'completed', output: `created ${operation.path}` };
     },
   };
@@ -87,7 +93,12 @@ describe('a program driving the local shell and apply_patch', () => {
     ['previous_response_id, the stream helper', { store: true, stream: true }],
   ] as const) {
     it(`suspends on shell_call and apply_patch_call items with caller, and gets the results parsed (${label})`, async () => {
-      const { text, responses } = await agentLoop(server.client, { model: 'm', input: inlineProgram(PROGRAM), tools: TOOLS }, workspaceClient(workspace()), options);
+      const { text, responses } = await agentLoop(
+        server.client,
+        { model: 'm', input: inlineProgram(PROGRAM), tools: TOOLS },
+        workspaceClient(workspace()),
+        options,
+      );
       expect(JSON.parse(text)).toEqual(RESULT);
       const program = responses[0]!.output.find((item) => item.type === 'program')!;
       const caller = { type: 'program', caller_id: program.call_id };
@@ -149,7 +160,11 @@ text(seen.join('\\n'))`;
 
   it('shows a program the shell only when its allowed_callers lets programs call it', async () => {
     const probe = 'text(Object.keys(tools).join())';
-    const directShell: OpenAI.Responses.Tool[] = [{ type: 'shell', environment: { type: 'local' } }, { type: 'apply_patch', allowed_callers: ['programmatic'] }, { type: 'programmatic_tool_calling' }];
+    const directShell: OpenAI.Responses.Tool[] = [
+      { type: 'shell', environment: { type: 'local' } },
+      { type: 'apply_patch', allowed_callers: ['programmatic'] },
+      { type: 'programmatic_tool_calling' },
+    ];
     expect((await agentLoop(server.client, { model: 'm', input: inlineProgram(probe), tools: directShell }, {})).text).toBe('apply_patch');
     expect((await agentLoop(server.client, { model: 'm', input: inlineProgram(probe), tools: TOOLS }, {})).text).toBe('shell,apply_patch');
   });
@@ -158,31 +173,56 @@ text(seen.join('\\n'))`;
     const code = 'text(JSON.stringify(await tools.shell({ commands: ["echo hi"] })))';
     const first = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(code), tools: TOOLS });
     const call = first.output.find((item): item is ResponseFunctionShellToolCall => item.type === 'shell_call')!;
-    const answer = { type: 'shell_call_output' as const, call_id: call.call_id, output: [{ stdout: 'hi\n', stderr: '', outcome: { type: 'exit' as const, exit_code: 0 } }], caller: call.caller ?? null };
+    const answer = {
+      type: 'shell_call_output' as const,
+      call_id: call.call_id,
+      output: [{ stdout: 'hi\n', stderr: '', outcome: { type: 'exit' as const, exit_code: 0 } }],
+      caller: call.caller ?? null,
+    };
     const history = toResponseInputItems(first.output);
     const edited = history.map((item) => (item.type === 'shell_call' ? { ...item, action: { ...item.action, commands: ['rm -rf /'] } } : item));
-    expectSdkError(await rejectionOf(server.client.responses.create({ model: 'm', store: false, input: [{ role: 'user', content: inlineProgram(code) }, ...edited, answer], tools: TOOLS })), {
-      code: 'program_item_altered',
-      mentions: [`shell call ${call.call_id}`],
-    });
+    expectSdkError(
+      await rejectionOf(
+        server.client.responses.create({ model: 'm', store: false, input: [{ role: 'user', content: inlineProgram(code) }, ...edited, answer], tools: TOOLS }),
+      ),
+      {
+        code: 'program_item_altered',
+        mentions: [`shell call ${call.call_id}`],
+      },
+    );
     expectSdkError(
       await rejectionOf(
         server.client.responses.create({
           model: 'm',
           store: false,
-          input: [{ role: 'user', content: inlineProgram(code) }, ...history, { type: 'function_call_output', call_id: call.call_id, output: 'hi', caller: call.caller ?? null }],
+          input: [
+            { role: 'user', content: inlineProgram(code) },
+            ...history,
+            { type: 'function_call_output', call_id: call.call_id, output: 'hi', caller: call.caller ?? null },
+          ],
           tools: TOOLS,
         }),
       ),
       { code: 'tool_output_unknown_call', mentions: ['shell_call_output'] },
     );
-    const resumed = await server.client.responses.create({ model: 'm', store: false, input: [{ role: 'user', content: inlineProgram(code) }, ...history, answer], tools: TOOLS });
+    const resumed = await server.client.responses.create({
+      model: 'm',
+      store: false,
+      input: [{ role: 'user', content: inlineProgram(code) }, ...history, answer],
+      tools: TOOLS,
+    });
     expect(resumed.output_text).toBe('[{"stdout":"hi\\n","stderr":"","outcome":{"type":"exit","exit_code":0}}]');
   });
 
   it('rejects a function named like a built-in tool it is listed with', async () => {
     expectSdkError(
-      await rejectionOf(server.client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'apply_patch' }, { type: 'function', name: 'apply_patch', parameters: null, strict: false }] })),
+      await rejectionOf(
+        server.client.responses.create({
+          model: 'm',
+          input: 'hi',
+          tools: [{ type: 'apply_patch' }, { type: 'function', name: 'apply_patch', parameters: null, strict: false }],
+        }),
+      ),
       { code: 'duplicate_tool_name', param: 'tools[1].name', mentions: ["'apply_patch'"] },
     );
   });
@@ -194,7 +234,8 @@ describe('the stand-in calling apply_patch and the shell directly', () => {
     scripted = await startServer({
       model: (context) => {
         if (context.phase !== 'user_turn') return undefined;
-        if (context.lastUserText === 'write it') return { type: 'function_calls', calls: [{ name: 'apply_patch', arguments: { type: 'create_file', path: 'a.txt', diff: '+a' } }] };
+        if (context.lastUserText === 'write it')
+          return { type: 'function_calls', calls: [{ name: 'apply_patch', arguments: { type: 'create_file', path: 'a.txt', diff: '+a' } }] };
         if (context.lastUserText === 'run it') return { type: 'function_calls', calls: [{ name: 'shell', arguments: { commands: ['true'] } }] };
         if (context.lastUserText === 'break it') return { type: 'function_calls', calls: [{ name: 'apply_patch', arguments: { type: 'create_file' } }] };
         return undefined;
@@ -207,7 +248,14 @@ describe('the stand-in calling apply_patch and the shell directly', () => {
     const root = workspace();
     const { text, responses } = await agentLoop(scripted.client, { model: 'm', input: 'write it', tools: TOOLS }, workspaceClient(root));
     expect(responses[0]!.output).toEqual([
-      { type: 'apply_patch_call', id: expect.stringMatching(/^apc_/), call_id: expect.any(String), operation: { type: 'create_file', path: 'a.txt', diff: '+a' }, status: 'completed', caller: { type: 'direct' } },
+      {
+        type: 'apply_patch_call',
+        id: expect.stringMatching(/^apc_/),
+        call_id: expect.any(String),
+        operation: { type: 'create_file', path: 'a.txt', diff: '+a' },
+        status: 'completed',
+        caller: { type: 'direct' },
+      },
     ]);
     // The autopilot states the output, as the model function leaves that turn to it.
     expect(text).toBe('apply_patch returned status completed and output created a.txt.');
@@ -215,7 +263,9 @@ describe('the stand-in calling apply_patch and the shell directly', () => {
   });
 
   it('never calls a programs-only shell directly, and refuses a malformed operation', async () => {
-    expect((await scripted.client.responses.create({ model: 'm', input: 'run it', tools: TOOLS })).output_text).toContain(`'shell' directly, but its allowed_callers is ["programmatic"]`);
+    expect((await scripted.client.responses.create({ model: 'm', input: 'run it', tools: TOOLS })).output_text).toContain(
+      `'shell' directly, but its allowed_callers is ["programmatic"]`,
+    );
     expect((await scripted.client.responses.create({ model: 'm', input: 'break it', tools: TOOLS })).output_text).toContain('is not one the client can run');
   });
 });

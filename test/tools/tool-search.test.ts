@@ -19,7 +19,15 @@ const WEATHER: OpenAI.Responses.FunctionTool = {
 const TOOLS: OpenAI.Responses.Tool[] = [
   { type: 'tool_search' },
   WEATHER,
-  { type: 'function', name: 'book_hotel', description: 'Books a hotel room', parameters: null, strict: false, defer_loading: true, allowed_callers: ['programmatic'] },
+  {
+    type: 'function',
+    name: 'book_hotel',
+    description: 'Books a hotel room',
+    parameters: null,
+    strict: false,
+    defer_loading: true,
+    allowed_callers: ['programmatic'],
+  },
   { type: 'function', name: 'get_time', description: 'The local time', parameters: null, strict: false, allowed_callers: ['programmatic'] },
   {
     type: 'namespace',
@@ -67,18 +75,39 @@ describe('deferred tools', () => {
     ['previous_response_id, the stream helper', { store: true, stream: true }],
   ] as const) {
     it(`load through a search the emulator runs, and a program in the same response uses them (${label})`, async () => {
-      const { text, responses } = await agentLoop(server.client, { model: 'm', input: 'weather in Lisbon?', tools: TOOLS }, { functions: { get_weather: ({ city }) => `sunny in ${city}` } }, options);
+      const { text, responses } = await agentLoop(
+        server.client,
+        { model: 'm', input: 'weather in Lisbon?', tools: TOOLS },
+        { functions: { get_weather: ({ city }) => `sunny in ${city}` } },
+        options,
+      );
       expect(text).toBe('sunny in Lisbon / undefined');
       const first = responses[0]!.output;
       expect(first.map((item) => item.type)).toEqual(['tool_search_call', 'tool_search_output', 'program', 'function_call']);
-      expect(first[0]).toEqual({ type: 'tool_search_call', id: expect.stringMatching(/^tsc_/), call_id: null, arguments: { query: 'weather forecast' }, execution: 'server', status: 'completed' });
-      expect(first[1]).toEqual({ type: 'tool_search_output', id: expect.stringMatching(/^tso_/), call_id: null, tools: [WEATHER], execution: 'server', status: 'completed' });
+      expect(first[0]).toEqual({
+        type: 'tool_search_call',
+        id: expect.stringMatching(/^tsc_/),
+        call_id: null,
+        arguments: { query: 'weather forecast' },
+        execution: 'server',
+        status: 'completed',
+      });
+      expect(first[1]).toEqual({
+        type: 'tool_search_output',
+        id: expect.stringMatching(/^tso_/),
+        call_id: null,
+        tools: [WEATHER],
+        execution: 'server',
+        status: 'completed',
+      });
     });
   }
 
   it('stay loaded for the rest of the conversation, and a namespace member loads alone', async () => {
     const first = await server.client.responses.create({ model: 'm', input: 'traffic please', tools: TOOLS });
-    expect(first.output.find((item) => item.type === 'tool_search_output')).toMatchObject({ tools: [{ type: 'namespace', name: 'maps', tools: [{ name: 'traffic' }] }] });
+    expect(first.output.find((item) => item.type === 'tool_search_output')).toMatchObject({
+      tools: [{ type: 'namespace', name: 'maps', tools: [{ name: 'traffic' }] }],
+    });
     const [call] = first.output.filter((item) => item.type === 'function_call');
     const second = await server.client.responses.create({
       model: 'm',
@@ -103,21 +132,41 @@ describe('a search the client runs', () => {
 
   it('ends the response at a tool_search_call; the tools its tool_search_output returns reach the next program', async () => {
     const first = await clientSearch.client.responses.create({ model: 'm', store: false, input: 'where is my order?', tools: CLIENT_TOOLS });
-    expect(first.output).toEqual([{ type: 'tool_search_call', id: expect.stringMatching(/^tsc_/), call_id: expect.stringMatching(/^call_/), arguments: { query: 'order lookup' }, execution: 'client', status: 'completed' }]);
+    expect(first.output).toEqual([
+      {
+        type: 'tool_search_call',
+        id: expect.stringMatching(/^tsc_/),
+        call_id: expect.stringMatching(/^call_/),
+        arguments: { query: 'order lookup' },
+        execution: 'client',
+        status: 'completed',
+      },
+    ]);
     const call = first.output[0] as OpenAI.Responses.ResponseToolSearchCall;
     const input: ResponseInputItem[] = [
       { role: 'user', content: 'where is my order?' },
       ...toResponseInputItems(first.output),
       { type: 'tool_search_output', call_id: call.call_id, execution: 'client', status: 'completed', tools: [LOOKUP] },
     ];
-    const { text } = await agentLoop(clientSearch.client, { model: 'm', input, tools: CLIENT_TOOLS }, { functions: { lookup_order: ({ id }) => `order ${id} shipped` } });
+    const { text } = await agentLoop(
+      clientSearch.client,
+      { model: 'm', input, tools: CLIENT_TOOLS },
+      { functions: { lookup_order: ({ id }) => `order ${id} shipped` } },
+    );
     expect(text).toBe('order 7 shipped');
   });
 
   it('rejects the next request when the tool_search_output is missing', async () => {
     const first = await clientSearch.client.responses.create({ model: 'm', store: false, input: 'where is my order?', tools: CLIENT_TOOLS });
     expectSdkError(
-      await rejectionOf(clientSearch.client.responses.create({ model: 'm', store: false, input: [{ role: 'user', content: 'where is my order?' }, ...toResponseInputItems(first.output)], tools: CLIENT_TOOLS })),
+      await rejectionOf(
+        clientSearch.client.responses.create({
+          model: 'm',
+          store: false,
+          input: [{ role: 'user', content: 'where is my order?' }, ...toResponseInputItems(first.output)],
+          tools: CLIENT_TOOLS,
+        }),
+      ),
       { code: 'tool_output_missing', param: 'input[1]', mentions: ['tool_search_output', 'tool_search_call'] },
     );
   });
@@ -126,7 +175,13 @@ describe('a search the client runs', () => {
     const first = await clientSearch.client.responses.create({ model: 'm', store: false, input: 'where is my order?', tools: CLIENT_TOOLS });
     const call = first.output[0] as OpenAI.Responses.ResponseToolSearchCall & { call_id: string };
     const user: ResponseInputItem = { role: 'user', content: 'where is my order?' };
-    const output = (callId: string): ResponseInputItem => ({ type: 'tool_search_output', call_id: callId, execution: 'client', status: 'completed', tools: [LOOKUP] });
+    const output = (callId: string): ResponseInputItem => ({
+      type: 'tool_search_output',
+      call_id: callId,
+      execution: 'client',
+      status: 'completed',
+      tools: [LOOKUP],
+    });
     const send = (input: ResponseInputItem[], headers: Record<string, string> = {}) =>
       clientSearch.client.responses.create({ model: 'm', store: false, input, tools: CLIENT_TOOLS }, { headers });
 
@@ -164,7 +219,13 @@ describe('a search the client runs', () => {
     };
     const loaded = (call: OpenAI.Responses.ResponseToolSearchCall & { call_id: string }, names: string[]): ResponseInputItem[] => [
       ...toResponseInputItems([call]),
-      { type: 'tool_search_output', call_id: call.call_id, execution: 'client', status: 'completed', tools: [{ type: 'namespace', name: 'crm', description: 'CRM', tools: names.map(member) }] },
+      {
+        type: 'tool_search_output',
+        call_id: call.call_id,
+        execution: 'client',
+        status: 'completed',
+        tools: [{ type: 'namespace', name: 'crm', description: 'CRM', tools: names.map(member) }],
+      },
     ];
     const input: ResponseInputItem[] = [{ role: 'user', content: 'crm' }];
     input.push(...loaded(await searchOf(input), ['lookup_order', 'refund_order']));
@@ -179,7 +240,13 @@ describe('a search the client runs', () => {
   it('refuses a loaded function whose schema ajv cannot compile where it comes in, programs enabled or not', async () => {
     const first = await clientSearch.client.responses.create({ model: 'm', store: false, input: 'where is my order?', tools: CLIENT_TOOLS });
     const call = first.output[0] as OpenAI.Responses.ResponseToolSearchCall & { call_id: string };
-    const bad: OpenAI.Responses.FunctionTool = { type: 'function', name: 'bad', parameters: { type: 'object', properties: { a: { type: 'nope' } } }, strict: true, allowed_callers: ['programmatic'] };
+    const bad: OpenAI.Responses.FunctionTool = {
+      type: 'function',
+      name: 'bad',
+      parameters: { type: 'object', properties: { a: { type: 'nope' } } },
+      strict: true,
+      allowed_callers: ['programmatic'],
+    };
     const input: ResponseInputItem[] = [
       { role: 'user', content: 'where is my order?' },
       ...toResponseInputItems(first.output),
@@ -195,12 +262,22 @@ describe('a search the client runs', () => {
   });
 
   it('keeps a built-in tool (named by its type) the request has when a search returns it again', async () => {
-    const tools: OpenAI.Responses.Tool[] = [{ type: 'tool_search', execution: 'client' }, { type: 'apply_patch', allowed_callers: ['programmatic'] }, { type: 'programmatic_tool_calling' }];
+    const tools: OpenAI.Responses.Tool[] = [
+      { type: 'tool_search', execution: 'client' },
+      { type: 'apply_patch', allowed_callers: ['programmatic'] },
+      { type: 'programmatic_tool_calling' },
+    ];
     const input: ResponseInputItem[] = [{ role: 'user', content: 'crm' }];
     for (let search = 0; search < 2; search++) {
       const response = await clientSearch.client.responses.create({ model: 'm', store: false, input, tools });
       const call = response.output.find((item) => item.type === 'tool_search_call') as OpenAI.Responses.ResponseToolSearchCall & { call_id: string };
-      input.push(...toResponseInputItems(response.output), { type: 'tool_search_output', call_id: call.call_id, execution: 'client', status: 'completed', tools: [{ type: 'apply_patch' }] });
+      input.push(...toResponseInputItems(response.output), {
+        type: 'tool_search_output',
+        call_id: call.call_id,
+        execution: 'client',
+        status: 'completed',
+        tools: [{ type: 'apply_patch' }],
+      });
       const answered = await clientSearch.client.responses.create({ model: 'm', store: false, input, tools });
       expect(answered.status).toBe('completed');
       input.push(...toResponseInputItems(answered.output), { role: 'user', content: 'crm again' });
@@ -234,7 +311,11 @@ describe('a deferred tool', () => {
     });
     expectSdkError(
       await rejectionOf(
-        server.client.responses.create({ model: 'm', input: 'hi', tools: [...deferred({ parameters: { type: 'object', properties: { a: { type: 'nope' } } }, strict: true }), { type: 'programmatic_tool_calling' }] }),
+        server.client.responses.create({
+          model: 'm',
+          input: 'hi',
+          tools: [...deferred({ parameters: { type: 'object', properties: { a: { type: 'nope' } } }, strict: true }), { type: 'programmatic_tool_calling' }],
+        }),
       ),
       { code: 'invalid_function_parameters', param: 'tools[1].parameters' },
     );

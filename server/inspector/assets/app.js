@@ -5,7 +5,29 @@
 
 const KEY_STORAGE = 'ptc-inspector-key';
 const RECONNECT_MS = 1000;
-const KEYWORDS = new Set(['await', 'async', 'const', 'let', 'var', 'function', 'return', 'if', 'else', 'for', 'while', 'of', 'in', 'new', 'try', 'catch', 'throw', 'true', 'false', 'null', 'undefined']);
+const KEYWORDS = new Set([
+  'await',
+  'async',
+  'const',
+  'let',
+  'var',
+  'function',
+  'return',
+  'if',
+  'else',
+  'for',
+  'while',
+  'of',
+  'in',
+  'new',
+  'try',
+  'catch',
+  'throw',
+  'true',
+  'false',
+  'null',
+  'undefined',
+]);
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -96,10 +118,20 @@ function outputItems(entry) {
 
 function renderRequestPart(entry) {
   const part = el('div', { class: 'request' });
-  const sent = inputItems(entry).filter((item) => item && typeof item === 'object' && String(item.type ?? '').endsWith('_output') && item.type !== 'program_output');
+  const sent = inputItems(entry).filter(
+    (item) => item && typeof item === 'object' && String(item.type ?? '').endsWith('_output') && item.type !== 'program_output',
+  );
   if (sent.length > 0) {
     const list = el('ul', { class: 'sent-outputs' });
-    for (const item of sent) list.append(el('li', { class: 'sent-output' }, el('span', { class: 'label' }, `output for ${item.call_id}: `), el('pre', {}, pretty(typeof item.output === 'string' ? item.output : JSON.stringify(item.output)))));
+    for (const item of sent)
+      list.append(
+        el(
+          'li',
+          { class: 'sent-output' },
+          el('span', { class: 'label' }, `output for ${item.call_id}: `),
+          el('pre', {}, pretty(typeof item.output === 'string' ? item.output : JSON.stringify(item.output))),
+        ),
+      );
     part.append(el('h4', {}, `Outputs the client sent (${sent.length})`), list);
   }
   return part;
@@ -107,14 +139,25 @@ function renderRequestPart(entry) {
 
 function renderPrograms(entry) {
   const part = el('div', { class: 'programs' });
-  const code = new Map(outputItems(entry).filter((item) => item.type === 'program').map((item) => [item.call_id, item.code]));
+  const code = new Map(
+    outputItems(entry)
+      .filter((item) => item.type === 'program')
+      .map((item) => [item.call_id, item.code]),
+  );
   for (const trace of entry.programs ?? []) {
     const kind = trace.outcome === 'paused' ? 'pause' : trace.outcome === 'incomplete' ? 'failed' : 'completed';
     const how = trace.path === 'start' ? 'started' : `resumed (${trace.path})`;
     const box = el(
       'div',
       { class: `program ${kind}`, 'data-program': trace.program },
-      el('div', { class: 'program-head' }, el('strong', {}, `program ${trace.program}`), ` ${how} → `, el('span', { class: `outcome outcome-${trace.outcome}` }, trace.outcome), trace.code ? el('span', { class: 'error-code' }, trace.code) : null),
+      el(
+        'div',
+        { class: 'program-head' },
+        el('strong', {}, `program ${trace.program}`),
+        ` ${how} → `,
+        el('span', { class: `outcome outcome-${trace.outcome}` }, trace.outcome),
+        trace.code ? el('span', { class: 'error-code' }, trace.code) : null,
+      ),
       el('div', { class: 'stats' }, `cpu ${trace.stats?.cpuTimeMs ?? '?'} ms · steps ${trace.stats?.steps ?? '?'} · calls ${trace.stats?.calls ?? '?'}`),
     );
     if (code.has(trace.program)) box.append(highlighted(code.get(trace.program)));
@@ -123,11 +166,19 @@ function renderPrograms(entry) {
   const calls = outputItems(entry).filter((item) => item.type === 'function_call');
   if (calls.length > 0) {
     const list = el('ul', { class: 'calls' });
-    for (const call of calls) list.append(el('li', { class: 'call' }, el('span', { class: 'call-name' }, call.name), el('pre', { class: 'call-args' }, pretty(call.arguments))));
+    for (const call of calls)
+      list.append(el('li', { class: 'call' }, el('span', { class: 'call-name' }, call.name), el('pre', { class: 'call-args' }, pretty(call.arguments))));
     part.append(el('h4', {}, `Batch of calls (${calls.length})`), list);
   }
   for (const item of outputItems(entry).filter((candidate) => candidate.type === 'program_output')) {
-    part.append(el('div', { class: `program-output ${item.status}` }, el('h4', {}, `program_output ${item.call_id} (${item.status})`), el('pre', {}, String(item.result))));
+    part.append(
+      el(
+        'div',
+        { class: `program-output ${item.status}` },
+        el('h4', {}, `program_output ${item.call_id} (${item.status})`),
+        el('pre', {}, String(item.result)),
+      ),
+    );
   }
   for (const item of outputItems(entry).filter((candidate) => candidate.type === 'message')) {
     const text = (Array.isArray(item.content) ? item.content : []).map((content) => content.text ?? '').join('');
@@ -139,7 +190,11 @@ function renderPrograms(entry) {
 function renderRaw(entry) {
   if (!entry.response_id) return null;
   const details = el('details', { class: 'raw' }, el('summary', {}, 'raw JSON'));
-  const link = el('a', { href: `/v1/responses/${encodeURIComponent(entry.response_id)}`, target: '_blank', rel: 'noopener noreferrer' }, `/v1/responses/${entry.response_id}`);
+  const link = el(
+    'a',
+    { href: `/v1/responses/${encodeURIComponent(entry.response_id)}`, target: '_blank', rel: 'noopener noreferrer' },
+    `/v1/responses/${entry.response_id}`,
+  );
   // A new tab sends no Authorization header: with a key set, the link opens what the page
   // fetched with it instead, as a JSON document of its own.
   link.addEventListener('click', async (event) => {
@@ -178,7 +233,9 @@ function renderEntry(entry) {
       el('span', { class: 'at' }, entry.at),
     ),
     entry.error ? el('div', { class: 'error' }, el('span', { class: 'error-code' }, entry.error.code), ` ${entry.error.message}`) : null,
-    entry.client_loop?.rejected ? el('div', { class: 'violation' }, 'client-loop violation: ', el('span', { class: 'error-code' }, entry.client_loop.rejected)) : null,
+    entry.client_loop?.rejected
+      ? el('div', { class: 'violation' }, 'client-loop violation: ', el('span', { class: 'error-code' }, entry.client_loop.rejected))
+      : null,
     ...(entry.client_loop?.tolerated ?? []).map((note) => el('div', { class: 'violation tolerated' }, `tolerated: ${note}`)),
     usage ? el('div', { class: 'usage' }, `usage: input ${usage.input_tokens} · output ${usage.output_tokens} · total ${usage.total_tokens}`) : null,
     entry.store === false ? el('div', { class: 'note' }, 'store: false: no content kept') : null,
@@ -216,7 +273,10 @@ async function refresh() {
   const status = document.getElementById('filter-status');
   const code = document.getElementById('filter-code');
   const model = document.getElementById('filter-model');
-  fillFilter(status, entries.map((entry) => entry.response_status ?? String(entry.status)));
+  fillFilter(
+    status,
+    entries.map((entry) => entry.response_status ?? String(entry.status)),
+  );
   fillFilter(code, entries.flatMap(codesOf));
   fillFilter(model, entries.map((entry) => entry.model).filter(Boolean));
   const main = document.getElementById('conversations');
@@ -225,11 +285,18 @@ async function refresh() {
   const program = new URLSearchParams(location.hash.slice(1)).get('program');
   for (const conversation of conversationsOf(entries)) {
     const matches = (entry) =>
-      (!status.value || (entry.response_status ?? String(entry.status)) === status.value) && (!code.value || codesOf(entry).includes(code.value)) && (!model.value || entry.model === model.value);
+      (!status.value || (entry.response_status ?? String(entry.status)) === status.value) &&
+      (!code.value || codesOf(entry).includes(code.value)) &&
+      (!model.value || entry.model === model.value);
     if (!conversation.some(matches)) continue;
     if (program && !conversation.some((entry) => (entry.programs ?? []).some((trace) => trace.program === program))) continue;
     const first = conversation[0];
-    const section = el('section', { class: 'conversation' }, el('h2', {}, `Conversation from ${first.at} (${conversation.length} requests)`), el('ol', { class: 'timeline' }, ...conversation.map(renderEntry)));
+    const section = el(
+      'section',
+      { class: 'conversation' },
+      el('h2', {}, `Conversation from ${first.at} (${conversation.length} requests)`),
+      el('ol', { class: 'timeline' }, ...conversation.map(renderEntry)),
+    );
     main.append(section);
   }
   document.body.setAttribute('data-loaded', String(entries.length));

@@ -75,7 +75,12 @@ function toolsChosen(context: ModelContext): readonly ToolSummary[] {
   const choice = context.toolChoice;
   if (choice === undefined || typeof choice === 'string') return context.tools;
   const named = (tool: ToolSummary, entry: { type: string; name?: unknown; server_label?: unknown }): boolean => {
-    if (entry.type === 'mcp') return tool.type === 'mcp' && tool.name.startsWith(`${String(entry.server_label)}.`) && (entry.name === undefined || tool.name === `${String(entry.server_label)}.${String(entry.name)}`);
+    if (entry.type === 'mcp')
+      return (
+        tool.type === 'mcp' &&
+        tool.name.startsWith(`${String(entry.server_label)}.`) &&
+        (entry.name === undefined || tool.name === `${String(entry.server_label)}.${String(entry.name)}`)
+      );
     if (entry.type === 'function' || entry.type === 'custom') return tool.name === entry.name || tool.name.endsWith(`.${String(entry.name)}`);
     return tool.type === entry.type || (entry.type === 'shell' && tool.type === 'hosted_shell');
   };
@@ -90,7 +95,9 @@ function toolsChosen(context: ModelContext): readonly ToolSummary[] {
 /** A seed of the request: its message, its tools' names and its turn, unless the `seed` knob gives one. */
 function seedOf(context: ModelContext): number {
   if (context.seed !== undefined) return context.seed >>> 0;
-  const digest = createHash('sha256').update(`${context.turn}\n${context.lastUserText.slice(0, 65_536)}\n${context.tools.map((tool) => tool.name).join(',')}`).digest();
+  const digest = createHash('sha256')
+    .update(`${context.turn}\n${context.lastUserText.slice(0, 65_536)}\n${context.tools.map((tool) => tool.name).join(',')}`)
+    .digest();
   return digest.readUInt32BE(0);
 }
 
@@ -118,7 +125,10 @@ function directCall(call: PlannedCall, value: unknown): DirectCallDecision {
 }
 
 /** What came back since the user's last message: program outputs and the outputs of the model's direct calls, in order. */
-function answersSinceUser(history: readonly ConversationItem[]): { programs: { status: 'completed' | 'incomplete'; result: string }[]; calls: { name: string; output: string }[] } {
+function answersSinceUser(history: readonly ConversationItem[]): {
+  programs: { status: 'completed' | 'incomplete'; result: string }[];
+  calls: { name: string; output: string }[];
+} {
   const lastUser = history.findLastIndex((item) => item.type === 'message' && item.role === 'user');
   const names = new Map<string, string>();
   const programs: { status: 'completed' | 'incomplete'; result: string }[] = [];
@@ -137,14 +147,22 @@ function message(text: string): ModelDecision {
 
 /** The autopilot's planner: its thread, and the checks of the arguments it makes against each tool's parameters. */
 export function createCallPlanner(): CallPlanner {
-  const planner = new OffLoopJobs<PlanRequest, CallPlan>({ entry: THREAD_ENTRY, name: 'the autopilot', deadlineMs: PLAN_DEADLINE_MS, maxQueued: MAX_QUEUED_PLANS, threads: PLAN_THREADS });
+  const planner = new OffLoopJobs<PlanRequest, CallPlan>({
+    entry: THREAD_ENTRY,
+    name: 'the autopilot',
+    deadlineMs: PLAN_DEADLINE_MS,
+    maxQueued: MAX_QUEUED_PLANS,
+    threads: PLAN_THREADS,
+  });
 
   async function planned(request: PlanRequest): Promise<CallPlan | string> {
     try {
       return await planner.run(request);
     } catch (error) {
-      if (error instanceof OffLoopQueueFullError) throw new ApiError('server_busy', `The server is busy: ${error.message}. Retry shortly.`, null, { 'retry-after': '1' });
-      if (error instanceof OffLoopDeadlineError) return `ptc-emulator autopilot: working out the calls for this request ${error.message.replace(/^the autopilot /, '')} (its tools' schemas ask for values too costly to make), so nothing ran.`;
+      if (error instanceof OffLoopQueueFullError)
+        throw new ApiError('server_busy', `The server is busy: ${error.message}. Retry shortly.`, null, { 'retry-after': '1' });
+      if (error instanceof OffLoopDeadlineError)
+        return `ptc-emulator autopilot: working out the calls for this request ${error.message.replace(/^the autopilot /, '')} (its tools' schemas ask for values too costly to make), so nothing ran.`;
       throw error;
     }
   }
@@ -153,13 +171,19 @@ export function createCallPlanner(): CallPlanner {
     const visible = toolsChosen(context);
     const choice = context.toolChoice;
     const forced = typeof choice === 'object' && choice.type !== 'programmatic_tool_calling' && (choice.type !== 'allowed_tools' || choice.mode === 'required');
-    const request: PlanRequest = { tools: visible.map(plannable), message: context.lastUserText, seed: seedOf(context), programmatic: planOptions.programmatic ?? context.programmaticToolCalling, forced };
+    const request: PlanRequest = {
+      tools: visible.map(plannable),
+      message: context.lastUserText,
+      seed: seedOf(context),
+      programmatic: planOptions.programmatic ?? context.programmaticToolCalling,
+      forced,
+    };
     const result = await planned(request);
     if (typeof result === 'string') return result;
     if (result.calls.length === 0) {
       return visible.length === 0
         ? 'ptc-emulator autopilot: the request has no tools, so there is nothing to call and no program ran. Give it tools (and {"type": "programmatic_tool_calling"} for programs), or steer the stand-in (docs/STAND-IN.md).'
-        : 'ptc-emulator autopilot: none of the request\'s tools can be called here (each is for programs, which the request does not enable, or is a kind the model does not call directly), so nothing ran.';
+        : "ptc-emulator autopilot: none of the request's tools can be called here (each is for programs, which the request does not enable, or is a kind the model does not call directly), so nothing ran.";
     }
     const programCalls: ProgramCall[] = [];
     const programKinds: string[] = [];
@@ -176,7 +200,10 @@ export function createCallPlanner(): CallPlanner {
       const value = call.input ?? call.candidates![0]!.value;
       if (!call.valid) invalid.push(call.tool);
       if (call.via === 'direct') {
-        directPlanned.push({ call: directCall(call, value), references: call.references.map((reference) => ({ property: reference.property, tool: result.calls[reference.call]!.tool, field: reference.field })) });
+        directPlanned.push({
+          call: directCall(call, value),
+          references: call.references.map((reference) => ({ property: reference.property, tool: result.calls[reference.call]!.tool, field: reference.field })),
+        });
         return;
       }
       programIndex.set(index, programCalls.length);
@@ -185,7 +212,9 @@ export function createCallPlanner(): CallPlanner {
         tool: call.tool,
         argument: value,
         // A reference to a call left out (its arguments too large) is dropped: the generated value stands.
-        references: call.references.filter((reference) => programIndex.has(reference.call)).map((reference) => ({ ...reference, call: programIndex.get(reference.call)! })),
+        references: call.references
+          .filter((reference) => programIndex.has(reference.call))
+          .map((reference) => ({ ...reference, call: programIndex.get(reference.call)! })),
         outputFields: call.outputFields,
       });
     });
@@ -207,10 +236,16 @@ export function autopilotModel(planner: CallPlanner): ModelFunction {
     }
     const planned = await planner.plan(context);
     if (typeof planned === 'string') return message(planned);
-    const tools = [...planned.programCalls.map((call) => call.tool), ...planned.direct.map((call) => (call.namespace ? `${call.namespace}.${call.name}` : call.name))];
+    const tools = [
+      ...planned.programCalls.map((call) => call.tool),
+      ...planned.direct.map((call) => (call.namespace ? `${call.namespace}.${call.name}` : call.name)),
+    ];
     const reasoning = `Autopilot: ${CHOICE_WORDS[planned.choice]}: ${tools.join(', ')}.${planned.invalid.length > 0 ? ` No arguments valid against the parameters of ${planned.invalid.join(', ')} could be made.` : ''}`;
     if (planned.programCalls.length === 0) return { type: 'function_calls', calls: planned.direct, reasoning };
-    const code = writeProgram(planned.programCalls, `ptc-emulator autopilot: ${CHOICE_WORDS[planned.choice]}, with arguments from the message and their parameters.`);
+    const code = writeProgram(
+      planned.programCalls,
+      `ptc-emulator autopilot: ${CHOICE_WORDS[planned.choice]}, with arguments from the message and their parameters.`,
+    );
     return { type: 'program', code, reasoning, ...(planned.direct.length > 0 ? { calls: planned.direct } : {}) };
   }
 
@@ -242,7 +277,8 @@ export function autopilotModel(planner: CallPlanner): ModelFunction {
     const made = new Set(calls.map((call) => call.name));
     const outputs = new Map(calls.map((call) => [call.name, call.output]));
     const ready = planned.directPlanned.filter(
-      (waiting) => waiting.references.length > 0 && !made.has(qualifiedName(waiting.call)) && waiting.references.every((reference) => outputs.has(reference.tool)),
+      (waiting) =>
+        waiting.references.length > 0 && !made.has(qualifiedName(waiting.call)) && waiting.references.every((reference) => outputs.has(reference.tool)),
     );
     if (ready.length === 0) return undefined;
     return {
@@ -251,7 +287,8 @@ export function autopilotModel(planner: CallPlanner): ModelFunction {
         const filled = { ...(call.arguments ?? {}) } as Record<string, unknown>;
         for (const reference of references) {
           const output = parsed(outputs.get(reference.tool)!);
-          if (output !== null && typeof output === 'object' && reference.field in output) filled[reference.property] = (output as Record<string, unknown>)[reference.field];
+          if (output !== null && typeof output === 'object' && reference.field in output)
+            filled[reference.property] = (output as Record<string, unknown>)[reference.field];
         }
         return { ...call, arguments: filled };
       }),

@@ -81,7 +81,13 @@ function parametersOf(tool: ToolSummary): unknown {
  * The required top-level properties of `tool` the message gives no value for that an earlier
  * chosen call's output declares with a type they share.
  */
-function referencesOf(tool: PlannableTool, index: number, chosen: readonly PlannableTool[], vias: readonly (string | undefined)[], message: MessageText): OutputReference[] {
+function referencesOf(
+  tool: PlannableTool,
+  index: number,
+  chosen: readonly PlannableTool[],
+  vias: readonly (string | undefined)[],
+  message: MessageText,
+): OutputReference[] {
   const root = isNode(tool.parameters) ? tool.parameters : undefined;
   if (!root || !Array.isArray(root['required'])) return [];
   const references: OutputReference[] = [];
@@ -111,12 +117,19 @@ function builtInCandidates(kind: string, message: MessageText): ArgumentCandidat
   switch (kind) {
     case 'shell':
     case 'hosted_shell':
-      return [{ value: { commands: message.code.length > 0 ? message.code.slice(0, 4) : ['pwd'] }, fromText: message.code.length > 0 ? ['commands ← message'] : [] }];
+      return [
+        { value: { commands: message.code.length > 0 ? message.code.slice(0, 4) : ['pwd'] }, fromText: message.code.length > 0 ? ['commands ← message'] : [] },
+      ];
     case 'code_interpreter':
       return [{ value: { code: message.code[0] ?? 'print("ptc-emulator autopilot")' }, fromText: message.code.length > 0 ? ['code ← message'] : [] }];
     case 'apply_patch': {
       const path = message.tokens.find((token) => /^[\w./-]+\.[A-Za-z0-9]{1,8}$/.test(token) && !/^\d+(\.\d+)*$/.test(token));
-      return [{ value: { type: 'create_file', path: path ?? 'autopilot.txt', diff: '+Written by the ptc-emulator autopilot.\n' }, fromText: path ? ['path ← message'] : [] }];
+      return [
+        {
+          value: { type: 'create_file', path: path ?? 'autopilot.txt', diff: '+Written by the ptc-emulator autopilot.\n' },
+          fromText: path ? ['path ← message'] : [],
+        },
+      ];
     }
     default:
       return [];

@@ -70,7 +70,9 @@ export function readMessage(message: string): MessageText {
     .split(/\s+/)
     .map((token) => token.replace(WRAPPING, ''))
     .filter((token) => token.length > 0);
-  const quoted = [...text.matchAll(/"([^"\n]{1,500})"|“([^”\n]{1,500})”|(?<![A-Za-z])'([^'\n]{1,500})'(?![A-Za-z])/g)].map((match) => match[1] ?? match[2] ?? match[3]!);
+  const quoted = [...text.matchAll(/"([^"\n]{1,500})"|“([^”\n]{1,500})”|(?<![A-Za-z])'([^'\n]{1,500})'(?![A-Za-z])/g)].map(
+    (match) => match[1] ?? match[2] ?? match[3]!,
+  );
   const code = [...text.matchAll(/`([^`\n]{1,500})`/g)].map((match) => match[1]!);
   return { text, tokens, quoted, code, words: contentWords(text), allWords: new Set(nameParts(text)) };
 }

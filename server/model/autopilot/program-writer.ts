@@ -32,7 +32,7 @@ const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
 /** The helpers every program of the autopilot (and the explorer) starts with. */
 export const RESULT_HELPERS: readonly string[] = [
-  '// Each call\'s result is read once: parsed when it is JSON text; a call that fails gives {error}.',
+  "// Each call's result is read once: parsed when it is JSON text; a call that fails gives {error}.",
   'const read = (value) => { if (typeof value !== "string") return value; try { return JSON.parse(value); } catch { return value; } };',
   'const attempt = async (call) => { try { return read(await call()); } catch (error) { return { error: String(error?.message ?? error) }; } };',
 ];
@@ -54,7 +54,10 @@ function variableNames(calls: readonly ProgramCall[]): string[] {
   const taken = new Set<string>();
   return calls.map((call, index) => {
     const words = topicWords(call.tool).length > 0 ? topicWords(call.tool) : nameParts(call.tool);
-    let name = words.map((word, at) => (at === 0 ? word : word[0]!.toUpperCase() + word.slice(1))).join('').replace(/[^A-Za-z0-9_$]/g, '');
+    let name = words
+      .map((word, at) => (at === 0 ? word : word[0]!.toUpperCase() + word.slice(1)))
+      .join('')
+      .replace(/[^A-Za-z0-9_$]/g, '');
     if (!IDENTIFIER.test(name) || RESERVED.has(name)) name = `result${index + 1}`;
     while (taken.has(name)) name = `${name}${index + 1}`;
     taken.add(name);
@@ -64,7 +67,8 @@ function variableNames(calls: readonly ProgramCall[]): string[] {
 
 /** A JSON value as a JavaScript literal, with the referenced properties read from earlier results. */
 function argumentLiteral(call: ProgramCall, names: readonly string[]): string {
-  if (call.references.length === 0 || call.argument === null || typeof call.argument !== 'object' || Array.isArray(call.argument)) return JSON.stringify(call.argument);
+  if (call.references.length === 0 || call.argument === null || typeof call.argument !== 'object' || Array.isArray(call.argument))
+    return JSON.stringify(call.argument);
   const entries = Object.entries(call.argument as Record<string, unknown>).filter(([key]) => !call.references.some((reference) => reference.property === key));
   const parts = [
     ...entries.map(([key, value]) => `[${JSON.stringify(key)}]: ${JSON.stringify(value)}`),
@@ -87,7 +91,9 @@ export function writeProgram(calls: readonly ProgramCall[], comment: string): st
   const steps = stepsOf(calls);
   const lines = [`// ${comment.replace(/\s+/g, ' ').slice(0, 300)}`, ...RESULT_HELPERS];
   if (calls.some((call) => call.outputFields.length > 0)) {
-    lines.push('const pick = (value, fields) => value && typeof value === "object" && !("error" in value) ? Object.fromEntries(fields.filter((field) => field in value).map((field) => [field, value[field]])) : value;');
+    lines.push(
+      'const pick = (value, fields) => value && typeof value === "object" && !("error" in value) ? Object.fromEntries(fields.filter((field) => field in value).map((field) => [field, value[field]])) : value;',
+    );
   }
   const lastStep = Math.max(0, ...steps);
   for (let step = 0; step <= lastStep; step++) {
@@ -97,7 +103,11 @@ export function writeProgram(calls: readonly ProgramCall[], comment: string): st
     if (inStep.length === 1) {
       lines.push(`const ${names[inStep[0]!.index]} = await ${invocations[0]};`);
     } else {
-      lines.push(`const [${inStep.map(({ index }) => names[index]).join(', ')}] = await Promise.all([`, ...invocations.map((invocation) => `  ${invocation},`), ']);');
+      lines.push(
+        `const [${inStep.map(({ index }) => names[index]).join(', ')}] = await Promise.all([`,
+        ...invocations.map((invocation) => `  ${invocation},`),
+        ']);',
+      );
     }
   }
   const fields = calls.map((call, index) => {

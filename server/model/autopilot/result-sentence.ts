@@ -18,7 +18,7 @@ function parsed(text: string): unknown {
 }
 
 function shown(value: unknown): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
   return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS)}…` : text;
 }
 
@@ -31,7 +31,8 @@ function pairs(value: unknown, path: string, out: string[], limit: number, more:
     const entries = Array.isArray(value) ? value.map((item, index) => [String(index), item] as const) : Object.entries(value);
     if (entries.length === 0) return leaf(`${path || 'value'} ${Array.isArray(value) ? '[]' : '{}'}`, out, limit, more);
     const nests = ([, inner]: readonly [string, unknown]): boolean => inner !== null && typeof inner === 'object';
-    for (const [key, inner] of [...entries.filter((entry) => !nests(entry)), ...entries.filter(nests)]) pairs(inner, path ? `${path}.${key}` : key, out, limit, more);
+    for (const [key, inner] of [...entries.filter((entry) => !nests(entry)), ...entries.filter(nests)])
+      pairs(inner, path ? `${path}.${key}` : key, out, limit, more);
     return;
   }
   leaf(path ? `${path} ${shown(value)}` : shown(value), out, limit, more);
@@ -70,7 +71,11 @@ function capped(text: string): string {
 /** The sentence for results keyed by tool (the autopilot's programs text such an object), or any other value. */
 export function resultSentence(result: unknown): string {
   if (result !== null && typeof result === 'object' && !Array.isArray(result) && Object.keys(result).length > 0) {
-    return capped(`${Object.entries(result).map(([tool, value]) => clause(tool, value)).join('; ')}.`);
+    return capped(
+      `${Object.entries(result)
+        .map(([tool, value]) => clause(tool, value))
+        .join('; ')}.`,
+    );
   }
   return capped(`The result is ${listed(stated(result))}.`);
 }

@@ -45,7 +45,10 @@ function clampedPattern(pattern: string): string {
   if (counted === 0) return pattern;
   const each = Math.max(1, Math.floor(MAX_REPEATS ** (1 / counted)));
   const clamp = (raw: string): number => Math.min(Number(raw), each);
-  return pattern.replace(QUANTIFIER, (_, low: string, comma: string | undefined, high: string) => `{${clamp(low)}${comma ?? ''}${high ? Math.max(clamp(high), clamp(low)) : ''}}`);
+  return pattern.replace(
+    QUANTIFIER,
+    (_, low: string, comma: string | undefined, high: string) => `{${clamp(low)}${comma ?? ''}${high ? Math.max(clamp(high), clamp(low)) : ''}}`,
+  );
 }
 
 /** A copy of a schema whose minimum sizes are clamped to what the autopilot will make. */
@@ -88,7 +91,11 @@ function fakerValue(schema: unknown, seed: number): unknown {
 /** Whether a node is a plain string with nothing that says what it holds (faker makes random letters for it). */
 function plainString(node: SchemaNode, root: SchemaNode): boolean {
   const types = typesOf(node, root);
-  return types.size === 1 && types.has('string') && !['format', 'pattern', 'minLength', 'maxLength', 'enum', 'const', 'examples', 'default'].some((key) => key in node);
+  return (
+    types.size === 1 &&
+    types.has('string') &&
+    !['format', 'pattern', 'minLength', 'maxLength', 'enum', 'const', 'examples', 'default'].some((key) => key in node)
+  );
 }
 
 /**
@@ -98,7 +105,16 @@ function plainString(node: SchemaNode, root: SchemaNode): boolean {
  * over). A plain string the message says nothing of becomes `<name>-sample`, which reads better
  * than faker's letters, and a count (`limit`, `top`) a small one.
  */
-function overlay(value: unknown, node: SchemaNode | undefined, root: SchemaNode, message: MessageText, path: string, found: string[], taken: TakenTokens, depth = 0): unknown {
+function overlay(
+  value: unknown,
+  node: SchemaNode | undefined,
+  root: SchemaNode,
+  message: MessageText,
+  path: string,
+  found: string[],
+  taken: TakenTokens,
+  depth = 0,
+): unknown {
   if (!node || depth > MAX_OVERLAY_DEPTH) return value;
   if (Array.isArray(value)) {
     const items = resolved(node['items'], root);
@@ -120,7 +136,11 @@ function overlay(value: unknown, node: SchemaNode | undefined, root: SchemaNode,
       setOwn(
         result,
         name,
-        count !== undefined ? count : typeof result[name] === 'string' && plainString(schema, root) ? `${name}-sample` : overlay(result[name], schema, root, message, where, found, taken, depth + 1),
+        count !== undefined
+          ? count
+          : typeof result[name] === 'string' && plainString(schema, root)
+            ? `${name}-sample`
+            : overlay(result[name], schema, root, message, where, found, taken, depth + 1),
       );
     }
   }

@@ -50,7 +50,25 @@ const NAMED_FORMATS: Readonly<Record<string, string>> = withoutPrototype({
 });
 
 /** Property names whose value is a piece of free text: they take a quoted phrase, or the message. */
-const FREE_TEXT = new Set(['query', 'q', 'question', 'prompt', 'text', 'message', 'input', 'content', 'search', 'instructions', 'request', 'task', 'body', 'note', 'comment', 'keywords', 'topic']);
+const FREE_TEXT = new Set([
+  'query',
+  'q',
+  'question',
+  'prompt',
+  'text',
+  'message',
+  'input',
+  'content',
+  'search',
+  'instructions',
+  'request',
+  'task',
+  'body',
+  'note',
+  'comment',
+  'keywords',
+  'topic',
+]);
 
 /** Names of places: they take a capitalised word after "in", "to", "from", "at" or "near". */
 const PLACES = new Set(['city', 'town', 'place', 'location', 'destination', 'origin', 'country', 'region', 'state', 'address', 'where', 'airport']);
@@ -148,7 +166,10 @@ function capitalisedRun(tokens: readonly string[], start: number): string | unde
 function quotedAfterKey(text: string, keys: readonly string[]): string | undefined {
   for (const key of keys) {
     if (key.length < 2) continue;
-    const pattern = new RegExp(`\\b${key.replace(/[^a-z0-9]/gi, '')}\\w{0,3}\\b[\\s:=]*(?:(?:is|of|as|called|named|titled|to|a|an)\\s+)?(?:"([^"\\n]{1,500})"|“([^”\\n]{1,500})”|'([^'\\n]{1,500})')`, 'i');
+    const pattern = new RegExp(
+      `\\b${key.replace(/[^a-z0-9]/gi, '')}\\w{0,3}\\b[\\s:=]*(?:(?:is|of|as|called|named|titled|to|a|an)\\s+)?(?:"([^"\\n]{1,500})"|“([^”\\n]{1,500})”|'([^'\\n]{1,500})')`,
+      'i',
+    );
     const match = pattern.exec(text);
     if (match) return match[1] ?? match[2] ?? match[3];
   }
@@ -191,7 +212,9 @@ export function dateIn(message: MessageText, now = Date.now()): string | undefin
   if (iso) return iso;
   const text = message.text.toLowerCase();
   const month = MONTHS.map((name) => `${name}|${name.slice(0, 3)}`).join('|');
-  const named = new RegExp(`\\b(?:(${month})\\.?\\s+(\\d{1,2})(?:st|nd|rd|th)?,?\\s+(\\d{4})|(\\d{1,2})(?:st|nd|rd|th)?\\s+(${month})\\.?,?\\s+(\\d{4}))\\b`).exec(text);
+  const named = new RegExp(
+    `\\b(?:(${month})\\.?\\s+(\\d{1,2})(?:st|nd|rd|th)?,?\\s+(\\d{4})|(\\d{1,2})(?:st|nd|rd|th)?\\s+(${month})\\.?,?\\s+(\\d{4}))\\b`,
+  ).exec(text);
   if (named) {
     const monthName = named[1] ?? named[5]!;
     const index = MONTHS.findIndex((name) => name.startsWith(monthName.slice(0, 3)));
@@ -204,7 +227,8 @@ export function dateIn(message: MessageText, now = Date.now()): string | undefin
     if (found) return found;
   }
   const relative = /\b(today|tomorrow|yesterday)\b/.exec(text);
-  if (relative) return new Date(now + { today: 0, tomorrow: 1, yesterday: -1 }[relative[1] as 'today' | 'tomorrow' | 'yesterday'] * 86_400_000).toISOString().slice(0, 10);
+  if (relative)
+    return new Date(now + { today: 0, tomorrow: 1, yesterday: -1 }[relative[1] as 'today' | 'tomorrow' | 'yesterday'] * 86_400_000).toISOString().slice(0, 10);
   return undefined;
 }
 
@@ -272,7 +296,8 @@ function stringFromText(name: string, node: SchemaNode, message: MessageText, ke
   const format = formatOf(node, keys);
   // Identifiers look like ones: a digit or a separator in them, never an address.
   const identifier = IDENTIFIER_SUFFIXES.has(keys.parts.at(-1) ?? '');
-  const looksRight = (token: string): boolean => fits(token) && !LINKING.has(token.toLowerCase()) && (!identifier || (/[\d_-]/.test(token) && !token.includes('@')));
+  const looksRight = (token: string): boolean =>
+    fits(token) && !LINKING.has(token.toLowerCase()) && (!identifier || (/[\d_-]/.test(token) && !token.includes('@')));
 
   // The word the property is named by: `sku_123` for `sku`; a quoted phrase after it; the token (or capitalised run) after it.
   const keyed = keyedToken(message.tokens, keys.strong, taken);
@@ -316,7 +341,14 @@ function stringFromText(name: string, node: SchemaNode, message: MessageText, ke
  * mention counts (never the whole message as free text). `taken`: the tokens the call's other
  * properties took.
  */
-export function valueFromText(name: string, schema: unknown, root: SchemaNode, message: MessageText, optional = false, taken: TakenTokens = new Set()): TextValue | undefined {
+export function valueFromText(
+  name: string,
+  schema: unknown,
+  root: SchemaNode,
+  message: MessageText,
+  optional = false,
+  taken: TakenTokens = new Set(),
+): TextValue | undefined {
   const node = resolved(schema, root);
   if (!node) return undefined;
   const enumValue = enumMember(node, message, taken);
@@ -346,7 +378,10 @@ export function valueFromText(name: string, schema: unknown, root: SchemaNode, m
       const singular = keys.strong.map(stem);
       const itemShape = typeof items['format'] === 'string' ? FORMAT_SHAPES[items['format']] : undefined;
       const found = message.tokens.filter(
-        (token) => !taken.has(token) && fitsString(token, items) && (keyedToken([token], singular, taken) !== undefined || (itemShape?.test(token)) || (items['pattern'] !== undefined && patternOf(items) !== undefined)),
+        (token) =>
+          !taken.has(token) &&
+          fitsString(token, items) &&
+          (keyedToken([token], singular, taken) !== undefined || itemShape?.test(token) || (items['pattern'] !== undefined && patternOf(items) !== undefined)),
       );
       if (found.length > 0) {
         for (const token of found) taken.add(token);

@@ -18,7 +18,9 @@ export const MAX_AUTOPILOT_CALLS = 32;
 
 /** Verbs that begin tool names and say nothing of what the tool is about. */
 const GENERIC_NAME_PARTS = new Set(
-  'get set list fetch find search create update delete remove read write run call lookup look up query check compute calculate do make add put post load save send by tool api'.split(' '),
+  'get set list fetch find search create update delete remove read write run call lookup look up query check compute calculate do make add put post load save send by tool api'.split(
+    ' ',
+  ),
 );
 
 /** Verbs of tools that change something: such a tool is called only when the message asks for that. */
@@ -78,23 +80,32 @@ export function chooseTools(candidates: readonly ToolSummary[], message: Message
   const builtIn = (tool: ToolSummary): boolean => Object.hasOwn(BUILT_IN_WORDS, tool.type);
   // A tool that changes something is one the message must ask for by its verb.
   const allowed = (tool: ToolSummary): boolean => !changes(tool) || usesVerb(message, verbOf(tool.name)!);
-  const pick = (reason: ToolChoice['reason'], tools: readonly ToolSummary[]): ToolChoice | undefined => (tools.length > 0 ? { tools: tools.slice(0, MAX_AUTOPILOT_CALLS), reason } : undefined);
+  const pick = (reason: ToolChoice['reason'], tools: readonly ToolSummary[]): ToolChoice | undefined =>
+    tools.length > 0 ? { tools: tools.slice(0, MAX_AUTOPILOT_CALLS), reason } : undefined;
   const mentioned = candidates.filter((tool) =>
-    builtIn(tool) ? BUILT_IN_WORDS[tool.type]!.some((word) => message.words.has(stem(word))) : allowed(tool) && topicWords(ownName(tool.name)).some((word) => message.words.has(word)),
+    builtIn(tool)
+      ? BUILT_IN_WORDS[tool.type]!.some((word) => message.words.has(stem(word)))
+      : allowed(tool) && topicWords(ownName(tool.name)).some((word) => message.words.has(word)),
   );
   // Asked to act ("Delete user u_77", "Book a flight"), the model acts: a tool that only shares
   // the noun of the action (`get_user_profile`, `list_flights`) is left out.
   const acting = mentioned.filter(changes);
   const actedOn = new Set(acting.flatMap((tool) => topicWords(ownName(tool.name))));
-  const named = acting.length === 0 ? mentioned : mentioned.filter((tool) => changes(tool) || !topicWords(ownName(tool.name)).some((word) => actedOn.has(word) && message.words.has(word)));
+  const named =
+    acting.length === 0
+      ? mentioned
+      : mentioned.filter((tool) => changes(tool) || !topicWords(ownName(tool.name)).some((word) => actedOn.has(word) && message.words.has(word)));
   const ordinary = candidates.filter((tool) => !builtIn(tool));
   const byVerb = ordinary.filter((tool) => {
     const verb = verbOf(tool.name);
     return verb !== undefined && verb !== 'get' && usesVerb(message, verb);
   });
-  const byGroup = ordinary.filter((tool) => tool.name.includes('.') && allowed(tool) && topicWords(tool.name.slice(0, tool.name.indexOf('.'))).some((word) => message.words.has(word)));
+  const byGroup = ordinary.filter(
+    (tool) => tool.name.includes('.') && allowed(tool) && topicWords(tool.name.slice(0, tool.name.indexOf('.'))).some((word) => message.words.has(word)),
+  );
   const described = ordinary.filter(
-    (tool) => !changes(tool) && tool.description && [...contentWords(tool.description.slice(0, 2_000))].some((word) => word.length >= 4 && message.words.has(word)),
+    (tool) =>
+      !changes(tool) && tool.description && [...contentWords(tool.description.slice(0, 2_000))].some((word) => word.length >= 4 && message.words.has(word)),
   );
   return (
     pick('named', named) ??

@@ -52,20 +52,29 @@ function readAnswer(completion: ChatCompletion, mayAct: boolean, programsEnabled
   if (toolCalls.length > 0) {
     const made = toolCalls.map((call) => ({ name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' }));
     // Shown back as text: tool calls with no tool messages after them are not a valid chat.
-    const said: ChatMessage = { role: 'assistant', content: [content, ...made.map((call) => `(tool call) ${call.name}(${call.arguments})`)].filter(Boolean).join('\n') };
+    const said: ChatMessage = {
+      role: 'assistant',
+      content: [content, ...made.map((call) => `(tool call) ${call.name}(${call.arguments})`)].filter(Boolean).join('\n'),
+    };
     const calls: DirectCallDecision[] = [];
     for (const call of made) {
       const id = ids.get(call.name);
-      if (id === undefined) return { ok: false, problem: `there is no function named "${call.name}" (you were given: ${[...ids.keys()].join(', ') || 'none'})`, said };
+      if (id === undefined)
+        return { ok: false, problem: `there is no function named "${call.name}" (you were given: ${[...ids.keys()].join(', ') || 'none'})`, said };
       let parsed: unknown;
       try {
         parsed = JSON.parse(call.arguments || '{}');
       } catch (error) {
         return { ok: false, problem: `the arguments of ${call.name} are not JSON (${(error as Error).message})`, said };
       }
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { ok: false, problem: `the arguments of ${call.name} are not a JSON object`, said };
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+        return { ok: false, problem: `the arguments of ${call.name} are not a JSON object`, said };
       const dot = id.indexOf('.');
-      calls.push(dot === -1 ? { name: id, arguments: parsed as Record<string, unknown> } : { namespace: id.slice(0, dot), name: id.slice(dot + 1), arguments: parsed as Record<string, unknown> });
+      calls.push(
+        dot === -1
+          ? { name: id, arguments: parsed as Record<string, unknown> }
+          : { namespace: id.slice(0, dot), name: id.slice(dot + 1), arguments: parsed as Record<string, unknown> },
+      );
     }
     return { ok: true, decision: { type: 'function_calls', calls, ...reasoning } };
   }
@@ -106,7 +115,11 @@ export function modelBackend(options: ModelBackendOptions): ModelFunction {
     const answer = readAnswer(first, mayAct, declarations !== undefined, direct.ids);
     if (answer.ok) return { ...answer.decision, usage };
     // One more chance, told what was wrong.
-    const retry = await ask([...messages, answer.said, { role: 'user', content: `That answer cannot be carried out: ${answer.problem}. Answer again, mended.` }]);
+    const retry = await ask([
+      ...messages,
+      answer.said,
+      { role: 'user', content: `That answer cannot be carried out: ${answer.problem}. Answer again, mended.` },
+    ]);
     usage = addUsage(usage, usageOf(retry));
     const second = readAnswer(retry, mayAct, declarations !== undefined, direct.ids);
     if (second.ok) return { ...second.decision, usage };

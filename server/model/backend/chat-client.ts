@@ -71,7 +71,12 @@ export async function createChatCompletion(connection: BackendConnection, reques
   }
   const tries = `${connection.retries + 1} ${connection.retries === 0 ? 'try' : 'tries'}`;
   if (last!.status === 429) {
-    throw new ApiError('model_backend_rate_limited', `The model backend is rate limiting (429 to ${tries}): ${last!.message}`, null, last!.retryAfter ? { 'retry-after': last!.retryAfter } : {});
+    throw new ApiError(
+      'model_backend_rate_limited',
+      `The model backend is rate limiting (429 to ${tries}): ${last!.message}`,
+      null,
+      last!.retryAfter ? { 'retry-after': last!.retryAfter } : {},
+    );
   }
   throw new ApiError('model_backend_error', `The model backend failed ${tries}: ${last!.message}`);
 }
@@ -84,7 +89,8 @@ async function tryOnce(endpoint: string, headers: Record<string, string>, body: 
     response = await fetch(endpoint, { method: 'POST', headers, body, signal });
     text = await response.text();
   } catch (error) {
-    if (signal.aborted) throw new ApiError('model_backend_timeout', `The model backend did not answer within ${connection.timeoutMs} ms (PTC_MODEL_BACKEND_TIMEOUT_MS).`);
+    if (signal.aborted)
+      throw new ApiError('model_backend_timeout', `The model backend did not answer within ${connection.timeoutMs} ms (PTC_MODEL_BACKEND_TIMEOUT_MS).`);
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
     throw new Retryable(`cannot reach ${endpoint} (${cause?.code ?? cause?.message ?? (error as Error).message})`, undefined, undefined, undefined);
   }
@@ -100,7 +106,7 @@ async function tryOnce(endpoint: string, headers: Record<string, string>, body: 
     throw new ApiError('model_backend_error', `The model backend's answer is not JSON: ${backendMessage(text, connection.apiKey)}`);
   }
   if (typeof completion !== 'object' || completion === null || !Array.isArray(completion.choices) || completion.choices.length === 0) {
-    throw new ApiError('model_backend_error', 'The model backend\'s answer is not a chat completion: it has no choices.');
+    throw new ApiError('model_backend_error', "The model backend's answer is not a chat completion: it has no choices.");
   }
   return completion;
 }

@@ -25,7 +25,11 @@ export const PROGRAM_RULES = [
 
 /** Chat function names: letters, digits, `_` and `-`, 64 at most; a namespace's `crm.get` is `crm__get`. */
 function chatNameOf(id: string, taken: ReadonlySet<string>): string {
-  const base = id.replace('.', '__').replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 60) || 'tool';
+  const base =
+    id
+      .replace('.', '__')
+      .replace(/[^A-Za-z0-9_-]/g, '_')
+      .slice(0, 60) || 'tool';
   let name = base;
   for (let n = 2; taken.has(name); n++) name = `${base}_${n}`;
   return name;

@@ -21,7 +21,12 @@ const BUILT_IN_OUTPUTS: Record<string, unknown> = {
         stderr: { type: 'string' },
         outcome: {
           oneOf: [
-            { type: 'object', properties: { type: { const: 'exit' }, exit_code: { type: 'integer' } }, required: ['type', 'exit_code'], additionalProperties: false },
+            {
+              type: 'object',
+              properties: { type: { const: 'exit' }, exit_code: { type: 'integer' } },
+              required: ['type', 'exit_code'],
+              additionalProperties: false,
+            },
             { type: 'object', properties: { type: { const: 'timeout' } }, required: ['type'], additionalProperties: false },
           ],
         },
@@ -56,7 +61,7 @@ const BUILT_IN_PARAMETERS: Record<string, unknown> = {
 
 /** The programs' globals besides `tools` (runtime/guest-prelude.js). */
 const GLOBALS = [
-  '/** Appends to the program\'s result: a string as it is, anything else as JSON. */',
+  "/** Appends to the program's result: a string as it is, anything else as JSON. */",
   'declare function text(value: unknown): void;',
   '/** Appends an image to the result: a `data:image/…` or `https://` URL, or `{image_url, detail}`. */',
   "declare function image(urlOrItem: string | { image_url: string; detail?: 'low' | 'high' | 'auto' | 'original' }): void;",

@@ -44,7 +44,10 @@ function hashOf(code: string): string {
 
 /** Which applicable shape a conversation draws: the seed, shifted by the conversation's first words and turn. */
 function drawn(applicable: readonly Shape[], seed: number, context: ModelContext): Shape {
-  const shift = createHash('sha256').update(`${context.turn}\n${context.lastUserText.slice(0, 65_536)}`).digest().readUInt32BE(0);
+  const shift = createHash('sha256')
+    .update(`${context.turn}\n${context.lastUserText.slice(0, 65_536)}`)
+    .digest()
+    .readUInt32BE(0);
   return applicable[(seed + shift) % applicable.length]!;
 }
 
@@ -101,7 +104,12 @@ export class Explorer {
     if (shape.name === 'direct_and_programmatic') {
       const directPlan = await this.#options.planner.plan(context, { programmatic: false });
       direct = typeof directPlan === 'string' ? [] : directPlan.direct;
-      if (direct.length === 0) shape = drawn(SHAPES.filter((candidate) => candidate.applies({ ...input, canCallDirectly: false })), seed, context);
+      if (direct.length === 0)
+        shape = drawn(
+          SHAPES.filter((candidate) => candidate.applies({ ...input, canCallDirectly: false })),
+          seed,
+          context,
+        );
     }
     const written = shape.write({ ...input, direct });
     const code = `// ptc-emulator explorer: ${shape.name} (seed ${seed}): ${shape.description}.\n${written.body}\n`;

@@ -70,11 +70,20 @@ function oneCallThen(input: ShapeInput, ...then: string[]): string {
 const LIMIT_SHAPES: { readonly [Name in LimitName]: (input: ShapeInput) => ShapeProgram } = {
   cpuTimeMs: (input) => ({ body: oneCallThen(input, 'let spins = 0;', 'for (;;) spins++;'), limits: () => ({ cpuTimeMs: 50 }) }),
   stepWallTimeMs: (input) => ({ body: oneCallThen(input, 'let spins = 0;', 'for (;;) spins++;'), limits: () => ({ stepWallTimeMs: 100 }) }),
-  memoryMb: (input) => ({ body: oneCallThen(input, 'const kept = new Map();', 'for (let i = 0; ; i++) kept.set(i, new Array(1e4).fill(i));'), limits: () => ({ memoryMb: 8 }) }),
+  memoryMb: (input) => ({
+    body: oneCallThen(input, 'const kept = new Map();', 'for (let i = 0; ; i++) kept.set(i, new Array(1e4).fill(i));'),
+    limits: () => ({ memoryMb: 8 }),
+  }),
   maxCodeBytes: (input) => ({ body: oneCallThen(input, 'text({ first });'), limits: (code) => ({ maxCodeBytes: Math.max(1, Buffer.byteLength(code) - 1) }) }),
-  maxCalls: (input) => ({ body: program(awaited('first', nth(input, 0)), awaited('second', nth(input, 1)), 'text({ first, second });'), limits: () => ({ maxCalls: 1 }) }),
+  maxCalls: (input) => ({
+    body: program(awaited('first', nth(input, 0)), awaited('second', nth(input, 1)), 'text({ first, second });'),
+    limits: () => ({ maxCalls: 1 }),
+  }),
   maxCallsInFlight: (input) => ({
-    body: program(`const both = await Promise.all([attempt(() => ${invocation(nth(input, 0))}), attempt(() => ${invocation(nth(input, 1))})]);`, 'text({ both });'),
+    body: program(
+      `const both = await Promise.all([attempt(() => ${invocation(nth(input, 0))}), attempt(() => ${invocation(nth(input, 1))})]);`,
+      'text({ both });',
+    ),
     limits: () => ({ maxCallsInFlight: 1 }),
   }),
   maxResumes: (input) => ({
@@ -83,7 +92,12 @@ const LIMIT_SHAPES: { readonly [Name in LimitName]: (input: ShapeInput) => Shape
   }),
   maxArgumentBytes: (input) => {
     const call = nth(input, 0);
-    return { body: oneCallThen(input, 'text({ first });'), limits: () => ({ maxArgumentBytes: Math.max(1, Buffer.byteLength(typeof call.argument === 'string' ? call.argument : JSON.stringify(call.argument)) - 1) }) };
+    return {
+      body: oneCallThen(input, 'text({ first });'),
+      limits: () => ({
+        maxArgumentBytes: Math.max(1, Buffer.byteLength(typeof call.argument === 'string' ? call.argument : JSON.stringify(call.argument)) - 1),
+      }),
+    };
   },
   maxToolOutputBytes: (input) => ({ body: oneCallThen(input, 'text({ first });'), limits: () => ({ maxToolOutputBytes: 1 }) }),
   maxOutputBytes: (input) => ({ body: oneCallThen(input, "text('x'.repeat(128));"), limits: () => ({ maxOutputBytes: 64 }) }),
@@ -95,14 +109,21 @@ export const SHAPES: readonly Shape[] = [
     name: 'sequential_pauses',
     description: 'one program pauses three times, one call each time, each waiting for the last',
     applies: always,
-    write: (input) => ({ body: program('const results = [];', ...[0, 1, 2].map((n) => `results.push(await attempt(() => ${invocation(nth(input, n))}));`), 'text({ results });') }),
+    write: (input) => ({
+      body: program('const results = [];', ...[0, 1, 2].map((n) => `results.push(await attempt(() => ${invocation(nth(input, n))}));`), 'text({ results });'),
+    }),
   },
   {
     name: 'parallel_batch',
     description: 'one batch of ten calls (Promise.all): ten function_call items in one response',
     applies: always,
     write: (input) => ({
-      body: program('const results = await Promise.all([', ...Array.from({ length: 10 }, (_, n) => `  attempt(() => ${invocation(nth(input, n))}),`), ']);', 'text({ calls: results.length, results });'),
+      body: program(
+        'const results = await Promise.all([',
+        ...Array.from({ length: 10 }, (_, n) => `  attempt(() => ${invocation(nth(input, n))}),`),
+        ']);',
+        'text({ calls: results.length, results });',
+      ),
     }),
   },
   {
@@ -128,7 +149,14 @@ export const SHAPES: readonly Shape[] = [
     name: 'error_caught',
     description: 'the program throws an error and catches it, then completes',
     applies: always,
-    write: (input) => ({ body: oneCallThen(input, 'let caught;', "try { throw new RangeError('thrown on purpose, and caught'); } catch (error) { caught = `${error.name}: ${error.message}`; }", 'text({ first, caught });') }),
+    write: (input) => ({
+      body: oneCallThen(
+        input,
+        'let caught;',
+        "try { throw new RangeError('thrown on purpose, and caught'); } catch (error) { caught = `${error.name}: ${error.message}`; }",
+        'text({ first, caught });',
+      ),
+    }),
   },
   {
     name: 'error_uncaught',
@@ -173,7 +201,9 @@ export const SHAPES: readonly Shape[] = [
     name: 'mcp_tool_call',
     description: "a program's call of an MCP tool: an mcp_approval_request pause where the server requires approval",
     applies: (input) => input.independent.some((call) => input.kinds.get(call.tool) === 'mcp'),
-    write: (input) => ({ body: oneCallThen({ ...input, independent: input.independent.filter((call) => input.kinds.get(call.tool) === 'mcp') }, 'text({ first });') }),
+    write: (input) => ({
+      body: oneCallThen({ ...input, independent: input.independent.filter((call) => input.kinds.get(call.tool) === 'mcp') }, 'text({ first });'),
+    }),
   },
 ];
 
