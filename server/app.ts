@@ -247,6 +247,8 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
 
   // One gate for every turn, whichever way its request came (HTTP or a WebSocket message).
   const gate = new TurnGate({ maxConcurrent: config.maxConcurrentTurns, maxQueued: config.maxQueuedTurns, retryAfterMs: config.busyRetryAfterMs });
+  // First: the index lists every route registered after it.
+  registerIndexRoutes(app);
   registerResponsesSocketRoute(app, {
     respond,
     gate,
@@ -292,7 +294,6 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   registerJournalEventRoutes(app, journal);
   if (config.inspector) registerInspectorRoutes(app);
   registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));
-  registerIndexRoutes(app);
   registerHealthRoutes(app, runtime, store);
   registerMetricsRoutes(app, runtime);
 
