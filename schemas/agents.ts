@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Metadata } from './request.ts';
 import { JsonSchemaObject, ToolName } from './tools.ts';
+import { FIXED_LIMITS } from './fixed-limits.ts';
 
 // The Agents API's wire (`client.beta.agents` of openai 7.60.0, `OpenAI-Beta: agents=v1`):
 // agents, sessions, their turns, items and events. Requests are checked strictly; what the
@@ -110,7 +111,7 @@ export const SessionInputMessage = z.strictObject({
 export type SessionInputMessage = z.infer<typeof SessionInputMessage>;
 
 /** The most user messages one event or one session create may carry. */
-export const MAX_INPUT_MESSAGES = 20;
+export const MAX_INPUT_MESSAGES = FIXED_LIMITS.agentInputMessages.value;
 const SessionInput = z.union([z.string(), z.array(SessionInputMessage).min(1).max(MAX_INPUT_MESSAGES)]);
 
 /** `environment` of a session: `none` is run; the others are refused by name (server/agents/). */
@@ -261,7 +262,7 @@ export const SessionInputEvent = z.discriminatedUnion('type', [
 export type SessionInputEvent = z.infer<typeof SessionInputEvent>;
 
 /** The most events one `POST …/events` may carry. */
-export const MAX_EVENTS_PER_REQUEST = 64;
+export const MAX_EVENTS_PER_REQUEST = FIXED_LIMITS.agentEventsPerPost.value;
 export const CreateEventsRequest = z.strictObject({ events: z.array(SessionInputEvent).min(1).max(MAX_EVENTS_PER_REQUEST) });
 
 /** What a session streams, without its `event_id` (given as it is sent). */

@@ -1,3 +1,5 @@
+import { FIXED_LIMITS } from './fixed-limits.ts';
+
 /**
  * Every error code the emulator can produce, declared once.
  *
@@ -296,8 +298,7 @@ export const API_ERRORS = {
   too_many_event_streams: {
     status: 429,
     type: 'rate_limit_error',
-    description:
-      "`GET /v1/emulator/journal/events`: as many journal event streams as the emulator serves at once are open (64, `MAX_EVENT_STREAMS` in server/inspector/journal-events.ts); an agent session's `GET …/events` (or `sessions.create` with `stream: true`): 256 open on the server, or 16 on that session (server/agents/session-events.ts).",
+    description: `\`GET /v1/emulator/journal/events\`: as many journal event streams as the emulator serves at once are open (${FIXED_LIMITS.journalEventStreams.value}, \`journalEventStreams\` of the fixed limits); an agent session's \`GET …/events\` (or \`sessions.create\` with \`stream: true\`): ${FIXED_LIMITS.agentEventStreams.value} open on the server, or ${FIXED_LIMITS.agentEventStreamsPerSession.value} on that session (\`agentEventStreams\`, \`agentEventStreamsPerSession\`).`,
   },
   shutting_down: {
     status: 503,

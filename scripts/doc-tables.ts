@@ -7,6 +7,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { API_ERRORS, PROGRAM_ERRORS } from '../schemas/error-codes.ts';
+import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
 import { settingFlag, settingRows } from '../server/config.ts';
 
 export function configurationTable(): string {
@@ -14,6 +15,11 @@ export function configurationTable(): string {
     (row) => `| \`${row.env}\` | \`${settingFlag(row.env)}\` | ${row.default === '' ? '(none)' : `\`${row.default}\``} | ${row.description} |`,
   );
   return ['| variable | flag of `serve` | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+export function fixedLimitsTable(): string {
+  const rows = Object.entries(FIXED_LIMITS).map(([name, limit]) => `| \`${name}\` | ${limit.value.toLocaleString('en-US')} | ${limit.description} |`);
+  return ['| fixed limit | value | what it bounds |', '|---|---|---|', ...rows].join('\n');
 }
 
 export function apiErrorTable(): string {
@@ -41,9 +47,10 @@ function writeInto(path: string, table: string): void {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   if (process.argv.includes('--write')) {
     writeInto('README.md', configurationTable());
+    writeInto('README.md', fixedLimitsTable());
     writeInto('docs/ERRORS.md', apiErrorTable());
     writeInto('docs/ERRORS.md', programErrorTable());
   } else {
-    process.stdout.write(`${configurationTable()}\n\n${apiErrorTable()}\n\n${programErrorTable()}\n`);
+    process.stdout.write(`${configurationTable()}\n\n${fixedLimitsTable()}\n\n${apiErrorTable()}\n\n${programErrorTable()}\n`);
   }
 }

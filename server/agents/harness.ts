@@ -18,13 +18,14 @@ import { notEmulated, responsesTools } from './agent-definition.ts';
 import { sessionNotFound } from './new-session.ts';
 import type { SessionEventHub } from './session-events.ts';
 import { activeTurn, addUsage, MAX_IDEMPOTENCY_KEYS, sessionNow, type AnsweredCall, type PendingCall, type SessionRecord } from './session-record.ts';
+import { FIXED_LIMITS } from '../../schemas/fixed-limits.ts';
 
 /**
  * Responses in a row that neither call a tool nor answer (a program that ended, then its
  * program_output read back) before the turn is failed: a stand-in that never answers must not
  * keep a turn running for ever.
  */
-export const MAX_SILENT_ROUNDS = 4;
+export const MAX_SILENT_ROUNDS = FIXED_LIMITS.agentSilentRounds.value;
 
 /** A function call and its output: the same item types in the Agents API as in the Responses API. */
 const CALL = TOOL_KINDS.function.call;

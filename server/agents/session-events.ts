@@ -2,12 +2,13 @@ import type { ServerResponse } from 'node:http';
 import type { SessionEvent, SessionEventBody } from '../../schemas/agents.ts';
 import { newId } from '../ids.ts';
 import { MAX_EVENT_STREAM_BUFFER_BYTES } from '../inspector/journal-events.ts';
+import { FIXED_LIMITS } from '../../schemas/fixed-limits.ts';
 
 /** Event streams of agent sessions open at once; one more is answered 429 `too_many_event_streams`. */
-export const MAX_SESSION_EVENT_STREAMS = 256;
+export const MAX_SESSION_EVENT_STREAMS = FIXED_LIMITS.agentEventStreams.value;
 
 /** Event streams open at once on one session: a client that opens and forgets them fills its session's share, not the server's. */
-export const MAX_STREAMS_PER_SESSION = 16;
+export const MAX_STREAMS_PER_SESSION = FIXED_LIMITS.agentEventStreamsPerSession.value;
 
 /** A comment line every so often keeps proxies from closing an idle stream (the SDK skips comments). */
 const HEARTBEAT_MS = 15_000;

@@ -2,6 +2,7 @@ import type { Caller } from '../../schemas/items.ts';
 import type { InputContent, SessionObject, TokenUsage, TurnObject } from '../../schemas/agents.ts';
 import type { Usage } from '../../schemas/usage.ts';
 import { TOOL_KINDS } from '../conversation/tool-kinds.ts';
+import { FIXED_LIMITS } from '../../schemas/fixed-limits.ts';
 
 /** A call the active turn waits on: what the client sees, and what the program's output needs. */
 export interface PendingCall {
@@ -58,7 +59,7 @@ export interface SessionRecord {
  * Event posts per session whose `Idempotency-Key` is remembered: the SDK resends a post with
  * the same key when an answer is lost (a 5xx, a timeout), and the events must not apply twice.
  */
-export const MAX_IDEMPOTENCY_KEYS = 64;
+export const MAX_IDEMPOTENCY_KEYS = FIXED_LIMITS.agentIdempotencyKeys.value;
 
 /** The empty usage a turn or a session starts with. */
 export function noUsage(): TokenUsage {

@@ -4,6 +4,7 @@ import { ApiError } from '../api-error.ts';
 import type { ResponseRequest, TurnObserver } from '../conversation/respond.ts';
 import { waitsOnClient } from '../conversation/call-items.ts';
 import type { Explorer } from '../model/explorer/explorer-model.ts';
+import { FIXED_LIMITS } from '../../schemas/fixed-limits.ts';
 
 /**
  * What became of each explored conversation, as the responses and refusals of its requests say
@@ -15,7 +16,7 @@ import type { Explorer } from '../model/explorer/explorer-model.ts';
  * MAX_EXPLORED conversations.
  */
 
-export const MAX_EXPLORED = 10_000;
+export const MAX_EXPLORED = FIXED_LIMITS.exploredConversations.value;
 
 export interface ExploredConversation {
   /** The program's `call_id`. */

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../api-error.ts';
 import type { JournalEntry, RequestJournal } from '../journal.ts';
+import { FIXED_LIMITS } from '../../schemas/fixed-limits.ts';
 
 /**
  * Bytes one event stream may have waiting in its socket's buffer (a client not reading). Past
@@ -15,7 +16,7 @@ export const MAX_EVENT_STREAM_BUFFER_BYTES = 1024 * 1024;
  * buffer bound, what all streams may hold is bounded too (64 MiB), and each entry is written
  * to at most this many sockets.
  */
-export const MAX_EVENT_STREAMS = 64;
+export const MAX_EVENT_STREAMS = FIXED_LIMITS.journalEventStreams.value;
 
 /**
  * `GET /v1/emulator/journal/events`: Server-Sent Events, one `journal.entry` event per request

@@ -12,6 +12,7 @@ import { writeProgram, type ProgramCall } from './program-writer.ts';
 import { callsSentence, programSentence } from './result-sentence.ts';
 import { readMessage } from './message-text.ts';
 import { topicWords } from './tool-choice.ts';
+import { FIXED_LIMITS } from '../../../schemas/fixed-limits.ts';
 
 /**
  * The autopilot: the stand-in that decides when nothing else did, as a model that uses PTC
@@ -27,11 +28,11 @@ const FROM_SOURCES = import.meta.url.endsWith('.ts');
 const THREAD_ENTRY = new URL(FROM_SOURCES ? './autopilot-thread.ts' : './autopilot-thread.js', import.meta.url);
 
 /** Far beyond an honest plan (a few milliseconds); past it the request gets a message saying so. */
-const PLAN_DEADLINE_MS = 2_000;
+const PLAN_DEADLINE_MS = FIXED_LIMITS.autopilotPlanMs.value;
 /** Threads planning at once: a plan past its deadline holds up one, not every conversation. */
-const PLAN_THREADS = 2;
+const PLAN_THREADS = FIXED_LIMITS.autopilotPlanThreads.value;
 /** Plans waiting for the thread at most; past it, 429 server_busy. */
-const MAX_QUEUED_PLANS = 64;
+const MAX_QUEUED_PLANS = FIXED_LIMITS.autopilotQueuedPlans.value;
 
 /** A call the model makes itself, and the arguments it takes from the output of another of its calls, a round later. */
 export interface DirectPlanned {

@@ -2,6 +2,7 @@ import { generateSync, type JsonSchema } from 'json-schema-faker';
 import type { MessageText } from './message-text.ts';
 import { isNode, propertyNames, propertySchema, resolved, typesOf, type SchemaNode } from './schema-nodes.ts';
 import { defaultCount, valueFromText, type TakenTokens } from './text-values.ts';
+import { FIXED_LIMITS } from '../../../schemas/fixed-limits.ts';
 
 /**
  * Arguments for a tool, as a model writes them: values the user's message gives (text-values.ts)
@@ -23,7 +24,7 @@ const QUANTIFIER = /(?<!\\)\{(\d+)(,)?(\d*)\}/g;
 /** The most repeats all of a pattern's counted ones may come to, multiplied (they may be nested): `a{100000000}` asks for 100 MB, `((a{256}){256}){256}` for 16 MB. */
 const MAX_REPEATS = 4_096;
 /** The longest JSON of arguments the autopilot makes for one call: a schema's `const` of 16 KiB in arrays of 64 of arrays of 64 asks for 64 MiB. */
-export const MAX_ARGUMENT_CHARS = 16_384;
+export const MAX_ARGUMENT_CHARS = FIXED_LIMITS.autopilotArgumentChars.value;
 /** Candidates per tool: the text's values over faker's, then faker's alone, for this many seeds. */
 const SEEDS_PER_TOOL = 3;
 /** How deep the text's values are looked for in nested objects and arrays. */

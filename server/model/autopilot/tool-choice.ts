@@ -1,5 +1,6 @@
 import type { ToolSummary } from '../../conversation/tool-set.ts';
 import { contentWords, nameParts, stem, type MessageText } from './message-text.ts';
+import { FIXED_LIMITS } from '../../../schemas/fixed-limits.ts';
 
 /**
  * Which tools the user's message is about, as a model would pick them, in passes: those whose
@@ -14,7 +15,7 @@ import { contentWords, nameParts, stem, type MessageText } from './message-text.
  */
 
 /** The most tools one autopilot turn calls. */
-export const MAX_AUTOPILOT_CALLS = 32;
+export const MAX_AUTOPILOT_CALLS = FIXED_LIMITS.autopilotCalls.value;
 
 /** Verbs that begin tool names and say nothing of what the tool is about. */
 const GENERIC_NAME_PARTS = new Set(

@@ -1,0 +1,43 @@
+/**
+ * The bounds the emulator holds to that are not settings, declared once: each module that
+ * enforces one reads its value here, and the README's table of fixed limits is generated from
+ * this table (`npm run docs:tables -- --write`; test/docs.test.ts fails when it differs). The
+ * settings are in server/config.ts, the program limits in runtime/limits.ts, the limits of
+ * strict schemas in server/conversation/strict-schema-limits.ts.
+ */
+export const FIXED_LIMITS = {
+  agentEventStreams: {
+    value: 256,
+    description:
+      'Agents API event streams (`GET /v1/agents/sessions/{id}/events`, `sessions.create` with `stream: true`) open on one server; one more is a 429 `too_many_event_streams`.',
+  },
+  agentEventStreamsPerSession: { value: 16, description: 'Agents API event streams open on one session; one more is a 429 `too_many_event_streams`.' },
+  agentInputMessages: { value: 20, description: "Messages of one `agent.session.input.message` event, or of a session's `input`." },
+  agentEventsPerPost: { value: 64, description: 'Events of one `POST /v1/agents/sessions/{id}/events`.' },
+  agentIdempotencyKeys: {
+    value: 64,
+    description: 'The latest `Idempotency-Key`s of event posts a session keeps: a post resent with one of them is answered 202 and applied no more.',
+  },
+  agentSilentRounds: {
+    value: 4,
+    description:
+      'Responses in a row a turn may make without a message or a tool call before it fails (`internal_error`): a stand-in that only reasons never ends a turn.',
+  },
+  journalEventStreams: {
+    value: 64,
+    description: 'Journal event streams (`GET /v1/emulator/journal/events`, the inspector) open at once; one more is a 429 `too_many_event_streams`.',
+  },
+  autopilotCalls: { value: 32, description: 'Tools one autopilot turn calls at most.' },
+  autopilotArgumentChars: {
+    value: 16_384,
+    description: 'Characters of JSON the autopilot writes as the arguments of one call; a tool whose schema asks for more is left out.',
+  },
+  autopilotPlanMs: {
+    value: 2_000,
+    description:
+      'Time one autopilot plan may take in its thread (a schema whose values are too costly to make); past it the turn answers with a message saying so.',
+  },
+  autopilotPlanThreads: { value: 2, description: "Threads the autopilot plans in, beside the server's loop." },
+  autopilotQueuedPlans: { value: 64, description: 'Plans waiting for a thread; one more is a 429 `server_busy`.' },
+  exploredConversations: { value: 10_000, description: 'Explored conversations the report of explore mode keeps (`GET /v1/emulator/explore`), the newest.' },
+} as const satisfies Record<string, { readonly value: number; readonly description: string }>;
