@@ -1,4 +1,4 @@
-import type { ServerConfig } from '../server/config.ts';
+import type { ServerConfig } from '../server/platform/config.ts';
 import type { ProgramSpec } from '../runtime/isolate-program.ts';
 import { DEFAULT_LIMITS, resolveLimits } from '../runtime/limits.ts';
 import { programTools } from '../test/support/programs.ts';
@@ -44,7 +44,7 @@ export function loopSpec(maxEarlierCalls: number): ProgramSpec {
 
 const MIB = 1024 * 1024;
 
-/** The cache settings of ProgramRuntime's defaults (server/config.ts), used by the in-process runtime too. */
+/** The cache settings of ProgramRuntime's defaults (server/platform/config.ts), used by the in-process runtime too. */
 export const DEFAULT_CACHE = { pausedTtlMs: 600_000, maxPausedPrograms: 1000, maxPausedHeapBytes: 512 * MIB, warmIsolates: 2 } as const;
 
 /**

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { loadScenarioFile } from '../server/model/scenario-model.ts';
+import { loadScenarioFile } from '../server/engine/stand-ins/scenario-model.ts';
 
 /**
  * The seed scenario every case runs: the program comes from the same fixture the server and the

@@ -4,9 +4,9 @@
  * flag, a bad setting, a port in use, a scenario file that does not load) is one line on
  * stderr and exit code 2, never a stack.
  */
-import { ConfigError } from '../server/config.ts';
-import { ScenarioError } from '../server/model/scenario-model.ts';
-import { PACKAGE } from '../server/package-info.ts';
+import { ConfigError } from '../server/platform/config.ts';
+import { ScenarioError } from '../server/engine/stand-ins/scenario-model.ts';
+import { PACKAGE } from '../server/platform/package-info.ts';
 import { MissingNodeFlagError } from '../runtime/index.ts';
 import { UsageError, USAGE_EXIT_CODE } from './usage-error.ts';
 

@@ -2,9 +2,9 @@ import { readFileSync, statSync } from 'node:fs';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../runtime/index.ts';
 import { parseArgs } from 'node:util';
 import { buildServer } from '../server/app.ts';
-import { loadConfig } from '../server/config.ts';
-import { TOOL_KINDS } from '../server/conversation/tool-kinds.ts';
-import type { ModelFunction } from '../server/model/model-decision.ts';
+import { loadConfig } from '../server/platform/config.ts';
+import { TOOL_KINDS } from '../server/engine/conversation/tool-kinds.ts';
+import type { ModelFunction } from '../server/engine/stand-ins/model-decision.ts';
 import { UsageError } from './usage-error.ts';
 
 export const RUN_HELP = `Usage: ptc-emulator run PROGRAM.js [--tools tools.json] [--outputs answers.json] [--json]

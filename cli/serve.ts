@@ -1,11 +1,11 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { buildServer } from '../server/app.ts';
-import { ConfigError, dataDirOf, keepsKeyFile, loadConfig, type ServerConfig } from '../server/config.ts';
-import { loadScenarioFile, type ScenarioFile } from '../server/model/scenario-model.ts';
-import { PACKAGE } from '../server/package-info.ts';
-import { KEY_FILE } from '../server/sealing-keys.ts';
-import { SQLITE_FILE_NAME } from '../server/stores/create-store.ts';
+import { ConfigError, dataDirOf, keepsKeyFile, loadConfig, type ServerConfig } from '../server/platform/config.ts';
+import { loadScenarioFile, type ScenarioFile } from '../server/engine/stand-ins/scenario-model.ts';
+import { PACKAGE } from '../server/platform/package-info.ts';
+import { KEY_FILE } from '../server/platform/sealing-keys.ts';
+import { SQLITE_FILE_NAME } from '../server/platform/stores/create-store.ts';
 import { ensureNodeFlag } from './node-flag.ts';
 import { serveHelp, settingsFromFlags } from './setting-flags.ts';
 import { UsageError } from './usage-error.ts';

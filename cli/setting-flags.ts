@@ -1,8 +1,8 @@
-import { settingFlag, settingRows, type SettingRow } from '../server/config.ts';
+import { settingFlag, settingRows, type SettingRow } from '../server/platform/config.ts';
 import { UsageError } from './usage-error.ts';
 
 /**
- * `serve`'s flags, one per setting of server/config.ts (limits included): `--max-calls 50`
+ * `serve`'s flags, one per setting of server/platform/config.ts (limits included): `--max-calls 50`
  * sets `PTC_MAX_CALLS`. A flag wins over the environment; what neither sets keeps its default.
  */
 /** Shorter flags for some settings, beside their own: `--model-backend URL --model NAME`. */

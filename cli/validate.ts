@@ -1,4 +1,4 @@
-import { loadScenarioFile, ScenarioError, type ScenarioFile } from '../server/model/scenario-model.ts';
+import { loadScenarioFile, ScenarioError, type ScenarioFile } from '../server/engine/stand-ins/scenario-model.ts';
 import { UsageError } from './usage-error.ts';
 
 export const VALIDATE_HELP = `Usage: ptc-emulator validate SCENARIOS.yaml

@@ -1,10 +1,10 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../schemas/json-depth.ts';
 import { LIMIT_DEFINITIONS, type LimitName, type ProgramLimits } from './limits.ts';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 import { SealedTool } from './program-tool.ts';
 import { FingerprintError, FingerprintTooLargeError } from './errors.ts';
+import { listSeal, openToken, sameSeal, sealToken } from './sealed-token.ts';
 
 export { canonicalJson, sha256Hex };
 
@@ -43,18 +43,9 @@ const Claims = z.strictObject({
 /** The keys a server seals with (the first) and accepts (all of them, for rotation). */
 export type SealingKeys = readonly [Buffer, ...Buffer[]];
 
-function mac(key: Buffer, payload: string): Buffer {
-  return createHmac('sha256', key).update(`${VERSION}.${payload}`).digest();
-}
-
-function sameBytes(given: Buffer, expected: Buffer): boolean {
-  return given.length === expected.length && timingSafeEqual(given, expected);
-}
-
-/** `ptcfp3.<base64url canonical claims>.<base64url HMAC-SHA256>`: opaque to clients, tamper-evident. */
+/** `ptcfp3.<base64url canonical claims>.<base64url HMAC-SHA256>` (a sealed token, sealed-token.ts): opaque to clients, tamper-evident. */
 export function sealFingerprint(claims: FingerprintClaims, key: Buffer): string {
-  const payload = Buffer.from(canonicalJson(claims), 'utf8').toString('base64url');
-  const fingerprint = `${VERSION}.${payload}.${mac(key, payload).toString('base64url')}`;
+  const fingerprint = sealToken(VERSION, canonicalJson(claims), key);
   if (fingerprint.length > MAX_FINGERPRINT_LENGTH) {
     throw new FingerprintTooLargeError(
       `the fingerprint of a program with ${claims.tools.length} tools would be ${fingerprint.length} characters, over the ${MAX_FINGERPRINT_LENGTH} a server opens`,
@@ -69,20 +60,22 @@ export function sealFingerprint(claims: FingerprintClaims, key: Buffer): string 
  */
 export function openFingerprint(fingerprint: string, keys: readonly Buffer[]): FingerprintClaims {
   if (fingerprint.length > MAX_FINGERPRINT_LENGTH) throw new FingerprintError('it is longer than any fingerprint this server seals');
-  const parts = fingerprint.split('.');
-  if (parts.length === 3 && /^ptcfp\d{1,3}$/.test(parts[0]!) && parts[0] !== VERSION) {
-    throw new FingerprintError(
-      `it is a fingerprint of ${parts[0]}, not of the known version ${VERSION}: a program paused by another version of the emulator cannot be resumed`,
-    );
+  const opened = openToken(fingerprint, VERSION, keys, /^ptcfp\d{1,3}$/);
+  if ('reason' in opened) {
+    switch (opened.reason) {
+      case 'version':
+        throw new FingerprintError(
+          `it is a fingerprint of ${opened.found}, not of the known version ${VERSION}: a program paused by another version of the emulator cannot be resumed`,
+        );
+      case 'malformed':
+        throw new FingerprintError('not a ptc-emulator fingerprint of a known version');
+      case 'seal':
+        throw new FingerprintError('its seal does not verify: it was altered, forged or sealed by another server');
+    }
   }
-  if (parts.length !== 3 || parts[0] !== VERSION) throw new FingerprintError('not a ptc-emulator fingerprint of a known version');
-  const [, payload = '', signature = ''] = parts;
-  const given = Buffer.from(signature, 'base64url');
-  const sealedByUs = keys.some((key) => sameBytes(given, mac(key, payload)));
-  if (!sealedByUs) throw new FingerprintError('its seal does not verify: it was altered, forged or sealed by another server');
   let claims: unknown;
   try {
-    claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    claims = JSON.parse(opened.text);
   } catch {
     throw new FingerprintError('its payload is not JSON');
   }
@@ -115,9 +108,7 @@ export interface CallIdentity {
 /** The MAC of what identifies the call itself: its program, position, tool and canonical input (undefined: input no program can have made). */
 function identityMac(key: Buffer, call: CallIdentity): Buffer | undefined {
   if (call.text === true) {
-    return createHmac('sha256', key)
-      .update(canonicalJson([VERSION, 'text-call', call.programCallId, call.seq, call.tool, call.argumentsJson]))
-      .digest();
+    return listSeal(key, [VERSION, 'text-call', call.programCallId, call.seq, call.tool, call.argumentsJson]);
   }
   let args: string;
   try {
@@ -128,9 +119,7 @@ function identityMac(key: Buffer, call: CallIdentity): Buffer | undefined {
   } catch {
     return undefined;
   }
-  return createHmac('sha256', key)
-    .update(canonicalJson([VERSION, 'call', call.programCallId, call.seq, call.tool, args]))
-    .digest();
+  return listSeal(key, [VERSION, 'call', call.programCallId, call.seq, call.tool, args]);
 }
 
 /**
@@ -141,10 +130,7 @@ function identityMac(key: Buffer, call: CallIdentity): Buffer | undefined {
 function sealedMac(key: Buffer, identity: Buffer, extra: Pick<CallIdentity, 'batchEnd' | 'answer'>): Buffer {
   if (extra.batchEnd === undefined && extra.answer === undefined) return identity.subarray(0, 12);
   const tail = [...(extra.batchEnd === undefined ? [] : [{ batchEnd: extra.batchEnd }]), ...(extra.answer === undefined ? [] : [{ answer: extra.answer }])];
-  return createHmac('sha256', key)
-    .update(canonicalJson([VERSION, 'sealed', identity.toString('hex'), ...tail]))
-    .digest()
-    .subarray(0, 12);
+  return listSeal(key, [VERSION, 'sealed', identity.toString('hex'), ...tail]).subarray(0, 12);
 }
 
 function callMac(key: Buffer, call: CallIdentity): Buffer | undefined {
@@ -175,7 +161,7 @@ export function sealedBatchEnd(callId: string, call: CallIdentity, keys: readonl
   for (const key of keys) {
     const identity = identityMac(key, call);
     if (!identity) return undefined;
-    const end = ends.find((candidate) => sameBytes(given, sealedMac(key, identity, { batchEnd: candidate })));
+    const end = ends.find((candidate) => sameSeal(given, sealedMac(key, identity, { batchEnd: candidate })));
     if (end !== undefined) return end;
   }
   return undefined;
@@ -187,6 +173,6 @@ export function callIdMatches(callId: string, call: CallIdentity, keys: readonly
   const given = Buffer.from(callId.slice(prefix.length + 1), 'hex');
   return keys.some((key) => {
     const expected = callMac(key, call);
-    return expected !== undefined && sameBytes(given, expected);
+    return expected !== undefined && sameSeal(given, expected);
   });
 }

@@ -5,7 +5,7 @@ import { FIXED_LIMITS } from './fixed-limits.ts';
 
 // The Agents API's wire (`client.beta.agents` of openai 7.60.0, `OpenAI-Beta: agents=v1`):
 // agents, sessions, their turns, items and events. Requests are checked strictly; what the
-// emulator does not run is refused by name where it is read (server/agents/).
+// emulator does not run is refused by name where it is read (server/api/agents/).
 
 // ---- tools ---------------------------------------------------------------------------------
 
@@ -114,7 +114,7 @@ export type SessionInputMessage = z.infer<typeof SessionInputMessage>;
 export const MAX_INPUT_MESSAGES = FIXED_LIMITS.agentInputMessages.value;
 const SessionInput = z.union([z.string(), z.array(SessionInputMessage).min(1).max(MAX_INPUT_MESSAGES)]);
 
-/** `environment` of a session: `none` is run; the others are refused by name (server/agents/). */
+/** `environment` of a session: `none` is run; the others are refused by name (server/api/agents/). */
 export const EnvironmentParam = z.looseObject({ type: z.enum(['none', 'openai_hosted', 'self_hosted']) });
 
 /** An agent given inline on a session: its settings, overriding those of `agent_id`. */

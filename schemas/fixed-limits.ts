@@ -2,8 +2,8 @@
  * The bounds the emulator holds to that are not settings, declared once: each module that
  * enforces one reads its value here, and the README's table of fixed limits is generated from
  * this table (`npm run docs:tables -- --write`; test/docs.test.ts fails when it differs). The
- * settings are in server/config.ts, the program limits in runtime/limits.ts, the limits of
- * strict schemas in server/conversation/strict-schema-limits.ts.
+ * settings are in server/platform/config.ts, the program limits in runtime/limits.ts, the limits of
+ * strict schemas in server/engine/conversation/strict-schema-limits.ts.
  */
 export const FIXED_LIMITS = {
   agentEventStreams: {
@@ -22,6 +22,11 @@ export const FIXED_LIMITS = {
     value: 4,
     description:
       'Responses in a row a turn may make without a message or a tool call before it fails (`internal_error`): a stand-in that only reasons never ends a turn.',
+  },
+  eventStreamBufferBytes: {
+    value: 1_048_576,
+    description:
+      "Bytes one event stream (the journal's, an agent session's) may have waiting in its socket's buffer, a client not reading: past it the connection is dropped rather than the buffer grown (the client reconnects).",
   },
   journalEventStreams: {
     value: 64,

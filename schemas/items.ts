@@ -99,7 +99,7 @@ export type FunctionCallItem = z.infer<typeof FunctionCallItem>;
 export const FunctionCallOutputItem = z.strictObject({
   type: z.literal('function_call_output'),
   id: z.string().nullish(),
-  // openai 7.x: an output may name its tool instead of its call (server/conversation/output-binding.ts).
+  // openai 7.x: an output may name its tool instead of its call (server/engine/conversation/output-binding.ts).
   call_id: z.string().min(1).nullish(),
   name: z.string().nullish(),
   namespace: z.string().nullish(),
@@ -330,7 +330,7 @@ export type ReasoningItem = z.infer<typeof ReasoningItem>;
 
 /**
  * A compaction item, as `POST /v1/responses/compact` returns it and a client sends it back: read
- * as the items it holds (server/conversation/compaction.ts).
+ * as the items it holds (server/engine/conversation/compaction.ts).
  */
 export const CompactionItem = z.strictObject({
   type: z.literal('compaction'),

@@ -106,7 +106,7 @@ export function listPage<T extends z.ZodType>(item: T) {
   });
 }
 
-/** The compaction item `POST /v1/responses/compact` ends its output with (server/conversation/compaction.ts). */
+/** The compaction item `POST /v1/responses/compact` ends its output with (server/engine/conversation/compaction.ts). */
 export const EmittedCompaction = z.strictObject({
   type: z.literal('compaction'),
   id: z.string(),

@@ -4,7 +4,7 @@ const TokenCount = z.number().int().nonnegative();
 
 /**
  * `Response.usage`: the shape of the SDK's `ResponseUsage` (openai 7.60.0), field for field.
- * The counts come from server/usage.ts.
+ * The counts come from server/engine/usage.ts.
  */
 export const Usage = z.strictObject({
   input_tokens: TokenCount,

@@ -12,6 +12,6 @@ rmSync(dist, { recursive: true, force: true });
 const tsc = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url));
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
 copyFileSync(new URL('../runtime/guest-prelude.js', import.meta.url), new URL('runtime/guest-prelude.js', dist));
-// The inspector's static page, read at run time beside server/inspector/routes.js.
-cpSync(new URL('../server/inspector/assets/', import.meta.url), new URL('server/inspector/assets/', dist), { recursive: true });
+// The inspector's static page, read at run time beside server/api/inspector/routes.js.
+cpSync(new URL('../server/api/inspector/assets/', import.meta.url), new URL('server/api/inspector/assets/', dist), { recursive: true });
 chmodSync(new URL('cli/main.js', dist), 0o755);

@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { API_ERRORS, PROGRAM_ERRORS } from '../schemas/error-codes.ts';
 import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
-import { settingFlag, settingRows } from '../server/config.ts';
+import { settingFlag, settingRows } from '../server/platform/config.ts';
 
 export function configurationTable(): string {
   const rows = settingRows().map(

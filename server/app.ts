@@ -3,45 +3,45 @@ import type { z } from 'zod';
 import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { ProgramRuntime, resolveLimits, WorkerPool, type ProgramEngine, type ProgramLimits } from '../runtime/index.ts';
-import { parseJsonBodies } from './json-body.ts';
-import { ApiError } from './api-error.ts';
-import { BackgroundResponses } from './background.ts';
-import { answerClientError, answerFrameworkError, registerErrorHandlers } from './error-handler.ts';
-import { RequestJournal } from './journal.ts';
-import { journalRequests } from './journal-hooks.ts';
-import { registerJournalRoutes } from './routes/journal.ts';
-import { INSPECTOR_PATHS, registerInspectorRoutes } from './inspector/routes.ts';
-import { registerJournalEventRoutes } from './inspector/journal-events.ts';
-import { TurnGate } from './turn-gate.ts';
-import { loadSealingKeys } from './sealing-keys.ts';
-import { ConfigError, dataDirOf, keepsKeyFile, loadConfig, type ServerConfig } from './config.ts';
-import { newId } from './ids.ts';
-import { modelBackend } from './model/backend/backend-model.ts';
-import { inlineModel } from './model/inline-model.ts';
-import type { ModelFunction } from './model/model-decision.ts';
-import { autopilotModel, createCallPlanner } from './model/autopilot/autopilot-model.ts';
-import { Explorer } from './model/explorer/explorer-model.ts';
-import { ExploreLedger, type ExploredConversation } from './explore/explore-ledger.ts';
-import { registerExploreRoutes } from './routes/explore.ts';
-import { loadScenarioFile, parseScenarios, scenarioKnobs, scenarioModel, type ScenarioFile } from './model/scenario-model.ts';
-import { ModelStandIn, type NamedStandIn } from './model/stand-in.ts';
-import { CassetteReplay } from './cassettes/cassette-replay.ts';
-import { registerRecordRoutes } from './cassettes/record-routes.ts';
-import { HostedTools, type HostedHandlers } from './model/hosted-tools.ts';
-import { ProgramClaims } from './conversation/program-claims.ts';
-import type { RespondDeps } from './conversation/respond.ts';
-import { McpClients } from './mcp/mcp-client.ts';
-import { registerAgentsApi } from './agents/register.ts';
-import { registerCompactAndCountRoutes } from './routes/compact-and-count.ts';
-import { registerConversationRoutes } from './routes/conversations.ts';
-import { registerHealthRoutes } from './routes/health.ts';
-import { registerIndexRoutes } from './routes/index.ts';
-import { registerMetricsRoutes } from './routes/metrics.ts';
-import { registerModelRoutes } from './routes/models.ts';
-import { registerResponseRoutes } from './routes/responses.ts';
-import { registerResponsesSocketRoute, socketErrorHandler } from './routes/responses-ws.ts';
-import { createResponseStore, type StoreKind } from './stores/create-store.ts';
-import type { ResponseStore } from './stores/response-store.ts';
+import { parseJsonBodies } from './api/http/json-body.ts';
+import { ApiError } from './platform/api-error.ts';
+import { BackgroundResponses } from './api/responses/background.ts';
+import { answerClientError, answerFrameworkError, registerErrorHandlers } from './api/http/error-handler.ts';
+import { RequestJournal } from './api/journal/journal.ts';
+import { journalRequests } from './api/journal/journal-hooks.ts';
+import { registerJournalRoutes } from './api/journal/journal-routes.ts';
+import { INSPECTOR_PATHS, registerInspectorRoutes } from './api/inspector/routes.ts';
+import { registerJournalEventRoutes } from './api/inspector/journal-events.ts';
+import { TurnGate } from './engine/turn-gate.ts';
+import { loadSealingKeys } from './platform/sealing-keys.ts';
+import { ConfigError, dataDirOf, keepsKeyFile, loadConfig, type ServerConfig } from './platform/config.ts';
+import { newId } from './platform/ids.ts';
+import { modelBackend } from './engine/stand-ins/backend/backend-model.ts';
+import { inlineModel } from './engine/stand-ins/inline-model.ts';
+import type { ModelFunction } from './engine/stand-ins/model-decision.ts';
+import { autopilotModel, createCallPlanner } from './engine/stand-ins/autopilot/autopilot-model.ts';
+import { Explorer } from './engine/stand-ins/explorer/explorer-model.ts';
+import { ExploreLedger, type ExploredConversation } from './engine/explore/explore-ledger.ts';
+import { registerExploreRoutes } from './api/explore/explore-routes.ts';
+import { loadScenarioFile, parseScenarios, scenarioKnobs, scenarioModel, type ScenarioFile } from './engine/stand-ins/scenario-model.ts';
+import { ModelStandIn, type NamedStandIn } from './engine/stand-ins/stand-in.ts';
+import { CassetteReplay } from './engine/stand-ins/cassettes/cassette-replay.ts';
+import { registerRecordRoutes } from './api/cassettes/record-routes.ts';
+import { HostedTools, type HostedHandlers } from './engine/stand-ins/hosted-tools.ts';
+import { ProgramClaims } from './engine/conversation/program-claims.ts';
+import type { RespondDeps } from './engine/conversation/respond.ts';
+import { McpClients } from './platform/mcp/mcp-client.ts';
+import { registerAgentsApi } from './api/agents/register.ts';
+import { registerCompactAndCountRoutes } from './api/responses/compact-and-count.ts';
+import { registerConversationRoutes } from './api/conversations/conversations-routes.ts';
+import { registerHealthRoutes } from './api/service/health.ts';
+import { registerIndexRoutes } from './api/service/index-routes.ts';
+import { registerMetricsRoutes } from './api/service/metrics.ts';
+import { registerModelRoutes } from './api/service/models.ts';
+import { registerResponseRoutes } from './api/responses/responses-routes.ts';
+import { registerResponsesSocketRoute, socketErrorHandler } from './api/responses/responses-socket.ts';
+import { createResponseStore, type StoreKind } from './platform/stores/create-store.ts';
+import type { ResponseStore } from './platform/stores/response-store.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -53,7 +53,7 @@ declare module 'fastify' {
 }
 
 export interface BuildServerOptions {
-  /** Settings; anything absent comes from `env` (server/config.ts). `limits` may name only some. */
+  /** Settings; anything absent comes from `env` (server/platform/config.ts). `limits` may name only some. */
   readonly config?: Partial<Omit<ServerConfig, 'limits'>> & { readonly limits?: Partial<ProgramLimits> };
   /** The environment settings are read from; default `process.env`. `{}`: defaults only. */
   readonly env?: NodeJS.ProcessEnv;

@@ -3,7 +3,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import * as runtime from '../runtime/index.ts';
-import { MCP_APPROVAL, TOOL_KINDS } from '../server/conversation/tool-kinds.ts';
+import { MCP_APPROVAL, TOOL_KINDS } from '../server/engine/conversation/tool-kinds.ts';
 
 // The layering, checked on the sources: schemas/ (wire shapes) ← runtime/ (the isolate engine,
 // no HTTP) ← server/ and cli/, which reach the runtime through runtime/index.ts only.
@@ -31,6 +31,45 @@ describe('the layers', () => {
         .map((target) => `${file} → ${target}`),
     );
     expect(past).toEqual([]);
+  });
+
+  // server/ in three layers: platform/ (stores, MCP client, config, ids, errors, sealing keys)
+  // ← engine/ (conversations, client-loop checks, program steps, stand-ins) ← api/ (the front
+  // doors, and what they share: http/, streaming/, journal/); app.ts composes them.
+  const FRONT_DOORS = ['responses', 'agents', 'conversations', 'cassettes', 'inspector', 'explore', 'service'].map((door) => `server/api/${door}/`);
+  const violations = (from: string, forbidden: RegExp): string[] =>
+    sources('server')
+      .filter((file) => file.startsWith(from))
+      .flatMap((file) =>
+        importsOf(file)
+          .filter((target) => forbidden.test(target))
+          .map((target) => `${file} → ${target}`),
+      );
+
+  it('server/platform/ imports nothing from the engine, the front doors or the app', () => {
+    expect(sources('server').filter((file) => file.startsWith('server/platform/')).length).toBeGreaterThan(20);
+    expect(violations('server/platform/', /^server\/(engine\/|api\/|app\.ts|index\.ts)/)).toEqual([]);
+  });
+
+  it('server/engine/ imports nothing from the front doors or the app', () => {
+    expect(sources('server').filter((file) => file.startsWith('server/engine/')).length).toBeGreaterThan(40);
+    expect(violations('server/engine/', /^server\/(api\/|app\.ts|index\.ts)/)).toEqual([]);
+  });
+
+  it('no front door imports another (the Agents harness included: it runs turns on the engine)', () => {
+    const across = sources('server').flatMap((file) => {
+      const door = FRONT_DOORS.find((prefix) => file.startsWith(prefix));
+      if (!door) return [];
+      return importsOf(file)
+        .filter((target) => FRONT_DOORS.some((other) => other !== door && target.startsWith(other)))
+        .map((target) => `${file} → ${target}`);
+    });
+    expect(across).toEqual([]);
+  });
+
+  it('server/ holds the layers and the app, nothing loose', () => {
+    const loose = readdirSync(join(ROOT, 'server')).filter((entry) => !['api', 'engine', 'platform', 'app.ts', 'index.ts'].includes(entry));
+    expect(loose).toEqual([]);
   });
 
   it('runtime/ imports nothing from server/ or cli/', () => {
@@ -124,7 +163,7 @@ describe('imports', () => {
 });
 
 describe('tool kinds', () => {
-  const TABLE = join('server', 'conversation', 'tool-kinds.ts');
+  const TABLE = join('server', 'engine', 'conversation', 'tool-kinds.ts');
   const items = [
     ...Object.values(TOOL_KINDS).flatMap((kind) => ['output' in kind ? [kind.call, kind.output] : [kind.call]].flat()),
     ...Object.values(MCP_APPROVAL),
@@ -135,7 +174,7 @@ describe('tool kinds', () => {
     (literal) => !Object.hasOwn(TOOL_KINDS, literal) && literal !== 'call',
   );
 
-  it("each kind's item types and id prefixes are written in server/conversation/tool-kinds.ts only (schemas/ aside)", () => {
+  it("each kind's item types and id prefixes are written in server/engine/conversation/tool-kinds.ts only (schemas/ aside)", () => {
     const files = [
       ...sources('server'),
       ...sources('cli'),

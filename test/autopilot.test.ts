@@ -2,8 +2,8 @@ import fc from 'fast-check';
 import type { FunctionTool, ResponseInputItem, Tool } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkAgainstSchema } from '../runtime/index.ts';
-import { planCalls, type PlanRequest } from '../server/model/autopilot/call-plan.ts';
-import type { ToolSummary } from '../server/conversation/tool-set.ts';
+import { planCalls, type PlanRequest } from '../server/engine/stand-ins/autopilot/call-plan.ts';
+import type { ToolSummary } from '../server/engine/conversation/tool-set.ts';
 import { agentLoop } from './support/agent-loop.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 

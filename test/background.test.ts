@@ -3,7 +3,7 @@ import type OpenAI from 'openai';
 import type { Response, ResponseInputItem, ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StreamEvent } from '../schemas/stream-events.ts';
-import type { ScenarioFile } from '../server/model/scenario-model.ts';
+import type { ScenarioFile } from '../server/engine/stand-ins/scenario-model.ts';
 import { expectSdkError, rejectionOf } from './support/api-errors.ts';
 import { functionCallsOf, programOutputOf } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';

@@ -7,8 +7,8 @@ import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { Response, ResponseInputItem, ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CassetteDirectory } from '../server/cassettes/cassette-directory.ts';
-import { CassetteError, readEntry, writeEntry, type CassetteEntry } from '../server/cassettes/cassette-entry.ts';
+import { CassetteDirectory } from '../server/engine/stand-ins/cassettes/cassette-directory.ts';
+import { CassetteError, readEntry, writeEntry, type CassetteEntry } from '../server/engine/stand-ins/cassettes/cassette-entry.ts';
 import { expectSdkError, rejectionOf } from './support/api-errors.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 

@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { settingFlag, settingRows } from '../server/config.ts';
+import { settingFlag, settingRows } from '../server/platform/config.ts';
 import { assertBuilt, cleanEnv, runCli, serveCli, track } from './support/cli.ts';
 import { ICU_RUNAWAY } from './support/hostile-programs.ts';
 import { closedPort } from './support/ports.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SETTINGS } from '../server/config.ts';
+import { SETTINGS } from '../server/platform/config.ts';
 import { expectSdkError, rejectionOf } from './support/api-errors.ts';
-import { MAX_TOLERATED_NOTES } from '../server/conversation/client-loop.ts';
+import { MAX_TOLERATED_NOTES } from '../server/engine/conversation/client-loop.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 

@@ -2,7 +2,7 @@ import type OpenAI from 'openai';
 import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { Response, ResponseInputItem } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ScenarioFile } from '../server/model/scenario-model.ts';
+import type { ScenarioFile } from '../server/engine/stand-ins/scenario-model.ts';
 import { expectSdkError, rejectionOf, type ExpectedApiError } from './support/api-errors.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 

@@ -8,9 +8,9 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import type { ConversationObject } from '../schemas/conversation.ts';
 import type { ConversationItem } from '../schemas/items.ts';
-import { UnknownCursorError, type ConversationStore } from '../server/stores/conversation-store.ts';
-import { RedisResponseStore } from '../server/stores/redis-store.ts';
-import { StoreUnavailableError } from '../server/stores/response-store.ts';
+import { UnknownCursorError, type ConversationStore } from '../server/platform/stores/conversation-store.ts';
+import { RedisResponseStore } from '../server/platform/stores/redis-store.ts';
+import { StoreUnavailableError } from '../server/platform/stores/response-store.ts';
 import { freeLoopbackPort } from './support/redis.ts';
 import { storeCases } from './support/store-cases.ts';
 

@@ -5,8 +5,8 @@
 import type OpenAI from 'openai';
 import type { ConversationItem } from 'openai/resources/conversations/items';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { MemoryResponseStore } from '../server/stores/memory-store.ts';
-import type { ResponseStore } from '../server/stores/response-store.ts';
+import { MemoryResponseStore } from '../server/platform/stores/memory-store.ts';
+import type { ResponseStore } from '../server/platform/stores/response-store.ts';
 import { expectSdkError, rejectionOf } from './support/api-errors.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
-import { deltaChunks, SLICE_CHARS, TOKENIZED_CHARS } from '../server/streaming/delta-chunks.ts';
-import { tokenChunks } from '../server/usage.ts';
+import { deltaChunks, SLICE_CHARS, TOKENIZED_CHARS } from '../server/api/streaming/delta-chunks.ts';
+import { tokenChunks } from '../server/engine/usage.ts';
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 

@@ -15,15 +15,15 @@ import {
   ToolSchemaError,
   WorkerDeathError,
 } from '../runtime/index.ts';
-import { ApiError } from '../server/api-error.ts';
-import { CassetteError } from '../server/cassettes/cassette-entry.ts';
-import { ConfigError } from '../server/config.ts';
-import { DeadlineExceeded, McpConnectError } from '../server/mcp/mcp-failure.ts';
-import { ScenarioError } from '../server/model/scenario-model.ts';
-import { OffLoopDeadlineError, OffLoopQueueFullError } from '../server/off-loop-jobs.ts';
-import { UnknownCursorError } from '../server/stores/conversation-store.ts';
-import { StoreUnavailableError } from '../server/stores/response-store.ts';
-import { TurnStopped } from '../server/turn-stopped.ts';
+import { ApiError } from '../server/platform/api-error.ts';
+import { CassetteError } from '../server/engine/stand-ins/cassettes/cassette-entry.ts';
+import { ConfigError } from '../server/platform/config.ts';
+import { DeadlineExceeded, McpConnectError } from '../server/platform/mcp/mcp-failure.ts';
+import { ScenarioError } from '../server/engine/stand-ins/scenario-model.ts';
+import { OffLoopDeadlineError, OffLoopQueueFullError } from '../server/platform/off-loop-jobs.ts';
+import { UnknownCursorError } from '../server/platform/stores/conversation-store.ts';
+import { StoreUnavailableError } from '../server/platform/stores/response-store.ts';
+import { TurnStopped } from '../server/platform/turn-stopped.ts';
 
 /**
  * Every error class of the product, as one table (undici's test/errors.js is the model): each

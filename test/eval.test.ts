@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../server/app.ts';
-import { countTokens, ITEM_OVERHEAD_TOKENS } from '../server/usage.ts';
+import { countTokens, ITEM_OVERHEAD_TOKENS } from '../server/engine/usage.ts';
 import { startEmulator, type RunningEmulator } from '../testing/index.ts';
 import type { RunResult } from '../cli/eval/run-task.ts';
 import { ROOT, runCli } from './support/cli.ts';

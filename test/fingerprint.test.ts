@@ -10,7 +10,7 @@ import { FingerprintError } from '../runtime/errors.ts';
 import { canonicalJson, MAX_FINGERPRINT_LENGTH, openFingerprint, sealFingerprint, type FingerprintClaims } from '../runtime/fingerprint.ts';
 import { DEFAULT_LIMITS } from '../runtime/limits.ts';
 import type { ApiErrorCode } from '../schemas/error-codes.ts';
-import { loadSealingKeys } from '../server/sealing-keys.ts';
+import { loadSealingKeys } from '../server/platform/sealing-keys.ts';
 import { expectSdkError, rejectionOf } from './support/api-errors.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';

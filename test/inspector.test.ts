@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_EVENT_STREAMS } from '../server/inspector/journal-events.ts';
+import { MAX_EVENT_STREAMS } from '../server/api/inspector/journal-events.ts';
 import { agentLoop } from './support/agent-loop.ts';
 import { inlineProgram, programTools } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';

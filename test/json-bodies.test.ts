@@ -4,7 +4,7 @@ import { expectErrorResponse } from './support/api-errors.ts';
 import { inlineProgram, programOutputOf } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 
-// A large body is parsed in a thread beside the server's loop (server/json-body.ts): JSON.parse
+// A large body is parsed in a thread beside the server's loop (server/api/http/json-body.ts): JSON.parse
 // of millions of short strings takes seconds, which no request may hold the loop for.
 
 let server: RunningServer;

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { type McpCallResult, McpClients, type McpPoolOptions, type McpServerConfig } from '../server/mcp/mcp-client.ts';
+import { type McpCallResult, McpClients, type McpPoolOptions, type McpServerConfig } from '../server/platform/mcp/mcp-client.ts';
 import {
   type ExtraTool,
   type McpTestServer,

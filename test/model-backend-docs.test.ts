@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import type { Tool } from '../schemas/tools.ts';
-import { readToolSet } from '../server/conversation/tool-set.ts';
-import { PROGRAM_RULES } from '../server/model/backend/chat-prompt.ts';
-import { toolDeclarations } from '../server/model/backend/tool-declarations.ts';
+import { readToolSet } from '../server/engine/conversation/tool-set.ts';
+import { PROGRAM_RULES } from '../server/engine/stand-ins/backend/chat-prompt.ts';
+import { toolDeclarations } from '../server/engine/stand-ins/backend/tool-declarations.ts';
 import { SEED_TOOLS } from './support/seed-loop.ts';
 
 const doc = readFileSync(new URL('../docs/MODEL-BACKEND.md', import.meta.url), 'utf8');

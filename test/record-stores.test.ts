@@ -1,8 +1,8 @@
 import { beforeEach, describe, expect, test } from 'vitest';
-import type { RecordStore } from '../server/stores/record-store.ts';
+import type { RecordStore } from '../server/platform/stores/record-store.ts';
 import { storeCases } from './support/store-cases.ts';
 
-// The Agents API's records (server/stores/record-store.ts), one contract for every store kind:
+// The Agents API's records (server/platform/stores/record-store.ts), one contract for every store kind:
 // memory, a real SQLite file and a real Redis.
 const { cases: STORE_CASES, tracked } = await storeCases('ptc-record-stores-');
 

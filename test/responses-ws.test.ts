@@ -19,8 +19,8 @@ import { ResponsesWS, type ResponsesWSClientOptions } from 'openai/resources/res
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CreateResponseRequest } from '../schemas/request.ts';
 import { buildServer } from '../server/app.ts';
-import type { ScenarioFile } from '../server/model/scenario-model.ts';
-import type { SocketErrorEvent } from '../server/routes/responses-ws.ts';
+import type { ScenarioFile } from '../server/engine/stand-ins/scenario-model.ts';
+import type { SocketErrorEvent } from '../server/api/responses/responses-socket.ts';
 import { rejectionOf } from './support/api-errors.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
 import { startTestRedis } from './support/redis.ts';

@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer } from '../server/app.ts';
-import type { ModelContext } from '../server/model/model-decision.ts';
-import { ScenarioError } from '../server/model/scenario-model.ts';
+import type { ModelContext } from '../server/engine/stand-ins/model-decision.ts';
+import { ScenarioError } from '../server/engine/stand-ins/scenario-model.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 

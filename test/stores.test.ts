@@ -6,11 +6,11 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest';
 import type { ConversationItem } from '../schemas/items.ts';
 import type { ResponseObject } from '../schemas/response.ts';
-import { createResponseStore, SQLITE_FILE_NAME, STORE_KINDS } from '../server/stores/create-store.ts';
-import { MemoryResponseStore } from '../server/stores/memory-store.ts';
-import { RedisResponseStore } from '../server/stores/redis-store.ts';
-import type { ResponseStore, StoredResponse } from '../server/stores/response-store.ts';
-import { SqliteResponseStore } from '../server/stores/sqlite-store.ts';
+import { createResponseStore, SQLITE_FILE_NAME, STORE_KINDS } from '../server/platform/stores/create-store.ts';
+import { MemoryResponseStore } from '../server/platform/stores/memory-store.ts';
+import { RedisResponseStore } from '../server/platform/stores/redis-store.ts';
+import type { ResponseStore, StoredResponse } from '../server/platform/stores/response-store.ts';
+import { SqliteResponseStore } from '../server/platform/stores/sqlite-store.ts';
 import { freeLoopbackPort, redisServerBinary, spawnRedisServer } from './support/redis.ts';
 import { storeCases } from './support/store-cases.ts';
 

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { SLICE_CHARS, TOKENIZED_CHARS } from '../server/streaming/delta-chunks.ts';
+import { SLICE_CHARS, TOKENIZED_CHARS } from '../server/api/streaming/delta-chunks.ts';
 import { inlineProgram, programOutputOf, programTools } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 
 // A result large enough that its events (one delta per token) once outnumbered what a call may
 // take as arguments: the stream must be built, live and when a stored response is replayed.
-// A text this long streams in fixed slices (server/streaming/delta-chunks.ts).
+// A text this long streams in fixed slices (server/api/streaming/delta-chunks.ts).
 const TEXT = 'x '.repeat(150_000);
 
 let server: RunningServer;

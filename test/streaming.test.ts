@@ -5,7 +5,7 @@ import { toResponseInputItems } from 'openai/lib/responses/ResponseInputItems';
 import type { Response, ResponseCreateParamsNonStreaming, ResponseInputItem, ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StreamEvent } from '../schemas/stream-events.ts';
-import type { ScenarioFile } from '../server/model/scenario-model.ts';
+import type { ScenarioFile } from '../server/engine/stand-ins/scenario-model.ts';
 import { expectSdkError, rejectionOf } from './support/api-errors.ts';
 import { sseEvents } from './support/fuzz-http.ts';
 import { withoutParseFields } from './support/sdk-parse-fields.ts';

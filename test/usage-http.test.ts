@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type OpenAI from 'openai';
 import type { Response, ResponseStreamEvent, ResponseUsage } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ScenarioFile } from '../server/model/scenario-model.ts';
+import type { ScenarioFile } from '../server/engine/stand-ins/scenario-model.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 
 // `usage` over HTTP: on every finished Response however it was obtained, never on opening snapshots.

@@ -4,7 +4,7 @@ import type { ResponseUsage } from 'openai/resources/responses/responses';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { ConversationItem, OutputItem } from '../schemas/items.ts';
 import { Usage } from '../schemas/usage.ts';
-import { countTokens, countUsage, IMAGE_TOKENS, ITEM_OVERHEAD_TOKENS, LONG_RUN, tokenChunks } from '../server/usage.ts';
+import { countTokens, countUsage, IMAGE_TOKENS, ITEM_OVERHEAD_TOKENS, LONG_RUN, tokenChunks } from '../server/engine/usage.ts';
 
 /** A lone surrogate anywhere: the string is not well-formed UTF-16. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;

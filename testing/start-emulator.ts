@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildServer, type BuildServerOptions } from '../server/app.ts';
-import type { JournalEntry } from '../server/journal.ts';
-import type { StoreKind } from '../server/stores/create-store.ts';
-import type { ResponseStore } from '../server/stores/response-store.ts';
+import type { JournalEntry } from '../server/engine/journal-details.ts';
+import type { StoreKind } from '../server/platform/stores/create-store.ts';
+import type { ResponseStore } from '../server/platform/stores/response-store.ts';
 
 export interface StartEmulatorOptions {
   /** Scenario rules, as an object or the path of a YAML or JSON file (docs/STAND-IN.md). */
@@ -16,7 +16,7 @@ export interface StartEmulatorOptions {
   /** Where `store: true` responses live. Default `memory`: nothing is written to disk. */
   readonly store?: StoreKind | ResponseStore;
   /**
-   * Any server setting (server/config.ts), over these defaults: a key made for this emulator
+   * Any server setting (server/platform/config.ts), over these defaults: a key made for this emulator
    * alone, one worker process running the isolates (so the test runner needs no Node flag),
    * the environment's PTC_* variables ignored.
    */

@@ -1,4 +1,4 @@
-import { escapeHtml } from '../../server/html-escape.ts';
+import { escapeHtml } from '../../server/platform/html-escape.ts';
 import { EVAL_MODES } from './run-task.ts';
 import { ALL_TASKS, MEASURES, RATIO_LABEL, reportNotes, reportRows, type EvalReport } from './report.ts';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { askedWaitMs } from '../../server/retry-after.ts';
+import { askedWaitMs } from '../../server/platform/retry-after.ts';
 import { oneLine } from './settled.ts';
 import { EmulatorError } from '../../runtime/index.ts';
 

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { TOOL_KINDS } from '../../server/conversation/tool-kinds.ts';
-import { textMatches } from '../../server/model/text-matcher.ts';
+import { TOOL_KINDS } from '../../server/engine/conversation/tool-kinds.ts';
+import { textMatches } from '../../server/engine/stand-ins/text-matcher.ts';
 import { EvalRequestError, type ResponsesClient, type ResponseBody, type ResponseItem } from './responses-client.ts';
 import { messageOf, oneLine, settled } from './settled.ts';
 import type { EvalTask, EvalTool, TaskFile } from './task-file.ts';

@@ -3,8 +3,8 @@ import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { matcherRegex } from '../../server/model/text-matcher.ts';
-import { formatParam } from '../../server/request-validation.ts';
+import { matcherRegex } from '../../server/engine/stand-ins/text-matcher.ts';
+import { formatParam } from '../../server/platform/request-validation.ts';
 import { UsageError } from '../usage-error.ts';
 import { messageOf, settled } from './settled.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ConversationItem } from '../../schemas/items.ts';
-import { listedItem } from '../../server/listed-item.ts';
+import { listedItem } from '../../server/api/http/listed-item.ts';
 import { LISTED_ITEM_REQUIRED_KEYS } from '../support/listed-item-keys.ts';
 
 // listedItem on its own: each short form a client may send, and the whole item

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { Caller, ContentPart, ConversationItem } from '../../schemas/items.ts';
 import type { ApiErrorCode } from '../../schemas/error-codes.ts';
 import type { Tool } from '../../schemas/tools.ts';
-import { ApiError } from '../../server/api-error.ts';
-import type { ClientChecks } from '../../server/config.ts';
-import { locateItem, readConversation, type ConversationState, type ConversationTail } from '../../server/conversation/client-loop.ts';
+import { ApiError } from '../../server/platform/api-error.ts';
+import type { ClientChecks } from '../../server/platform/config.ts';
+import { locateItem, readConversation, type ConversationState, type ConversationTail } from '../../server/engine/conversation/client-loop.ts';
 
 // readConversation on its own, item by item: what it reads out of a conversation, every mistake
 // it refuses (strict) or lets through and notes (lenient), and the tail a turn reacts to. The

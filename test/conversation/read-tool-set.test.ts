@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { McpListToolsItem } from '../../schemas/items.ts';
 import type { ApiErrorCode } from '../../schemas/error-codes.ts';
 import type { AllowedCaller, CustomTool, FunctionTool, McpTool, Tool } from '../../schemas/tools.ts';
-import { ApiError } from '../../server/api-error.ts';
-import { readToolSet, withMcpListings, type LoadedTool, type ToolSet } from '../../server/conversation/tool-set.ts';
+import { ApiError } from '../../server/platform/api-error.ts';
+import { readToolSet, withMcpListings, type LoadedTool, type ToolSet } from '../../server/engine/conversation/tool-set.ts';
 
 // readToolSet on its own: who may call each tool of a request, what a program gets on `tools`,
 // the hosted containers, what waits for a tool search and what a search brought in, the schemas

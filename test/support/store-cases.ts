@@ -3,8 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { createResponseStore, type StoreKind } from '../../server/stores/create-store.ts';
-import type { ResponseStore } from '../../server/stores/response-store.ts';
+import { createResponseStore, type StoreKind } from '../../server/platform/stores/create-store.ts';
+import type { ResponseStore } from '../../server/platform/stores/response-store.ts';
 import { startTestRedis, type TestRedis } from './redis.ts';
 
 export interface StoreCase {

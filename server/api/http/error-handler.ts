@@ -1,0 +1,119 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { API_ERRORS, type ApiErrorDefinition } from '../../../schemas/error-codes.ts';
+import { ApiError } from '../../platform/api-error.ts';
+import { newId } from '../../platform/ids.ts';
+import type { JournalRecorder } from '../journal/journal-hooks.ts';
+import type { JournalDetails } from '../../engine/journal-details.ts';
+import { StoreUnavailableError } from '../../platform/stores/response-store.ts';
+
+/**
+ * What a route or Fastify threw, as the ApiError the client is answered with; undefined for a
+ * fault of ours, which is logged and answered 500 server_error.
+ */
+export function apiErrorFor(error: FastifyError | Error, bodyLimitBytes: number): ApiError | undefined {
+  if (error instanceof ApiError) return error;
+  if (error instanceof StoreUnavailableError)
+    return new ApiError('store_unavailable', `The response store is unavailable: ${error.message}. Retry later.`, null, { 'retry-after': '1' });
+  const code = 'code' in error ? error.code : undefined;
+  const statusCode = 'statusCode' in error ? error.statusCode : undefined;
+  switch (code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('request_too_large', `The request body exceeds the limit of ${bodyLimitBytes} bytes (PTC_BODY_LIMIT_BYTES).`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError('unsupported_media_type', 'The request body must be JSON with the header Content-Type: application/json.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError('invalid_json', 'The request body is empty; send a JSON object.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError('invalid_json', 'The request body does not match its Content-Length.');
+  }
+  if (statusCode === 400 && (error instanceof SyntaxError || /JSON|__proto__|constructor/i.test(error.message))) {
+    return new ApiError('invalid_json', `We could not parse the JSON body of your request: ${error.message}`);
+  }
+  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
+    return new ApiError('invalid_value', error.message);
+  }
+  return undefined;
+}
+
+/** The ApiError a request is answered with for what it threw; a fault of ours is logged, and answered 500 server_error. */
+export function answerableError(
+  error: FastifyError | Error,
+  bodyLimitBytes: number,
+  request: { readonly id: string; readonly log: FastifyBaseLogger },
+): ApiError {
+  const apiError = apiErrorFor(error, bodyLimitBytes);
+  if (apiError) return apiError;
+  request.log.error({ err: error }, 'unexpected error');
+  return new ApiError('server_error', `The server had an error while processing your request (request id ${request.id}).`);
+}
+
+/** What the journal keeps of an error answer: its envelope, and the client-loop mistake it names. */
+export function errorJournal(apiError: ApiError): JournalDetails {
+  const envelope = apiError.toEnvelope();
+  return {
+    error: envelope.error as { code: string; type: string; message: string; param: string | null },
+    ...((API_ERRORS[apiError.code] as ApiErrorDefinition).clientLoop ? { client_loop: { rejected: apiError.code, tolerated: [] } } : {}),
+  };
+}
+
+/**
+ * Answers every error a request meets after routing, and every unrouted request, in OpenAI's
+ * envelope, and notes the error (and a client-loop violation) in the request's journal entry.
+ */
+export function registerErrorHandlers(
+  app: FastifyInstance,
+  options: { readonly bodyLimitBytes: number; readonly journal: Pick<JournalRecorder, 'note'> },
+): void {
+  app.setErrorHandler((error: FastifyError | Error, request, reply) => {
+    const apiError = answerableError(error, options.bodyLimitBytes, request);
+    options.journal.note(request, errorJournal(apiError));
+    return reply.status(apiError.status).headers(apiError.headers).send(apiError.toEnvelope());
+  });
+
+  app.setNotFoundHandler((request) => {
+    throw unknownUrl(request);
+  });
+}
+
+/** A path no route serves (or a method it does not take). */
+export function unknownUrl(request: { readonly method: string; readonly url: string }): ApiError {
+  return new ApiError('unknown_url', `Invalid URL (${request.method} ${request.url.split('?')[0]}).`);
+}
+
+/**
+ * Fastify's `frameworkErrors`: the router's own refusals (a malformed URL, an absurd path
+ * segment), which never reach the error handler, in the envelope too.
+ */
+export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const apiError =
+    error.code === 'FST_ERR_BAD_URL' ? new ApiError('invalid_value', `The URL ${request.url} is not valid (malformed percent-encoding).`) : unknownUrl(request);
+  if (request.headers.upgrade !== undefined) {
+    // An upgrade request's socket has left the HTTP server (the WebSocket plugin took it) and
+    // these refusals come before the plugin's hooks, which would close it: close it here, or
+    // the client would wait on it for ever.
+    reply.header('connection', 'close');
+    reply.raw.once('finish', () => request.raw.socket?.destroy());
+  }
+  void reply.status(apiError.status).header('x-request-id', request.id).send(apiError.toEnvelope());
+}
+
+/**
+ * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses never reaches Fastify,
+ * so it is answered on the socket, in the envelope, and the connection closed.
+ */
+export function answerClientError(error: Error, socket: Socket): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const apiError =
+    (error as NodeJS.ErrnoException).code === 'HPE_HEADER_OVERFLOW'
+      ? new ApiError('request_too_large', 'The request headers are too large.', null, {}, 431)
+      : new ApiError('invalid_json', `The HTTP request is malformed: ${error.message}.`);
+  const json = JSON.stringify(apiError.toEnvelope());
+  socket.end(
+    `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nx-request-id: ${newId('req')}\r\nConnection: close\r\n\r\n${json}`,
+  );
+}

@@ -1,0 +1,122 @@
+import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify';
+import type { Worker } from 'node:worker_threads';
+import { jsonDepthExceeds, MAX_JSON_DEPTH, startModuleThread } from '../../../runtime/index.ts';
+import { ApiError } from '../../platform/api-error.ts';
+import type { JsonBodyJob, JsonBodyReply } from './json-body-thread.ts';
+import { parseJsonText } from './json-text.ts';
+
+/**
+ * Request bodies are parsed as JSON (json-text.ts): small ones on the server's loop,
+ * large ones in a thread of their own (json-body-thread.ts), since JSON.parse's cost grows
+ * with a body's strings and a large body of short ones would hold the loop for seconds. A body
+ * nested deeper than MAX_JSON_DEPTH is refused either way: nothing downstream (validation
+ * messages, usage, stores, the reply) may recurse into it.
+ */
+
+/** Bodies of at least this many bytes are parsed in the thread (below it, parsing costs the loop at most a few milliseconds). */
+export const OFF_LOOP_JSON_BYTES = 64 * 1024;
+
+const FROM_SOURCES = import.meta.url.endsWith('.ts');
+const THREAD_ENTRY = new URL(FROM_SOURCES ? './json-body-thread.ts' : './json-body-thread.js', import.meta.url);
+
+interface Pending {
+  readonly job: JsonBodyJob;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: Error) => void;
+}
+
+/** One thread, one body at a time, in the order they came; started when first needed, and not keeping the process alive while idle. */
+class JsonBodyThread {
+  #worker: Worker | undefined;
+  #ready = false;
+  #queue: Pending[] = [];
+  #nextId = 1;
+
+  parse(body: Uint8Array): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ job: { id: this.#nextId++, body }, resolve, reject });
+      if (this.#queue.length === 1) this.#postHead();
+    });
+  }
+
+  #postHead(): void {
+    const head = this.#queue[0];
+    if (!head) {
+      this.#worker?.unref();
+      return;
+    }
+    const worker = this.#worker ?? this.#start();
+    worker.ref();
+    if (!this.#ready) return;
+    try {
+      // The body's memory goes to the thread rather than being copied; the request does not read it again.
+      worker.postMessage(head.job, [head.job.body.buffer as ArrayBuffer]);
+    } catch (error) {
+      // Not sent, it would hold every body behind it: it fails alone.
+      this.#queue.shift();
+      head.reject(error as Error);
+      this.#postHead();
+    }
+  }
+
+  #start(): Worker {
+    const worker = startModuleThread(THREAD_ENTRY);
+    this.#worker = worker;
+    this.#ready = false;
+    worker.on('message', (reply: JsonBodyReply | { ready: true }) => {
+      if (this.#worker !== worker) return;
+      if ('ready' in reply) {
+        this.#ready = true;
+      } else if (this.#queue[0]?.job.id === reply.id) {
+        const head = this.#queue.shift()!;
+        if ('error' in reply) head.reject(Object.assign(new SyntaxError(reply.error), { statusCode: 400 }));
+        else if ('tooDeep' in reply) head.reject(tooDeep());
+        else head.resolve(reply.value);
+      }
+      this.#postHead();
+    });
+    const lost = (error: Error): void => {
+      if (this.#worker !== worker) return;
+      this.#worker = undefined;
+      this.#queue.shift()?.reject(error);
+      this.#postHead();
+    };
+    worker.on('error', lost);
+    worker.on('exit', (code) => lost(new Error(`The JSON body thread exited (code ${code})`)));
+    return worker;
+  }
+}
+
+const thread = new JsonBodyThread();
+
+const tooDeep = (): ApiError => new ApiError('invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`);
+
+/** A body of its own memory, which can be handed to the thread: Buffer.concat's result is, a slice of Node's shared pool is not. */
+function ownMemory(body: Buffer): Uint8Array {
+  return body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body : new Uint8Array(body);
+}
+
+/** Replaces Fastify's JSON parser with one that parses large bodies off the loop. */
+export function parseJsonBodies(app: FastifyInstance): void {
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'buffer' },
+    (_request: FastifyRequest, body: Buffer, done: (error: Error | null, value?: unknown) => void) => {
+      if (body.length === 0) return done(new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY());
+      if (body.length < OFF_LOOP_JSON_BYTES) {
+        let value: unknown;
+        try {
+          value = parseJsonText(body);
+        } catch (error) {
+          return done(error as Error);
+        }
+        return jsonDepthExceeds(value, MAX_JSON_DEPTH) ? done(tooDeep()) : done(null, value);
+      }
+      thread.parse(ownMemory(body)).then(
+        (value) => done(null, value),
+        (error: Error) => done(error),
+      );
+    },
+  );
+}

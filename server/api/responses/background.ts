@@ -1,0 +1,150 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ResponseObject } from '../../../schemas/response.ts';
+import { ApiError, type ResponseError } from '../../platform/api-error.ts';
+import { finishResponse, releasePrepared, type PreparedResponse, type RespondDeps } from '../../engine/conversation/respond.ts';
+import { standInJournal, type JournalDetails } from '../../engine/journal-details.ts';
+import type { JournalRecorder } from '../journal/journal-hooks.ts';
+import { buildResponse } from '../../engine/response-object.ts';
+import { storedOrNotFound } from '../../engine/stored-response.ts';
+import { stoppedBy, TurnStopped } from '../../platform/turn-stopped.ts';
+import type { ResponseStore, StoredResponse } from '../../platform/stores/response-store.ts';
+
+/** Why a background job was stopped: the abort signal's reason. */
+
+const UNFINISHED: ReadonlySet<ResponseObject['status']> = new Set(['queued', 'in_progress']);
+
+/** How often a request waiting for a background response to finish reads it again. */
+const POLL_MS = 25;
+
+export interface BackgroundDeps {
+  readonly store: ResponseStore;
+  readonly respond: RespondDeps;
+  readonly recordBackground: JournalRecorder['recordBackground'];
+}
+
+/** A failure as a failed Response carries it: `Response.error.code` has a fixed set of values. */
+function responseError(error: unknown): ResponseError {
+  if (error instanceof ApiError) return error.toResponseError();
+  return { code: 'server_error', message: 'The emulator failed while running this background response.' };
+}
+
+/**
+ * The lifecycle of `background: true` responses, all of it: stored queued, run detached once
+ * the turn gate gives them a place, stored in progress, then completed (or incomplete), failed
+ * or cancelled, each outcome journaled as an entry of its own. Each running job has an
+ * AbortController so that `POST /v1/responses/{id}/cancel` can stop it while it waits or before
+ * it stores its result, and so that shutting down stops them all rather than waiting on them.
+ */
+export class BackgroundResponses {
+  readonly #deps: BackgroundDeps;
+  readonly #running = new Map<string, AbortController>();
+
+  constructor(deps: BackgroundDeps) {
+    this.#deps = deps;
+  }
+
+  /** Stores a prepared (checked) request queued and leaves its turn to a job that waits for `place`; returns the queued response. */
+  async accept(prepared: PreparedResponse, place: Promise<() => void>): Promise<ResponseObject> {
+    const { id, body, createdAt, newInput } = prepared.request;
+    const queued = buildResponse(id, body, createdAt, { status: 'queued' });
+    try {
+      await this.#deps.store.put({ response: queued, inputItems: newInput });
+    } catch (error) {
+      await releasePrepared(prepared);
+      throw error;
+    }
+    this.#run(prepared, place);
+    return queued;
+  }
+
+  /**
+   * The stored response once it has finished (a background one may still be running), or
+   * undefined if `clientGone()` says the client waiting for it hung up meanwhile.
+   */
+  async finished(id: string, clientGone: () => boolean): Promise<ResponseObject | undefined> {
+    for (;;) {
+      const { response } = await storedOrNotFound(this.#deps.store, id);
+      if (!UNFINISHED.has(response.status)) return response;
+      if (clientGone()) return undefined;
+      await sleep(POLL_MS);
+    }
+  }
+
+  /** Cancels a background response that has not finished yet; returns the response as it now stands. */
+  async cancel({ response, inputItems }: StoredResponse): Promise<ResponseObject> {
+    if (!UNFINISHED.has(response.status)) return response;
+    // Stop the job first, so that it cannot store its result over the cancellation.
+    this.#running.get(response.id)?.abort(new TurnStopped('cancelled'));
+    const cancelled: ResponseObject = { ...response, status: 'cancelled', completed_at: Math.floor(Date.now() / 1000) };
+    await this.#deps.store.put({ response: cancelled, inputItems });
+    return cancelled;
+  }
+
+  /** Stops every running job and waits until each has recorded how it ended. */
+  async stopAll(): Promise<void> {
+    for (const controller of this.#running.values()) controller.abort(new TurnStopped('shutdown'));
+    while (this.#running.size > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+
+  /** Runs a prepared background response: queued (through any delay and a wait for a place), in progress, then finished, failed or cancelled. */
+  #run(prepared: PreparedResponse, place: Promise<() => void>): void {
+    const { store, respond, recordBackground } = this.#deps;
+    const { id, body, createdAt, newInput, log } = prepared.request;
+    const put = (response: ResponseObject) => store.put({ response, inputItems: newInput });
+    const journal = (status: number, details: JournalDetails) =>
+      recordBackground({ requestId: id, status, background: true, model: body.model, store: true, ...details });
+    this.#detach(
+      id,
+      async (signal) => {
+        // Cancelled or stopped, it lets its conversation go at once, not when it gets a place.
+        signal.addEventListener('abort', () => void releasePrepared(prepared), { once: true });
+        const release = await place;
+        try {
+          const { response, knobs, turn } = await finishResponse(prepared, respond, {
+            signal,
+            onStart: () => put(buildResponse(id, body, createdAt, { status: 'in_progress' })),
+          });
+          journal(200, {
+            response_id: id,
+            response_status: response.status,
+            output: response.output.map((item) => item.type),
+            programs: turn.trace,
+            stand_in: standInJournal(turn),
+            knobs,
+            client_loop: { tolerated: turn.tolerated },
+          });
+        } catch (error) {
+          // Cancelled: cancel() has stored the cancelled response.
+          const stopped = signal.aborted ? stoppedBy(signal.reason) : undefined;
+          if (stopped?.why === 'cancelled') {
+            journal(200, { response_id: id, response_status: 'cancelled' });
+            return;
+          }
+          const failure: ResponseError =
+            stopped?.why === 'shutdown'
+              ? { code: 'server_error', message: 'The server shut down before this background response finished.' }
+              : responseError(error);
+          log.warn({ err: error, response: id }, 'background response failed');
+          await put(buildResponse(id, body, createdAt, { status: 'failed', error: failure }));
+          journal(500, {
+            response_id: id,
+            response_status: 'failed',
+            error: { code: failure.code, type: 'server_error', message: failure.message, param: null },
+          });
+        } finally {
+          release();
+        }
+      },
+      (error) => log.error({ err: error, response: id }, 'background response could not record its outcome'),
+    );
+  }
+
+  /** Runs `job` detached; its errors are the job's to record, never unhandled. */
+  #detach(id: string, job: (signal: AbortSignal) => Promise<void>, onError: (error: unknown) => void): void {
+    const controller = new AbortController();
+    this.#running.set(id, controller);
+    void job(controller.signal)
+      .catch(onError)
+      .finally(() => this.#running.delete(id));
+  }
+}

@@ -1,0 +1,77 @@
+import type { FastifyInstance } from 'fastify';
+import type { SealingKeys } from '../../../runtime/index.ts';
+import type { ConversationItem } from '../../../schemas/items.ts';
+import { CompactRequest, InputTokensRequest } from '../../../schemas/request.ts';
+import type { CompactedResponse, EmittedCompaction, InputTokenCount } from '../../../schemas/response.ts';
+import { expandHistory, runningProgramItems, sealCompaction } from '../../engine/conversation/compaction.ts';
+import { historyOf, inputItems } from '../../engine/conversation/history.ts';
+import { newId } from '../../platform/ids.ts';
+import { listedItem } from '../http/listed-item.ts';
+import { parseOrThrow, refuseTooManyInputItems } from '../../platform/request-validation.ts';
+import type { ResponseStore } from '../../platform/stores/response-store.ts';
+import { countUsage, ITEM_OVERHEAD_TOKENS, itemTokens } from '../../engine/usage.ts';
+
+export interface CompactAndCountDeps {
+  readonly store: ResponseStore;
+  readonly sealingKeys: SealingKeys;
+  /** PTC_MAX_INPUT_ITEMS. */
+  readonly maxInputItems: number;
+}
+
+/**
+ * The two Responses endpoints that run no turn: `POST /v1/responses/input_tokens` counts what
+ * a response would read, and `POST /v1/responses/compact` compacts a history. Both read the
+ * history a response would continue (stored chain or conversation) and count as `usage` does.
+ */
+export function registerCompactAndCountRoutes(app: FastifyInstance, deps: CompactAndCountDeps): void {
+  const { store, sealingKeys } = deps;
+
+  /** The stored history and this request's input, each compaction item read as what it holds. */
+  async function contextOf(body: {
+    input?: InputTokensRequest['input'];
+    conversation?: InputTokensRequest['conversation'];
+    previous_response_id?: string | null;
+  }) {
+    const { stored, input } = expandHistory(
+      await historyOf(store, body),
+      inputItems(body.input ?? undefined),
+      sealingKeys,
+      body.conversation ? 'conversation' : 'previous_response_id',
+    );
+    return [...stored, ...input];
+  }
+
+  app.post('/v1/responses/input_tokens', async (request): Promise<InputTokenCount> => {
+    refuseTooManyInputItems(request.body, deps.maxInputItems);
+    // The SDK sends no body for `count()` without arguments.
+    const body = parseOrThrow(InputTokensRequest, request.body ?? {});
+    const context = await contextOf(body);
+    const usage = countUsage({ instructions: body.instructions ?? null, tools: body.tools ?? [], context, output: [] });
+    return { object: 'response.input_tokens', input_tokens: usage.input_tokens };
+  });
+
+  app.post('/v1/responses/compact', async (request): Promise<CompactedResponse> => {
+    refuseTooManyInputItems(request.body, deps.maxInputItems);
+    const body = parseOrThrow(CompactRequest, request.body ?? {});
+    const context = await contextOf(body);
+    const userMessages = context.filter((item) => item.type === 'message' && item.role === 'user').map(listedItem);
+    const kept = runningProgramItems(context);
+    const compaction: EmittedCompaction = { type: 'compaction', id: newId('cmp'), encrypted_content: sealCompaction(kept, sealingKeys[0]) };
+    const { input_tokens: inputTokens } = countUsage({ instructions: body.instructions ?? null, tools: [], context, output: [] });
+    // The compaction item costs what it holds: the running programs stay in the context.
+    const outputTokens = [...userMessages, ...kept].reduce((sum, item: ConversationItem) => sum + itemTokens(item), ITEM_OVERHEAD_TOKENS);
+    return {
+      id: newId('resp'),
+      object: 'response.compaction',
+      created_at: Math.floor(Date.now() / 1000),
+      output: [...userMessages, compaction],
+      usage: {
+        input_tokens: inputTokens,
+        input_tokens_details: { cache_write_tokens: 0, cached_tokens: 0 },
+        output_tokens: outputTokens,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: inputTokens + outputTokens,
+      },
+    };
+  });
+}

@@ -1,0 +1,439 @@
+import { setImmediate } from 'node:timers/promises';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { WebSocket } from '@fastify/websocket';
+import type { RawData } from 'ws';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../../../runtime/index.ts';
+import type { CreateResponseRequest } from '../../../schemas/request.ts';
+import { ApiError } from '../../platform/api-error.ts';
+import type { ClientChecks } from '../../platform/config.ts';
+import { respond, turnPriority, type RespondDeps, type RespondedInPlace } from '../../engine/conversation/respond.ts';
+import { answerableError, errorJournal, unknownUrl } from '../http/error-handler.ts';
+import { newId } from '../../platform/ids.ts';
+import type { JournalDetails } from '../../engine/journal-details.ts';
+import type { JournalRecorder } from '../journal/journal-hooks.ts';
+import { knobsFromHeaders } from '../../engine/knobs.ts';
+import { deltaChunks } from '../streaming/delta-chunks.ts';
+import { responseEvents } from '../streaming/response-events.ts';
+import { sendSocketEvents } from '../streaming/socket-writer.ts';
+import type { TurnGate } from '../../engine/turn-gate.ts';
+import type { ResponseStore, StoredResponse } from '../../platform/stores/response-store.ts';
+import { CLIENT_CHECKS_HEADER, clientChecksFor, createBodyOf, responseRequest, type RequestSettings } from './create-response.ts';
+import { finishedJournal, requestJournal } from '../../engine/journal-details.ts';
+import { parseJsonText } from '../http/json-text.ts';
+
+// WebSocket mode (docs/STREAMING.md): the SDK's `ResponsesWS` opens a socket on the Responses
+// URL and sends `response.create` client events, each the body of a POST /v1/responses plus
+// its `type`; each is answered with the events its Server-Sent Events stream would carry, or
+// with one `error` event, and the socket stays open for the next.
+
+/** Where the SDK's ResponsesWS connects: the Responses URL, as ws:// or wss://. */
+export const RESPONSES_SOCKET_PATH = '/v1/responses';
+
+/** How long a client has to answer the server's close frame at shutdown before its socket is ended. */
+const CLOSE_GRACE_MS = 2_000;
+
+/**
+ * Requests that may wait on one socket behind the one being served, in number; in bytes, at most
+ * PTC_BODY_LIMIT_BYTES. Past either, the socket is read no more until they have been served:
+ * the client's further requests wait in its connection's buffers, not in the server's memory.
+ */
+const MAX_WAITING_MESSAGES = 16;
+
+/**
+ * The `error` event a request on a socket is refused with: the fields of the SDK's
+ * ResponseErrorEvent (`code`, `message`, `param` as the HTTP error's envelope has them, and
+ * `sequence_number` 0: the refusal is the whole of that request's stream), plus what the hosted
+ * WebSocket mode sends besides: the HTTP `status` the request would have had, and the envelope's
+ * `error` object itself.
+ */
+export interface SocketErrorEvent {
+  readonly type: 'error';
+  readonly sequence_number: 0;
+  readonly code: string;
+  readonly message: string;
+  readonly param: string | null;
+  readonly status: number;
+  readonly error: { readonly type: string; readonly code: string; readonly message: string; readonly param: string | null };
+}
+
+/** The longest `stream_id` taken: it is copied into every event answering its request. */
+const MAX_STREAM_ID_CHARS = 256;
+
+/**
+ * A `response.create` event's lane: `stream_id` (openai 7.x), which every event answering it
+ * carries back, its error event included, so it is read before anything else of the event is
+ * checked. Requests are served one at a time in the order they came, so each lane's are too.
+ */
+function laneOf(event: Record<string, unknown>): string | undefined {
+  const lane = event.stream_id;
+  if (lane === undefined) return undefined;
+  if (typeof lane !== 'string' || lane === '') {
+    throw new ApiError('invalid_type', `Invalid type for 'stream_id': expected a non-empty string, but got ${describeType(lane)}.`, 'stream_id');
+  }
+  if (lane.length > MAX_STREAM_ID_CHARS) {
+    throw new ApiError(
+      'invalid_value',
+      `Invalid 'stream_id': ${lane.length} characters, more than the ${MAX_STREAM_ID_CHARS} a lane's name may have.`,
+      'stream_id',
+    );
+  }
+  return lane;
+}
+
+/** A value's JSON type for a message, never the value itself (it may be megabytes). */
+function describeType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return value === '' ? 'an empty string' : 'a string';
+  return `${typeof value === 'object' ? 'an' : 'a'} ${typeof value}`;
+}
+
+const STEERING_REFUSED =
+  'The emulator does not steer responses: each response.create on a socket runs to its end before the next message is read. Send the input with a new response.create that continues it (previous_response_id).';
+
+/** The answer to a `response.steer` event (openai 7.x's ResponseSteerFailedEvent): the emulator never steers. */
+function steerRefusal(event: Record<string, unknown>, refusal: ApiError): Record<string, unknown> {
+  const steer = {
+    input: event.input ?? null,
+    previous_response_id: typeof event.previous_response_id === 'string' ? event.previous_response_id : '',
+  };
+  return {
+    type: 'response.steer.failed',
+    sequence_number: 0,
+    error: { type: refusal.type, code: refusal.code, message: refusal.message },
+    steer,
+  };
+}
+
+export function socketErrorEvent(apiError: ApiError): SocketErrorEvent {
+  const { code, message, param, type } = apiError;
+  return { type: 'error', sequence_number: 0, code, message, param, status: apiError.status, error: { type, code, message, param } };
+}
+
+export interface ResponsesSocketDeps {
+  readonly respond: RespondDeps;
+  /** The same gate as HTTP requests: a turn over a socket takes a place like any other. */
+  readonly gate: TurnGate;
+  readonly clientChecks: ClientChecks;
+  /** PTC_MAX_INPUT_ITEMS. */
+  readonly maxInputItems: number;
+  /** PTC_BODY_LIMIT_BYTES, which the plugin also applies to each message (its `maxPayload`). */
+  readonly bodyLimitBytes: number;
+  /** True once the server drains: requests are refused `shutting_down`, and sockets closed once idle. */
+  readonly draining: () => boolean;
+  readonly recordSocketMessage: JournalRecorder['recordSocketMessage'];
+}
+
+/**
+ * The plugin's handler for an error on an open socket. ws reports a client's protocol mistake
+ * (a message over `maxPayload`, a malformed frame) and is already closing the socket with the
+ * close code that says so (1009, 1002): the client's doing, not a fault of ours, so it is not
+ * logged as one, and the closing handshake is left to finish.
+ */
+export function socketErrorHandler(this: FastifyInstance, error: Error, socket: WebSocket, request: FastifyRequest): void {
+  if ((error as NodeJS.ErrnoException).code?.startsWith('WS_ERR_')) {
+    request.log.info({ err: error }, 'websocket closed on a protocol error of the client');
+    return;
+  }
+  request.log.warn({ err: error }, 'websocket error');
+  socket.terminate();
+}
+
+export function registerResponsesSocketRoute(app: FastifyInstance, deps: ResponsesSocketDeps): void {
+  const sessions = new Set<SocketSession>();
+  const settingsOf = (request: FastifyRequest): Omit<RequestSettings, 'retryCount'> => ({
+    headerKnobs: knobsFromHeaders(request.headers),
+    clientChecks: clientChecksFor(request.headers[CLIENT_CHECKS_HEADER], deps.clientChecks),
+  });
+
+  app.route({
+    method: 'GET',
+    url: RESPONSES_SOCKET_PATH,
+    // Checked before the upgrade: headers that every request on the socket would fail on refuse
+    // the socket itself, with the HTTP error (400) the client sees as it connects.
+    preHandler: async (request) => {
+      if (request.ws) settingsOf(request);
+    },
+    // Without an upgrade the path is what it was before WebSocket mode: no such HTTP route.
+    handler: async (request) => {
+      throw unknownUrl(request);
+    },
+    wsHandler: (socket, request) => {
+      // The JSON parser of HTTP bodies, so that a message is accepted exactly when the same body
+      // would be (`__proto__` and `constructor.prototype` keys refused alike).
+      const session = new SocketSession(socket, request, settingsOf(request), deps, (text) => {
+        try {
+          return { error: null, value: parseJsonText(text) };
+        } catch (error) {
+          return { error: error as Error, value: undefined };
+        }
+      });
+      sessions.add(session);
+      socket.once('close', () => sessions.delete(session));
+    },
+  });
+
+  // Each socket finishes the request it is serving, then is closed with 1001 (going away),
+  // which tells the SDK it may reconnect; any other socket of the plugin is ended.
+  app.addHook('preClose', async () => {
+    await Promise.all([...sessions].map((session) => session.shutDown()));
+    for (const client of app.websocketServer.clients) client.terminate();
+  });
+}
+
+/** The server's store, in which the socket's held response (if any) is found as well. */
+function withHeld(store: ResponseStore, held: () => StoredResponse | undefined): ResponseStore {
+  const get = async (id: string): Promise<StoredResponse | undefined> => {
+    const latest = held();
+    return latest?.response.id === id ? latest : store.get(id);
+  };
+  // Every other member is the store's own, called on the store (its private fields need it).
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === 'get') return get;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/** Parses a message's text as the HTTP body parser would. */
+type JsonParse = (text: string) => { readonly error: Error | null; readonly value: unknown };
+
+function sizeOf(data: RawData): number {
+  return Array.isArray(data) ? data.reduce((total, chunk) => total + chunk.length, 0) : data.byteLength;
+}
+
+interface ClientMessage {
+  readonly data: RawData;
+  readonly isBinary: boolean;
+}
+
+/** One socket: its requests, served one after another in the order they came. */
+class SocketSession {
+  readonly #socket: WebSocket;
+  readonly #upgrade: FastifyRequest;
+  readonly #settings: Omit<RequestSettings, 'retryCount'>;
+  readonly #deps: ResponsesSocketDeps;
+  readonly #parseJson: JsonParse;
+  readonly #waiting: ClientMessage[] = [];
+  #waitingBytes = 0;
+  readonly #closed: Promise<void>;
+  #serving = false;
+  #shuttingDown = false;
+  /**
+   * Simulated errors answered since the last response made here: the attempt number of the next
+   * request, for the `error_times` knob (a socket has no `x-stainless-retry-count`; a client
+   * that retries sends its request again on the socket).
+   */
+  #failedAttempts = 0;
+  /**
+   * The socket's latest response when it was made with `store: false`, held as a stored one
+   * whose input items are the whole conversation it continued: what the hosted WebSocket mode
+   * keeps in the connection's memory so that `previous_response_id` may name it.
+   */
+  #latest: StoredResponse | undefined;
+  /**
+   * The conversation code's dependencies with a store that finds `#latest` too: for `store: false`
+   * requests only, as a stored response continuing it could not be continued from the store.
+   */
+  readonly #respondWithHeld: RespondDeps;
+
+  constructor(socket: WebSocket, upgrade: FastifyRequest, settings: Omit<RequestSettings, 'retryCount'>, deps: ResponsesSocketDeps, parseJson: JsonParse) {
+    this.#socket = socket;
+    this.#upgrade = upgrade;
+    this.#settings = settings;
+    this.#deps = deps;
+    this.#parseJson = parseJson;
+    this.#respondWithHeld = { ...deps.respond, store: withHeld(deps.respond.store, () => this.#latest) };
+    this.#closed = new Promise((resolve) => {
+      socket.once('close', () => {
+        // A client that has gone costs nothing more: what it had sent and not yet been served is
+        // dropped, and the request being served ends with its turn (its events are not sent).
+        this.#waiting.length = 0;
+        this.#waitingBytes = 0;
+        resolve();
+      });
+    });
+    socket.on('message', (data, isBinary) => this.#receive({ data, isBinary }));
+  }
+
+  /** Closes the socket once the request being served (if any) has been answered. */
+  shutDown(): Promise<void> {
+    this.#shuttingDown = true;
+    if (!this.#serving) this.#goAway();
+    return this.#closed;
+  }
+
+  #open(): boolean {
+    return this.#socket.readyState === this.#socket.OPEN;
+  }
+
+  #receive(message: ClientMessage): void {
+    this.#waiting.push(message);
+    this.#waitingBytes += sizeOf(message.data);
+    // Below the bound the socket is still read while a request is served, so that a client
+    // closing it is seen at once (and what it had queued dropped) rather than after its turns.
+    if (this.#waiting.length > MAX_WAITING_MESSAGES || this.#waitingBytes > this.#deps.bodyLimitBytes) this.#socket.pause();
+    void this.#serveWaiting();
+  }
+
+  async #serveWaiting(): Promise<void> {
+    if (this.#serving) return;
+    this.#serving = true;
+    try {
+      while (this.#waiting.length > 0 && this.#open()) {
+        const message = this.#waiting.shift()!;
+        this.#waitingBytes -= sizeOf(message.data);
+        if (this.#socket.isPaused) {
+          this.#socket.resume();
+          // What the client sent while the socket was not read (a close, say) is read before the
+          // next turn starts.
+          await setImmediate();
+          if (!this.#open()) break;
+        }
+        await this.#serve(message);
+      }
+    } finally {
+      this.#serving = false;
+    }
+    if (this.#open() && (this.#shuttingDown || this.#deps.draining())) this.#goAway();
+  }
+
+  #goAway(): void {
+    if (this.#socket.readyState === this.#socket.CLOSED) return;
+    // Read again, or the client's answer to the close frame would never be seen.
+    this.#socket.resume();
+    this.#socket.close(1001, 'The server is shutting down.');
+    // A client that never answers the close frame does not hold the shutdown up.
+    const timer = setTimeout(() => this.#socket.terminate(), CLOSE_GRACE_MS);
+    timer.unref();
+    this.#socket.once('close', () => clearTimeout(timer));
+  }
+
+  /** One request, answered with its response's events or one error event, and journaled. */
+  async #serve(message: ClientMessage): Promise<void> {
+    const requestId = newId('req');
+    const started = performance.now();
+    const log = this.#upgrade.log.child({ ws_request_id: requestId });
+    let details: JournalDetails = {};
+    let status = 200;
+    let streamId: string | undefined;
+    try {
+      const event = this.#eventOf(message);
+      if (event.type === 'response.steer') {
+        // Each request on a socket runs to its end before the next message is read, so there is
+        // never a response in progress to steer: refused as the hosted API refuses an execution
+        // mode that does not support it (docs/DEVIATIONS.md).
+        const refusal = new ApiError('steering_not_supported', STEERING_REFUSED);
+        status = refusal.status;
+        details = errorJournal(refusal);
+        if (this.#open()) this.#socket.send(JSON.stringify(steerRefusal(event, refusal)));
+        this.#deps.recordSocketMessage({ requestId, path: RESPONSES_SOCKET_PATH, status, durationMs: performance.now() - started, ...details });
+        return;
+      }
+      streamId = laneOf(event);
+      const body = this.#createOf(event);
+      details = requestJournal(body, true);
+      if (this.#shuttingDown || this.#deps.draining()) {
+        throw new ApiError('shutting_down', 'The server is shutting down and takes no new requests; retry on another instance or after it restarts.');
+      }
+      if (body.background) {
+        throw new ApiError(
+          'invalid_value',
+          'background: true is not supported over WebSocket: send the request with POST /v1/responses, or leave background out.',
+          'background',
+        );
+      }
+      const retryCount = this.#failedAttempts;
+      // A place among the turns allowed to run, or server_busy (429) now when too many wait.
+      const place = this.#deps.gate.enter(turnPriority(body, retryCount));
+      const request = responseRequest(this.#upgrade, body, { ...this.#settings, retryCount }, log);
+      const finished = await respond(request, body.store === false ? this.#respondWithHeld : this.#deps.respond, { place, abandoned: () => !this.#open() });
+      if (!finished) {
+        // The client left while the request waited for a place: its turn was not run.
+        status = 499;
+      } else {
+        this.#failedAttempts = 0;
+        this.#latest = body.store === false ? this.#held(finished) : undefined;
+        details = { ...details, ...finishedJournal(body, finished) };
+        if (this.#open())
+          details = {
+            ...details,
+            stream_report: await sendSocketEvents(this.#socket, responseEvents(finished.response, deltaChunks), finished.knobs, streamId),
+          };
+      }
+    } catch (error) {
+      const apiError = answerableError(error as Error, this.#deps.bodyLimitBytes, { id: requestId, log });
+      if (apiError.code === 'simulated_error') this.#failedAttempts += 1;
+      status = apiError.status;
+      details = { ...details, ...errorJournal(apiError) };
+      if (this.#open()) this.#socket.send(JSON.stringify({ ...socketErrorEvent(apiError), ...(streamId === undefined ? {} : { stream_id: streamId }) }));
+    }
+    this.#deps.recordSocketMessage({ requestId, path: RESPONSES_SOCKET_PATH, status, durationMs: performance.now() - started, ...details });
+  }
+
+  /**
+   * A `store: false` response as the socket holds it, or undefined when its conversation is more
+   * than one request could carry (PTC_MAX_INPUT_ITEMS items, PTC_BODY_LIMIT_BYTES of JSON): what
+   * the client could have resent instead is all a socket keeps, so its memory stays bounded.
+   */
+  #held(finished: RespondedInPlace): StoredResponse | undefined {
+    const { response, context } = finished;
+    if (context.length + response.output.length > this.#deps.maxInputItems) return undefined;
+    // Its own previous_response_id is left out: the conversation it continued is in its items.
+    const held: StoredResponse = { response: { ...response, previous_response_id: null }, inputItems: context };
+    return JSON.stringify(held).length > this.#deps.bodyLimitBytes ? undefined : held;
+  }
+
+  /** A message as a client event: a JSON object with a `type`, refused as a body would be. */
+  #eventOf(message: ClientMessage): Record<string, unknown> {
+    if (message.isBinary) throw new ApiError('invalid_json', 'A client event must be a text message holding a JSON object; this message was binary.');
+    const { data } = message;
+    const text = (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString('utf8');
+    const parsed = this.#parseJson(text);
+    if (parsed.error) {
+      throw new ApiError(
+        'invalid_json',
+        text.length === 0
+          ? 'The message is empty; send a JSON object.'
+          : 'We could not parse the JSON of your message (a `__proto__` or `constructor.prototype` key is refused too).',
+      );
+    }
+    const event = parsed.value;
+    if (jsonDepthExceeds(event, MAX_JSON_DEPTH)) throw new ApiError('invalid_json', `The message nests deeper than ${MAX_JSON_DEPTH} levels.`);
+    if (typeof event !== 'object' || event === null || Array.isArray(event)) {
+      throw new ApiError(
+        'invalid_json',
+        `A client event must be a JSON object with a \`type\`; this message holds ${Array.isArray(event) ? 'an array' : event === null ? 'null' : `a ${typeof event}`}.`,
+      );
+    }
+    const { type } = event as Record<string, unknown>;
+    if (type !== 'response.create' && type !== 'response.steer') {
+      throw new ApiError(
+        'invalid_value',
+        `Invalid value for 'type': ${JSON.stringify(type) ?? 'none'}. The client events a socket takes are 'response.create' and 'response.steer'.`,
+        'type',
+      );
+    }
+    return event as Record<string, unknown>;
+  }
+
+  /** A `response.create` event as the body of a POST /v1/responses, checked as that body would be. */
+  #createOf(event: Record<string, unknown>): CreateResponseRequest {
+    const { type: _type, stream_id: _lane, generate, ...body } = event;
+    if (generate !== undefined && typeof generate !== 'boolean') {
+      throw new ApiError('invalid_type', `Invalid type for 'generate': expected a boolean, but got ${describeType(generate)}.`, 'generate');
+    }
+    if (generate === false) {
+      throw new ApiError(
+        'invalid_value',
+        'generate: false (a response prepared without model output) is not supported by the emulator: leave generate out, or send the input with the request that should answer it.',
+        'generate',
+      );
+    }
+    // What the SDK types besides the body: `stream` is implied over a socket (its value changes
+    // nothing: the events are always sent), and stays accepted as the body schema accepts it.
+    return createBodyOf(body, this.#deps.maxInputItems);
+  }
+}

@@ -1,0 +1,165 @@
+import { Redis } from 'ioredis';
+import type { ConversationItem } from '../../../schemas/items.ts';
+import { RedisConversationStore } from './redis-conversations.ts';
+import { RedisRecordStore } from './redis-records.ts';
+import { StoreUnavailableError, type ResponseStore, type StoredResponse } from './response-store.ts';
+
+export interface RedisResponseStoreOptions {
+  /** Put before every key, so several emulators (or test files) can share one Redis. */
+  readonly prefix?: string;
+  /** Seconds a stored response lives after its last put; absent means it never expires. */
+  readonly ttlSeconds?: number;
+  /** Told about each failed connection attempt (ioredis keeps retrying in the background). */
+  readonly onConnectionError?: (error: Error) => void;
+}
+
+export const DEFAULT_REDIS_PREFIX = 'ptc:';
+
+// A request waits on Redis inside an HTTP request: when Redis is down it must fail quickly with
+// an error the client sees, not hang. A command issued while a connection attempt is under way
+// (the first request after startup, say) waits for that attempt; if it fails, ioredis rejects
+// the queued commands (no retries per request). Between attempts, while ioredis waits to
+// reconnect, commands are refused at once (see #run). COMMAND_TIMEOUT_MS bounds the rest,
+// including a Redis that accepts connections but never answers.
+const MAX_RETRIES_PER_REQUEST = 0;
+const CONNECT_TIMEOUT_MS = 2_000;
+const COMMAND_TIMEOUT_MS = 5_000;
+
+// Deletes a response (KEYS[1]) and those of its items' index keys (KEYS[2..]) that still name it
+// (ARGV[1]): an item a newer response emitted too stays that response's.
+const DELETE_SCRIPT = `
+local removed = redis.call('DEL', KEYS[1])
+for i = 2, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end
+end
+return removed`;
+
+/**
+ * Responses in Redis, one JSON string per key `<prefix>response:<id>`, and for each output item
+ * the id of the response that emitted it at `<prefix>item:<id>` (with the response's expiry);
+ * conversations under `<prefix>conversation:{<id>}` and keys beginning with it, which never
+ * expire (see RedisConversationStore): the store for several emulator instances sharing state.
+ * ioredis reconnects forever in the background, so the store recovers by itself when Redis
+ * comes back.
+ */
+export class RedisResponseStore implements ResponseStore {
+  readonly #client: Redis;
+  readonly #prefix: string;
+  readonly #ttlSeconds: number | undefined;
+  /** Why the connection is down, to explain the next failed operation; cleared when it is up. */
+  #lastConnectionError: Error | undefined;
+  readonly conversations: RedisConversationStore;
+  readonly records: RedisRecordStore;
+
+  constructor(url: string, options: RedisResponseStoreOptions = {}) {
+    const { prefix = DEFAULT_REDIS_PREFIX, ttlSeconds, onConnectionError } = options;
+    if (ttlSeconds !== undefined && !(Number.isInteger(ttlSeconds) && ttlSeconds > 0)) {
+      throw new RangeError(`Redis TTL must be a positive whole number of seconds, got ${ttlSeconds}`);
+    }
+    this.#prefix = prefix;
+    this.#ttlSeconds = ttlSeconds;
+    this.#client = new Redis(url, {
+      maxRetriesPerRequest: MAX_RETRIES_PER_REQUEST,
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      commandTimeout: COMMAND_TIMEOUT_MS,
+    });
+    // Without a listener ioredis reports every failed connection attempt as an unhandled
+    // 'error' event; the failure reaches callers through their rejected operations instead.
+    this.#client.on('error', (error: Error) => {
+      this.#lastConnectionError = error;
+      onConnectionError?.(error);
+    });
+    this.#client.on('ready', () => {
+      this.#lastConnectionError = undefined;
+    });
+    // The same client and error wrapping: a Redis that is down fails conversations as it fails responses.
+    this.conversations = new RedisConversationStore(this.#client, prefix, (operation, command) => this.#run(operation, command));
+    this.records = new RedisRecordStore(this.#client, prefix, (operation, command) => this.#run(operation, command));
+  }
+
+  async get(id: string): Promise<StoredResponse | undefined> {
+    const json = await this.#run(`get of response ${id}`, () => this.#client.get(this.#key(id)));
+    return json === null ? undefined : (JSON.parse(json) as StoredResponse);
+  }
+
+  async put(stored: StoredResponse): Promise<void> {
+    const id = stored.response.id;
+    const json = JSON.stringify(stored);
+    const ttlSeconds = this.#ttlSeconds;
+    await this.#run(`put of response ${id}`, async () => {
+      // One transaction: the response and its items' index keys are written together.
+      const write = this.#client.multi();
+      const set = (key: string, value: string) => (ttlSeconds === undefined ? write.set(key, value) : write.set(key, value, 'EX', ttlSeconds));
+      set(this.#key(id), json);
+      for (const item of stored.response.output) set(this.#itemKey(item.id), id);
+      const results = await write.exec();
+      const failed = results?.find(([error]) => error);
+      if (failed) throw failed[0];
+    });
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const stored = await this.get(id);
+    if (!stored) return false;
+    const keys = [this.#key(id), ...stored.response.output.map((item) => this.#itemKey(item.id))];
+    const removed = await this.#run(`delete of response ${id}`, () => this.#client.eval(DELETE_SCRIPT, keys.length, ...keys, id));
+    return Number(removed) > 0;
+  }
+
+  async outputItems(ids: readonly string[]): Promise<Map<string, ConversationItem>> {
+    const found = new Map<string, ConversationItem>();
+    if (ids.length === 0) return found;
+    const owners = await this.#run(`get of ${ids.length} items`, () => this.#client.mget(ids.map((itemId) => this.#itemKey(itemId))));
+    const responseIds = [...new Set(owners.filter((owner): owner is string => owner !== null))];
+    if (responseIds.length === 0) return found;
+    const bodies = await this.#run(`get of ${responseIds.length} responses`, () => this.#client.mget(responseIds.map((responseId) => this.#key(responseId))));
+    const outputs = new Map(
+      responseIds.map((responseId, index) => [responseId, bodies[index] ? (JSON.parse(bodies[index]) as StoredResponse).response.output : []]),
+    );
+    ids.forEach((itemId, index) => {
+      const owner = owners[index];
+      const item = owner ? outputs.get(owner)?.find((candidate) => candidate.id === itemId) : undefined;
+      if (item) found.set(itemId, item as ConversationItem);
+    });
+    return found;
+  }
+
+  async check(): Promise<void> {
+    await this.#run('ping', () => this.#client.ping());
+  }
+
+  async close(): Promise<void> {
+    // QUIT lets Redis finish the commands already sent; if it cannot be sent, just drop the
+    // socket, which also stops ioredis from reconnecting.
+    try {
+      await this.#client.quit();
+    } catch {
+      this.#client.disconnect();
+    }
+  }
+
+  #key(id: string): string {
+    return `${this.#prefix}response:${id}`;
+  }
+
+  #itemKey(id: string): string {
+    return `${this.#prefix}item:${id}`;
+  }
+
+  /**
+   * Runs one command, turning its failure into a StoreUnavailableError that names the operation
+   * and the cause: every failure of a command is Redis out of reach, or not answering in time.
+   */
+  async #run<T>(operation: string, command: () => Promise<T>): Promise<T> {
+    try {
+      // ioredis would queue the command until the next connection attempt, which backs off to
+      // seconds apart while Redis stays down.
+      if (this.#client.status === 'reconnecting') throw new Error('not connected');
+      return await command();
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      const connection = this.#lastConnectionError ? ` (connection: ${this.#lastConnectionError.message})` : '';
+      throw new StoreUnavailableError(`Redis ${operation} failed: ${message}${connection}`, { cause: error });
+    }
+  }
+}

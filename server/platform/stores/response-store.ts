@@ -1,0 +1,53 @@
+import type { ConversationItem } from '../../../schemas/items.ts';
+import type { ResponseObject } from '../../../schemas/response.ts';
+import type { ConversationStore } from './conversation-store.ts';
+import type { RecordStore } from './record-store.ts';
+import { EmulatorError } from '../../../runtime/index.ts';
+
+/** A response kept for `store: true`: the Response itself and the input items of its request. */
+export interface StoredResponse {
+  readonly response: ResponseObject;
+  /** This request's own input items (with ids), oldest first; earlier turns live on earlier responses. */
+  readonly inputItems: readonly ConversationItem[];
+}
+
+/** The store cannot be reached (Redis down, say): the request may succeed later. */
+export class StoreUnavailableError extends EmulatorError {
+  override readonly name = 'StoreUnavailableError';
+  readonly code = 'PTC_ERR_STORE_UNAVAILABLE';
+}
+
+/**
+ * Where `store: true` responses live. Asynchronous so durable stores fit behind it; every
+ * implementation must return what was put, unchanged, until it is deleted.
+ */
+export interface ResponseStore {
+  get(id: string): Promise<StoredResponse | undefined>;
+  put(stored: StoredResponse): Promise<void>;
+  /** True when something was deleted. */
+  delete(id: string): Promise<boolean>;
+  /**
+   * Output items of stored responses, by item id: for each id asked for that a stored response
+   * emitted, the item as the newest such response holds it; other ids are absent. Deleting a
+   * response takes its items away. Absent: a store that finds none (an `mcp_call` resent without
+   * its output is then refused, as with `store: false`).
+   */
+  outputItems?(ids: readonly string[]): Promise<Map<string, ConversationItem>>;
+  /**
+   * The conversations kept beside the responses (the Conversations API). Absent: a store that
+   * keeps none; the server then answers the Conversations API, and `conversation` on a
+   * response, with a 400 saying so.
+   */
+  readonly conversations?: ConversationStore;
+  /**
+   * The Agents API's agents, sessions and other resources. Absent: a store that keeps none; the
+   * server then answers the Agents API with a 400 saying so.
+   */
+  readonly records?: RecordStore;
+  /**
+   * Resolves when the store can serve now; rejects with StoreUnavailableError saying why when it
+   * cannot (what `GET /health` reports). Absent: a store that is always there.
+   */
+  check?(): Promise<void>;
+  close(): Promise<void>;
+}

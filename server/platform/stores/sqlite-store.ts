@@ -1,0 +1,146 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { ConversationItem } from '../../../schemas/items.ts';
+import type { ResponseStore, StoredResponse } from './response-store.ts';
+import { SqliteRecordStore } from './sqlite-records.ts';
+import { SqliteConversationStore } from './sqlite-conversations.ts';
+import { transaction } from './sqlite-transaction.ts';
+
+/** A row as the `responses` table holds it; `body` is the whole StoredResponse as JSON. */
+interface ResponseRow {
+  readonly id: string;
+  readonly previous_response_id: string | null;
+  readonly created_at: number;
+  readonly body: string;
+}
+
+type BodyRow = Pick<ResponseRow, 'body'>;
+
+const BUSY_TIMEOUT_MS = 5_000;
+
+// `previous_response_id` and `created_at` repeat what `body` holds so that chains and age can
+// be queried (and pruned) without parsing every body.
+const CREATE_TABLE = `
+  CREATE TABLE IF NOT EXISTS responses (
+    id TEXT PRIMARY KEY,
+    previous_response_id TEXT,
+    created_at INTEGER NOT NULL,
+    body TEXT NOT NULL
+  )`;
+
+// Which response emitted each output item, so that an item can be read back by its id (an
+// mcp_call resent without its output). Responses stored before this table existed are not in it.
+const CREATE_ITEMS_TABLE = `
+  CREATE TABLE IF NOT EXISTS response_items (
+    item_id TEXT PRIMARY KEY,
+    response_id TEXT NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS response_items_by_response ON response_items (response_id)`;
+
+/**
+ * Responses in one SQLite file: the embedded default, which survives a restart. The same file
+ * holds the conversations (tables `conversations` and `conversation_items`, see
+ * SqliteConversationStore), so one file is the whole state. The file, its directory and the
+ * tables are created when the store is opened, so a fresh data directory needs no setup;
+ * opening in the constructor makes an unwritable path fail at startup rather than at the first
+ * `store: true` request.
+ */
+export class SqliteResponseStore implements ResponseStore {
+  readonly #db: DatabaseSync;
+  readonly #select: StatementSync;
+  readonly #upsert: StatementSync;
+  readonly #delete: StatementSync;
+  readonly #deleteItems: StatementSync;
+  readonly #upsertItem: StatementSync;
+  readonly #selectItemOwner: StatementSync;
+  readonly #putAll: (stored: StoredResponse) => void;
+  readonly #deleteAll: (id: string) => boolean;
+  readonly conversations: SqliteConversationStore;
+  readonly records: SqliteRecordStore;
+
+  constructor(readonly filePath: string) {
+    mkdirSync(dirname(filePath), { recursive: true });
+    // A process waits up to 5 s for another's write lock (instances sharing one file) before
+    // SQLITE_BUSY, as better-sqlite3, the driver before node:sqlite, did by default.
+    this.#db = new DatabaseSync(filePath, { timeout: BUSY_TIMEOUT_MS });
+    // WAL lets readers proceed while a write commits; NORMAL skips the fsync on every commit,
+    // which in WAL mode can lose the last transactions on power loss but never corrupts the file.
+    this.#db.exec('PRAGMA journal_mode = WAL');
+    this.#db.exec('PRAGMA synchronous = NORMAL');
+    this.#db.exec(CREATE_TABLE);
+    this.#db.exec(CREATE_ITEMS_TABLE);
+    this.conversations = new SqliteConversationStore(this.#db);
+    this.records = new SqliteRecordStore(this.#db);
+    this.#select = this.#db.prepare('SELECT body FROM responses WHERE id = ?');
+    // Putting an id again replaces it, as the in-memory store does.
+    this.#upsert = this.#db.prepare(`
+      INSERT INTO responses (id, previous_response_id, created_at, body)
+      VALUES (@id, @previous_response_id, @created_at, @body)
+      ON CONFLICT (id) DO UPDATE SET
+        previous_response_id = excluded.previous_response_id,
+        created_at = excluded.created_at,
+        body = excluded.body`);
+    this.#delete = this.#db.prepare('DELETE FROM responses WHERE id = ?');
+    this.#deleteItems = this.#db.prepare('DELETE FROM response_items WHERE response_id = ?');
+    this.#upsertItem = this.#db.prepare(`
+      INSERT INTO response_items (item_id, response_id) VALUES (@item_id, @response_id)
+      ON CONFLICT (item_id) DO UPDATE SET response_id = excluded.response_id`);
+    this.#selectItemOwner = this.#db.prepare('SELECT response_id FROM response_items WHERE item_id = ?');
+    // A response and its items' index change together.
+    this.#putAll = transaction(this.#db, 'write', (stored: StoredResponse) => {
+      const { response } = stored;
+      this.#upsert.run({
+        id: response.id,
+        previous_response_id: response.previous_response_id ?? null,
+        created_at: response.created_at,
+        body: JSON.stringify(stored),
+      } satisfies ResponseRow);
+      this.#deleteItems.run(response.id);
+      for (const item of response.output) this.#upsertItem.run({ item_id: item.id, response_id: response.id });
+    });
+    this.#deleteAll = transaction(this.#db, 'write', (id: string) => {
+      this.#deleteItems.run(id);
+      return this.#delete.run(id).changes > 0;
+    });
+  }
+
+  async get(id: string): Promise<StoredResponse | undefined> {
+    const row = this.#select.get(id) as BodyRow | undefined;
+    return row === undefined ? undefined : (JSON.parse(row.body) as StoredResponse);
+  }
+
+  async put(stored: StoredResponse): Promise<void> {
+    this.#putAll(stored);
+  }
+
+  async delete(id: string): Promise<boolean> {
+    return this.#deleteAll(id);
+  }
+
+  async outputItems(ids: readonly string[]): Promise<Map<string, ConversationItem>> {
+    const found = new Map<string, ConversationItem>();
+    // Each owner's body is read and parsed once, however many of its items are asked for.
+    const outputs = new Map<string, Map<string, ConversationItem>>();
+    for (const itemId of ids) {
+      const owner = (this.#selectItemOwner.get(itemId) as { response_id: string } | undefined)?.response_id;
+      if (owner === undefined) continue;
+      let output = outputs.get(owner);
+      if (!output) {
+        const row = this.#select.get(owner) as BodyRow | undefined;
+        output = new Map(
+          (row === undefined ? [] : (JSON.parse(row.body) as StoredResponse).response.output).map((item) => [item.id, item as ConversationItem]),
+        );
+        outputs.set(owner, output);
+      }
+      const item = output.get(itemId);
+      if (item) found.set(itemId, item);
+    }
+    return found;
+  }
+
+  async close(): Promise<void> {
+    // Closing the last connection checkpoints the WAL into the main file and removes it.
+    if (this.#db.isOpen) this.#db.close();
+  }
+}
