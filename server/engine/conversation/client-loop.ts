@@ -113,65 +113,101 @@ export function readConversation(
   inputStart = 0,
   storedParam: StoredParam = 'previous_response_id',
 ): ConversationState {
-  const tolerated: string[] = [];
+  return new ConversationReader(items, mode, inputStart, storedParam).read();
+}
+
+/**
+ * Reading a conversation, in named steps over one explicit state: each item read in order into
+ * the programs, calls, outputs, approvals, listings and searches it adds to (#readItem and the
+ * steps it dispatches to), then every call checked for its answer (#requireAnswers), then the
+ * state as the turn reads it, its tail included (#state).
+ */
+class ConversationReader {
+  readonly #items: readonly ConversationItem[];
+  readonly #mode: ClientChecks;
+  readonly #inputStart: number;
+  readonly #storedParam: StoredParam;
+  /** Where items not seen yet turn up later (built on first use: only mistakes ask). */
+  readonly #later: ReturnType<typeof laterItems>;
+
+  readonly #programs = new Map<string, ProgramThread>();
+  readonly #calls = new Map<string, { call: ToolCallItem; index: number }>();
+  readonly #directCalls: DirectCall[] = [];
+  readonly #directByCall = new Map<ToolCallItem, DirectCall>();
+  readonly #approvals = new Map<string, McpApprovalResponseItem>();
+  readonly #mcpListings = new Map<string, McpListToolsItem>();
+  readonly #loadedTools: LoadedTool[] = [];
+  /** Tool searches with a call_id, by it: whether their tool_search_output has come, and where the call is. */
+  readonly #searches = new Map<string, { index: number; execution: string | undefined; answered: boolean }>();
+  /** The mcp_approval_request items seen so far, by id. */
+  readonly #approvalRequests = new Map<string, McpApprovalRequestItem>();
+  #lastUserText = '';
+  #userTurns = 0;
+  /** Mistakes a lenient check let through, noted up to MAX_TOLERATED_NOTES, then counted. */
+  readonly #tolerated: string[] = [];
+  #untold = 0;
+
+  constructor(items: readonly ConversationItem[], mode: ClientChecks, inputStart: number, storedParam: StoredParam) {
+    this.#items = items;
+    this.#mode = mode;
+    this.#inputStart = inputStart;
+    this.#storedParam = storedParam;
+    this.#later = laterItems(items);
+  }
+
+  read(): ConversationState {
+    for (const [index, item] of this.#items.entries()) this.#readItem(item, index);
+    this.#requireAnswers();
+    return this.#state();
+  }
+
   /** Where an item is, for messages and `param`: `input[i]` of this request, or a stored item. */
-  const locate = (index: number, field?: string): { where: string; param: string } => {
-    if (index < inputStart) return { where: `stored item ${items[index]?.id ?? index}`, param: locateItem(index, inputStart, storedParam) };
-    const where = locateItem(index, inputStart, storedParam);
+  #locate(index: number, field?: string): { where: string; param: string } {
+    if (index < this.#inputStart)
+      return { where: `stored item ${this.#items[index]?.id ?? index}`, param: locateItem(index, this.#inputStart, this.#storedParam) };
+    const where = locateItem(index, this.#inputStart, this.#storedParam);
     return { where, param: field === undefined ? where : `${where}.${field}` };
-  };
-  const later = laterItems(items);
+  }
+
   /** When an item of the stored conversation comes again in the request's input: what the client did, and what to send instead. */
-  const resentHint = (first: number, again: number): string =>
-    first < inputStart && again >= inputStart
-      ? ` The stored conversation (${storedParam}) holds it already: send only the items that are new since its last response.`
+  #resentHint(first: number, again: number): string {
+    return first < this.#inputStart && again >= this.#inputStart
+      ? ` The stored conversation (${this.#storedParam}) holds it already: send only the items that are new since its last response.`
       : '';
-  let untold = 0;
-  const violation = (error: ApiError, recoverable: boolean): void => {
-    if (mode !== 'lenient' || !recoverable) throw error;
+  }
+
+  /** A mistake: thrown, unless checks are lenient and it can be resolved, then noted. */
+  #violation(error: ApiError, recoverable: boolean): void {
+    if (this.#mode !== 'lenient' || !recoverable) throw error;
     // Each tolerated mistake is noted up to a bound; past it, only counted (a flood of them is
     // one request's doing, and the log and the journal keep a few).
-    if (tolerated.length < MAX_TOLERATED_NOTES) tolerated.push(`${error.code}: ${error.message}`);
-    else untold += 1;
-  };
+    if (this.#tolerated.length < MAX_TOLERATED_NOTES) this.#tolerated.push(`${error.code}: ${error.message}`);
+    else this.#untold += 1;
+  }
 
-  const programs = new Map<string, ProgramThread>();
-  const calls = new Map<string, { call: ToolCallItem; index: number }>();
-  const directCalls: DirectCall[] = [];
-  const directByCall = new Map<ToolCallItem, DirectCall>();
-  const approvals = new Map<string, McpApprovalResponseItem>();
-  const mcpListings = new Map<string, McpListToolsItem>();
-  const loadedTools: LoadedTool[] = [];
-  /** Tool searches with a call_id, by it: whether their tool_search_output has come, and where the call is. */
-  const searches = new Map<string, { index: number; execution: string | undefined; answered: boolean }>();
-  /** The mcp_approval_request items seen so far, by id. */
-  const approvalRequests = new Map<string, McpApprovalRequestItem>();
-  let lastUserText = '';
-  let userTurns = 0;
-
-  for (const [index, item] of items.entries()) {
-    const { where, param } = locate(index);
+  #readItem(item: ConversationItem, index: number): void {
+    const { where, param } = this.#locate(index);
     switch (item.type) {
       case 'message':
         if (item.role === 'user') {
-          lastUserText = messageText(item.content);
-          userTurns += 1;
+          this.#lastUserText = messageText(item.content);
+          this.#userTurns += 1;
         }
         break;
       case 'program': {
-        if (programs.has(item.call_id)) {
+        if (this.#programs.has(item.call_id)) {
           throw new ApiError(
             'program_item_altered',
-            `${where}: program ${item.call_id} appears twice in the conversation.${resentHint(programs.get(item.call_id)!.index, index)}`,
+            `${where}: program ${item.call_id} appears twice in the conversation.${this.#resentHint(this.#programs.get(item.call_id)!.index, index)}`,
             param,
           );
         }
-        programs.set(item.call_id, { program: item, index, calls: [], outputs: new Map(), approved: new Map(), closedBy: undefined });
+        this.#programs.set(item.call_id, { program: item, index, calls: [], outputs: new Map(), approved: new Map(), closedBy: undefined });
         break;
       }
       case 'program_output': {
-        const thread = programs.get(item.call_id);
-        if (!thread && later.program(index, item.call_id)) {
+        const thread = this.#programs.get(item.call_id);
+        if (!thread && this.#later.program(index, item.call_id)) {
           throw new ApiError(
             'items_out_of_order',
             `${where}: program_output for ${item.call_id} comes before its program item. Keep items in the order the responses returned them.`,
@@ -182,21 +218,24 @@ export function readConversation(
           throw new ApiError(
             'program_item_missing',
             `${where}: program_output for ${item.call_id}, but the conversation has no program item with that call_id. Resend the program item from the response that created it.`,
-            locate(index, 'call_id').param,
+            this.#locate(index, 'call_id').param,
           );
         }
         if (thread.closedBy) {
           // A program ends once: lenient checks keep the first program_output, as for any duplicate output.
-          violation(new ApiError('tool_output_duplicate', `${where}: a second program_output for program ${item.call_id}; a program ends once.`, param), true);
+          this.#violation(
+            new ApiError('tool_output_duplicate', `${where}: a second program_output for program ${item.call_id}; a program ends once.`, param),
+            true,
+          );
           break;
         }
         thread.closedBy = item;
         break;
       }
       case MCP_APPROVAL.response.type: {
-        if (approvals.has(item.approval_request_id)) {
+        if (this.#approvals.has(item.approval_request_id)) {
           // Lenient checks keep the first answer, as for any duplicate output.
-          violation(
+          this.#violation(
             new ApiError(
               'tool_output_duplicate',
               `${where}: a second mcp_approval_response for ${item.approval_request_id}; each request takes exactly one.`,
@@ -206,20 +245,20 @@ export function readConversation(
           );
           break;
         }
-        const request = approvalRequests.get(item.approval_request_id);
+        const request = this.#approvalRequests.get(item.approval_request_id);
         if (!request) {
-          if (later.approvalRequest(index, item.approval_request_id)) {
+          if (this.#later.approvalRequest(index, item.approval_request_id)) {
             throw new ApiError(
               'items_out_of_order',
               `${where}: the mcp_approval_response for ${item.approval_request_id} comes before its mcp_approval_request. Keep items in the order the responses returned them.`,
               param,
             );
           }
-          violation(
+          this.#violation(
             new ApiError(
               'tool_output_unknown_call',
               `${where}: an mcp_approval_response for ${item.approval_request_id}, but the conversation has no mcp_approval_request with that id.`,
-              locate(index, 'approval_request_id').param,
+              this.#locate(index, 'approval_request_id').param,
             ),
             true,
           );
@@ -227,60 +266,63 @@ export function readConversation(
         }
         // `caller` is optional on the answer (the SDK's type has none); copied, it must be the request's.
         if (item.caller != null && !sameCaller(item.caller, request.caller)) {
-          violation(
+          this.#violation(
             new ApiError(
               'caller_mismatch',
               `${where}: the mcp_approval_response for ${item.approval_request_id} has caller ${callerLabel(item.caller)}, but its mcp_approval_request has ${request.caller ? `caller ${callerLabel(request.caller)}` : 'no caller'}. Copy caller unchanged, or leave it out.`,
-              locate(index, 'caller').param,
+              this.#locate(index, 'caller').param,
             ),
             true,
           );
         }
-        approvals.set(item.approval_request_id, item);
+        this.#approvals.set(item.approval_request_id, item);
         break;
       }
       case 'mcp_list_tools':
-        mcpListings.set(item.server_label, item);
+        this.#mcpListings.set(item.server_label, item);
         break;
       case 'tool_search_call':
         if (item.call_id) {
-          if (searches.has(item.call_id))
+          if (this.#searches.has(item.call_id))
             throw new ApiError('program_item_altered', `${where}: tool_search_call ${item.call_id} appears twice in the conversation.`, param);
-          searches.set(item.call_id, { index, execution: item.execution, answered: false });
+          this.#searches.set(item.call_id, { index, execution: item.execution, answered: false });
         }
         break;
       case 'tool_search_output':
         // A search's output answers its call (one run by the emulator may have no call_id to match).
-        if (item.call_id && !readSearchOutput(item.call_id, index)) break;
-        loadedTools.push(
-          ...item.tools.map((tool, inner) => ({ tool, param: index < inputStart ? 'previous_response_id' : `${locate(index).param}.tools[${inner}]` })),
+        if (item.call_id && !this.#readSearchOutput(item.call_id, index)) break;
+        this.#loadedTools.push(
+          ...item.tools.map((tool, inner) => ({
+            tool,
+            param: index < this.#inputStart ? 'previous_response_id' : `${this.#locate(index).param}.tools[${inner}]`,
+          })),
         );
         break;
       default:
-        if (isToolCall(item)) readCall(item, index);
-        else if (isToolOutput(item)) readOutput(item, index);
-        else if (isServerCall(item)) readServerCall(item, index);
+        if (isToolCall(item)) this.#readCall(item, index);
+        else if (isToolOutput(item)) this.#readOutput(item, index);
+        else if (isServerCall(item)) this.#readServerCall(item, index);
         break;
     }
   }
 
   /** Whether a tool_search_output with this call_id answers a search, and so loads its tools. */
-  function readSearchOutput(callId: string, index: number): boolean {
-    const { where, param } = locate(index);
-    const search = searches.get(callId);
+  #readSearchOutput(callId: string, index: number): boolean {
+    const { where, param } = this.#locate(index);
+    const search = this.#searches.get(callId);
     if (!search) {
-      if (later.toolSearchCall(index, callId)) {
+      if (this.#later.toolSearchCall(index, callId)) {
         throw new ApiError(
           'items_out_of_order',
           `${where}: the tool_search_output for ${callId} comes before its tool_search_call. Keep items in the order the responses returned them.`,
           param,
         );
       }
-      violation(
+      this.#violation(
         new ApiError(
           'tool_output_unknown_call',
           `${where}: a tool_search_output for ${callId}, but the conversation has no tool_search_call with that call_id.`,
-          locate(index, 'call_id').param,
+          this.#locate(index, 'call_id').param,
         ),
         true,
       );
@@ -288,7 +330,10 @@ export function readConversation(
       return true;
     }
     if (search.answered) {
-      violation(new ApiError('tool_output_duplicate', `${where}: a second tool_search_output for ${callId}; each search takes exactly one.`, param), true);
+      this.#violation(
+        new ApiError('tool_output_duplicate', `${where}: a second tool_search_output for ${callId}; each search takes exactly one.`, param),
+        true,
+      );
       return false;
     }
     search.answered = true;
@@ -296,40 +341,40 @@ export function readConversation(
   }
 
   /** A call the emulator answered: one of a program's calls (a direct one needs nothing from the client). */
-  function readServerCall(item: ServerCallItem, index: number): void {
-    if (item.type === MCP_APPROVAL.request.type) approvalRequests.set(item.id, item);
+  #readServerCall(item: ServerCallItem, index: number): void {
+    if (item.type === MCP_APPROVAL.request.type) this.#approvalRequests.set(item.id, item);
     if (item.caller?.type !== 'program') return;
-    const thread = programThreadOf(item, item.caller.caller_id, index);
+    const thread = this.#programThreadOf(item, item.caller.caller_id, index);
     if (item.type === TOOL_KINDS.mcp.call.type && item.approval_request_id) thread.approved.set(item.approval_request_id, item);
     else thread.calls.push(item);
   }
 
-  function readCall(item: ToolCallItem, index: number): void {
-    const { where, param } = locate(index);
+  #readCall(item: ToolCallItem, index: number): void {
+    const { where, param } = this.#locate(index);
     const what = describeCall(item);
-    if (calls.has(item.call_id)) {
+    if (this.#calls.has(item.call_id)) {
       throw new ApiError(
         'program_item_altered',
-        `${where}: ${what} appears twice in the conversation.${resentHint(calls.get(item.call_id)!.index, index)}`,
+        `${where}: ${what} appears twice in the conversation.${this.#resentHint(this.#calls.get(item.call_id)!.index, index)}`,
         param,
       );
     }
-    calls.set(item.call_id, { call: item, index });
+    this.#calls.set(item.call_id, { call: item, index });
     if (item.caller?.type !== 'program') {
       const direct: DirectCall = { call: item, index, output: undefined };
-      directCalls.push(direct);
-      directByCall.set(item, direct);
+      this.#directCalls.push(direct);
+      this.#directByCall.set(item, direct);
       return;
     }
-    programThreadOf(item, item.caller.caller_id, index).calls.push(item);
+    this.#programThreadOf(item, item.caller.caller_id, index).calls.push(item);
   }
 
   /** The program that made a call, which must come earlier in the conversation and still be running. */
-  function programThreadOf(item: ProgramCallItem, callerId: string, index: number): ProgramThread {
-    const { where, param } = locate(index);
+  #programThreadOf(item: ProgramCallItem, callerId: string, index: number): ProgramThread {
+    const { where, param } = this.#locate(index);
     const what = describeCall(item);
-    const thread = programs.get(callerId);
-    if (!thread && later.program(index, callerId)) {
+    const thread = this.#programs.get(callerId);
+    if (!thread && this.#later.program(index, callerId)) {
       throw new ApiError(
         'items_out_of_order',
         `${where}: ${what} comes before the program item ${callerId} that made it. Keep items in the order the responses returned them.`,
@@ -340,23 +385,26 @@ export function readConversation(
       throw new ApiError(
         'program_item_missing',
         `${where}: ${what} was made by program ${callerId}, but that program item is missing from the conversation. With store: false, resend every output item in order, including the program item.`,
-        locate(index, 'caller.caller_id').param,
+        this.#locate(index, 'caller.caller_id').param,
       );
     }
     if (thread.closedBy) {
-      violation(new ApiError('items_out_of_order', `${where}: ${what} comes after the program_output of its program ${thread.program.call_id}.`, param), true);
+      this.#violation(
+        new ApiError('items_out_of_order', `${where}: ${what} comes after the program_output of its program ${thread.program.call_id}.`, param),
+        true,
+      );
     }
     return thread;
   }
 
-  function readOutput(item: ToolOutputItem, index: number): void {
-    const { where, param } = locate(index);
+  #readOutput(item: ToolOutputItem, index: number): void {
+    const { where, param } = this.#locate(index);
     // An output without call_id was bound to its call by name before (output-binding.ts).
     const callId = item.call_id;
-    if (!callId) throw new ApiError('missing_required_parameter', `${where}: a ${item.type} without call_id.`, locate(index, 'call_id').param);
-    const found = calls.get(callId);
+    if (!callId) throw new ApiError('missing_required_parameter', `${where}: a ${item.type} without call_id.`, this.#locate(index, 'call_id').param);
+    const found = this.#calls.get(callId);
     if (!found) {
-      const laterCall = later.toolCall(index, callId);
+      const laterCall = this.#later.toolCall(index, callId);
       if (laterCall) {
         throw new ApiError(
           'items_out_of_order',
@@ -364,11 +412,11 @@ export function readConversation(
           param,
         );
       }
-      violation(
+      this.#violation(
         new ApiError(
           'tool_output_unknown_call',
           `No tool call found for function call output with call_id ${callId} (${where}).`,
-          locate(index, 'call_id').param,
+          this.#locate(index, 'call_id').param,
         ),
         true,
       );
@@ -379,14 +427,14 @@ export function readConversation(
       throw new ApiError(
         'tool_output_unknown_call',
         `${where}: a ${item.type} answers ${describeCall(call)}, which is a ${call.type}: answer it with a ${outputTypeOf(call)}.`,
-        locate(index, 'type').param,
+        this.#locate(index, 'type').param,
       );
     }
-    const thread = call.caller?.type === 'program' ? programs.get(call.caller.caller_id) : undefined;
-    const direct = thread ? undefined : directByCall.get(call);
+    const thread = call.caller?.type === 'program' ? this.#programs.get(call.caller.caller_id) : undefined;
+    const direct = thread ? undefined : this.#directByCall.get(call);
     const alreadyAnswered = thread ? thread.outputs.has(call.call_id) : direct?.output !== undefined;
     if (alreadyAnswered) {
-      violation(
+      this.#violation(
         new ApiError('tool_output_duplicate', `${where}: a second ${item.type} for call_id ${call.call_id}; each call takes exactly one output.`, param),
         true,
       );
@@ -394,30 +442,30 @@ export function readConversation(
     }
     if (call.caller?.type === 'program') {
       if (!item.caller) {
-        violation(
+        this.#violation(
           new ApiError(
             'caller_missing',
             `${where}: the ${item.type} for ${call.call_id} must copy caller ${callerLabel(call.caller)} from its ${describeCall(call).replace(/ \S+$/, '')}, so the output reaches the program that made it.`,
-            locate(index, 'caller').param,
+            this.#locate(index, 'caller').param,
           ),
           true,
         );
       } else if (item.caller.type !== 'program' || item.caller.caller_id !== call.caller.caller_id) {
-        violation(
+        this.#violation(
           new ApiError(
             'caller_mismatch',
             `${where}: the ${item.type} for ${call.call_id} has caller ${callerLabel(item.caller)}, but its call has caller ${callerLabel(call.caller)}. Copy caller unchanged.`,
-            locate(index, 'caller').param,
+            this.#locate(index, 'caller').param,
           ),
           true,
         );
       }
     } else if (item.caller?.type === 'program') {
-      violation(
+      this.#violation(
         new ApiError(
           'caller_mismatch',
           `${where}: the ${item.type} for ${call.call_id} has caller ${callerLabel(item.caller)}, but its call was made directly by the model.`,
-          locate(index, 'caller').param,
+          this.#locate(index, 'caller').param,
         ),
         true,
       );
@@ -426,41 +474,51 @@ export function readConversation(
     else if (direct) direct.output = outputForProgram(item);
   }
 
-  // Every call of a program still running, and every direct call, needs its output; every
-  // approval request of a running program, the user's answer.
-  for (const thread of programs.values()) {
-    if (thread.closedBy) continue;
-    for (const call of thread.calls) {
-      if ('call_id' in call && !thread.outputs.has(call.call_id)) throw missingOutput(call, `No tool output found for ${describeCall(call)}.`);
-      if (call.type === MCP_APPROVAL.request.type && !thread.approved.has(call.id) && !approvals.has(call.id)) {
-        throw missingOutput(call, `No mcp_approval_response found for mcp_approval_request ${call.id}: approve or deny it to resume the program that made it.`);
+  /** Every call of a program still running, and every direct call, needs its output; every approval request of a running program, the user's answer. */
+  #requireAnswers(): void {
+    for (const thread of this.#programs.values()) {
+      if (thread.closedBy) continue;
+      for (const call of thread.calls) {
+        if ('call_id' in call && !thread.outputs.has(call.call_id)) throw this.#missingOutput(call, `No tool output found for ${describeCall(call)}.`);
+        if (call.type === MCP_APPROVAL.request.type && !thread.approved.has(call.id) && !this.#approvals.has(call.id)) {
+          throw this.#missingOutput(
+            call,
+            `No mcp_approval_response found for mcp_approval_request ${call.id}: approve or deny it to resume the program that made it.`,
+          );
+        }
       }
     }
-  }
-  for (const [callId, search] of searches) {
-    if (search.execution === 'client' && !search.answered) {
-      throw new ApiError('tool_output_missing', `No tool_search_output found for the client-executed tool_search_call ${callId}.`, locate(search.index).param);
+    for (const [callId, search] of this.#searches) {
+      if (search.execution === 'client' && !search.answered) {
+        throw new ApiError(
+          'tool_output_missing',
+          `No tool_search_output found for the client-executed tool_search_call ${callId}.`,
+          this.#locate(search.index).param,
+        );
+      }
     }
-  }
-  const unansweredDirect = directCalls.find((direct) => direct.output === undefined);
-  if (unansweredDirect) throw missingOutput(unansweredDirect.call, `No tool output found for ${describeCall(unansweredDirect.call)}.`);
-
-  function missingOutput(call: ProgramCallItem, message: string): ApiError {
-    const index = items.indexOf(call as ConversationItem);
-    return new ApiError('tool_output_missing', message, index >= 0 ? locate(index).param : 'input');
+    const unansweredDirect = this.#directCalls.find((direct) => direct.output === undefined);
+    if (unansweredDirect) throw this.#missingOutput(unansweredDirect.call, `No tool output found for ${describeCall(unansweredDirect.call)}.`);
   }
 
-  return {
-    programs: [...programs.values()],
-    approvals,
-    mcpListings,
-    loadedTools,
-    directCalls,
-    lastUserText,
-    userTurns,
-    tail: readTail(items, programs, directCalls),
-    tolerated: untold === 0 ? tolerated : [...tolerated, `… and ${untold} more mistakes let through`],
-  };
+  #missingOutput(call: ProgramCallItem, message: string): ApiError {
+    const index = this.#items.indexOf(call as ConversationItem);
+    return new ApiError('tool_output_missing', message, index >= 0 ? this.#locate(index).param : 'input');
+  }
+
+  #state(): ConversationState {
+    return {
+      programs: [...this.#programs.values()],
+      approvals: this.#approvals,
+      mcpListings: this.#mcpListings,
+      loadedTools: this.#loadedTools,
+      directCalls: this.#directCalls,
+      lastUserText: this.#lastUserText,
+      userTurns: this.#userTurns,
+      tail: readTail(this.#items, this.#programs, this.#directCalls),
+      tolerated: this.#untold === 0 ? this.#tolerated : [...this.#tolerated, `… and ${this.#untold} more mistakes let through`],
+    };
+  }
 }
 
 /** Mistakes a lenient check notes one by one, for the log and the journal; the rest are counted. */
