@@ -53,6 +53,26 @@ describe.each(STORE_CASES)('$kind record store', (storeCase) => {
     expect(await records.list('session_item', 's2')).toEqual([{ id: 'x' }]);
   });
 
+  test('putAll stores records together, each in its place; a value that cannot be stored leaves none put', async () => {
+    await records.put('session_item', 's1/a', { id: 'a' }, 's1');
+    await records.putAll([
+      { kind: 'session_item', id: 's1/b', value: { id: 'b' }, parent: 's1' },
+      { kind: 'session_item', id: 's1/a', value: { id: 'a', changed: true }, parent: 's1' },
+      { kind: 'session', id: 's1', value: { id: 's1', items: 2 } },
+    ]);
+    expect(await records.list('session_item', 's1')).toEqual([{ id: 'a', changed: true }, { id: 'b' }]);
+    expect(await records.get('session', 's1')).toEqual({ id: 's1', items: 2 });
+    await expect(
+      records.putAll([
+        { kind: 'session_item', id: 's1/c', value: { id: 'c' }, parent: 's1' },
+        { kind: 'session', id: 's1', value: { id: 's1', size: 1n } },
+      ]),
+    ).rejects.toThrow(/BigInt/);
+    expect(await records.get('session_item', 's1/c')).toBeUndefined();
+    expect(await records.get('session', 's1')).toEqual({ id: 's1', items: 2 });
+    await records.putAll([]);
+  });
+
   test('records outlive the store that put them: a store opened again at the same place has them', async ({ skip }) => {
     skip(storeCase.kind === 'memory', 'a memory store keeps nothing past itself');
     await records.put('session', 'sess_1', { id: 'sess_1', status: 'requires_action' });

@@ -534,11 +534,13 @@ export class AgentHarness {
     return { events, again: true };
   }
 
-  /** Stores what a step changed: its items first, then the record that counts on them. */
+  /** Stores what a step changed in one step: its items and the record that counts on them. */
   async #save(record: SessionRecord, items: readonly SessionItem[] = []): Promise<void> {
     const sessionId = record.session.id;
-    for (const item of items) await this.#deps.records.put('session_item', sessionItemKey(sessionId, item.id), item, sessionId);
-    await this.#deps.records.put('session', sessionId, record);
+    await this.#deps.records.putAll([
+      ...items.map((item) => ({ kind: 'session_item' as const, id: sessionItemKey(sessionId, item.id), value: item, parent: sessionId })),
+      { kind: 'session', id: sessionId, value: record },
+    ]);
   }
 
   /** A session's items, oldest first. */

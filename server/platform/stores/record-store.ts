@@ -11,6 +11,12 @@ export type RecordKind = (typeof RECORD_KINDS)[number];
 export interface RecordStore {
   /** Creates or replaces a record; `parent` is given on every put of a child record, the same each time. */
   put(kind: RecordKind, id: string, value: object, parent?: string): Promise<void>;
+  /**
+   * Puts several records as one step, in one round trip to the store: no reader sees some of them
+   * without the rest, and a value that cannot be stored leaves none put (what a change to a
+   * session stores: its items and the record that counts on them).
+   */
+  putAll(records: readonly RecordPut[]): Promise<void>;
   get<T>(kind: RecordKind, id: string): Promise<T | undefined>;
   /** True when there was one; `parent` as it was put. */
   delete(kind: RecordKind, id: string, parent?: string): Promise<boolean>;
@@ -23,6 +29,14 @@ export interface RecordStore {
    * read. Undefined when `after` is not a record of that parent.
    */
   page<T>(kind: RecordKind, parent: string, query: RecordPageQuery): Promise<{ data: T[]; has_more: boolean } | undefined>;
+}
+
+/** One record of a putAll, as put() takes it. */
+export interface RecordPut {
+  readonly kind: RecordKind;
+  readonly id: string;
+  readonly value: object;
+  readonly parent?: string | undefined;
 }
 
 export interface RecordPageQuery {
@@ -39,13 +53,23 @@ export class MemoryRecordStore implements RecordStore {
   readonly #children = new Map<string, Set<string>>();
 
   async put(kind: RecordKind, id: string, value: object, parent?: string): Promise<void> {
-    this.#of(kind).set(id, { json: JSON.stringify(value), parent });
+    this.#putJson(kind, id, JSON.stringify(value), parent);
+  }
+
+  #putJson(kind: RecordKind, id: string, json: string, parent: string | undefined): void {
+    this.#of(kind).set(id, { json, parent });
     if (parent !== undefined) {
       const key = `${kind}\u0000${parent}`;
       let ids = this.#children.get(key);
       if (!ids) this.#children.set(key, (ids = new Set()));
       ids.add(id);
     }
+  }
+
+  async putAll(records: readonly RecordPut[]): Promise<void> {
+    // Serialized first, so that a value that cannot be stored leaves none of them put.
+    const serialized = records.map((record) => JSON.stringify(record.value));
+    records.forEach((record, index) => this.#putJson(record.kind, record.id, serialized[index]!, record.parent));
   }
 
   async get<T>(kind: RecordKind, id: string): Promise<T | undefined> {

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { RedisRun } from './redis-conversations.ts';
-import type { RecordKind, RecordPageQuery, RecordStore } from './record-store.ts';
+import type { RecordKind, RecordPageQuery, RecordPut, RecordStore } from './record-store.ts';
 
 // KEYS: the kind's bodies (a hash), the order it lists in (a sorted set: the kind's, or the
 // parent's), the kind's counter; ARGV: id, JSON. One step, so a record is never in the hash
@@ -36,6 +36,22 @@ export class RedisRecordStore implements RecordStore {
     await this.run(`put of ${kind} ${id}`, () =>
       this.client.eval(PUT_SCRIPT, 3, this.#bodies(kind), this.#order(kind, parent), `${this.#bodies(kind)}:seq`, id, json),
     );
+  }
+
+  async putAll(records: readonly RecordPut[]): Promise<void> {
+    if (records.length === 0) return;
+    const serialized = records.map((record) => JSON.stringify(record.value));
+    // One MULTI: the puts run together, no other client's command between them.
+    await this.run(`put of ${records.length} records`, async () => {
+      const multi = this.client.multi();
+      records.forEach((record, index) => {
+        const bodies = this.#bodies(record.kind);
+        multi.eval(PUT_SCRIPT, 3, bodies, this.#order(record.kind, record.parent), `${bodies}:seq`, record.id, serialized[index]!);
+      });
+      const results = await multi.exec();
+      const failed = results?.find(([error]) => error);
+      if (failed) throw failed[0];
+    });
   }
 
   async get<T>(kind: RecordKind, id: string): Promise<T | undefined> {

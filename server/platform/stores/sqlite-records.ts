@@ -1,5 +1,6 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { RecordKind, RecordPageQuery, RecordStore } from './record-store.ts';
+import type { RecordKind, RecordPageQuery, RecordPut, RecordStore } from './record-store.ts';
+import { transaction } from './sqlite-transaction.ts';
 
 const CREATE_TABLE = `
   CREATE TABLE IF NOT EXISTS agents_api_records (
@@ -23,6 +24,7 @@ export class SqliteRecordStore implements RecordStore {
   readonly #seqOf: StatementSync;
   readonly #pageAsc: StatementSync;
   readonly #pageDesc: StatementSync;
+  readonly #upsertAll: (records: readonly RecordPut[]) => void;
 
   constructor(db: DatabaseSync) {
     db.exec(CREATE_TABLE);
@@ -39,6 +41,9 @@ export class SqliteRecordStore implements RecordStore {
     // One more than the page, to know whether more follow.
     this.#pageAsc = db.prepare('SELECT body FROM agents_api_records WHERE kind = ? AND parent = ? AND seq > ? ORDER BY seq LIMIT ?');
     this.#pageDesc = db.prepare('SELECT body FROM agents_api_records WHERE kind = ? AND parent = ? AND seq < ? ORDER BY seq DESC LIMIT ?');
+    this.#upsertAll = transaction(db, 'write', (records: readonly RecordPut[]) => {
+      for (const record of records) this.#upsert.run(record.kind, record.id, record.parent ?? null, JSON.stringify(record.value));
+    });
   }
 
   async page<T>(kind: RecordKind, parent: string, query: RecordPageQuery): Promise<{ data: T[]; has_more: boolean } | undefined> {
@@ -54,6 +59,10 @@ export class SqliteRecordStore implements RecordStore {
 
   async put(kind: RecordKind, id: string, value: object, parent?: string): Promise<void> {
     this.#upsert.run(kind, id, parent ?? null, JSON.stringify(value));
+  }
+
+  async putAll(records: readonly RecordPut[]): Promise<void> {
+    this.#upsertAll(records);
   }
 
   async get<T>(kind: RecordKind, id: string): Promise<T | undefined> {
