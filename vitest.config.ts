@@ -9,6 +9,23 @@ import { SUITE_MARK } from './test/support/no-process-left.ts';
  */
 const AS_USERS_RUN_IT = ['test/cli.test.ts', 'test/examples.test.ts', 'test/testing-helper.test.ts'];
 
+/**
+ * The suites that drive the server through real clients (the openai SDK, the Agents SDK, the
+ * Agents API), run a second time on the worker pool `serve` runs (`workers: 1`) rather than
+ * isolates in the test's process: what a client sees must not depend on the engine
+ * (test/support/server.ts reads PTC_TEST_ENGINE_WORKERS; test/engine-contract.test.ts is the
+ * short contract both engines are held to in every run).
+ */
+const SDK_SUITES = [
+  'test/seed-loop.test.ts',
+  'test/agents-sdk.test.ts',
+  'test/agents-sdk-run.test.ts',
+  'test/agents-api.test.ts',
+  'test/wire-shapes.test.ts',
+  'test/streaming.test.ts',
+  'test/tools/*.test.ts',
+];
+
 // isolated-vm needs --no-node-snapshot (runtime/node-flags.ts), and the flag must reach
 // the process that loads it: tests run in forked children started with it.
 // This run's id in every test worker's environment: the redis-servers they spawn are noted
@@ -27,6 +44,15 @@ export default defineConfig({
     globalSetup: ['test/support/no-process-left.ts'],
     projects: [
       { test: { ...shared, name: 'suite', include: ['test/**/*.test.ts'], exclude: [...AS_USERS_RUN_IT], sequence: { groupOrder: 0 } } },
+      {
+        test: {
+          ...shared,
+          name: 'SDK suites on the worker pool',
+          include: SDK_SUITES,
+          env: { ...shared.env, PTC_TEST_ENGINE_WORKERS: '1' },
+          sequence: { groupOrder: 0 },
+        },
+      },
       { test: { ...shared, name: 'as users run it', include: AS_USERS_RUN_IT, sequence: { groupOrder: 1 } } },
     ],
   },

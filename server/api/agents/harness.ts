@@ -63,6 +63,16 @@ interface Step {
  * `caller`), and so on until a response answers with a message. Nothing about programs is
  * decided here: the stand-in, the isolate, replay and sealing are the Responses API's own
  * (server/engine/conversation/respond.ts).
+ *
+ * A turn is a small state machine, each transition one method, each applied to the session's
+ * record and stored in one step (#change, #save) before its events are published:
+ *
+ *   (idle) --message--> in_progress            #startTurn: the first response starts
+ *   in_progress --calls--> waiting              #applyResponse: the response left calls pending
+ *   in_progress --nothing--> in_progress        #applyResponse: silent; the next response (≤ MAX_SILENT_ROUNDS)
+ *   waiting --last tool_result--> in_progress   #toolResult: the results are the next response's input
+ *   in_progress --message--> completed          #applyResponse, #endTurn
+ *   any --cancel | error | runner gone--> cancelled | failed   #endTurn
  */
 export class AgentHarness {
   readonly #deps: HarnessDeps;
