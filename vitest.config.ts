@@ -11,7 +11,7 @@ const AS_USERS_RUN_IT = ['test/cli.test.ts', 'test/examples.test.ts', 'test/test
 
 /**
  * The suites that drive the server through real clients (the openai SDK, the Agents SDK, the
- * Agents API), run a second time on the worker pool `serve` runs (`workers: 1`) rather than
+ * Vercel AI SDK, the Agents API), run a second time on the worker pool `serve` runs (`workers: 1`) rather than
  * isolates in the test's process: what a client sees must not depend on the engine
  * (test/support/server.ts reads PTC_TEST_ENGINE_WORKERS; test/engine-contract.test.ts is the
  * short contract both engines are held to in every run).
@@ -21,6 +21,8 @@ const SDK_SUITES = [
   'test/agents-sdk.test.ts',
   'test/agents-sdk-run.test.ts',
   'test/agents-api.test.ts',
+  'test/vercel-ai-sdk.test.ts',
+  'test/item-reference.test.ts',
   'test/wire-shapes.test.ts',
   'test/streaming.test.ts',
   'test/tools/*.test.ts',

@@ -33,7 +33,8 @@ export const API_ERRORS = {
   request_too_large: {
     status: 413,
     type: 'invalid_request_error',
-    description: 'The request body exceeds `PTC_BODY_LIMIT_BYTES`.',
+    description:
+      'The request body exceeds `PTC_BODY_LIMIT_BYTES`; or the stored items its `item_reference` entries name come to more than that many bytes of JSON (`param`: `input`, or `items`).',
   },
   unknown_parameter: {
     status: 400,
@@ -66,6 +67,12 @@ export const API_ERRORS = {
     status: 400,
     type: 'invalid_request_error',
     description: '`previous_response_id` names no stored response (never stored, deleted, or `store: false`).',
+  },
+  item_not_found: {
+    status: 404,
+    type: 'invalid_request_error',
+    description:
+      'An `item_reference` input item (or an input item that is only an `id`) names no output item of a stored response: made with `store: false`, deleted, or never emitted. The message is the hosted one; `param` names the item (`input[i]`, or `items[i]` on the Conversations API).',
   },
   duplicate_tool_name: {
     status: 400,
@@ -258,7 +265,8 @@ export const API_ERRORS = {
   duplicate_item_id: {
     status: 400,
     type: 'invalid_request_error',
-    description: 'An item sent to a conversation has an id the conversation (or the same request) already holds; `param` names it.',
+    description:
+      "Two items of one request share an id (an `item_reference` and the item it names count as two), with the hosted message; or an item sent to a conversation has an id the conversation already holds. `param` names the second item's `id`.",
   },
   mutually_exclusive_parameters: {
     status: 400,

@@ -341,7 +341,6 @@ export const CompactionItem = z.strictObject({
 
 /** Item types the SDK knows that the emulator keeps in the conversation without acting on. */
 export const KEPT_ITEM_TYPES = [
-  'item_reference',
   'file_search_call',
   'computer_call',
   'computer_call_output',
@@ -355,6 +354,14 @@ export const KEPT_ITEM_TYPES = [
   'configuration_update',
 ] as const;
 export const KeptItem = z.looseObject({ type: z.enum(KEPT_ITEM_TYPES), id: z.string().nullish() });
+
+/**
+ * An item of a stored response, named by its id (`ResponseInputItem.ItemReference`): what the
+ * Vercel AI SDK sends for the items of a response made with `store: true`. Read as the item it
+ * names before anything else reads the input (server/engine/conversation/item-references.ts).
+ */
+export const ItemReference = z.strictObject({ type: z.literal('item_reference'), id: z.string().min(1) });
+export type ItemReference = z.infer<typeof ItemReference>;
 
 export const InputItem = z.discriminatedUnion('type', [
   MessageItem,
@@ -377,6 +384,7 @@ export const InputItem = z.discriminatedUnion('type', [
   ToolSearchOutputItem,
   ReasoningItem,
   CompactionItem,
+  ItemReference,
   ...KEPT_ITEM_TYPES.map((type) => KeptItem.extend({ type: z.literal(type) })),
 ]);
 export type InputItem = z.infer<typeof InputItem>;
@@ -401,7 +409,8 @@ export const EmittedFunctionCall = z.strictObject({
   call_id: z.string(),
   name: z.string(),
   arguments: z.string(),
-  // `in_progress` only in a stream's `output_item.added`, before its arguments arrive.
+  // `in_progress` in a stream's `output_item.added` before its arguments arrive, and for a
+  // program's call, which its program waits on (call-items.ts).
   status: z.enum(['in_progress', 'completed']),
   namespace: z.string().optional(),
   caller: Caller.optional(),
@@ -552,6 +561,8 @@ export const EmittedReasoning = z.strictObject({
   type: z.literal('reasoning'),
   id: z.string(),
   summary: z.array(z.strictObject({ type: z.literal('summary_text'), text: z.string() })),
+  /** Only when the request's `include` asks for `reasoning.encrypted_content`. */
+  encrypted_content: z.string().optional(),
 });
 export type EmittedReasoning = z.infer<typeof EmittedReasoning>;
 

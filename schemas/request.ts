@@ -36,9 +36,11 @@ export const TextConfig = z.strictObject({
  * discriminated union reads every item.
  */
 export const InputItemWithDefaultType = z.preprocess((value) => {
-  if (value && typeof value === 'object' && !Array.isArray(value) && !('type' in value) && 'role' in value) {
-    return { type: 'message', ...value };
-  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return value;
+  const typed = value as Record<string, unknown>;
+  if (!('type' in typed) && 'role' in typed) return { type: 'message', ...typed };
+  // An item reference's type is optional and nullable in the SDK's types: `{id}` alone is one.
+  if ((typed.type === undefined || typed.type === null) && 'id' in typed && !('role' in typed)) return { ...typed, type: 'item_reference' };
   return value;
 }, InputItem);
 

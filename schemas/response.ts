@@ -28,6 +28,19 @@ export const ResponseErrorCode = z.enum([
   'image_file_not_found',
 ]);
 
+/** `Response.tool_usage` of openai 7.x: always present on hosted responses, even in `response.created`. */
+export const ToolUsage = z.strictObject({
+  image_gen: z.strictObject({
+    input_tokens: z.number().int(),
+    input_tokens_details: z.strictObject({ image_tokens: z.number().int(), text_tokens: z.number().int() }),
+    output_tokens: z.number().int(),
+    output_tokens_details: z.strictObject({ image_tokens: z.number().int(), text_tokens: z.number().int() }),
+    total_tokens: z.number().int(),
+  }),
+  web_search: z.strictObject({ num_requests: z.number().int() }),
+});
+export type ToolUsage = z.infer<typeof ToolUsage>;
+
 /**
  * The Response object as it travels on the wire. `output_text` is absent on purpose: the SDK
  * computes it client-side (`addOutputText`), as it does for the hosted API.
@@ -45,6 +58,7 @@ export const ResponseObject = z.strictObject({
   incomplete_details: z.strictObject({ reason: z.enum(['max_output_tokens', 'content_filter']) }).nullable(),
   instructions: z.string().nullable(),
   max_output_tokens: z.number().nullable(),
+  max_tool_calls: z.number().int().nullable(),
   metadata: z.record(z.string(), z.string()),
   model: z.string(),
   output: z.array(OutputItem),
@@ -55,6 +69,8 @@ export const ResponseObject = z.strictObject({
   temperature: z.number(),
   text: TextConfig,
   tool_choice: ToolChoice,
+  /** What the hosted tools billed (image generation, web search): the emulator runs neither, so zeros. */
+  tool_usage: ToolUsage,
   tools: z.array(ResponseTool),
   top_logprobs: z.number(),
   top_p: z.number(),

@@ -242,6 +242,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
       return explored || scripted ? { ...explored, ...scripted } : undefined;
     },
     observer: exploreLedger,
+    maxReferencedBytes: config.bodyLimitBytes,
   };
   const background = new BackgroundResponses({ store, respond, recordBackground: recorder.recordBackground });
 
@@ -280,8 +281,8 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
       recordStream: recorder.recordStream,
     });
   }
-  registerCompactAndCountRoutes(app, { store, sealingKeys, maxInputItems: config.maxInputItems });
-  registerConversationRoutes(app, store, sealingKeys);
+  registerCompactAndCountRoutes(app, { store, sealingKeys, maxInputItems: config.maxInputItems, maxReferencedBytes: config.bodyLimitBytes });
+  registerConversationRoutes(app, store, sealingKeys, config.bodyLimitBytes);
   const agents = registerAgentsApi(app, { store, respond, gate, recorder });
   registerJournalRoutes(app, journal);
   registerExploreRoutes(app, exploreLedger);

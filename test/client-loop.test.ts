@@ -187,7 +187,8 @@ const STRICT_CASES: readonly Case[] = [
   [
     'the program item sent twice',
     (loop) => [...loop.resent, loop.program, outputFor(loop.a, '1'), outputFor(loop.b, '2')],
-    (loop) => ({ code: 'program_item_altered', param: 'input[4]', mentions: [loop.program.call_id, 'input[4]'] }),
+    // As hosted: any item twice in one input is a duplicate.
+    (loop) => ({ code: 'duplicate_item_id', param: 'input[4].id', mentions: [loop.program.id, 'Remove duplicate items'] }),
   ],
   [
     'a garbled fingerprint',

@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DatabaseSync } from 'node:sqlite';
 import { Redis } from 'ioredis';
@@ -30,6 +30,7 @@ function storedResponse(id: string, options: { previousResponseId?: string; answ
     incomplete_details: null,
     instructions: 'Use the program tool.',
     max_output_tokens: null,
+    max_tool_calls: null,
     metadata: { case: id },
     model: 'ptc-emulator-seed',
     output: [
@@ -59,6 +60,16 @@ function storedResponse(id: string, options: { previousResponseId?: string; answ
     temperature: 1,
     text: { format: { type: 'text' }, verbosity: 'medium' },
     tool_choice: 'auto',
+    tool_usage: {
+      image_gen: {
+        input_tokens: 0,
+        input_tokens_details: { image_tokens: 0, text_tokens: 0 },
+        output_tokens: 0,
+        output_tokens_details: { image_tokens: 0, text_tokens: 0 },
+        total_tokens: 0,
+      },
+      web_search: { num_requests: 0 },
+    },
     tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } }, strict: true }],
     top_logprobs: 0,
     top_p: 1,
@@ -142,12 +153,18 @@ describe.each(STORE_CASES)('$kind store', (storeCase) => {
     second.response.output[1] = shared;
     await store.put(first);
     await store.put(second);
-    const found = await store.outputItems!([first.response.output[0]!.id, shared.id, second.response.output[3]!.id, 'mcp_never_emitted']);
-    expect(Object.fromEntries(found)).toStrictEqual({
+    const asked = [first.response.output[0]!.id, shared.id, second.response.output[3]!.id, 'mcp_never_emitted'];
+    const found = await store.outputItems!(asked);
+    const expected = {
       [first.response.output[0]!.id]: first.response.output[0],
       [shared.id]: shared,
       [second.response.output[3]!.id]: second.response.output[3],
-    });
+    };
+    expect(Object.fromEntries([...found].map(([id, text]) => [id, JSON.parse(text)]))).toStrictEqual(expected);
+    // Their sizes, measured without reading them, are the bytes of that JSON.
+    expect(Object.fromEntries(await store.outputItemBytes!(asked))).toStrictEqual(
+      Object.fromEntries([...found].map(([id, text]) => [id, Buffer.byteLength(text)])),
+    );
     // Deleting the older response leaves the item the newer one emitted; deleting that takes it away.
     await store.delete('resp_items_first');
     expect([...(await store.outputItems!([first.response.output[0]!.id, shared.id])).keys()]).toStrictEqual([shared.id]);
@@ -163,7 +180,7 @@ describe.each(STORE_CASES)('$kind store', (storeCase) => {
     after.response.output.splice(0, 1);
     await store.put(after);
     expect((await store.outputItems!([before.response.output[0]!.id])).size).toBe(0);
-    expect((await store.outputItems!([after.response.output[0]!.id])).get(after.response.output[0]!.id)).toStrictEqual(after.response.output[0]);
+    expect(JSON.parse((await store.outputItems!([after.response.output[0]!.id])).get(after.response.output[0]!.id)!)).toStrictEqual(after.response.output[0]);
   });
 
   test('concurrent puts and gets each see their own response', async () => {
@@ -222,6 +239,30 @@ describe('sqlite store file', () => {
       inspector.close();
     }
   });
+  test("a file an earlier version made (an item index without the items' JSON) is read as before, and new items carry their JSON", async () => {
+    const filePath = join(tempDir(), 'earlier', 'responses.sqlite');
+    const old = storedResponse('resp_before_upgrade');
+    mkdirSync(dirname(filePath), { recursive: true });
+    const earlier = new DatabaseSync(filePath);
+    try {
+      earlier.exec(`
+        CREATE TABLE responses (id TEXT PRIMARY KEY, previous_response_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL);
+        CREATE TABLE response_items (item_id TEXT PRIMARY KEY, response_id TEXT NOT NULL);`);
+      earlier.prepare('INSERT INTO responses VALUES (?, NULL, ?, ?)').run(old.response.id, old.response.created_at, JSON.stringify(old));
+      for (const item of old.response.output) earlier.prepare('INSERT INTO response_items VALUES (?, ?)').run(item.id, old.response.id);
+    } finally {
+      earlier.close();
+    }
+    const store = openTracked(new SqliteResponseStore(filePath));
+    const itemId = old.response.output[1]!.id;
+    expect(JSON.parse((await store.outputItems([itemId])).get(itemId)!)).toStrictEqual(old.response.output[1]);
+    // Its size is its response's: the most reading it can cost.
+    expect((await store.outputItemBytes([itemId])).get(itemId)).toBe(Buffer.byteLength(JSON.stringify(old)));
+    const fresh = storedResponse('resp_after_upgrade');
+    await store.put(fresh);
+    const freshId = fresh.response.output[1]!.id;
+    expect((await store.outputItemBytes([freshId])).get(freshId)).toBe(Buffer.byteLength(JSON.stringify(fresh.response.output[1])));
+  });
 });
 
 describe.skipIf(!redis)('redis store keys and expiry', () => {
@@ -255,8 +296,27 @@ describe.skipIf(!redis)('redis store keys and expiry', () => {
     expect(await store.get('resp_expiring')).toStrictEqual(storedResponse('resp_expiring'));
     expect(await raw.get(`${redis?.keyPrefix}ttl:item:fc_resp_expiring`)).toBe('resp_expiring');
     expect(await raw.pttl(`${redis?.keyPrefix}ttl:item:fc_resp_expiring`)).toBeGreaterThan(0);
+    expect(await raw.pttl(`${redis?.keyPrefix}ttl:item-json:fc_resp_expiring`)).toBeGreaterThan(0);
     // Poll rather than sleep a fixed time: the test's timeout bounds the wait.
     while ((await store.get('resp_expiring')) !== undefined) await sleep(100);
+  });
+
+  test('items an earlier version indexed (no JSON key) are read from their response, sized by it; new items have their JSON key', async () => {
+    const prefix = `${redis?.keyPrefix}legacy:`;
+    const old = storedResponse('resp_indexed_before');
+    // As an earlier version wrote it: the response, and each item's index key naming it.
+    await raw.set(`${prefix}response:${old.response.id}`, JSON.stringify(old));
+    for (const item of old.response.output) await raw.set(`${prefix}item:${item.id}`, old.response.id);
+    const store = openTracked(new RedisResponseStore(redis?.url ?? '', { prefix }));
+    const itemId = old.response.output[1]!.id;
+    expect(JSON.parse((await store.outputItems([itemId])).get(itemId)!)).toStrictEqual(old.response.output[1]);
+    expect((await store.outputItemBytes([itemId, 'fc_never'])).get(itemId)).toBe(Buffer.byteLength(JSON.stringify(old)));
+    const fresh = storedResponse('resp_indexed_now');
+    await store.put(fresh);
+    const freshId = fresh.response.output[1]!.id;
+    expect(JSON.parse((await raw.get(`${prefix}item-json:${freshId}`)) ?? 'null')).toStrictEqual(fresh.response.output[1]);
+    await store.delete(fresh.response.id);
+    expect(await raw.exists(`${prefix}item-json:${freshId}`, `${prefix}item:${freshId}`)).toBe(0);
   });
 
   test('rejects a TTL that is not a positive whole number of seconds', () => {

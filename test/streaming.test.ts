@@ -273,10 +273,12 @@ function expectWellFormedStream(
     'events after the last item',
   ).toEqual(wire.error ? ['error'] : []);
 
-  // Programs travel only as whole items.
+  // Programs travel only as whole items; a program is added without its code, as the hosted
+  // stream adds it (recorded in the Vercel AI SDK's fixtures), and done whole.
   for (const event of itemEvents) {
     const item = output[(event as { output_index: number }).output_index];
     if (item?.type === 'program' || item?.type === 'program_output') expect(['response.output_item.added', 'response.output_item.done']).toContain(event.type);
+    if (item?.type === 'program' && event.type === 'response.output_item.added') expect((event as { item: unknown }).item).toEqual({ ...item, code: '' });
   }
 
   // The SDK's accumulator rebuilds the output from the item events alone, before the terminal event replaces its snapshot.

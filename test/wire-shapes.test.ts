@@ -55,6 +55,48 @@ describe('every kind of turn, as raw JSON on the wire', () => {
     expect(second.output.map((item) => item.type)).toEqual(['program_output', 'message']);
   });
 
+  it("as a hosted response recorded by the Vercel AI SDK has it: ids cm_ and cmo_, a program's call in_progress, tool_usage", async () => {
+    const paused = ResponseObject.parse(
+      (await post({ model: 'm', input: inlineProgram('text(await tools.lookup({}))'), tools: TOOLS, max_tool_calls: 5 })).json,
+    );
+    const [program, call] = paused.output;
+    expect(program).toMatchObject({ type: 'program', id: expect.stringMatching(/^cm_[0-9a-f]{48}$/) });
+    // The program waits on its call: in_progress, where the model's own calls are completed.
+    expect(call).toMatchObject({ type: 'function_call', status: 'in_progress', caller: { type: 'program' } });
+    expect(paused.max_tool_calls).toBe(5);
+    expect(paused.tool_usage).toEqual({
+      image_gen: {
+        input_tokens: 0,
+        input_tokens_details: { image_tokens: 0, text_tokens: 0 },
+        output_tokens: 0,
+        output_tokens_details: { image_tokens: 0, text_tokens: 0 },
+        total_tokens: 0,
+      },
+      web_search: { num_requests: 0 },
+    });
+    const direct = ResponseObject.parse((await post({ model: 'm', input: 'direct please', tools: [lookupBoth, { type: 'programmatic_tool_calling' }] })).json);
+    expect(direct.output[1]).toMatchObject({ type: 'function_call', status: 'completed' });
+    expect(direct.output[0]).not.toHaveProperty('encrypted_content');
+    expect(direct.max_tool_calls).toBeNull();
+
+    const done = ResponseObject.parse((await post({ model: 'm', input: inlineProgram('text("hi")'), tools: TOOLS })).json);
+    expect(done.output[1]).toMatchObject({ type: 'program_output', id: expect.stringMatching(/^cmo_[0-9a-f]{48}$/), status: 'completed' });
+  });
+
+  it('reasoning items carry encrypted_content when include asks for it, and it comes back in a store: false request', async () => {
+    const body = { model: 'm', store: false, include: ['reasoning.encrypted_content'], tools: [lookupBoth, { type: 'programmatic_tool_calling' }] };
+    const first = ResponseObject.parse((await post({ ...body, input: 'direct please' })).json);
+    const reasoning = first.output[0];
+    expect(reasoning).toMatchObject({ type: 'reasoning', encrypted_content: expect.stringMatching(/^ptcrs1\./) });
+    const call = first.output[1];
+    if (call?.type !== 'function_call') throw new Error('expected a function call');
+    const next = await post({
+      ...body,
+      input: [{ role: 'user', content: 'direct please' }, ...first.output, { type: 'function_call_output', call_id: call.call_id, output: 'found' }],
+    });
+    expect(next.status).toBe(200);
+  });
+
   it('echoes function tools with parameters and strict filled in', async () => {
     const { json } = await post({ model: 'm', input: 'hello', tools: [{ type: 'function', name: 'f' }] });
     expect(ResponseObject.parse(json).tools).toEqual([{ type: 'function', name: 'f', parameters: null, strict: true }]);

@@ -1,7 +1,7 @@
 import type { OutputItem } from '../../schemas/items.ts';
 import type { CreateResponseRequest } from '../../schemas/request.ts';
 import { conversationIdOf } from './conversation/stored-conversations.ts';
-import type { ResponseObject } from '../../schemas/response.ts';
+import type { ResponseObject, ToolUsage } from '../../schemas/response.ts';
 import type { Usage } from '../../schemas/usage.ts';
 import type { ResponseTool, Tool } from '../../schemas/tools.ts';
 
@@ -39,6 +39,20 @@ export interface ResponseState {
   readonly error?: ResponseObject['error'];
 }
 
+/** The hosted tools that bill by use (image generation, web search) never run here: a fresh zero count for each Response. */
+function noToolUsage(): ToolUsage {
+  return {
+    image_gen: {
+      input_tokens: 0,
+      input_tokens_details: { image_tokens: 0, text_tokens: 0 },
+      output_tokens: 0,
+      output_tokens_details: { image_tokens: 0, text_tokens: 0 },
+      total_tokens: 0,
+    },
+    web_search: { num_requests: 0 },
+  };
+}
+
 const FINISHED: ReadonlySet<ResponseObject['status']> = new Set(['completed', 'incomplete', 'failed', 'cancelled']);
 
 /** The Response object in a given state, echoing the request's parameters. */
@@ -56,6 +70,7 @@ export function buildResponse(id: string, request: CreateResponseRequest, create
     incomplete_details: state.status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
     instructions: request.instructions ?? null,
     max_output_tokens: request.max_output_tokens ?? null,
+    max_tool_calls: request.max_tool_calls ?? null,
     metadata: request.metadata ?? {},
     model: request.model,
     output: state.output ?? [],
@@ -66,6 +81,7 @@ export function buildResponse(id: string, request: CreateResponseRequest, create
     temperature: request.temperature ?? 1,
     text: { format: { type: 'text' }, verbosity: 'medium', ...request.text },
     tool_choice: request.tool_choice ?? 'auto',
+    tool_usage: noToolUsage(),
     tools: (request.tools ?? []).map(echoTool),
     top_logprobs: request.top_logprobs ?? 0,
     top_p: request.top_p ?? 1,

@@ -25,9 +25,14 @@ export function callItemId(callId: string, prefix: string): string {
   return `${prefix}_${createHash('sha256').update(callId).digest('hex').slice(0, 48)}`;
 }
 
-/** The id of a program's `program_output` item, derived like its calls' ids. */
-export function programOutputId(programCallId: string): string {
-  return `prog_out_${createHash('sha256').update(`${programCallId}\u0000output`).digest('hex').slice(0, 48)}`;
+/**
+ * The id of a program's `program_output` item, derived from the program and what it ended with:
+ * a live and a replayed run give the same item the same id, and two branches of one program
+ * that ended differently (outputs answered otherwise) give different ids, so an id names one
+ * item wherever it is stored (an `item_reference` reads it back).
+ */
+export function programOutputId(programCallId: string, status: string, result: string): string {
+  return `cmo_${createHash('sha256').update(`${programCallId}\u0000output\u0000${status}\u0000${result}`).digest('hex').slice(0, 48)}`;
 }
 
 /** `call_…` with 24 random hex digits: the call_id of a program or of a direct call. */

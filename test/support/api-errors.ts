@@ -72,6 +72,10 @@ export function sdkErrorClass(status: number): ApiErrorClass {
       return OpenAI.UnprocessableEntityError;
     case 429:
       return OpenAI.RateLimitError;
+    case 413:
+    case 415:
+      // The SDK has no class of its own for these: its base APIError.
+      return OpenAI.APIError;
     default:
       return OpenAI.InternalServerError;
   }

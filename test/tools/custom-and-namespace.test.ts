@@ -90,7 +90,8 @@ describe('custom tools and namespaces in a program', () => {
           name: 'get_customer',
           namespace: 'crm',
           arguments: '{"id":"c-7"}',
-          status: 'completed',
+          // A program's call stays in_progress: its program waits on it.
+          status: 'in_progress',
           caller: { type: 'program', caller_id: program.call_id },
         },
       ]);

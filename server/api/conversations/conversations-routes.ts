@@ -20,6 +20,7 @@ import {
   refuseUnfitItems,
 } from '../../engine/conversation/stored-conversations.ts';
 import { inputItems } from '../../engine/conversation/history.ts';
+import { withReferencesResolved } from '../../engine/conversation/item-references.ts';
 import { newId } from '../../platform/ids.ts';
 import { listedItem } from '../http/listed-item.ts';
 import { listOf } from '../http/list-page.ts';
@@ -39,10 +40,10 @@ function itemList(items: readonly ConversationItem[], hasMore: boolean) {
  * The Conversations API (`client.conversations.*` of the SDK 7.60.0): conversations with
  * metadata, and their items as the Responses API lists them, paged by cursor.
  */
-export function registerConversationRoutes(app: FastifyInstance, store: ResponseStore, sealingKeys: SealingKeys): void {
+export function registerConversationRoutes(app: FastifyInstance, store: ResponseStore, sealingKeys: SealingKeys, maxReferencedBytes: number): void {
   /** Items a request adds, with ids, each fit to join a conversation. */
-  const newItems = (items: Parameters<typeof inputItems>[0]): ConversationItem[] => {
-    const withIds = inputItems(items);
+  const newItems = async (items: Parameters<typeof inputItems>[0]): Promise<ConversationItem[]> => {
+    const withIds = await withReferencesResolved(store, inputItems(items), 'items', maxReferencedBytes);
     refuseUnfitItems(withIds, 'items', sealingKeys);
     return withIds;
   };
@@ -63,7 +64,7 @@ export function registerConversationRoutes(app: FastifyInstance, store: Response
       created_at: Math.floor(Date.now() / 1000),
       metadata: body.metadata ?? {},
     };
-    await conversations.create(conversation, newItems(body.items ?? []));
+    await conversations.create(conversation, await newItems(body.items ?? []));
     return conversation;
   });
 
@@ -89,7 +90,7 @@ export function registerConversationRoutes(app: FastifyInstance, store: Response
     const id = request.params.conversation_id;
     const body = parseOrThrow(CreateItemsRequest, request.body ?? {});
     await found(conversations, id);
-    const items = newItems(body.items);
+    const items = await newItems(body.items);
     // Not while a response is being made in the conversation: its items would land before the
     // response's, which never saw them, and an id the response adds too would be overwritten.
     const release = await conversations.lock(id, CONVERSATION_LOCK_MS);

@@ -5,6 +5,7 @@ import { CompactRequest, InputTokensRequest } from '../../../schemas/request.ts'
 import type { CompactedResponse, EmittedCompaction, InputTokenCount } from '../../../schemas/response.ts';
 import { expandHistory, runningProgramItems, sealCompaction } from '../../engine/conversation/compaction.ts';
 import { historyOf, inputItems } from '../../engine/conversation/history.ts';
+import { withReferencesResolved } from '../../engine/conversation/item-references.ts';
 import { newId } from '../../platform/ids.ts';
 import { listedItem } from '../http/listed-item.ts';
 import { parseOrThrow, refuseTooManyInputItems } from '../../platform/request-validation.ts';
@@ -16,6 +17,8 @@ export interface CompactAndCountDeps {
   readonly sealingKeys: SealingKeys;
   /** PTC_MAX_INPUT_ITEMS. */
   readonly maxInputItems: number;
+  /** The most bytes of stored items a request's item references may bring in (PTC_BODY_LIMIT_BYTES). */
+  readonly maxReferencedBytes: number;
 }
 
 /**
@@ -34,7 +37,7 @@ export function registerCompactAndCountRoutes(app: FastifyInstance, deps: Compac
   }) {
     const { stored, input } = expandHistory(
       await historyOf(store, body),
-      inputItems(body.input ?? undefined),
+      await withReferencesResolved(store, inputItems(body.input ?? undefined), 'input', deps.maxReferencedBytes),
       sealingKeys,
       body.conversation ? 'conversation' : 'previous_response_id',
     );

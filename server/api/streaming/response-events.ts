@@ -86,11 +86,14 @@ function itemEvents(item: OutputItem, output_index: number, chunks: Chunker): Un
       events.push({ type: item.error === null ? 'response.mcp_list_tools.completed' : 'response.mcp_list_tools.failed', ...base });
       break;
     }
+    case 'program':
+      // As the hosted stream has it: added without its code (the fingerprint already there), done whole.
+      events.push({ type: 'response.output_item.added', output_index, item: { ...item, code: '' } });
+      break;
     case SHELL.output.type:
     case MCP_APPROVAL.request.type:
     case 'tool_search_call':
     case 'tool_search_output':
-    case 'program':
     case 'program_output':
       // These travel whole: the SDK has no delta events for them.
       events.push({ type: 'response.output_item.added', output_index, item });

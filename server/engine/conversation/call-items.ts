@@ -165,6 +165,15 @@ export function outputForProgram(item: ToolOutputItem): string {
 
 export type EmittedToolCall = EmittedFunctionCall | EmittedCustomToolCall | EmittedShellCall | EmittedApplyPatchCall;
 
+/**
+ * A function call's status as the hosted service gives it: a program's call stays `in_progress`
+ * (its program waits on it: recorded hosted responses show it so, in the Response and in the
+ * stream's `output_item.done`), the model's own call is `completed`.
+ */
+function functionCallStatus(caller: Caller | undefined): EmittedFunctionCall['status'] {
+  return caller?.type === 'program' ? 'in_progress' : 'completed';
+}
+
 /** A call as the response carries it, from what callInput reads back: the inverse of callInput. */
 export function emittedCall(
   kind: ClientToolKind,
@@ -184,7 +193,7 @@ export function emittedCall(
       const common = { id: call.id, call_id: call.callId, name: call.name, ...(call.namespace === undefined ? {} : { namespace: call.namespace }) };
       return kind === 'custom'
         ? { type: CUSTOM.call.type, ...common, input: call.input, ...caller }
-        : { type: FUNCTION.call.type, ...common, arguments: call.input, status: 'completed', ...caller };
+        : { type: FUNCTION.call.type, ...common, arguments: call.input, status: functionCallStatus(call.caller), ...caller };
     }
     case 'shell': {
       const action = JSON.parse(call.input) as { commands: string[]; timeout_ms?: number | null; max_output_length?: number | null };

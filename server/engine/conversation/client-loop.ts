@@ -176,6 +176,17 @@ class ConversationReader {
       : '';
   }
 
+  /**
+   * What to send when an item the conversation needs is missing: with nothing stored before the
+   * input, every output item (or a reference to it); continuing a stored conversation, the
+   * stored items are there already, so the item must come from another response.
+   */
+  #resendHint(): string {
+    return this.#inputStart === 0
+      ? 'Resend every output item of the response that made it, in order, the program item included (as the item, or as an item_reference when that response was stored), or continue from that response with previous_response_id.'
+      : `The conversation ${this.#storedParam === 'conversation' ? 'named by conversation' : 'that previous_response_id continues'} does not hold it: continue from the response that made the call, or resend its program item.`;
+  }
+
   /** A mistake: thrown, unless checks are lenient and it can be resolved, then noted. */
   #violation(error: ApiError, recoverable: boolean): void {
     if (this.#mode !== 'lenient' || !recoverable) throw error;
@@ -384,7 +395,7 @@ class ConversationReader {
     if (!thread) {
       throw new ApiError(
         'program_item_missing',
-        `${where}: ${what} was made by program ${callerId}, but that program item is missing from the conversation. With store: false, resend every output item in order, including the program item.`,
+        `${where}: ${what} was made by program ${callerId}, but that program item is missing from the conversation. ${this.#resendHint()}`,
         this.#locate(index, 'caller.caller_id').param,
       );
     }

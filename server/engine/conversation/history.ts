@@ -29,8 +29,9 @@ const ID_PREFIX: Readonly<Record<string, string>> = {
   [MCP_APPROVAL.response.type]: MCP_APPROVAL.response.idPrefix,
   tool_search_call: 'tsc',
   tool_search_output: 'tso',
-  program: 'prog',
-  program_output: 'prog_out',
+  // The hosted service's prefixes for them (recorded responses show `cm_` and `cmo_`).
+  program: 'cm',
+  program_output: 'cmo',
   reasoning: 'rs',
 };
 
@@ -139,14 +140,16 @@ export async function withStoredMcpOutputs(store: ResponseStore, items: readonly
       : [],
   );
   if (wanted.length === 0 || !store.outputItems) return items;
-  const found = await store.outputItems([...new Set(wanted)]);
-  if (found.size === 0) return items;
+  const texts = await store.outputItems([...new Set(wanted)]);
+  if (texts.size === 0) return items;
+  const found = new Map([...texts].map(([id, text]) => [id, JSON.parse(text) as ConversationItem]));
   return items.map((item) => {
     const stored = found.get(item.id);
     if (item.type !== TOOL_KINDS.mcp.call.type || item.output != null || item.error || stored?.type !== TOOL_KINDS.mcp.call.type) return item;
     // The stores find items by id alone, in any conversation: only the same call of the same
-    // program fills the output (program call_ids are random), so no request can draw another
-    // conversation's MCP output into its own (its usage would show it), nor learn that an id exists.
+    // program fills the output (program call_ids are random), so an output left out is never
+    // filled from another conversation's call. (An item_reference names an item by its id on
+    // purpose, and reads it from any stored response: item-references.ts.)
     const same =
       stored.caller?.type === 'program' &&
       item.caller?.type === 'program' &&

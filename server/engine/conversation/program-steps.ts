@@ -56,13 +56,9 @@ interface ProgramRun {
 }
 
 function programOutputItem(programCallId: string, event: Exclude<ProgramEvent, { type: 'paused' }>): EmittedProgramOutput {
-  return {
-    type: 'program_output',
-    id: programOutputId(programCallId),
-    call_id: programCallId,
-    result: event.type === 'completed' ? event.result : failureResult(event.error),
-    status: event.type === 'completed' ? 'completed' : 'incomplete',
-  };
+  const result = event.type === 'completed' ? event.result : failureResult(event.error);
+  const status = event.type === 'completed' ? 'completed' : 'incomplete';
+  return { type: 'program_output', id: programOutputId(programCallId, status, result), call_id: programCallId, result, status };
 }
 
 function toolOf(tools: readonly ProgramTool[], id: string, programCallId: string): ProgramTool {

@@ -12,6 +12,8 @@ import type { ResponseStore } from '../../platform/stores/response-store.ts';
 import { backendUsage, countUsage, tokenChunks } from '../usage.ts';
 import { expandHistory } from './compaction.ts';
 import { enterConversation, storedHistory, withStoredMcpOutputs, type ConversationTurn } from './history.ts';
+import { withReferencesResolved } from './item-references.ts';
+import { withEncryptedReasoning } from './reasoning-content.ts';
 import { limitOutput } from './output-limit.ts';
 import { bindOutputsByName } from './output-binding.ts';
 import { prepareTurn, runTurn, type PreparedTurn, type TurnResult, type TurnServices } from './turn.ts';
@@ -27,6 +29,8 @@ export interface RespondDeps {
   readonly standInKnobs: (context: ModelContext) => Knobs | undefined;
   /** Told of every response made and every request refused, whichever front door it came by. */
   readonly observer?: TurnObserver;
+  /** The most bytes of stored items a request's item references may bring in (PTC_BODY_LIMIT_BYTES). */
+  readonly maxReferencedBytes: number;
 }
 
 /** What watches turns as they end (the explorer's report): nothing it does changes a response. */
@@ -77,10 +81,14 @@ export interface PreparedResponse {
  * continues, the client-loop checks, the knobs that apply (scenario rule, then headers) and an
  * error they inject. A background request is checked here before it is queued.
  */
-export async function prepareResponse(request: ResponseRequest, deps: RespondDeps): Promise<PreparedResponse> {
-  const { body, newInput } = request;
-  const conversation = await enterConversation(deps.store, body, newInput, deps.services.sealingKeys);
+export async function prepareResponse(sent: ResponseRequest, deps: RespondDeps): Promise<PreparedResponse> {
+  let request = sent;
+  let conversation: ConversationTurn | undefined;
   try {
+    // The request as the engine reads and stores it: its item references read as their items.
+    request = { ...sent, newInput: await withReferencesResolved(deps.store, sent.newInput, 'input', deps.maxReferencedBytes) };
+    const { body, newInput } = request;
+    conversation = await enterConversation(deps.store, body, newInput, deps.services.sealingKeys);
     const storedParam = conversation ? 'conversation' : 'previous_response_id';
     // A compaction item is read as the items it holds (server/engine/conversation/compaction.ts).
     const { stored, input } = expandHistory(
@@ -106,7 +114,7 @@ export async function prepareResponse(request: ResponseRequest, deps: RespondDep
     return { request, turn, knobs, ...(conversation ? { conversation } : {}) };
   } catch (error) {
     await conversation?.release();
-    deps.observer?.refused(request, error);
+    deps.observer?.refused(sent, error);
     throw error;
   }
 }
@@ -133,7 +141,7 @@ export async function finishResponse(prepared: PreparedResponse, deps: RespondDe
       : countUsage({ instructions: body.instructions ?? null, tools: body.tools ?? [], context: prepared.turn.input.history, output: limited.output });
     const response = buildResponse(request.id, body, request.createdAt, {
       status: limited.incomplete ? 'incomplete' : 'completed',
-      output: limited.output,
+      output: withEncryptedReasoning(limited.output, body.include, deps.services.sealingKeys[0]),
       usage,
     });
     signal?.throwIfAborted();
@@ -182,7 +190,9 @@ export function newResponseRequest(body: CreateResponseRequest, settings: Reques
 /** Work under way (tool outputs to deliver, a stored conversation, a retry) goes before new conversations. */
 export function turnPriority(body: CreateResponseRequest, retryCount: number): TurnPriority {
   const continues =
-    typeof body.input !== 'string' && (body.input ?? []).some((item) => item.type.endsWith('_output') || item.type === MCP_APPROVAL.response.type);
+    typeof body.input !== 'string' &&
+    // An item reference names an item of a stored response: a conversation under way.
+    (body.input ?? []).some((item) => item.type.endsWith('_output') || item.type === MCP_APPROVAL.response.type || item.type === 'item_reference');
   return continues || body.previous_response_id || body.conversation || retryCount > 0 ? 'in_progress' : 'new';
 }
 

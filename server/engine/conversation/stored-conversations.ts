@@ -71,12 +71,11 @@ export const MAX_CONVERSATION_ITEM_ID_CHARS = 256;
 
 /**
  * Refuses items that cannot join a conversation as they are, naming the first at `param[i]`:
- * an id repeated within them, an id empty or longer than MAX_CONVERSATION_ITEM_ID_CHARS, a
- * compaction item the emulator did not seal (it would make every later response in the
- * conversation fail).
+ * an id empty or longer than MAX_CONVERSATION_ITEM_ID_CHARS, a compaction item the emulator did
+ * not seal (it would make every later response in the conversation fail). An id repeated within
+ * them was refused before, with every request's input (duplicate-items.ts).
  */
 export function refuseUnfitItems(items: readonly ConversationItem[], param: string, keys: SealingKeys): void {
-  const seen = new Set<string>();
   items.forEach((item, index) => {
     if (item.id.length === 0 || item.id.length > MAX_CONVERSATION_ITEM_ID_CHARS) {
       throw new ApiError(
@@ -85,13 +84,6 @@ export function refuseUnfitItems(items: readonly ConversationItem[], param: stri
         `${param}[${index}].id`,
       );
     }
-    if (seen.has(item.id))
-      throw new ApiError(
-        'duplicate_item_id',
-        `Duplicate item id '${item.id}': ${param}[${index}] repeats an earlier item of this request.`,
-        `${param}[${index}].id`,
-      );
-    seen.add(item.id);
   });
   expandCompactions(items, keys, (index) => `${param}[${index}]`);
 }

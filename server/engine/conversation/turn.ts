@@ -241,7 +241,7 @@ export async function runTurn(turn: PreparedTurn, knobs: Knobs, services: TurnSe
           items.push(messageItem(`ptc-emulator: the stand-in wanted to run a program, but ${error.message}: give programs fewer tools.`));
           break;
         }
-        items.push({ type: 'program', id: newId('prog'), call_id: programCallId, code: decision.code, fingerprint });
+        items.push({ type: 'program', id: newId('cm'), call_id: programCallId, code: decision.code, fingerprint });
         const stepped = await startProgram(programCallId, { code: decision.code, tools, seed, clock, limits }, toolSet, services, record);
         items.push(...stepped);
         // The model's own calls beside the program's: the final message waits for their outputs too.

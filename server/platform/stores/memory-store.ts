@@ -1,4 +1,3 @@
-import type { ConversationItem } from '../../../schemas/items.ts';
 import { MemoryConversationStore } from './memory-conversations.ts';
 import { MemoryRecordStore } from './record-store.ts';
 import type { ResponseStore, StoredResponse } from './response-store.ts';
@@ -6,8 +5,8 @@ import type { ResponseStore, StoredResponse } from './response-store.ts';
 /** Responses in this process's memory: gone on restart. Values are copied in and out. */
 export class MemoryResponseStore implements ResponseStore {
   readonly #responses = new Map<string, string>();
-  /** The response that last emitted each output item, by item id. */
-  readonly #itemOwners = new Map<string, string>();
+  /** The response that last emitted each output item, and the item's JSON, by item id. */
+  readonly #itemOwners = new Map<string, { readonly owner: string; readonly json: string }>();
   /** The ids of each stored response's output items, so a put or delete need not parse its body again. */
   readonly #itemsOf = new Map<string, readonly string[]>();
   readonly conversations = new MemoryConversationStore();
@@ -25,7 +24,7 @@ export class MemoryResponseStore implements ResponseStore {
     this.#responses.set(id, JSON.stringify(stored));
     const itemIds = stored.response.output.map((item) => item.id);
     this.#itemsOf.set(id, itemIds);
-    for (const itemId of itemIds) this.#itemOwners.set(itemId, id);
+    for (const item of stored.response.output) this.#itemOwners.set(item.id, { owner: id, json: JSON.stringify(item) });
   }
 
   async delete(id: string): Promise<boolean> {
@@ -33,20 +32,20 @@ export class MemoryResponseStore implements ResponseStore {
     return this.#responses.delete(id);
   }
 
-  async outputItems(ids: readonly string[]): Promise<Map<string, ConversationItem>> {
-    const found = new Map<string, ConversationItem>();
-    // Each owner's body is parsed once, however many of its items are asked for.
-    const outputs = new Map<string, Map<string, ConversationItem>>();
+  async outputItems(ids: readonly string[]): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
     for (const itemId of ids) {
-      const owner = this.#itemOwners.get(itemId);
-      if (owner === undefined) continue;
-      let output = outputs.get(owner);
-      if (!output) {
-        output = new Map(((await this.get(owner))?.response.output ?? []).map((item) => [item.id, item as ConversationItem]));
-        outputs.set(owner, output);
-      }
-      const item = output.get(itemId);
-      if (item) found.set(itemId, item);
+      const item = this.#itemOwners.get(itemId);
+      if (item) found.set(itemId, item.json);
+    }
+    return found;
+  }
+
+  async outputItemBytes(ids: readonly string[]): Promise<Map<string, number>> {
+    const found = new Map<string, number>();
+    for (const itemId of ids) {
+      const item = this.#itemOwners.get(itemId);
+      if (item) found.set(itemId, Buffer.byteLength(item.json));
     }
     return found;
   }
@@ -60,7 +59,7 @@ export class MemoryResponseStore implements ResponseStore {
 
   /** Drops the index entries that still point at this response (a newer one may own an item now). */
   #forgetItems(id: string): void {
-    for (const itemId of this.#itemsOf.get(id) ?? []) if (this.#itemOwners.get(itemId) === id) this.#itemOwners.delete(itemId);
+    for (const itemId of this.#itemsOf.get(id) ?? []) if (this.#itemOwners.get(itemId)?.owner === id) this.#itemOwners.delete(itemId);
     this.#itemsOf.delete(id);
   }
 }

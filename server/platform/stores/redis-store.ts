@@ -1,5 +1,4 @@
 import { Redis } from 'ioredis';
-import type { ConversationItem } from '../../../schemas/items.ts';
 import { RedisConversationStore } from './redis-conversations.ts';
 import { RedisRecordStore } from './redis-records.ts';
 import { StoreUnavailableError, type ResponseStore, type StoredResponse } from './response-store.ts';
@@ -25,18 +24,30 @@ const MAX_RETRIES_PER_REQUEST = 0;
 const CONNECT_TIMEOUT_MS = 2_000;
 const COMMAND_TIMEOUT_MS = 5_000;
 
-// Deletes a response (KEYS[1]) and those of its items' index keys (KEYS[2..]) that still name it
-// (ARGV[1]): an item a newer response emitted too stays that response's.
+// Deletes a response (KEYS[1]), the set of its items' ids (KEYS[2]) and, for each of its items
+// (KEYS[3..] in pairs: the index key, the item's JSON key), both keys when the index still
+// names it (ARGV[1]): an item a newer response emitted too stays that response's.
 const DELETE_SCRIPT = `
 local removed = redis.call('DEL', KEYS[1])
-for i = 2, #KEYS do
-  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end
+redis.call('DEL', KEYS[2])
+for i = 3, #KEYS, 2 do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i], KEYS[i + 1]) end
 end
 return removed`;
 
+// For items a response no longer holds (KEYS in pairs: the index key, the item's JSON key):
+// both keys go when the index still names the response (ARGV[1]).
+const DROP_ITEMS_SCRIPT = `
+for i = 1, #KEYS, 2 do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i], KEYS[i + 1]) end
+end
+return 1`;
+
 /**
  * Responses in Redis, one JSON string per key `<prefix>response:<id>`, and for each output item
- * the id of the response that emitted it at `<prefix>item:<id>` (with the response's expiry);
+ * the id of the response that emitted it at `<prefix>item:<id>` and the item's JSON at
+ * `<prefix>item-json:<id>`, and each response's item ids at `<prefix>response-items:<id>` (all
+ * with the response's expiry);
  * conversations under `<prefix>conversation:{<id>}` and keys beginning with it, which never
  * expire (see RedisConversationStore): the store for several emulator instances sharing state.
  * ioredis reconnects forever in the background, so the store recovers by itself when Redis
@@ -86,12 +97,29 @@ export class RedisResponseStore implements ResponseStore {
     const id = stored.response.id;
     const json = JSON.stringify(stored);
     const ttlSeconds = this.#ttlSeconds;
+    const itemIds = stored.response.output.map((item) => item.id);
     await this.#run(`put of response ${id}`, async () => {
-      // One transaction: the response and its items' index keys are written together.
+      // The items it held when put before and holds no more (a background response put again):
+      // their keys go, unless a newer response emitted them too.
+      const before = await this.#client.smembers(this.#itemsOfKey(id));
+      const dropped = before.filter((itemId) => !itemIds.includes(itemId));
+      // One transaction: the response and its items' keys are written together.
       const write = this.#client.multi();
       const set = (key: string, value: string) => (ttlSeconds === undefined ? write.set(key, value) : write.set(key, value, 'EX', ttlSeconds));
       set(this.#key(id), json);
-      for (const item of stored.response.output) set(this.#itemKey(item.id), id);
+      if (dropped.length > 0) {
+        const keys = dropped.flatMap((itemId) => [this.#itemKey(itemId), this.#itemJsonKey(itemId)]);
+        write.eval(DROP_ITEMS_SCRIPT, keys.length, ...keys, id);
+      }
+      write.del(this.#itemsOfKey(id));
+      if (itemIds.length > 0) {
+        write.sadd(this.#itemsOfKey(id), ...itemIds);
+        if (ttlSeconds !== undefined) write.expire(this.#itemsOfKey(id), ttlSeconds);
+      }
+      for (const item of stored.response.output) {
+        set(this.#itemKey(item.id), id);
+        set(this.#itemJsonKey(item.id), JSON.stringify(item));
+      }
       const results = await write.exec();
       const failed = results?.find(([error]) => error);
       if (failed) throw failed[0];
@@ -101,25 +129,65 @@ export class RedisResponseStore implements ResponseStore {
   async delete(id: string): Promise<boolean> {
     const stored = await this.get(id);
     if (!stored) return false;
-    const keys = [this.#key(id), ...stored.response.output.map((item) => this.#itemKey(item.id))];
+    const keys = [this.#key(id), this.#itemsOfKey(id), ...stored.response.output.flatMap((item) => [this.#itemKey(item.id), this.#itemJsonKey(item.id)])];
     const removed = await this.#run(`delete of response ${id}`, () => this.#client.eval(DELETE_SCRIPT, keys.length, ...keys, id));
     return Number(removed) > 0;
   }
 
-  async outputItems(ids: readonly string[]): Promise<Map<string, ConversationItem>> {
-    const found = new Map<string, ConversationItem>();
+  async outputItemBytes(ids: readonly string[]): Promise<Map<string, number>> {
+    const found = new Map<string, number>();
     if (ids.length === 0) return found;
-    const owners = await this.#run(`get of ${ids.length} items`, () => this.#client.mget(ids.map((itemId) => this.#itemKey(itemId))));
+    const lengths = await this.#run(`size of ${ids.length} items`, async () => {
+      const pipeline = this.#client.pipeline();
+      for (const itemId of ids) pipeline.strlen(this.#itemJsonKey(itemId));
+      return ((await pipeline.exec()) ?? []).map(([error, length]) => {
+        if (error) throw error;
+        return Number(length);
+      });
+    });
+    ids.forEach((itemId, index) => {
+      if ((lengths[index] ?? 0) > 0) found.set(itemId, lengths[index]!);
+    });
+    // Items indexed by an earlier version have no JSON key: the size of the response they are read from.
+    const legacy = ids.filter((itemId) => !found.has(itemId));
+    if (legacy.length === 0) return found;
+    const owners = await this.#run(`get of ${legacy.length} items`, () => this.#client.mget(legacy.map((itemId) => this.#itemKey(itemId))));
+    const sizes = await this.#run(`size of ${legacy.length} responses`, async () => {
+      const pipeline = this.#client.pipeline();
+      for (const owner of owners) pipeline.strlen(this.#key(owner ?? ''));
+      return ((await pipeline.exec()) ?? []).map(([error, length]) => {
+        if (error) throw error;
+        return Number(length);
+      });
+    });
+    legacy.forEach((itemId, index) => {
+      if (owners[index] != null && (sizes[index] ?? 0) > 0) found.set(itemId, sizes[index]!);
+    });
+    return found;
+  }
+
+  async outputItems(ids: readonly string[]): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
+    if (ids.length === 0) return found;
+    const texts = await this.#run(`get of ${ids.length} items`, () => this.#client.mget(ids.map((itemId) => this.#itemJsonKey(itemId))));
+    ids.forEach((itemId, index) => {
+      const text = texts[index];
+      if (text != null) found.set(itemId, text);
+    });
+    // Items indexed by an earlier version have no JSON key: read from their response's body.
+    const legacy = ids.filter((itemId) => !found.has(itemId));
+    if (legacy.length === 0) return found;
+    const owners = await this.#run(`get of ${legacy.length} items`, () => this.#client.mget(legacy.map((itemId) => this.#itemKey(itemId))));
     const responseIds = [...new Set(owners.filter((owner): owner is string => owner !== null))];
     if (responseIds.length === 0) return found;
     const bodies = await this.#run(`get of ${responseIds.length} responses`, () => this.#client.mget(responseIds.map((responseId) => this.#key(responseId))));
     const outputs = new Map(
       responseIds.map((responseId, index) => [responseId, bodies[index] ? (JSON.parse(bodies[index]) as StoredResponse).response.output : []]),
     );
-    ids.forEach((itemId, index) => {
+    legacy.forEach((itemId, index) => {
       const owner = owners[index];
       const item = owner ? outputs.get(owner)?.find((candidate) => candidate.id === itemId) : undefined;
-      if (item) found.set(itemId, item as ConversationItem);
+      if (item) found.set(itemId, JSON.stringify(item));
     });
     return found;
   }
@@ -144,6 +212,15 @@ export class RedisResponseStore implements ResponseStore {
 
   #itemKey(id: string): string {
     return `${this.#prefix}item:${id}`;
+  }
+
+  #itemJsonKey(id: string): string {
+    return `${this.#prefix}item-json:${id}`;
+  }
+
+  /** The ids of a response's output items, as it was last put. */
+  #itemsOfKey(responseId: string): string {
+    return `${this.#prefix}response-items:${responseId}`;
   }
 
   /**

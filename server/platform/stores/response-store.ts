@@ -27,12 +27,21 @@ export interface ResponseStore {
   /** True when something was deleted. */
   delete(id: string): Promise<boolean>;
   /**
-   * Output items of stored responses, by item id: for each id asked for that a stored response
-   * emitted, the item as the newest such response holds it; other ids are absent. Deleting a
-   * response takes its items away. Absent: a store that finds none (an `mcp_call` resent without
-   * its output is then refused, as with `store: false`).
+   * Output items of stored responses, by item id, each as the JSON text of the item (kept beside
+   * its response, so that reading one item never reads its response): for each id asked for
+   * that a stored response emitted, the item as the newest such response holds it; other ids are
+   * absent. The text lets a caller bound what it parses. Deleting a response takes away the
+   * items it was the newest to emit. Absent: a store that finds none (an `mcp_call` resent
+   * without its output is then refused, as with `store: false`, and an `item_reference` is not found).
    */
-  outputItems?(ids: readonly string[]): Promise<Map<string, ConversationItem>>;
+  outputItems?(ids: readonly string[]): Promise<Map<string, string>>;
+  /**
+   * The bytes of JSON outputItems would return for each of these ids that it finds (for an item
+   * indexed by an earlier version, the bytes of the response it is read from), measured without
+   * reading the items into this process: what a caller checks against its limit first. Present
+   * with outputItems.
+   */
+  outputItemBytes?(ids: readonly string[]): Promise<Map<string, number>>;
   /**
    * The conversations kept beside the responses (the Conversations API). Absent: a store that
    * keeps none; the server then answers the Conversations API, and `conversation` on a

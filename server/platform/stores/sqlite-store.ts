@@ -29,8 +29,10 @@ const CREATE_TABLE = `
     body TEXT NOT NULL
   )`;
 
-// Which response emitted each output item, so that an item can be read back by its id (an
-// mcp_call resent without its output). Responses stored before this table existed are not in it.
+// Which response emitted each output item, and the item as JSON, so that an item can be read
+// back by its id (an mcp_call resent without its output, an item_reference) without reading its
+// response. Responses stored before this table existed are not in it; rows written before the
+// `body` column existed have none (their item is read from the response's body).
 const CREATE_ITEMS_TABLE = `
   CREATE TABLE IF NOT EXISTS response_items (
     item_id TEXT PRIMARY KEY,
@@ -54,6 +56,7 @@ export class SqliteResponseStore implements ResponseStore {
   readonly #deleteItems: StatementSync;
   readonly #upsertItem: StatementSync;
   readonly #selectItemOwner: StatementSync;
+  readonly #selectItemBytes: StatementSync;
   readonly #putAll: (stored: StoredResponse) => void;
   readonly #deleteAll: (id: string) => boolean;
   readonly conversations: SqliteConversationStore;
@@ -70,6 +73,9 @@ export class SqliteResponseStore implements ResponseStore {
     this.#db.exec('PRAGMA synchronous = NORMAL');
     this.#db.exec(CREATE_TABLE);
     this.#db.exec(CREATE_ITEMS_TABLE);
+    // Added in place to a file an earlier version made (a table cannot be created over it).
+    const columns = this.#db.prepare('PRAGMA table_info(response_items)').all() as { name: string }[];
+    if (!columns.some((column) => column.name === 'body')) this.#db.exec('ALTER TABLE response_items ADD COLUMN body TEXT');
     this.conversations = new SqliteConversationStore(this.#db);
     this.records = new SqliteRecordStore(this.#db);
     this.#select = this.#db.prepare('SELECT body FROM responses WHERE id = ?');
@@ -84,9 +90,14 @@ export class SqliteResponseStore implements ResponseStore {
     this.#delete = this.#db.prepare('DELETE FROM responses WHERE id = ?');
     this.#deleteItems = this.#db.prepare('DELETE FROM response_items WHERE response_id = ?');
     this.#upsertItem = this.#db.prepare(`
-      INSERT INTO response_items (item_id, response_id) VALUES (@item_id, @response_id)
-      ON CONFLICT (item_id) DO UPDATE SET response_id = excluded.response_id`);
-    this.#selectItemOwner = this.#db.prepare('SELECT response_id FROM response_items WHERE item_id = ?');
+      INSERT INTO response_items (item_id, response_id, body) VALUES (@item_id, @response_id, @body)
+      ON CONFLICT (item_id) DO UPDATE SET response_id = excluded.response_id, body = excluded.body`);
+    this.#selectItemOwner = this.#db.prepare('SELECT response_id, body FROM response_items WHERE item_id = ?');
+    // octet_length reads the size from the record, not the text.
+    this.#selectItemBytes = this.#db.prepare(`
+      SELECT COALESCE(octet_length(items.body), octet_length(responses.body), 0) AS bytes
+      FROM response_items AS items LEFT JOIN responses ON responses.id = items.response_id
+      WHERE items.item_id = ?`);
     // A response and its items' index change together.
     this.#putAll = transaction(this.#db, 'write', (stored: StoredResponse) => {
       const { response } = stored;
@@ -97,7 +108,7 @@ export class SqliteResponseStore implements ResponseStore {
         body: JSON.stringify(stored),
       } satisfies ResponseRow);
       this.#deleteItems.run(response.id);
-      for (const item of response.output) this.#upsertItem.run({ item_id: item.id, response_id: response.id });
+      for (const item of response.output) this.#upsertItem.run({ item_id: item.id, response_id: response.id, body: JSON.stringify(item) });
     });
     this.#deleteAll = transaction(this.#db, 'write', (id: string) => {
       this.#deleteItems.run(id);
@@ -118,23 +129,37 @@ export class SqliteResponseStore implements ResponseStore {
     return this.#deleteAll(id);
   }
 
-  async outputItems(ids: readonly string[]): Promise<Map<string, ConversationItem>> {
-    const found = new Map<string, ConversationItem>();
-    // Each owner's body is read and parsed once, however many of its items are asked for.
-    const outputs = new Map<string, Map<string, ConversationItem>>();
+  async outputItemBytes(ids: readonly string[]): Promise<Map<string, number>> {
+    const found = new Map<string, number>();
     for (const itemId of ids) {
-      const owner = (this.#selectItemOwner.get(itemId) as { response_id: string } | undefined)?.response_id;
-      if (owner === undefined) continue;
-      let output = outputs.get(owner);
+      const row = this.#selectItemBytes.get(itemId) as { bytes: number } | undefined;
+      if (row !== undefined) found.set(itemId, row.bytes);
+    }
+    return found;
+  }
+
+  async outputItems(ids: readonly string[]): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
+    // An item whose row has no body (written by an earlier version) is read from its response's
+    // body, each such response parsed once however many of its items are asked for.
+    const legacyOutputs = new Map<string, Map<string, ConversationItem>>();
+    for (const itemId of ids) {
+      const row = this.#selectItemOwner.get(itemId) as { response_id: string; body: string | null } | undefined;
+      if (row === undefined) continue;
+      if (row.body !== null) {
+        found.set(itemId, row.body);
+        continue;
+      }
+      let output = legacyOutputs.get(row.response_id);
       if (!output) {
-        const row = this.#select.get(owner) as BodyRow | undefined;
+        const owner = this.#select.get(row.response_id) as BodyRow | undefined;
         output = new Map(
-          (row === undefined ? [] : (JSON.parse(row.body) as StoredResponse).response.output).map((item) => [item.id, item as ConversationItem]),
+          (owner === undefined ? [] : (JSON.parse(owner.body) as StoredResponse).response.output).map((item) => [item.id, item as ConversationItem]),
         );
-        outputs.set(owner, output);
+        legacyOutputs.set(row.response_id, output);
       }
       const item = output.get(itemId);
-      if (item) found.set(itemId, item);
+      if (item) found.set(itemId, JSON.stringify(item));
     }
     return found;
   }
