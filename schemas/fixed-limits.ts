@@ -13,6 +13,11 @@ export const FIXED_LIMITS = {
   },
   agentEventStreamsPerSession: { value: 16, description: 'Agents API event streams open on one session; one more is a 429 `too_many_event_streams`.' },
   agentInputMessages: { value: 20, description: "Messages of one `agent.session.input.message` event, or of a session's `input`." },
+  agentToolListBytes: {
+    value: 3_145_728,
+    description:
+      "Bytes of compact UTF-8 JSON an agent's tool list may come to (the SDK's types document 3 MiB), on agents and on sessions' agents; more is a 400 `invalid_value` naming `tools`.",
+  },
   agentEventsPerPost: { value: 64, description: 'Events of one `POST /v1/agents/sessions/{id}/events`.' },
   agentIdempotencyKeys: {
     value: 64,

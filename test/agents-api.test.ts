@@ -161,7 +161,7 @@ describe('the Agents API: sessions run programs in the harness, PTC on by defaul
 
     const refused = await runTurn(client, session.id, PRICING_PROGRAM);
     expect(callsOf(refused)).toEqual([]);
-    expect(finalText(refused)).toMatch(/programmatic_tool_calling/);
+    expect(finalText(refused)).toMatch(/programmatic_tool_calling entry has enabled: false/);
   });
 
   it('an in-process model function decides as for the Responses API: it sees the agent, writes the program, then answers', async () => {
@@ -467,6 +467,73 @@ describe('the Agents API: agents and sessions as resources', () => {
         )
       ).data,
     ).toEqual([]);
+  });
+
+  it('null where the SDK types say it resets: tools cleared, reasoning and compaction and tier back to their defaults; omitted keeps', async () => {
+    const { client } = await start();
+    const agent = await client.beta.agents.create({
+      model: 'm',
+      tools: AGENT_TOOLS,
+      reasoning: { effort: 'high' },
+      service_tier: 'flex',
+      compaction: { async: true },
+      text: { verbosity: 'low' },
+    });
+    const kept = await client.beta.agents.update(agent.id, { instructions: 'Be brief.' });
+    expect(kept).toMatchObject({
+      tools: agent.tools,
+      reasoning: { effort: 'high' },
+      service_tier: 'flex',
+      compaction: { async: true },
+      text: { verbosity: 'low' },
+    });
+    const reset = await client.beta.agents.update(agent.id, { tools: null, reasoning: null, service_tier: null, compaction: null, text: null, metadata: null });
+    expect(reset).toMatchObject({
+      tools: [],
+      reasoning: { effort: null, summary: null },
+      service_tier: 'auto',
+      compaction: { async: false },
+      text: { format: { type: 'text' }, verbosity: 'medium' },
+      metadata: {},
+      instructions: 'Be brief.',
+    });
+
+    const withTools = await client.beta.agents.create({ model: 'm', tools: AGENT_TOOLS });
+    const inherited = await client.beta.agents.sessions.create({ agent_id: withTools.id, environment: { type: 'none' }, agent: { instructions: 'x' } });
+    expect(inherited.agent.tools).toEqual(withTools.tools);
+    const cleared = await client.beta.agents.sessions.create({ agent_id: withTools.id, environment: { type: 'none' }, agent: { tools: null } });
+    expect(cleared.agent.tools).toEqual([]);
+
+    const session = await client.beta.agents.sessions.create({
+      environment: { type: 'none' },
+      agent: { model: 'm', tools: AGENT_TOOLS, service_tier: 'flex', reasoning: { effort: 'low' } },
+    });
+    const sameEffort = await client.beta.agents.sessions.update(session.id, { agent: { reasoning: {}, service_tier: null } });
+    expect(sameEffort.agent).toMatchObject({ reasoning: { effort: 'low' }, service_tier: 'auto', tools: session.agent.tools });
+    const defaultEffort = await client.beta.agents.sessions.update(session.id, { agent: { reasoning: { effort: null }, tools: null } });
+    expect(defaultEffort.agent).toMatchObject({ reasoning: { effort: null }, tools: [] });
+  });
+
+  it("an agent's tool list past 3 MiB of JSON, and stream_options without stream: true, are 400s naming them", async () => {
+    const { client } = await start();
+    const huge = [{ ...AGENT_TOOLS[0]!, description: 'x'.repeat(3_300_000) }];
+    await expectApiError(client.beta.agents.create({ model: 'm', tools: huge }), 400, 'invalid_value', /3 MiB \(3145728 bytes\)/, 'tools');
+    const agent = await client.beta.agents.create({ model: 'm' });
+    await expectApiError(client.beta.agents.update(agent.id, { tools: huge }), 400, 'invalid_value', /3 MiB/, 'tools');
+    await expectApiError(
+      client.beta.agents.sessions.create({ environment: { type: 'none' }, agent: { model: 'm', tools: huge } }),
+      400,
+      'invalid_value',
+      /3 MiB/,
+      'agent.tools',
+    );
+    await expectApiError(
+      client.beta.agents.sessions.create({ agent_id: agent.id, environment: { type: 'none' }, stream_options: { include_obfuscation: false } }),
+      400,
+      'invalid_value',
+      "'stream_options' is only allowed when 'stream' is true.",
+      'stream_options',
+    );
   });
 
   it('what is not emulated is refused by name, as a 400 the SDK raises', async () => {

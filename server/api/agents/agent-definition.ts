@@ -1,6 +1,10 @@
 import type { AgentDefinition, AgentTool, AgentToolParam, CreateAgentRequest, InlineAgent, UpdateAgentRequest } from '../../../schemas/agents.ts';
 import type { ResponseTool } from '../../../schemas/tools.ts';
+import { FIXED_LIMITS } from '../../../schemas/fixed-limits.ts';
 import { ApiError } from '../../platform/api-error.ts';
+
+/** The most bytes of compact JSON an agent's tool list may come to (the SDK's types: 3 MiB). */
+const MAX_TOOL_LIST_BYTES = FIXED_LIMITS.agentToolListBytes.value;
 
 /** The settings an agent starts with where its create request names none (as the SDK's types read them back). */
 const DEFAULTS: Omit<AgentDefinition, 'model'> = {
@@ -19,6 +23,14 @@ const DEFAULTS: Omit<AgentDefinition, 'model'> = {
  * run: only function tools (the client runs them) and the `programmatic_tool_calling` entry.
  */
 export function agentTools(tools: readonly AgentToolParam[], param: string): AgentTool[] {
+  const bytes = Buffer.byteLength(JSON.stringify(tools));
+  if (bytes > MAX_TOOL_LIST_BYTES) {
+    throw new ApiError(
+      'invalid_value',
+      `The tool list at ${param} comes to ${bytes} bytes of compact UTF-8 JSON; an agent's tools must fit within 3 MiB (${MAX_TOOL_LIST_BYTES} bytes).`,
+      param,
+    );
+  }
   const names = new Set<string>();
   let ptcEntries = 0;
   return tools.map((tool, index): AgentTool => {
@@ -67,17 +79,29 @@ export function agentDefinition(
     );
   const prefix = param === '' ? '' : `${param}.`;
   if (params.multi_agent?.enabled) throw notEmulated('multi-agent sessions (subagents)', `${prefix}multi_agent.enabled`);
+  // The SDK's types: an omitted setting keeps what the agent has; null resets it to its default
+  // (clears the tools and metadata, blocking compaction, the model's own reasoning effort, tier auto).
   return {
     name: params.name === undefined ? start.name : params.name,
     model,
     instructions: params.instructions === undefined ? start.instructions : params.instructions,
     metadata: params.metadata === undefined ? start.metadata : (params.metadata ?? {}),
-    multi_agent: params.multi_agent ? { enabled: false, max_concurrent_subagents: params.multi_agent.max_concurrent_subagents ?? null } : start.multi_agent,
-    reasoning: params.reasoning ? { effort: params.reasoning.effort ?? null, summary: params.reasoning.summary ?? null } : start.reasoning,
-    service_tier: params.service_tier ?? start.service_tier,
-    text: params.text ? { format: params.text.format ?? start.text.format, verbosity: params.text.verbosity ?? start.text.verbosity } : start.text,
-    tools: params.tools === undefined || params.tools === null ? start.tools : agentTools(params.tools, `${prefix}tools`),
-    ...(params.compaction ? { compaction: { async: params.compaction.async ?? false } } : start.compaction ? { compaction: start.compaction } : {}),
+    multi_agent:
+      params.multi_agent === undefined ? start.multi_agent : { enabled: false, max_concurrent_subagents: params.multi_agent?.max_concurrent_subagents ?? null },
+    reasoning: params.reasoning === undefined ? start.reasoning : { effort: params.reasoning?.effort ?? null, summary: params.reasoning?.summary ?? null },
+    service_tier: params.service_tier === undefined ? start.service_tier : (params.service_tier ?? DEFAULTS.service_tier),
+    text:
+      params.text === undefined
+        ? start.text
+        : params.text === null
+          ? DEFAULTS.text
+          : { format: params.text.format ?? start.text.format, verbosity: params.text.verbosity ?? start.text.verbosity },
+    tools: params.tools === undefined ? start.tools : agentTools(params.tools ?? [], `${prefix}tools`),
+    ...(params.compaction !== undefined
+      ? { compaction: { async: params.compaction?.async ?? false } }
+      : start.compaction
+        ? { compaction: start.compaction }
+        : {}),
     ...(params.experimental
       ? { experimental: { time_awareness: params.experimental.time_awareness ?? false } }
       : start.experimental

@@ -80,6 +80,9 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
 
   app.post('/v1/agents/sessions', async (request, reply) => {
     const body = parseOrThrow(CreateSessionRequest, request.body ?? {});
+    if (body.stream_options != null && body.stream !== true) {
+      throw new ApiError('invalid_value', "'stream_options' is only allowed when 'stream' is true.", 'stream_options');
+    }
     const plan = {
       agentId: body.agent_id,
       agent: body.agent,
@@ -128,13 +131,16 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
 
   app.post<SessionParams>('/v1/agents/sessions/:session_id', async (request) => {
     const body = parseOrThrow(UpdateSessionRequest, request.body ?? {});
-    const tools = body.agent?.tools ? agentTools(body.agent.tools, 'agent.tools') : undefined;
+    // Omitted: kept; null or []: cleared (the SDK's types).
+    const tools = body.agent?.tools === undefined ? undefined : agentTools(body.agent.tools ?? [], 'agent.tools');
     await found(request.params.session_id);
     const record = await harness.modify(request.params.session_id, (record) => {
       const { session } = record;
       if (body.agent?.model) session.agent.model = body.agent.model;
-      if (body.agent?.reasoning) session.agent.reasoning = { ...session.agent.reasoning, effort: body.agent.reasoning.effort ?? null };
-      if (body.agent?.service_tier) session.agent.service_tier = body.agent.service_tier;
+      // An omitted effort keeps the current one; null selects the model's default.
+      if (body.agent?.reasoning && body.agent.reasoning.effort !== undefined)
+        session.agent.reasoning = { ...session.agent.reasoning, effort: body.agent.reasoning.effort };
+      if (body.agent?.service_tier !== undefined) session.agent.service_tier = body.agent.service_tier ?? 'auto';
       if (tools) session.agent.tools = tools;
       if (body.metadata !== undefined) session.metadata = body.metadata ?? {};
       if (body.prompt_cache_options !== undefined)

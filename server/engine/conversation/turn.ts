@@ -345,7 +345,8 @@ async function whyNot(
   const what = decision.type === 'program' ? 'run a program' : 'call tools';
   if (request.tool_choice === 'none') return `ptc-emulator: the stand-in wanted to ${what}, but tool_choice is "none".`;
   if (decision.type === 'program' && !toolSet.programmaticToolCalling) {
-    return 'ptc-emulator: the stand-in wanted to run a program, but the request\'s tools have no {"type": "programmatic_tool_calling"} entry, so programs are disabled.';
+    // The Agents API's harness turns an agent's `enabled: false` entry into no entry at all.
+    return 'ptc-emulator: the stand-in wanted to run a program, but programs are off for this turn: the request\'s tools have no {"type": "programmatic_tool_calling"} entry (on the Agents API: the agent\'s programmatic_tool_calling entry has enabled: false).';
   }
   for (const call of decision.calls ?? []) {
     const id = toolId(call);
