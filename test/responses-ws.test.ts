@@ -363,17 +363,41 @@ describe('WebSocket mode', () => {
     expect(plain.some((event) => 'stream_id' in event)).toBe(false);
     socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message', stream_id: 'lane-c', background: true });
     expect(await socket.error()).toMatchObject({ type: 'error', code: 'invalid_value', param: 'background', stream_id: 'lane-c' });
-    // A body the schema refuses, and generate: false, are answered on their lane too.
+    // A body the schema refuses is answered on its lane too.
     socket.ws.sendRaw(JSON.stringify({ type: 'response.create', input: 'no model', stream_id: 'lane-d' }));
     expect(await socket.error()).toMatchObject({ type: 'error', param: 'model', stream_id: 'lane-d' });
-    socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message', stream_id: 'lane-e', generate: false });
-    expect(await socket.error()).toMatchObject({ type: 'error', param: 'generate', stream_id: 'lane-e' });
   });
 
-  it('refuses generate: false with an error event naming it, and a stream_id that is not a string', async () => {
+  it.each([true, false])(
+    'generate: false (store: %s) prepares a response with no output, which the next turn continues by previous_response_id',
+    async (store) => {
+      const socket = new TestSocket(server.client);
+      const prepared = finalResponse(await socket.create({ model: MODEL, input: 'plain message', store, generate: false }));
+      expect(prepared).toMatchObject({ status: 'completed', output: [] });
+      expect(prepared.usage?.output_tokens).toBe(0);
+      const answered = finalResponse(await socket.create({ model: MODEL, previous_response_id: prepared.id, store }));
+      expect(answered.output).toMatchObject([
+        { type: 'message', content: [{ text: 'Here is a plain answer, long enough to travel as several deltas over the stream.' }] },
+      ]);
+    },
+  );
+
+  it('generate: false with the output a paused program waits on resumes nothing; the next turn resumes it', async () => {
     const socket = new TestSocket(server.client);
-    socket.ws.send({ type: 'response.create', model: MODEL, input: 'plain message', generate: false });
-    expect(await socket.error()).toMatchObject({ type: 'error', status: 400, code: 'invalid_value', param: 'generate' });
+    const paused = finalResponse(await socket.create({ model: MODEL, input: 'two pauses', tools: TOOLS }));
+    const call = paused.output.find((item) => item.type === 'function_call')!;
+    const output = { type: 'function_call_output' as const, call_id: call.call_id, output: 'A', caller: call.caller! };
+    const prepared = finalResponse(await socket.create({ model: MODEL, previous_response_id: paused.id, input: [output], tools: TOOLS, generate: false }));
+    expect(prepared.output).toEqual([]);
+    const resumed = finalResponse(await socket.create({ model: MODEL, previous_response_id: prepared.id, tools: TOOLS }));
+    expect(resumed.output.map((item) => item.type)).toEqual(['function_call']);
+    expect(resumed.output[0]).toMatchObject({ name: 'get_b', arguments: '{"step":2,"a":"A"}' });
+  });
+
+  it('refuses a generate that is not a boolean, and a stream_id that is not a string', async () => {
+    const socket = new TestSocket(server.client);
+    socket.ws.sendRaw(JSON.stringify({ type: 'response.create', model: MODEL, input: 'plain message', generate: 'no' }));
+    expect(await socket.error()).toMatchObject({ type: 'error', status: 400, code: 'invalid_type', param: 'generate' });
     socket.ws.sendRaw(JSON.stringify({ type: 'response.create', model: MODEL, input: 'plain message', stream_id: 7 }));
     expect(await socket.error()).toMatchObject({
       type: 'error',

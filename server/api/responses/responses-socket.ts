@@ -333,7 +333,7 @@ class SocketSession {
         return;
       }
       streamId = laneOf(event);
-      const body = this.#createOf(event);
+      const { body, generate } = this.#createOf(event);
       details = requestJournal(body, true);
       if (this.#shuttingDown || this.#deps.draining()) {
         throw new ApiError('shutting_down', 'The server is shutting down and takes no new requests; retry on another instance or after it restarts.');
@@ -348,7 +348,7 @@ class SocketSession {
       const retryCount = this.#failedAttempts;
       // A place among the turns allowed to run, or server_busy (429) now when too many wait.
       const place = this.#deps.gate.enter(turnPriority(body, retryCount));
-      const request = responseRequest(this.#upgrade, body, { ...this.#settings, retryCount }, log);
+      const request = responseRequest(this.#upgrade, body, { ...this.#settings, retryCount, generate }, log);
       const finished = await respond(request, body.store === false ? this.#respondWithHeld : this.#deps.respond, { place, abandoned: () => !this.#open() });
       if (!finished) {
         // The client left while the request waited for a place: its turn was not run.
@@ -419,21 +419,18 @@ class SocketSession {
     return event as Record<string, unknown>;
   }
 
-  /** A `response.create` event as the body of a POST /v1/responses, checked as that body would be. */
-  #createOf(event: Record<string, unknown>): CreateResponseRequest {
+  /**
+   * A `response.create` event as the body of a POST /v1/responses, checked as that body would be,
+   * and whether it generates output (`generate: false` prepares a response a later turn continues).
+   */
+  #createOf(event: Record<string, unknown>): { body: CreateResponseRequest; generate: boolean } {
     const { type: _type, stream_id: _lane, generate, ...body } = event;
     if (generate !== undefined && typeof generate !== 'boolean') {
       throw new ApiError('invalid_type', `Invalid type for 'generate': expected a boolean, but got ${describeType(generate)}.`, 'generate');
     }
-    if (generate === false) {
-      throw new ApiError(
-        'invalid_value',
-        'generate: false (a response prepared without model output) is not supported by the emulator: leave generate out, or send the input with the request that should answer it.',
-        'generate',
-      );
-    }
     // What the SDK types besides the body: `stream` is implied over a socket (its value changes
     // nothing: the events are always sent), and stays accepted as the body schema accepts it.
-    return createBodyOf(body, this.#deps.maxInputItems);
+    // With store: false the socket holds what it prepared, as it holds any response, for the next turn on it.
+    return { body: createBodyOf(body, this.#deps.maxInputItems), generate: generate !== false };
   }
 }

@@ -52,6 +52,12 @@ export interface ResponseRequest {
   readonly retryCount: number;
   readonly clientChecks: ClientChecks;
   readonly log: FastifyBaseLogger;
+  /**
+   * False: the response only takes the request's input, with no output (a WebSocket
+   * `response.create` with `generate: false`, which prepares state a later turn continues by
+   * previous_response_id); its conversation is read and checked as any other's.
+   */
+  readonly generate: boolean;
 }
 
 export interface FinishOptions {
@@ -130,10 +136,12 @@ export async function finishResponse(prepared: PreparedResponse, deps: RespondDe
     const { request, knobs } = prepared;
     const { body } = request;
     const { signal } = options;
-    if (knobs.delay_ms) await sleep(knobs.delay_ms, undefined, signal ? { signal } : {});
+    if (knobs.delay_ms && request.generate) await sleep(knobs.delay_ms, undefined, signal ? { signal } : {});
     signal?.throwIfAborted();
     await options.onStart?.();
-    const turn = await runTurn(prepared.turn, knobs, { ...deps.services, log: request.log, ...(signal ? { signal } : {}) });
+    const turn = request.generate
+      ? await runTurn(prepared.turn, knobs, { ...deps.services, log: request.log, ...(signal ? { signal } : {}) })
+      : withoutOutput(prepared.turn);
     const limited = limitOutput(turn.output, body.max_output_tokens, knobs, tokenChunks);
     // A real model's own count where one decided (a model backend), else the emulator's convention.
     const usage = turn.modelUsage
@@ -162,6 +170,11 @@ export async function finishResponse(prepared: PreparedResponse, deps: RespondDe
   }
 }
 
+/** The turn of a request that generates nothing: no stand-in asked, no program resumed (a later turn resumes them). */
+function withoutOutput(turn: PreparedTurn): TurnResult {
+  return { output: [], trace: [], tolerated: turn.state.tolerated, standIns: [] };
+}
+
 /** What comes with a request beside its body: its headers (lower-cased) and what they ask for, and where to log. */
 export interface RequestSettings {
   readonly headers: Readonly<Record<string, string | undefined>>;
@@ -170,6 +183,8 @@ export interface RequestSettings {
   /** Which attempt this is, from 0 (a simulated error's `error_times` counts them). */
   readonly retryCount: number;
   readonly log: FastifyBaseLogger;
+  /** False for a WebSocket `response.create` with `generate: false` (ResponseRequest.generate); true when absent. */
+  readonly generate?: boolean;
 }
 
 /** A request for a response, as every front door makes one: a fresh id, the body, its input as items with ids. */
@@ -184,6 +199,7 @@ export function newResponseRequest(body: CreateResponseRequest, settings: Reques
     retryCount: settings.retryCount,
     clientChecks: settings.clientChecks,
     log: settings.log,
+    generate: settings.generate ?? true,
   };
 }
 
