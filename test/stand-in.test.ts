@@ -45,7 +45,7 @@ describe('the inline stand-in', () => {
   });
 
   it.each([
-    ['the request has no programmatic_tool_calling tool', [], undefined, 'programs are disabled'],
+    ['the request has no programmatic_tool_calling tool', [], undefined, 'programs are off for this turn'],
     ['tool_choice is "none"', programTools(), 'none' as const, 'tool_choice is "none"'],
   ])('does not write a program when %s, and says why', async (_, tools, toolChoice, reason) => {
     const response = await server.client.responses.create({
