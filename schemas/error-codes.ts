@@ -262,6 +262,28 @@ export const API_ERRORS = {
     type: 'invalid_request_error',
     description: 'The server was built with a store of its own that keeps no Agents API records (`ResponseStore.records`).',
   },
+  webhook_endpoint_not_found: {
+    status: 404,
+    type: 'not_found_error',
+    description: 'No webhook endpoint made through the API has this id (those of `PTC_WEBHOOK_URLS` are not managed through it).',
+  },
+  too_many_webhook_endpoints: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: "One more webhook endpoint than the store keeps (webhookEndpoints, the README's fixed limits); delete one first.",
+  },
+  webhook_test_failed: {
+    status: 400,
+    type: 'invalid_request_error',
+    description:
+      "`client.webhooks.test()` reached no answer from the endpoint (refused, timed out, not resolvable): the message says why. An endpoint's own status, 2xx or not, is the test's `status_code`.",
+  },
+  webhooks_unsupported: {
+    status: 400,
+    type: 'invalid_request_error',
+    description:
+      'Webhook endpoints made through the API need a store that keeps records; the server was built with a store of its own without them (`PTC_WEBHOOK_URLS` still works).',
+  },
   duplicate_item_id: {
     status: 400,
     type: 'invalid_request_error',

@@ -49,5 +49,15 @@ export const FIXED_LIMITS = {
   },
   autopilotPlanThreads: { value: 2, description: "Threads the autopilot plans in, beside the server's loop." },
   autopilotQueuedPlans: { value: 64, description: 'Plans waiting for a thread; one more is a 429 `server_busy`.' },
+  webhookEndpoints: {
+    value: 100,
+    description: 'Webhook endpoints made through the API (`client.webhooks.create`) the store keeps; one more is a 400 `too_many_webhook_endpoints`.',
+  },
+  webhookPendingDeliveries: {
+    value: 1_024,
+    description: 'Webhook deliveries one process has under way at once (posting, or waiting to retry); one more is dropped and journaled as dropped.',
+  },
+  webhookDeliveryTimeoutMs: { value: 10_000, description: "Time one webhook delivery attempt waits for the endpoint's status before it counts as failed." },
+  webhookRetryCapMs: { value: 300_000, description: 'The longest wait between two attempts of one webhook delivery (the backoff doubles up to it).' },
   exploredConversations: { value: 10_000, description: 'Explored conversations the report of explore mode keeps (`GET /v1/emulator/explore`), the newest.' },
 } as const satisfies Record<string, { readonly value: number; readonly description: string }>;

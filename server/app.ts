@@ -42,6 +42,9 @@ import { registerResponseRoutes } from './api/responses/responses-routes.ts';
 import { registerResponsesSocketRoute, socketErrorHandler } from './api/responses/responses-socket.ts';
 import { createResponseStore, type StoreKind } from './platform/stores/create-store.ts';
 import type { ResponseStore } from './platform/stores/response-store.ts';
+import { WebhookEndpoints } from './platform/webhooks/webhook-endpoints.ts';
+import { WebhookSender } from './platform/webhooks/webhook-sender.ts';
+import { registerWebhookRoutes } from './api/webhooks/webhook-routes.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -244,7 +247,15 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     observer: exploreLedger,
     maxReferencedBytes: config.bodyLimitBytes,
   };
-  const background = new BackgroundResponses({ store, respond, recordBackground: recorder.recordBackground });
+  // Webhooks go to the endpoints of the settings and those made through the API (in the store).
+  const webhooks = new WebhookSender({
+    endpoints: new WebhookEndpoints(store.records, config.webhooks),
+    maxAttempts: config.webhooks.maxAttempts,
+    retryMs: config.webhooks.retryMs,
+    onAttempt: recorder.recordWebhook,
+    log: app.log,
+  });
+  const background = new BackgroundResponses({ store, respond, recordBackground: recorder.recordBackground, webhooks });
 
   // One gate for every turn, whichever way its request came (HTTP or a WebSocket message).
   const gate = new TurnGate({ maxConcurrent: config.maxConcurrentTurns, maxQueued: config.maxQueuedTurns, retryAfterMs: config.busyRetryAfterMs });
@@ -283,7 +294,8 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   }
   registerCompactAndCountRoutes(app, { store, sealingKeys, maxInputItems: config.maxInputItems, maxReferencedBytes: config.bodyLimitBytes });
   registerConversationRoutes(app, store, sealingKeys, config.bodyLimitBytes);
-  const agents = registerAgentsApi(app, { store, respond, gate, recorder });
+  const agents = registerAgentsApi(app, { store, respond, gate, recorder, webhooks });
+  registerWebhookRoutes(app, { records: store.records, sender: webhooks, allowedUrls: config.webhooks.allowedUrls });
   registerJournalRoutes(app, journal);
   registerExploreRoutes(app, exploreLedger);
   app.decorate('explorer', {
@@ -301,6 +313,8 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   app.addHook('onClose', async () => {
     agents?.stopAll();
     await background.stopAll();
+    // After the jobs: a background response the shutdown failed still tells of it.
+    await webhooks.close();
     await mcp.close();
     await planner.close();
     await runtime.close();

@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
-import { connect } from 'node:net';
+import { createServer } from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -130,6 +131,35 @@ describe.skipIf(!found)('the inspector in a browser', () => {
     await server.client.responses.create({ model: 'ptc-emulator', input: 'live update marker', store: true });
     await page.waitForFunction(`document.querySelectorAll('.conversation').length === ${before + 1}`);
     expect(await page.$eval('#conversations', (node) => node.textContent ?? '')).toContain('/v1/responses');
+  });
+
+  it("shows a background response's webhook deliveries in its conversation", async () => {
+    const receiver = createServer((_request, reply) => reply.end());
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+      await server.client.webhooks.create({ name: 'inspector', url, event_types: ['response.completed'] });
+      const response = await server.client.responses.create({ model: 'ptc-emulator', input: 'webhook marker', background: true });
+      await page.waitForFunction(
+        `[...document.querySelectorAll('.webhook')].some((node) => node.textContent.includes(${JSON.stringify(response.id)}) && node.textContent.includes('delivered'))`,
+      );
+      const text = await page.$$eval('.webhook', (nodes) => nodes.map((node) => node.textContent ?? '').join('\n'));
+      expect(text).toContain('response.completed');
+      // In the conversation of the response it tells of.
+      const sameSection = await page.$$eval(
+        '.conversation',
+        (sections, id) =>
+          sections.some(
+            (section) =>
+              section.querySelector('.webhook') && (section.textContent ?? '').includes('/v1/responses') && (section.textContent ?? '').includes(id as string),
+          ),
+        response.id,
+      );
+      expect(sameSection).toBe(true);
+    } finally {
+      receiver.closeAllConnections();
+      await new Promise((resolve) => receiver.close(resolve));
+    }
   });
 
   // Last: the fetches it makes are journaled too, and change the conversations the page counts.

@@ -26,6 +26,21 @@ export interface StreamReport {
   readonly cut: boolean;
 }
 
+/** What the journal keeps of one webhook delivery attempt (docs/WEBHOOKS.md). */
+export interface WebhookJournal {
+  readonly event_id: string;
+  readonly event_type: string;
+  /** The event's `data` (the response's or session's id, …). */
+  readonly data: Readonly<Record<string, unknown>>;
+  /** The `webhook-id` header, the same on every attempt of one delivery. */
+  readonly webhook_id: string;
+  readonly endpoint_id: string;
+  readonly attempt: number;
+  readonly outcome: 'delivered' | 'retrying' | 'failed' | 'dropped';
+  readonly retry_in_ms?: number;
+  readonly error?: string;
+}
+
 /** One request as the journal keeps it: what came in, what went out, and what programs did. */
 export interface JournalEntry {
   readonly request_id: string;
@@ -53,6 +68,8 @@ export interface JournalEntry {
   readonly error?: { readonly code: string; readonly type: string; readonly message: string; readonly param: string | null };
   /** Replay mode: the cassette entries that decided the turn, and divergences of recorded programs (docs/CASSETTES.md). */
   readonly cassette?: CassetteJournal;
+  /** A webhook delivery attempt (`method: "WEBHOOK"`): the event, the endpoint, and how the attempt went. */
+  readonly webhook?: WebhookJournal;
   /** The request body and the Response, kept only for `store: true` requests. */
   readonly request?: unknown;
   readonly response?: unknown;

@@ -99,6 +99,29 @@ export const SETTINGS = {
     description:
       'Comma-separated prefixes an MCP `server_url` must start with (e.g. `http://127.0.0.1:,https://mcp.example.com/`; end a host with `:` or `/`); empty allows any. A server it does not allow is listed with an `error` and never contacted.',
   },
+  PTC_WEBHOOK_URLS: {
+    default: '',
+    description:
+      "Comma-separated URLs that receive every webhook event the emulator sends (a background response's outcome, an agent session's status: docs/WEBHOOKS.md), signed with `PTC_WEBHOOK_SECRET`. Endpoints can also be made through the API (`client.webhooks.create`).",
+  },
+  PTC_WEBHOOK_SECRET: {
+    default: '',
+    description:
+      "The signing secret of `PTC_WEBHOOK_URLS`' deliveries (`whsec_<base64>` as the hosted API gives, or any string); the receiver passes the same to `client.webhooks.unwrap()` (or `OPENAI_WEBHOOK_SECRET`). Required when `PTC_WEBHOOK_URLS` is set.",
+  },
+  PTC_WEBHOOK_ALLOWED_URLS: {
+    default: '',
+    description:
+      'Comma-separated prefixes the URL of an endpoint made through the API must start with (e.g. `http://127.0.0.1:`); empty allows any. Another URL is a 400 `invalid_value`.',
+  },
+  PTC_WEBHOOK_MAX_ATTEMPTS: {
+    default: '8',
+    description: 'Attempts at delivering one webhook event to one endpoint, the first included, until it answers 2xx.',
+  },
+  PTC_WEBHOOK_RETRY_MS: {
+    default: '1000',
+    description: "The wait before a webhook delivery's second attempt; each later one waits twice as long as the one before (at most 5 minutes).",
+  },
   PTC_SHUTDOWN_TIMEOUT_MS: { default: '10000', description: 'On SIGTERM, how long running requests may take to finish before the process exits anyway.' },
   PTC_PAUSED_TTL_MS: {
     default: '600000',
@@ -202,6 +225,8 @@ export interface ServerConfig {
   readonly mcpMaxConnections: number;
   /** Prefixes MCP server URLs must start with; empty: any URL. */
   readonly mcpAllowedUrls: readonly string[];
+  /** Webhooks (server/platform/webhooks/). */
+  readonly webhooks: WebhookConfig;
   readonly pausedTtlMs: number;
   readonly maxPausedPrograms: number;
   readonly warmIsolates: number;
@@ -387,6 +412,42 @@ function cassetteConfig(env: NodeJS.ProcessEnv): CassetteConfig {
 /** Worker processes one server may start: a typo of an extra digit should not fork thousands. */
 const MAX_WORKERS = 256;
 
+export interface WebhookConfig {
+  /** `PTC_WEBHOOK_URLS`: endpoints that get every event, signed with `secret`. */
+  readonly urls: readonly string[];
+  readonly secret: string;
+  /** Prefixes an endpoint made through the API must start with; empty: any URL. */
+  readonly allowedUrls: readonly string[];
+  readonly maxAttempts: number;
+  readonly retryMs: number;
+}
+
+/** A comma-separated list, each entry trimmed, empty ones left out. */
+function commaList(env: NodeJS.ProcessEnv, name: keyof typeof SETTINGS): string[] {
+  return setting(env, name)
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+}
+
+function webhookConfig(env: NodeJS.ProcessEnv): WebhookConfig {
+  const urls = commaList(env, 'PTC_WEBHOOK_URLS');
+  for (const url of urls) {
+    if (!/^https?:\/\/[^/]/.test(url) || !URL.canParse(url)) throw new ConfigError(`PTC_WEBHOOK_URLS must list http:// or https:// URLs, got "${url}"`);
+  }
+  const secret = setting(env, 'PTC_WEBHOOK_SECRET');
+  if (urls.length > 0 && secret === '') {
+    throw new ConfigError('PTC_WEBHOOK_SECRET must be set when PTC_WEBHOOK_URLS is: the receivers verify each delivery with it');
+  }
+  return {
+    urls,
+    secret,
+    allowedUrls: commaList(env, 'PTC_WEBHOOK_ALLOWED_URLS'),
+    maxAttempts: integer(env, 'PTC_WEBHOOK_MAX_ATTEMPTS', SETTINGS.PTC_WEBHOOK_MAX_ATTEMPTS.default, 1, 100),
+    retryMs: integer(env, 'PTC_WEBHOOK_RETRY_MS', SETTINGS.PTC_WEBHOOK_RETRY_MS.default, 1),
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
   const clientChecks = setting(env, 'PTC_CLIENT_CHECKS');
   if (clientChecks !== 'strict' && clientChecks !== 'lenient') {
@@ -441,6 +502,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
       .split(',')
       .map((prefix) => prefix.trim())
       .filter(Boolean),
+    webhooks: webhookConfig(env),
     pausedTtlMs: integer(env, 'PTC_PAUSED_TTL_MS', SETTINGS.PTC_PAUSED_TTL_MS.default, 1),
     maxPausedPrograms: integer(env, 'PTC_MAX_PAUSED_PROGRAMS', SETTINGS.PTC_MAX_PAUSED_PROGRAMS.default, 0),
     warmIsolates: integer(env, 'PTC_WARM_ISOLATES', SETTINGS.PTC_WARM_ISOLATES.default, 0),

@@ -4,11 +4,13 @@ import type { RespondDeps } from '../../engine/conversation/respond.ts';
 import type { JournalRecorder } from '../journal/journal-hooks.ts';
 import type { ResponseStore } from '../../platform/stores/response-store.ts';
 import type { TurnGate } from '../../engine/turn-gate.ts';
+import type { WebhookSender } from '../../platform/webhooks/webhook-sender.ts';
 import { notEmulated } from './agent-definition.ts';
 import { registerAgentRoutes } from './agent-routes.ts';
 import { registerAutomationRoutes } from './automation-routes.ts';
 import { AgentHarness } from './harness.ts';
 import { SessionEventHub } from './session-events.ts';
+import { sessionWebhooks } from './session-webhooks.ts';
 import { registerSessionRoutes } from './session-routes.ts';
 import { registerVaultRoutes } from './vault-routes.ts';
 
@@ -17,6 +19,8 @@ export interface AgentsApiDeps {
   readonly respond: RespondDeps;
   readonly gate: TurnGate;
   readonly recorder: JournalRecorder;
+  /** Sends the sessions' status changes as webhooks. */
+  readonly webhooks: WebhookSender;
 }
 
 /**
@@ -37,6 +41,7 @@ export function registerAgentsApi(app: FastifyInstance, deps: AgentsApiDeps): Ag
     return undefined;
   }
   const hub = new SessionEventHub();
+  hub.observe(sessionWebhooks(deps.webhooks));
   const harness = new AgentHarness({ records, respond: deps.respond, gate: deps.gate, hub, journal: deps.recorder, log: app.log });
   registerAgentRoutes(app, () => records);
   registerSessionRoutes(app, { records: () => records, harness, hub, recordStream: deps.recorder.recordStream });

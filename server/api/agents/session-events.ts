@@ -23,13 +23,21 @@ export class SessionEventHub {
   readonly #listeners = new Map<string, Set<Listener>>();
   readonly #open = new Map<(drop?: boolean) => void, string>();
 
-  /** Gives each event its `event_id` and sends them, in order, to the session's listeners. */
+  readonly #observers: ((sessionId: string, events: readonly SessionEvent[]) => void)[] = [];
+
+  /** Gives each event its `event_id` and sends them, in order, to the session's listeners and to every observer. */
   publish(sessionId: string, bodies: readonly SessionEventBody[]): void {
     if (bodies.length === 0) return;
     const listeners = this.#listeners.get(sessionId);
-    if (!listeners) return;
+    if (!listeners && this.#observers.length === 0) return;
     const events = bodies.map((body): SessionEvent => ({ event_id: newId('event'), ...body }));
-    for (const listener of [...listeners]) listener(events);
+    for (const observer of this.#observers) observer(sessionId, events);
+    for (const listener of [...(listeners ?? [])]) listener(events);
+  }
+
+  /** Calls `observer` with the events of every session this process publishes, once each (what webhooks are sent from). */
+  observe(observer: (sessionId: string, events: readonly SessionEvent[]) => void): void {
+    this.#observers.push(observer);
   }
 
   subscribe(sessionId: string, listener: Listener): () => void {

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RequestJournal } from './journal.ts';
 import type { JournalDetails } from '../../engine/journal-details.ts';
+import type { WebhookAttempt } from '../../platform/webhooks/webhook-sender.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -34,6 +35,11 @@ export interface JournalRecorder {
   recordAgentResponse(
     details: JournalDetails & { readonly requestId: string; readonly sessionId: string; readonly status: number; readonly durationMs: number },
   ): void;
+  /**
+   * Records one attempt at delivering a webhook event, as an entry of its own with
+   * `method: "WEBHOOK"`, the endpoint's URL as its path and the endpoint's status (0: none).
+   */
+  recordWebhook(attempt: WebhookAttempt): void;
 }
 
 /**
@@ -95,5 +101,29 @@ export function journalRequests(app: FastifyInstance, journal: RequestJournal): 
         duration_ms: Math.round(durationMs * 1000) / 1000,
         ...details,
       }),
+    recordWebhook: (attempt) => {
+      const { event } = attempt;
+      journal.record({
+        request_id: `${attempt.webhookId}.${attempt.attempt}`,
+        at: new Date().toISOString(),
+        method: 'WEBHOOK',
+        path: attempt.url,
+        status: attempt.status,
+        duration_ms: Math.round(attempt.durationMs * 1000) / 1000,
+        // A response's events join its conversation in the inspector.
+        ...(event.type.startsWith('response.') && typeof event.data.id === 'string' ? { response_id: event.data.id } : {}),
+        webhook: {
+          event_id: event.id,
+          event_type: event.type,
+          data: event.data,
+          webhook_id: attempt.webhookId,
+          endpoint_id: attempt.endpointId,
+          attempt: attempt.attempt,
+          outcome: attempt.outcome,
+          ...(attempt.retryInMs === undefined ? {} : { retry_in_ms: attempt.retryInMs }),
+          ...(attempt.error === undefined ? {} : { error: attempt.error }),
+        },
+      });
+    },
   };
 }

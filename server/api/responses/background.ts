@@ -8,6 +8,7 @@ import { buildResponse } from '../../engine/response-object.ts';
 import { storedOrNotFound } from '../../engine/stored-response.ts';
 import { stoppedBy, TurnStopped } from '../../platform/turn-stopped.ts';
 import type { ResponseStore, StoredResponse } from '../../platform/stores/response-store.ts';
+import type { WebhookSender } from '../../platform/webhooks/webhook-sender.ts';
 
 /** Why a background job was stopped: the abort signal's reason. */
 
@@ -20,7 +21,17 @@ export interface BackgroundDeps {
   readonly store: ResponseStore;
   readonly respond: RespondDeps;
   readonly recordBackground: JournalRecorder['recordBackground'];
+  /** Sends each background response's outcome as a webhook (`response.completed`, …). */
+  readonly webhooks: WebhookSender;
 }
+
+/** The webhook that tells of a background response that ended so. */
+const WEBHOOK_OF_STATUS = {
+  completed: 'response.completed',
+  incomplete: 'response.incomplete',
+  failed: 'response.failed',
+  cancelled: 'response.cancelled',
+} as const;
 
 /** A failure as a failed Response carries it: `Response.error.code` has a fixed set of values. */
 function responseError(error: unknown): ResponseError {
@@ -77,6 +88,7 @@ export class BackgroundResponses {
     this.#running.get(response.id)?.abort(new TurnStopped('cancelled'));
     const cancelled: ResponseObject = { ...response, status: 'cancelled', completed_at: Math.floor(Date.now() / 1000) };
     await this.#deps.store.put({ response: cancelled, inputItems });
+    this.#deps.webhooks.send('response.cancelled', { id: response.id });
     return cancelled;
   }
 
@@ -88,7 +100,7 @@ export class BackgroundResponses {
 
   /** Runs a prepared background response: queued (through any delay and a wait for a place), in progress, then finished, failed or cancelled. */
   #run(prepared: PreparedResponse, place: Promise<() => void>): void {
-    const { store, respond, recordBackground } = this.#deps;
+    const { store, respond, recordBackground, webhooks } = this.#deps;
     const { id, body, createdAt, newInput, log } = prepared.request;
     const put = (response: ResponseObject) => store.put({ response, inputItems: newInput });
     const journal = (status: number, details: JournalDetails) =>
@@ -104,6 +116,7 @@ export class BackgroundResponses {
             signal,
             onStart: () => put(buildResponse(id, body, createdAt, { status: 'in_progress' })),
           });
+          if (response.status === 'completed' || response.status === 'incomplete') webhooks.send(WEBHOOK_OF_STATUS[response.status], { id });
           journal(200, {
             response_id: id,
             response_status: response.status,
@@ -126,6 +139,7 @@ export class BackgroundResponses {
               : responseError(error);
           log.warn({ err: error, response: id }, 'background response failed');
           await put(buildResponse(id, body, createdAt, { status: 'failed', error: failure }));
+          webhooks.send(WEBHOOK_OF_STATUS.failed, { id });
           journal(500, {
             response_id: id,
             response_status: 'failed',

@@ -1,11 +1,12 @@
 /**
- * The Agents API's resources (agents, sessions and their items, vaults and their credentials),
- * kept beside the responses of the same store so that a restart loses none of them. Each record
- * is one JSON object addressed by its kind and id, and may belong to a parent (a session's
- * items, a vault's credentials); a kind lists, whole or by parent, in the order its records were
- * first put. A record changed later keeps its place. Records are copied in and out.
+ * The Agents API's resources (agents, sessions and their items, vaults and their credentials)
+ * and the webhook endpoints made through the API, kept beside the responses of the same store
+ * so that a restart loses none of them. Each record is one JSON object addressed by its kind and
+ * id, and may belong to a parent (a session's items, a vault's credentials); a kind lists, whole
+ * or by parent, in the order its records were first put. A record changed later keeps its place.
+ * Records are copied in and out.
  */
-export const RECORD_KINDS = ['agent', 'session', 'session_item', 'vault', 'credential', 'automation', 'automation_invocation'] as const;
+export const RECORD_KINDS = ['agent', 'session', 'session_item', 'vault', 'credential', 'automation', 'automation_invocation', 'webhook_endpoint'] as const;
 export type RecordKind = (typeof RECORD_KINDS)[number];
 
 export interface RecordStore {

@@ -215,6 +215,19 @@ function renderRaw(entry) {
   return details;
 }
 
+/** A webhook delivery attempt: which event went where, and how it went. */
+function renderWebhook(webhook) {
+  const retry = webhook.retry_in_ms === undefined ? '' : `, next attempt in ${webhook.retry_in_ms} ms`;
+  return el(
+    'div',
+    { class: `webhook webhook-${webhook.outcome}` },
+    'webhook ',
+    el('span', { class: 'webhook-event' }, webhook.event_type),
+    ` (${webhook.event_id}, ${JSON.stringify(webhook.data)}) to ${webhook.endpoint_id}: attempt ${webhook.attempt}, ${webhook.outcome}${retry}`,
+    webhook.error ? ` (${webhook.error})` : '',
+  );
+}
+
 function renderEntry(entry) {
   const usage = entry.response?.usage;
   const item = el(
@@ -233,6 +246,7 @@ function renderEntry(entry) {
       el('span', { class: 'at' }, entry.at),
     ),
     entry.error ? el('div', { class: 'error' }, el('span', { class: 'error-code' }, entry.error.code), ` ${entry.error.message}`) : null,
+    entry.webhook ? renderWebhook(entry.webhook) : null,
     entry.client_loop?.rejected
       ? el('div', { class: 'violation' }, 'client-loop violation: ', el('span', { class: 'error-code' }, entry.client_loop.rejected))
       : null,

@@ -1,0 +1,67 @@
+import type { WebhookEndpoint, WebhookEventType } from '../../../schemas/webhooks.ts';
+import { WEBHOOK_EVENT_TYPES_SENT } from '../../../schemas/webhooks.ts';
+import type { RecordStore } from '../stores/record-store.ts';
+
+/** One secret an endpoint signs with; an old one kept by a rotation lapses at `expires_at` (ms). */
+export interface EndpointSecret {
+  readonly secret: string;
+  readonly expires_at: number | null;
+}
+
+/** An endpoint as the store keeps it: what the API shows, and the secrets it never shows again. */
+export interface StoredWebhookEndpoint extends WebhookEndpoint {
+  secrets: EndpointSecret[];
+}
+
+/** Where one event goes: an endpoint's address and the secrets its deliveries are signed with. */
+export interface WebhookTarget {
+  readonly id: string;
+  readonly url: string;
+  readonly secrets: readonly string[];
+}
+
+/** Endpoints set by `PTC_WEBHOOK_URLS`: every event the emulator sends, signed with `PTC_WEBHOOK_SECRET`. */
+export interface ConfiguredEndpoints {
+  readonly urls: readonly string[];
+  readonly secret: string;
+}
+
+/** The API's view of a stored endpoint: without its secrets. */
+export function publicEndpoint({ secrets: _secrets, ...endpoint }: StoredWebhookEndpoint): WebhookEndpoint {
+  return endpoint;
+}
+
+/** The secrets still in force at `now`, newest first. */
+export function liveSecrets(endpoint: StoredWebhookEndpoint, now = Date.now()): string[] {
+  return endpoint.secrets.filter((entry) => entry.expires_at === null || entry.expires_at > now).map((entry) => entry.secret);
+}
+
+/**
+ * The endpoints an event goes to: those of the settings, and those made through the API (kept in
+ * the store, so every instance on it sends to the same ones) that subscribe to its type.
+ */
+export class WebhookEndpoints {
+  readonly #records: RecordStore | undefined;
+  readonly #configured: WebhookTarget[];
+
+  constructor(records: RecordStore | undefined, configured: ConfiguredEndpoints) {
+    this.#records = records;
+    this.#configured = configured.urls.map((url, index) => ({ id: `whe_configured_${index}`, url, secrets: [configured.secret] }));
+  }
+
+  /** Whether any endpoint could receive an event (so that one is built only when it can go somewhere). */
+  get any(): boolean {
+    return this.#configured.length > 0 || this.#records !== undefined;
+  }
+
+  async targetsFor(type: WebhookEventType): Promise<WebhookTarget[]> {
+    const targets = (WEBHOOK_EVENT_TYPES_SENT as readonly string[]).includes(type) ? [...this.#configured] : [];
+    if (this.#records) {
+      const now = Date.now();
+      for (const endpoint of await this.#records.list<StoredWebhookEndpoint>('webhook_endpoint')) {
+        if (endpoint.event_types.includes(type)) targets.push({ id: endpoint.id, url: endpoint.url, secrets: liveSecrets(endpoint, now) });
+      }
+    }
+    return targets;
+  }
+}
