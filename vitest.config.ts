@@ -10,8 +10,8 @@ import { SUITE_MARK } from './test/support/no-process-left.ts';
 const AS_USERS_RUN_IT = ['test/cli.test.ts', 'test/examples.test.ts', 'test/testing-helper.test.ts'];
 
 /**
- * The suites that drive the server through real clients (the openai SDK, the Agents SDK, the
- * Vercel AI SDK, the Agents API), run a second time on the worker pool `serve` runs (`workers: 1`) rather than
+ * The suites that drive the server through real clients (the openai SDK, its Python package, the
+ * Agents SDK, the Vercel AI SDK, the Agents API), run a second time on the worker pool `serve` runs (`workers: 1`) rather than
  * isolates in the test's process: what a client sees must not depend on the engine
  * (test/support/server.ts reads PTC_TEST_ENGINE_WORKERS; test/engine-contract.test.ts is the
  * short contract both engines are held to in every run).
@@ -22,6 +22,7 @@ const SDK_SUITES = [
   'test/agents-sdk-run.test.ts',
   'test/agents-api.test.ts',
   'test/vercel-ai-sdk.test.ts',
+  'test/python-sdk.test.ts',
   'test/item-reference.test.ts',
   'test/wire-shapes.test.ts',
   'test/streaming.test.ts',
