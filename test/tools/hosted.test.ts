@@ -188,6 +188,52 @@ text(JSON.stringify({ exit: ls.outcome.exit_code, stderr: ls.stderr, error }))`;
   });
 });
 
+describe('max_tool_calls', () => {
+  // Three built-in calls, a client call, then two more: with max_tool_calls 2, the third of each
+  // response is not made and fails in the program; the fourth and fifth are the next response's.
+  const code = `
+const tried = [];
+for (const source of ['mean([1])', 'mean([2])', 'mean([3])']) {
+  try { tried.push((await tools.code_interpreter({ code: source }))[0].logs) } catch (e) { tried.push(e.message) }
+}
+const saved = await tools.save_report({ text: 'x' });
+const [a] = await tools.shell({ commands: ['wc -l data.csv'] });
+let after; try { await tools.code_interpreter({ code: 'mean([4])' }); after = 'made' } catch (e) { after = e.message }
+text(JSON.stringify({ tried, saved, shell: a.stdout, after }));`;
+
+  for (const store of [false, true]) {
+    it(`counts the built-in calls a program makes in one response; past it a call is not made and fails in the program (store: ${store})`, async () => {
+      const made: string[] = [];
+      const counting = await startServer({
+        scenarios: SCENARIOS,
+        hosted: { codeInterpreter: (source: string) => (made.push(source), undefined) },
+        config: { maxPausedPrograms: 0 },
+      });
+      try {
+        const { text, responses } = await agentLoop(
+          counting.client,
+          { model: 'm', input: inlineProgram(code), tools: TOOLS, max_tool_calls: 2 },
+          { functions: { save_report: () => 'saved' } },
+          { store },
+        );
+        const result = JSON.parse(text) as { tried: string[]; saved: string; shell: string; after: string };
+        const refusal = 'max_tool_calls was reached in this response: tools.code_interpreter was not called';
+        expect(result.tried).toEqual(['3.5\n', '3.5\n', refusal]);
+        // The next response has its own two: the shell and the last run are made.
+        expect(result).toMatchObject({ saved: 'saved', shell: '42 data.csv\n', after: 'made' });
+        // Made once each, the refused one never, and the resume (by replay) made none again.
+        expect(made).toEqual(['mean([1])', 'mean([2])', 'mean([4])']);
+        expect(responses[0]!.max_tool_calls).toBe(2);
+        const runs = responses[0]!.output.filter((item) => item.type === 'code_interpreter_call');
+        expect(runs.map((run) => run.status)).toEqual(['completed', 'completed', 'failed']);
+        expect(runs[2]).toMatchObject({ outputs: [{ type: 'logs', logs: refusal }] });
+      } finally {
+        await counting.close();
+      }
+    });
+  }
+});
+
 describe('caller on a resent code_interpreter_call', () => {
   it('must be the one it was emitted with: without it, the run is refused rather than made again', async () => {
     const code = "const run = await tools.code_interpreter({ code: 'mean(' }); text(await tools.save_report({ text: run[0].logs }))";

@@ -172,6 +172,21 @@ text(seen.join('\\n'))`;
   });
 });
 
+describe('max_tool_calls', () => {
+  it('an MCP call past it is an mcp_call that failed, and never reaches the server', async () => {
+    const code = `const first = await tools.calc.add({ a: 1, b: 1 }); let error; try { await tools.calc.add({ a: 2, b: 2 }) } catch (e) { error = e.message } text(JSON.stringify({ first: JSON.parse(first), error }))`;
+    const before = mcp.calls.length;
+    const response = await server.client.responses.create({ model: 'm', store: false, input: inlineProgram(code), tools: mcpTool(mcp.url), max_tool_calls: 1 });
+    const result = JSON.parse(programOutputOf(response)!.result) as { first: unknown; error: string };
+    expect(result.error).toBe('max_tool_calls was reached in this response: tools.calc.add was not called');
+    expect(result.first).toBeDefined();
+    expect(mcp.calls.length - before).toBe(1);
+    const calls = response.output.filter((item) => item.type === 'mcp_call');
+    expect(calls.map((call) => call.status)).toEqual(['completed', 'failed']);
+    expect(calls[1]).toMatchObject({ name: 'add', server_label: 'calc', error: { message: result.error } });
+  });
+});
+
 describe('require_approval', () => {
   const ECHO_THEN_ADD = `const echoed = await tools.calc.echo({ n: 1 });
 let added; try { added = await tools.calc.add({ a: 1, b: 1 }) } catch (e) { added = e.message }

@@ -140,7 +140,13 @@ export async function finishResponse(prepared: PreparedResponse, deps: RespondDe
     signal?.throwIfAborted();
     await options.onStart?.();
     const turn = request.generate
-      ? await runTurn(prepared.turn, knobs, { ...deps.services, log: request.log, ...(signal ? { signal } : {}) })
+      ? await runTurn(prepared.turn, knobs, {
+          ...deps.services,
+          log: request.log,
+          ...(signal ? { signal } : {}),
+          // One budget for every built-in call the response's programs make, across all of them.
+          ...(body.max_tool_calls == null ? {} : { builtInCalls: { left: body.max_tool_calls } }),
+        })
       : withoutOutput(prepared.turn);
     const limited = limitOutput(turn.output, body.max_output_tokens, knobs, tokenChunks);
     // A real model's own count where one decided (a model backend), else the emulator's convention.

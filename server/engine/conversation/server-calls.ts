@@ -30,6 +30,13 @@ export interface ServerCallServices {
   readonly mcpTimeoutMs: number;
   /** The request's, when it can be cancelled (a background response): aborted, no call starts and a running MCP call is abandoned. */
   readonly signal?: AbortSignal;
+  /** The built-in tool calls the response may still make (its `max_tool_calls`); absent, no limit. */
+  readonly builtInCalls?: BuiltInCallBudget;
+}
+
+/** What is left of a response's `max_tool_calls`: each built-in call a program makes takes one. */
+export interface BuiltInCallBudget {
+  left: number;
 }
 
 /** The items answering one call, and the answer; no answer means it waits for the user's approval. */
@@ -62,10 +69,11 @@ function truncated(text: string, limit: number | null): string {
   return limit === null || text.length <= limit ? text : text.slice(0, limit);
 }
 
+type ShellAction = { commands: string[]; timeout_ms: number | null; max_output_length: number | null };
+
 /** The hosted shell: scripted results per command, as a shell_call and its shell_call_output. */
 function hostedShell(call: ToolCallRequest, context: CallContext, caller: Caller): AnsweredCall {
-  const action = JSON.parse(call.argumentsJson) as { commands: string[]; timeout_ms: number | null; max_output_length: number | null };
-  const callId = sealedId(call, context, HOSTED_SHELL.sealedPrefix);
+  const action = JSON.parse(call.argumentsJson) as ShellAction;
   const output = action.commands.map((command) => {
     const result = context.services.hosted.shell(command);
     return {
@@ -74,6 +82,13 @@ function hostedShell(call: ToolCallRequest, context: CallContext, caller: Caller
       outcome: result.exit_code === 'timeout' ? { type: 'timeout' as const } : { type: 'exit' as const, exit_code: result.exit_code },
     };
   });
+  return hostedShellAnswer(call, context, caller, output);
+}
+
+/** A shell call and its output items, with `output` (one entry per command) as its answer. */
+function hostedShellAnswer(call: ToolCallRequest, context: CallContext, caller: Caller, output: EmittedShellCallOutput['output']): AnsweredCall {
+  const action = JSON.parse(call.argumentsJson) as ShellAction;
+  const callId = sealedId(call, context, HOSTED_SHELL.sealedPrefix);
   const shellCall: EmittedShellCall = {
     type: HOSTED_SHELL.call.type,
     id: callItemId(callId, HOSTED_SHELL.call.idPrefix),
@@ -112,17 +127,35 @@ export function codeInterpreterAnswer(item: {
 function codeInterpreter(call: ToolCallRequest, context: CallContext, caller: Caller): AnsweredCall {
   const { code } = JSON.parse(call.argumentsJson) as { code: string };
   const result = context.services.hosted.codeInterpreter(code);
+  return result
+    ? codeInterpreterRun(
+        call,
+        context,
+        caller,
+        [
+          ...(result.logs === '' && (result.images?.length ?? 0) > 0 ? [] : [{ type: 'logs' as const, logs: result.logs }]),
+          ...(result.images ?? []).map((url) => ({ type: 'image' as const, url })),
+        ],
+        'completed',
+      )
+    : codeInterpreterRun(call, context, caller, [{ type: 'logs', logs: CODE_INTERPRETER_REFUSAL }], 'failed');
+}
+
+/** A code_interpreter_call item with these outputs, and the answer it gives the program. */
+function codeInterpreterRun(
+  call: ToolCallRequest,
+  context: CallContext,
+  caller: Caller,
+  outputs: NonNullable<EmittedCodeInterpreterCall['outputs']>,
+  status: 'completed' | 'failed',
+): AnsweredCall {
+  const { code } = JSON.parse(call.argumentsJson) as { code: string };
   const run: Omit<EmittedCodeInterpreterCall, 'id'> = {
     type: CODE_INTERPRETER.call.type,
     code,
     container_id: context.toolSet.codeInterpreterContainer ?? EMULATED_CONTAINER_ID,
-    outputs: result
-      ? [
-          ...(result.logs === '' && (result.images?.length ?? 0) > 0 ? [] : [{ type: 'logs' as const, logs: result.logs }]),
-          ...(result.images ?? []).map((url) => ({ type: 'image' as const, url })),
-        ]
-      : [{ type: 'logs', logs: CODE_INTERPRETER_REFUSAL }],
-    status: result ? 'completed' : 'failed',
+    outputs,
+    status,
     caller,
   };
   const answer = codeInterpreterAnswer(run);
@@ -210,6 +243,43 @@ function approvalRequest(call: ToolCallRequest, tool: ProgramTool, context: Call
   return { items: [item] };
 }
 
+/**
+ * A built-in call past the response's `max_tool_calls`: not made. The hosted API ignores such a
+ * call of the model's; a program is still owed an answer, so its call fails, as an item of the
+ * tool's kind saying why (sealed, so that a replay reads the same failure back).
+ */
+function notMade(call: ToolCallRequest, tool: ProgramTool, context: CallContext, caller: Caller): AnsweredCall {
+  const message = `max_tool_calls was reached in this response: tools.${call.tool} was not called`;
+  switch (kindOfProgramTool(tool)) {
+    case 'hosted_shell': {
+      const action = JSON.parse(call.argumentsJson) as { commands: string[] };
+      return hostedShellAnswer(
+        call,
+        context,
+        caller,
+        action.commands.map(() => ({ stdout: '', stderr: message, outcome: { type: 'exit' as const, exit_code: 1 } })),
+      );
+    }
+    case 'code_interpreter':
+      return codeInterpreterRun(call, context, caller, [{ type: 'logs', logs: message }], 'failed');
+    default: {
+      const made: Omit<EmittedMcpCall, 'id'> = {
+        type: MCP.call.type,
+        server_label: tool.namespace ?? '',
+        name: tool.name,
+        arguments: call.argumentsJson,
+        output: null,
+        error: { type: 'http_error', code: 429, message },
+        status: 'failed',
+        approval_request_id: null,
+        caller,
+      };
+      const answer = mcpCallAnswer(made);
+      return { items: [{ ...made, id: sealedId(call, context, MCP.sealedPrefix, { answer }) }], answer };
+    }
+  }
+}
+
 /** Answers a call of a tool the emulator runs: the hosted shell, code_interpreter, or an MCP tool. */
 export async function answerServerCall(
   call: ToolCallRequest,
@@ -222,6 +292,11 @@ export async function answerServerCall(
 ): Promise<AnsweredCall> {
   const context: CallContext = { programCallId, toolSet, services };
   const caller: Caller = { type: 'program', caller_id: programCallId };
+  const budget = services.builtInCalls;
+  if (budget) {
+    if (budget.left <= 0) return notMade(call, tool, context, caller);
+    budget.left -= 1;
+  }
   switch (kindOfProgramTool(tool)) {
     case 'hosted_shell':
       return hostedShell(call, context, caller);
