@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -163,6 +164,23 @@ describe.skipIf(!redis)('two instances on one Redis: agent session events reach 
     const { output_text: _, ...stored } = await a.client.responses.retrieve(queued.id);
     expect(terminal.response).toEqual(stored);
     expect(terminal.response.status).toBe('completed');
+  });
+
+  it('an instance closing (SIGTERM) while a client waits on it for a background response running on A: the wait ends 503 shutting_down, and the instance exits', async () => {
+    const c = await start();
+    const queued = await a.client.responses.create({ model: 'gpt-6-astra', input: 'hello', background: true }, { headers: { 'x-ptc-delay-ms': '600000' } });
+    const waiting = c.client.responses.retrieve(queued.id, { stream: true }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    // Under way on C (its log says so) before C is told to close.
+    while (!c.output().includes(`/v1/responses/${queued.id}?stream=true`)) await sleep(10);
+    const exited = new Promise<number | null>((resolve) => c.process.once('exit', (code) => resolve(code)));
+    await c.stop();
+    // 0: closed in full; a close held up by the wait would have exited 1 at its deadline.
+    expect(await exited).toBe(0);
+    expect(await waiting).toMatchObject({ status: 503, code: 'shutting_down' });
+    expect((await a.client.responses.cancel(queued.id)).status).toBe('cancelled');
   });
 
   it('an instance closing (SIGTERM) with streams open ends them and its reader, and exits', async () => {
