@@ -333,7 +333,8 @@ export const API_ERRORS = {
   shutting_down: {
     status: 503,
     type: 'server_error',
-    description: 'The server is draining after SIGTERM: it finishes running requests and takes no new ones.',
+    description:
+      'The server is draining after SIGTERM: it finishes running requests and takes no new ones; a request waiting for a background response to finish (`stream: true`) that another instance runs stops waiting with it.',
   },
   store_unavailable: {
     status: 503,

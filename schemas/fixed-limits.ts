@@ -11,7 +11,20 @@ export const FIXED_LIMITS = {
     description:
       'Agents API event streams (`GET /v1/agents/sessions/{id}/events`, `sessions.create` with `stream: true`) open on one server; one more is a 429 `too_many_event_streams`.',
   },
-  agentEventStreamsPerSession: { value: 16, description: 'Agents API event streams open on one session; one more is a 429 `too_many_event_streams`.' },
+  agentEventStreamsPerSession: {
+    value: 16,
+    description: 'Agents API event streams open on one session on one server; one more is a 429 `too_many_event_streams`.',
+  },
+  agentEventLogEntries: {
+    value: 128,
+    description:
+      'Appends (the events of one step of a session) Redis keeps of one session for the instances following it (`PTC_STORE=redis`; trimmed approximately, so a few more may stay): an instance that falls further behind ends its streams of that session rather than skip events.',
+  },
+  agentEventLogSeconds: {
+    value: 600,
+    description:
+      "Seconds a session's events stay in Redis after its last one (`PTC_STORE=redis`): streams deliver from the moment they open, so only instances following the session read them.",
+  },
   agentInputMessages: { value: 20, description: "Messages of one `agent.session.input.message` event, or of a session's `input`." },
   agentToolListBytes: {
     value: 3_145_728,

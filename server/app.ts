@@ -256,6 +256,8 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     log: app.log,
   });
   const background = new BackgroundResponses({ store, respond, recordBackground: recorder.recordBackground, webhooks });
+  // Before the HTTP server waits for the requests under way: those waiting on a background response stop waiting.
+  app.addHook('preClose', async () => background.closing());
 
   // One gate for every turn, whichever way its request came (HTTP or a WebSocket message).
   const gate = new TurnGate({ maxConcurrent: config.maxConcurrentTurns, maxQueued: config.maxQueuedTurns, retryAfterMs: config.busyRetryAfterMs });

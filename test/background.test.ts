@@ -254,3 +254,27 @@ describe('background: true with stream: true', () => {
     expect(terminal.response).toStrictEqual(wire(await client.responses.retrieve(queued.id)));
   });
 });
+
+describe('background responses when the server closes', () => {
+  it('GET ?stream=true waiting on a background response gets its failure at close(), which it does not hold up', async () => {
+    // Its own server, with its log read: the test waits for the request to be under way.
+    const lines: string[] = [];
+    const own = await startServer({ scenarios: SCENARIOS, logger: { level: 'info', stream: { write: (line: string) => void lines.push(line) } } });
+    const queued = await own.client.responses.create({ model: MODEL, input: 'hello', background: true }, { headers: { 'x-ptc-delay-ms': '600000' } });
+    const seen: string[] = [];
+    const waiting = own.client.responses
+      .retrieve(queued.id, { stream: true })
+      .then(async (stream) => {
+        for await (const event of stream) seen.push(event.type);
+      })
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    while (!lines.some((line) => line.includes(`/v1/responses/${queued.id}?stream=true`))) await sleep(10);
+    await own.close();
+    // The failure the job stored, replayed: the SDK raises the stream's error event.
+    expect(await waiting).toMatchObject({ code: 'server_error', message: 'The server shut down before this background response finished.' });
+    expect(seen.slice(0, 3)).toEqual(['response.created', 'response.queued', 'response.in_progress']);
+  });
+});

@@ -40,7 +40,8 @@ export function registerAgentsApi(app: FastifyInstance, deps: AgentsApiDeps): Ag
     for (const path of ['/v1/agents', '/v1/agents/*', '/v1/vaults', '/v1/vaults/*']) app.all(path, refuse);
     return undefined;
   }
-  const hub = new SessionEventHub();
+  // With a store several instances share (Redis), events reach the streams of all of them through it.
+  const hub = new SessionEventHub({ log: deps.store.sessionEvents, logger: app.log });
   hub.observe(sessionWebhooks(deps.webhooks));
   const harness = new AgentHarness({ records, respond: deps.respond, gate: deps.gate, hub, journal: deps.recorder, log: app.log });
   registerAgentRoutes(app, () => records);

@@ -100,11 +100,12 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
       return sessionNow((await harness.load(id)) ?? record);
     }
     refuseTooManyStreams(id);
+    // Followed before the session exists, so that its first event is `agent.session.created`
+    // (the SDK's helper needs the session id before any tool call).
+    const opened = await hub.open(id);
     reply.hijack();
     request.streamedByHand = true;
-    // Subscribed before the session exists, so that its first event is `agent.session.created`
-    // (the SDK's helper needs the session id before any tool call).
-    const stream = hub.stream(id, reply.raw, { 'x-request-id': request.id }, input.length > 0 ? endsCreateStream() : () => true);
+    const stream = opened.start(reply.raw, { 'x-request-id': request.id }, input.length > 0 ? endsCreateStream() : () => true);
     reply.raw.on('close', () => deps.recordStream(request, reply));
     try {
       await harness.create(record, input);
@@ -202,9 +203,10 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
     parseOrThrow(EventStreamQuery, request.query);
     await found(request.params.session_id);
     refuseTooManyStreams(request.params.session_id);
+    const opened = await hub.open(request.params.session_id);
     reply.hijack();
     request.streamedByHand = true;
-    hub.stream(request.params.session_id, reply.raw, { 'x-request-id': request.id });
+    opened.start(reply.raw, { 'x-request-id': request.id });
     reply.raw.on('close', () => deps.recordStream(request, reply));
     return reply;
   });

@@ -49,6 +49,8 @@ function responseError(error: unknown): ResponseError {
 export class BackgroundResponses {
   readonly #deps: BackgroundDeps;
   readonly #running = new Map<string, AbortController>();
+  /** Set once the server closes: waits for responses end rather than hold the close up. */
+  #closing = false;
 
   constructor(deps: BackgroundDeps) {
     this.#deps = deps;
@@ -77,8 +79,32 @@ export class BackgroundResponses {
       const { response } = await storedOrNotFound(this.#deps.store, id);
       if (!UNFINISHED.has(response.status)) return response;
       if (clientGone()) return undefined;
+      // The server is closing and this process is not running it (another instance is, sharing
+      // the store): it may run on long after this process is gone. A job of this process was
+      // stopped (closing()), and its failure is stored in a moment.
+      if (this.#closing && !this.#running.has(id)) {
+        // Read again: a job of this process forgets itself only once its outcome is stored.
+        const { response: now } = await storedOrNotFound(this.#deps.store, id);
+        if (!UNFINISHED.has(now.status)) return now;
+        throw new ApiError(
+          'shutting_down',
+          `The server is shutting down while background response '${id}' is still ${now.status}; retry on another instance or after it restarts.`,
+          null,
+          { 'retry-after': '1' },
+        );
+      }
       await sleep(POLL_MS);
     }
+  }
+
+  /**
+   * The server is closing: each running job is stopped (its failure stored, as stopAll() does),
+   * and the requests waiting for a response to finish (stream: true) stop waiting, so that they
+   * do not hold the close up until its deadline.
+   */
+  closing(): void {
+    this.#closing = true;
+    for (const controller of this.#running.values()) controller.abort(new TurnStopped('shutdown'));
   }
 
   /** Cancels a background response that has not finished yet; returns the response as it now stands. */

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { RedisConversationStore } from './redis-conversations.ts';
 import { RedisRecordStore } from './redis-records.ts';
+import { RedisSessionEventLog } from './redis-session-events.ts';
 import { StoreUnavailableError, type ResponseStore, type StoredResponse } from './response-store.ts';
 
 export interface RedisResponseStoreOptions {
@@ -49,7 +50,8 @@ return 1`;
  * `<prefix>item-json:<id>`, and each response's item ids at `<prefix>response-items:<id>` (all
  * with the response's expiry);
  * conversations under `<prefix>conversation:{<id>}` and keys beginning with it, which never
- * expire (see RedisConversationStore): the store for several emulator instances sharing state.
+ * expire (see RedisConversationStore); the Agents API's records (RedisRecordStore) and its
+ * sessions' live events (RedisSessionEventLog): the store for several emulator instances sharing state.
  * ioredis reconnects forever in the background, so the store recovers by itself when Redis
  * comes back.
  */
@@ -61,6 +63,7 @@ export class RedisResponseStore implements ResponseStore {
   #lastConnectionError: Error | undefined;
   readonly conversations: RedisConversationStore;
   readonly records: RedisRecordStore;
+  readonly sessionEvents: RedisSessionEventLog;
 
   constructor(url: string, options: RedisResponseStoreOptions = {}) {
     const { prefix = DEFAULT_REDIS_PREFIX, ttlSeconds, onConnectionError } = options;
@@ -86,6 +89,8 @@ export class RedisResponseStore implements ResponseStore {
     // The same client and error wrapping: a Redis that is down fails conversations as it fails responses.
     this.conversations = new RedisConversationStore(this.#client, prefix, (operation, command) => this.#run(operation, command));
     this.records = new RedisRecordStore(this.#client, prefix, (operation, command) => this.#run(operation, command));
+    // Appends on this client, reads on a connection of its own (made when first needed).
+    this.sessionEvents = new RedisSessionEventLog(this.#client, prefix, (operation, command) => this.#run(operation, command));
   }
 
   async get(id: string): Promise<StoredResponse | undefined> {
@@ -197,6 +202,7 @@ export class RedisResponseStore implements ResponseStore {
   }
 
   async close(): Promise<void> {
+    await this.sessionEvents.close();
     // QUIT lets Redis finish the commands already sent; if it cannot be sent, just drop the
     // socket, which also stops ioredis from reconnecting.
     try {

@@ -2,6 +2,7 @@ import type { ConversationItem } from '../../../schemas/items.ts';
 import type { ResponseObject } from '../../../schemas/response.ts';
 import type { ConversationStore } from './conversation-store.ts';
 import type { RecordStore } from './record-store.ts';
+import type { SessionEventLog } from './session-event-log.ts';
 import { EmulatorError } from '../../../runtime/index.ts';
 
 /** A response kept for `store: true`: the Response itself and the input items of its request. */
@@ -53,6 +54,11 @@ export interface ResponseStore {
    * server then answers the Agents API with a 400 saying so.
    */
   readonly records?: RecordStore;
+  /**
+   * The live events of Agents API sessions, shared by every instance of the store. Absent: the
+   * server hands them to the streams open in its own process (a store only one process uses).
+   */
+  readonly sessionEvents?: SessionEventLog;
   /**
    * Resolves when the store can serve now; rejects with StoreUnavailableError saying why when it
    * cannot (what `GET /health` reports). Absent: a store that is always there.
