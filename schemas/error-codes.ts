@@ -245,11 +245,10 @@ export const API_ERRORS = {
     description:
       "An `agent.session.input.tool_result` names a call the session does not wait on: the message is exactly `Unknown pending tool call: <call_id>`, which the SDK's `sessions.stream()` helper retries.",
   },
-  session_busy: {
+  active_turn_not_steerable: {
     status: 409,
     type: 'conflict_error',
-    description:
-      'A message sent to an agent session while its turn is still running or waiting on tool results (send the results, or `agent.session.input.cancel`, first).',
+    description: `A message into an agent session's active turn (which steers it) when the messages queued for the turn's next step, not yet read, would be more than ${FIXED_LIMITS.steeringMessages.value} (\`steeringMessages\` of the fixed limits) or more than \`PTC_BODY_LIMIT_BYTES\` of JSON; the turn takes more once its next step has read them (\`param\`: the event's \`input\`).`,
   },
   agents_not_emulated: {
     status: 400,

@@ -28,6 +28,11 @@ export const FIXED_LIMITS = {
     description:
       'Responses in a row a turn may make without a message or a tool call before it fails (`internal_error`): a stand-in that only reasons never ends a turn.',
   },
+  steeringMessages: {
+    value: 32,
+    description:
+      "User messages posted into an agent session's active turn (steering it) and not yet read by its next step; one more is a 409 `active_turn_not_steerable`. Their JSON comes to at most `PTC_BODY_LIMIT_BYTES` too, what the request that reads them may carry.",
+  },
   eventStreamBufferBytes: {
     value: 1_048_576,
     description:

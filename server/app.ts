@@ -283,7 +283,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   }
   registerCompactAndCountRoutes(app, { store, sealingKeys, maxInputItems: config.maxInputItems, maxReferencedBytes: config.bodyLimitBytes });
   registerConversationRoutes(app, store, sealingKeys, config.bodyLimitBytes);
-  const agents = registerAgentsApi(app, { store, respond, gate, recorder });
+  const agents = registerAgentsApi(app, { store, respond, gate, recorder, bodyLimitBytes: config.bodyLimitBytes });
   registerJournalRoutes(app, journal);
   registerExploreRoutes(app, exploreLedger);
   app.decorate('explorer', {

@@ -17,6 +17,8 @@ export interface AgentsApiDeps {
   readonly respond: RespondDeps;
   readonly gate: TurnGate;
   readonly recorder: JournalRecorder;
+  /** PTC_BODY_LIMIT_BYTES: what a step's request may carry, so what a turn's queued steering may come to. */
+  readonly bodyLimitBytes: number;
 }
 
 /**
@@ -37,7 +39,15 @@ export function registerAgentsApi(app: FastifyInstance, deps: AgentsApiDeps): Ag
     return undefined;
   }
   const hub = new SessionEventHub();
-  const harness = new AgentHarness({ records, respond: deps.respond, gate: deps.gate, hub, journal: deps.recorder, log: app.log });
+  const harness = new AgentHarness({
+    records,
+    respond: deps.respond,
+    gate: deps.gate,
+    hub,
+    journal: deps.recorder,
+    log: app.log,
+    maxSteeringBytes: deps.bodyLimitBytes,
+  });
   registerAgentRoutes(app, () => records);
   registerSessionRoutes(app, { records: () => records, harness, hub, recordStream: deps.recorder.recordStream });
   registerVaultRoutes(app, records);
