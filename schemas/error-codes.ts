@@ -57,12 +57,6 @@ export const API_ERRORS = {
     type: 'invalid_request_error',
     description: 'A field has a value outside what it accepts; `param` names it.',
   },
-  steering_not_supported: {
-    status: 400,
-    type: 'invalid_request_error',
-    description:
-      'A `response.steer` event over WebSocket (openai 7.x): each request on a socket runs to its end before the next is read, so there is nothing to steer. Answered with a `response.steer.failed` event carrying this code, not an `error` event.',
-  },
   previous_response_not_found: {
     status: 400,
     type: 'invalid_request_error',
@@ -245,11 +239,10 @@ export const API_ERRORS = {
     description:
       "An `agent.session.input.tool_result` names a call the session does not wait on: the message is exactly `Unknown pending tool call: <call_id>`, which the SDK's `sessions.stream()` helper retries.",
   },
-  session_busy: {
+  active_turn_not_steerable: {
     status: 409,
     type: 'conflict_error',
-    description:
-      'A message sent to an agent session while its turn is still running or waiting on tool results (send the results, or `agent.session.input.cancel`, first).',
+    description: `A message into an agent session's active turn (which steers it) when the messages queued for the turn's next step, not yet read, would be more than ${FIXED_LIMITS.steeringMessages.value} (\`steeringMessages\` of the fixed limits) or more than \`PTC_BODY_LIMIT_BYTES\` of JSON; the turn takes more once its next step has read them (\`param\`: the event's \`input\`).`,
   },
   agents_not_emulated: {
     status: 400,
@@ -430,3 +423,42 @@ export const PROGRAM_ERRORS = {
 } as const satisfies Record<string, ProgramErrorDefinition>;
 
 export type ProgramErrorCode = keyof typeof PROGRAM_ERRORS;
+
+export interface SteerErrorDefinition {
+  readonly description: string;
+}
+
+/**
+ * The codes of `response.steer.failed` (openai 7.x's ResponseSteerErrorCode) the emulator sends
+ * over WebSocket: a steering refusal is an event on the socket, never an HTTP error, and its
+ * `error.type` is always `invalid_request_error` (server/api/responses/socket-steering.ts).
+ */
+export const STEER_ERRORS = {
+  invalid_input: {
+    description:
+      'The `response.steer` event has a field besides `type`, `previous_response_id` and `input` (`stream_id` included: the target response gives the lane), or its `input` is not a non-empty string or a non-empty array of user messages (`type` `message` or none, `role` `user`, `content` a string or `input_text`, `input_image` and `input_file` parts); a tool output is refused too, as the SDK documents.',
+  },
+  response_not_found: {
+    description: `The target is no response made on this socket, or one the socket no longer remembers (it keeps what it knows of its latest ${FIXED_LIMITS.steerableResponses.value} responses, \`steerableResponses\` of the fixed limits, and of every response with steering queued).`,
+  },
+  steering_not_supported: {
+    description:
+      'The target was made in a conversation (`conversation`) or with automatic compaction (`context_management`), which the SDK documents as not steerable.',
+  },
+  too_many_pending_steers: {
+    description: `Accepting the input would queue more than ${FIXED_LIMITS.steeringMessages.value} messages (\`steeringMessages\` of the fixed limits) on the socket, not yet committed, or more than \`PTC_BODY_LIMIT_BYTES\` of JSON.`,
+  },
+  response_already_completed: {
+    description:
+      'The target has sent its terminal event and waits on no client call: steer a response while its events are being sent, or while it waits on tool outputs; otherwise send the input in a new `response.create`.',
+  },
+  response_not_active: {
+    description: 'The target waited on client calls, and its continuation is being made, or has been made, on this socket.',
+  },
+  successor_creation_failed: {
+    description:
+      'The automatic successor of a steered response was refused (the message is the refusal: `server_busy`, `shutting_down`, a `store: false` response too large to hold, …); the event returns the input, uncommitted.',
+  },
+} as const satisfies Record<string, SteerErrorDefinition>;
+
+export type SteerErrorCode = keyof typeof STEER_ERRORS;

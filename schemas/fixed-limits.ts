@@ -41,6 +41,16 @@ export const FIXED_LIMITS = {
     description:
       'Responses in a row a turn may make without a message or a tool call before it fails (`internal_error`): a stand-in that only reasons never ends a turn.',
   },
+  steeringMessages: {
+    value: 32,
+    description:
+      "User messages of steering input queued at once and not yet read: those posted into an agent session's active turn, for its next step (one more is a 409 `active_turn_not_steerable`), and those `response.steer` queued on one WebSocket, not yet committed to a response (one more is `response.steer.failed` `too_many_pending_steers`). Their JSON comes to at most `PTC_BODY_LIMIT_BYTES` too, what the request that reads them may carry.",
+  },
+  steerableResponses: {
+    value: 64,
+    description:
+      'Responses of one WebSocket whose steering state the socket keeps, the latest (and every one with steering input queued): a `response.steer` naming an older one is `response.steer.failed` `response_not_found`.',
+  },
   eventStreamBufferBytes: {
     value: 1_048_576,
     description:

@@ -29,24 +29,29 @@ export const OutputText = z.strictObject({
   annotations: z.array(z.looseObject({ type: z.string() })).optional(),
   logprobs: z.array(z.unknown()).optional(),
 });
+const InputText = z.strictObject({ type: z.literal('input_text'), text: z.string(), prompt_cache_breakpoint: PromptCacheBreakpoint });
+const InputImage = z.strictObject({
+  type: z.literal('input_image'),
+  image_url: z.string().nullish(),
+  file_id: z.string().nullish(),
+  detail: z.enum(['low', 'high', 'auto', 'original']).nullish(),
+  prompt_cache_breakpoint: PromptCacheBreakpoint,
+});
+const InputFile = z.strictObject({
+  type: z.literal('input_file'),
+  detail: z.enum(['low', 'high', 'auto']).optional(),
+  file_data: z.string().nullish(),
+  file_id: z.string().nullish(),
+  file_url: z.string().nullish(),
+  filename: z.string().nullish(),
+  prompt_cache_breakpoint: PromptCacheBreakpoint,
+});
+/** A part of a user's message: text, an image or a file (what steering input may carry). */
+export const InputContentPart = z.discriminatedUnion('type', [InputText, InputImage, InputFile]);
 const ContentPart = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('input_text'), text: z.string(), prompt_cache_breakpoint: PromptCacheBreakpoint }),
-  z.strictObject({
-    type: z.literal('input_image'),
-    image_url: z.string().nullish(),
-    file_id: z.string().nullish(),
-    detail: z.enum(['low', 'high', 'auto', 'original']).nullish(),
-    prompt_cache_breakpoint: PromptCacheBreakpoint,
-  }),
-  z.strictObject({
-    type: z.literal('input_file'),
-    detail: z.enum(['low', 'high', 'auto']).optional(),
-    file_data: z.string().nullish(),
-    file_id: z.string().nullish(),
-    file_url: z.string().nullish(),
-    filename: z.string().nullish(),
-    prompt_cache_breakpoint: PromptCacheBreakpoint,
-  }),
+  InputText,
+  InputImage,
+  InputFile,
   OutputText,
   z.strictObject({ type: z.literal('refusal'), refusal: z.string() }),
 ]);

@@ -6,7 +6,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { API_ERRORS, PROGRAM_ERRORS } from '../schemas/error-codes.ts';
+import { API_ERRORS, PROGRAM_ERRORS, STEER_ERRORS } from '../schemas/error-codes.ts';
 import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
 import { settingFlag, settingRows } from '../server/platform/config.ts';
 
@@ -32,6 +32,11 @@ export function programErrorTable(): string {
   return ['| code | when |', '|---|---|', ...rows].join('\n');
 }
 
+export function steerErrorTable(): string {
+  const rows = Object.entries(STEER_ERRORS).map(([code, error]) => `| \`${code}\` | ${error.description} |`);
+  return ['| steering code | when |', '|---|---|', ...rows].join('\n');
+}
+
 /** Replaces the table in `path` that starts with the same header line as `table`. */
 function writeInto(path: string, table: string): void {
   const url = new URL(`../${path}`, import.meta.url);
@@ -50,7 +55,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     writeInto('README.md', fixedLimitsTable());
     writeInto('docs/ERRORS.md', apiErrorTable());
     writeInto('docs/ERRORS.md', programErrorTable());
+    writeInto('docs/ERRORS.md', steerErrorTable());
   } else {
-    process.stdout.write(`${configurationTable()}\n\n${fixedLimitsTable()}\n\n${apiErrorTable()}\n\n${programErrorTable()}\n`);
+    process.stdout.write(`${configurationTable()}\n\n${fixedLimitsTable()}\n\n${apiErrorTable()}\n\n${programErrorTable()}\n\n${steerErrorTable()}\n`);
   }
 }

@@ -296,7 +296,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   }
   registerCompactAndCountRoutes(app, { store, sealingKeys, maxInputItems: config.maxInputItems, maxReferencedBytes: config.bodyLimitBytes });
   registerConversationRoutes(app, store, sealingKeys, config.bodyLimitBytes);
-  const agents = registerAgentsApi(app, { store, respond, gate, recorder, webhooks });
+  const agents = registerAgentsApi(app, { store, respond, gate, recorder, webhooks, bodyLimitBytes: config.bodyLimitBytes });
   registerWebhookRoutes(app, { records: store.records, sender: webhooks, allowedUrls: config.webhooks.allowedUrls });
   registerJournalRoutes(app, journal);
   registerExploreRoutes(app, exploreLedger);

@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
+import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
 import { AGENT_TOOLS, answerOf, PRICING_PROGRAM, PRICING_SCENARIOS } from './support/agents-api.ts';
 import { inlineProgram } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';
@@ -252,7 +253,7 @@ describe('the Agents API: sessions run programs in the harness, PTC on by defaul
     );
   });
 
-  it('a failed tool result reaches the program as its error; a message while a call is owed is 409; cancel ends the turn', async () => {
+  it('a failed tool result reaches the program as its error; a message while a call is owed joins the turn; cancel ends the turn', async () => {
     const { client } = await start();
     const agent = await client.beta.agents.create({ model: 'm', tools: AGENT_TOOLS });
     const session = await client.beta.agents.sessions.create({ agent_id: agent.id, environment: { type: 'none' } });
@@ -261,17 +262,14 @@ describe('the Agents API: sessions run programs in the harness, PTC on by defaul
     await client.beta.agents.sessions.events.create(session.id, { events: [message(program)] });
     const first = await readUntil(stream, (event) => event.type === 'agent.session.requires_action');
     const [call] = callsOf(first);
-    await expectApiError(
-      client.beta.agents.sessions.events.create(session.id, { events: [message('again')] }),
-      409,
-      'session_busy',
-      /waiting on tool results/,
-      'events[0].type',
-    );
+    // A message while the call is owed steers the turn: one of its items now, read with the result.
+    await client.beta.agents.sessions.events.create(session.id, { events: [message('again')] });
     await client.beta.agents.sessions.events.create(session.id, {
       events: [{ type: 'agent.session.input.tool_result', turn_id: call!.turn_id, call_id: call!.call_id, success: false, error: 'warehouse offline' }],
     });
     const second = await readUntil(stream, (event) => event.type === 'agent.session.requires_action');
+    expect(second[0]).toMatchObject({ type: 'agent.session.turn.item.added', turn_id: call!.turn_id, item: { type: 'message', role: 'user' } });
+    expect((await client.beta.agents.sessions.turns.list(session.id)).data).toHaveLength(1);
     const output = second.find((event) => event.type === 'agent.session.turn.item.added' && event.item.type === 'function_call_output');
     expect(output?.type === 'agent.session.turn.item.added' && output.item).toMatchObject({ status: 'failed', error: 'warehouse offline', output: null });
     expect(callsOf(second).map((next) => next.arguments)).toEqual(['{"sku":"b"}']);
@@ -300,6 +298,163 @@ describe('the Agents API: sessions run programs in the harness, PTC on by defaul
     await readUntil(events, (event) => event.type === 'agent.session.requires_action');
     await events.return?.();
     expect((await client.beta.agents.sessions.turns.list(session.id)).data).toHaveLength(1);
+  });
+});
+
+describe('the Agents API: a message during an active turn steers it', () => {
+  const session = async (client: OpenAI) => client.beta.agents.sessions.create({ agent: { model: 'm', tools: AGENT_TOOLS }, environment: { type: 'none' } });
+  const userTextOf = (event: AgentSessionEvent | undefined): string | undefined =>
+    event?.type === 'agent.session.turn.item.added' && event.item.type === 'message' && event.item.role === 'user'
+      ? event.item.content.map((part) => (part.type === 'input_text' ? part.text : '')).join('')
+      : undefined;
+
+  it('into a turn whose program waits on two calls: the message joins the turn, and its next step reads it after the results', async () => {
+    const seen: { phase: string; lastUserText: string; tail: string[] }[] = [];
+    const server = await startServer({
+      model: (context) => {
+        seen.push({ phase: context.phase, lastUserText: context.lastUserText, tail: context.history.slice(-3).map((item) => item.type) });
+        if (context.phase === 'user_turn') {
+          return {
+            type: 'program',
+            code: "const [p, s] = await Promise.all([tools.get_price({ sku: 'a' }), tools.get_stock({ sku: 'a' })]); text(JSON.parse(p).price * JSON.parse(s).units);",
+          };
+        }
+        if (context.phase === 'after_program') return { type: 'message', text: `${context.program!.result}, as asked: ${context.lastUserText}` };
+        return undefined;
+      },
+    });
+    running.push(server);
+    const { client } = server;
+    const { id } = await session(client);
+    const stream = reader(await client.beta.agents.sessions.events.stream(id));
+    await client.beta.agents.sessions.events.create(id, { events: [message('What is sku a worth?')] });
+    const calls = callsOf(await readUntil(stream, (event) => event.type === 'agent.session.requires_action'));
+    expect(calls.map((call) => call.name)).toEqual(['get_price', 'get_stock']);
+    const turnId = calls[0]!.turn_id;
+
+    // The turn waits on both calls of its program: the message becomes an item of that turn (no
+    // new turn starts, nothing is refused), and waits for the results.
+    await client.beta.agents.sessions.events.create(id, { events: [message('Answer in euros.')] });
+    const [added] = await readUntil(stream, (event) => event.type === 'agent.session.turn.item.added');
+    expect(added).toMatchObject({ turn_id: turnId, output_index: null, item: { type: 'message', role: 'user', phase: null, turn_id: turnId } });
+    expect(userTextOf(added)).toBe('Answer in euros.');
+    expect(await client.beta.agents.sessions.retrieve(id)).toMatchObject({ status: 'requires_action' });
+    expect(seen).toHaveLength(1);
+
+    // The results, one post each: the program resumes with both, then the model reads the message.
+    for (const call of calls) {
+      await client.beta.agents.sessions.events.create(id, {
+        events: [{ type: 'agent.session.input.tool_result', turn_id: turnId, call_id: call.call_id, success: true, output: answerOf(call.name) }],
+      });
+    }
+    const rest = await readUntil(stream, turnOver());
+    await stream.return?.();
+    expect(finalText(rest)).toBe('42, as asked: Answer in euros.');
+    expect(seen.at(-1)).toEqual({
+      phase: 'after_program',
+      lastUserText: 'Answer in euros.',
+      tail: ['function_call_output', 'function_call_output', 'message'],
+    });
+    const turns = (await client.beta.agents.sessions.turns.list(id)).data;
+    expect(turns.map((turn) => turn.status)).toEqual(['completed']);
+    const items = (await client.beta.agents.sessions.items.list(id, { order: 'asc' })).data;
+    expect(items.map((item) => item.type)).toEqual([
+      'message',
+      'function_call',
+      'function_call',
+      'message',
+      'function_call_output',
+      'function_call_output',
+      'message',
+    ]);
+    expect(new Set(items.map((item) => item.turn_id))).toEqual(new Set([turnId]));
+  });
+
+  it('into a turn whose response is being made: that response stands as commentary, and the next one reads the message', async () => {
+    let entered!: () => void;
+    const modelEntered = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const seen: string[] = [];
+    const server = await startServer({
+      // The first response's model waits until the test lets it go: the turn is running meanwhile.
+      model: async (context) => {
+        if (context.phase !== 'user_turn') return undefined;
+        seen.push(context.lastUserText);
+        if (context.lastUserText === 'Draft the summary.') {
+          entered();
+          await released;
+          return { type: 'message', text: 'Drafting it now.' };
+        }
+        return { type: 'message', text: `Done, with: ${context.lastUserText}` };
+      },
+    });
+    running.push(server);
+    const { client } = server;
+    const { id } = await session(client);
+    const stream = reader(await client.beta.agents.sessions.events.stream(id));
+    await client.beta.agents.sessions.events.create(id, { events: [message('Draft the summary.')] });
+    await modelEntered;
+    expect(await client.beta.agents.sessions.retrieve(id)).toMatchObject({ status: 'in_progress' });
+    await client.beta.agents.sessions.events.create(id, { events: [message('Keep it short.')] });
+    release();
+
+    const events = await readUntil(stream, turnOver());
+    await stream.return?.();
+    const turnId = events.find((event) => event.type === 'agent.session.turn.created')!.turn_id;
+    expect(events.flatMap((event) => userTextOf(event) ?? [])).toEqual(['Draft the summary.', 'Keep it short.']);
+    const answers = events.flatMap((event) =>
+      event.type === 'agent.session.turn.item.done' && event.item.type === 'message' ? [[event.item.phase, event.item.content[0]?.text]] : [],
+    );
+    expect(answers).toEqual([
+      ['commentary', 'Drafting it now.'],
+      ['final_answer', 'Done, with: Keep it short.'],
+    ]);
+    expect(seen).toEqual(['Draft the summary.', 'Keep it short.']);
+    expect(events.filter((event) => event.type === 'agent.session.turn.completed').map((event) => event.turn_id)).toEqual([turnId]);
+    expect((await client.beta.agents.sessions.turns.list(id)).data.map((turn) => turn.status)).toEqual(['completed']);
+  });
+
+  it(`a turn holds at most ${FIXED_LIMITS.steeringMessages.value} messages its next step has not read: more is a 409 active_turn_not_steerable`, async () => {
+    const { client } = await start();
+    const { id } = await session(client);
+    const stream = reader(await client.beta.agents.sessions.events.stream(id));
+    await client.beta.agents.sessions.events.create(id, { events: [message(PRICING_PROGRAM)] });
+    const calls = callsOf(await readUntil(stream, (event) => event.type === 'agent.session.requires_action'));
+    const limit = FIXED_LIMITS.steeringMessages.value;
+    const posts = (count: number, from: number) =>
+      Array.from({ length: count }, (_, index) => ({ role: 'user' as const, content: [{ type: 'input_text' as const, text: `note ${from + index}` }] }));
+    for (let sent = 0; sent < limit; sent += FIXED_LIMITS.agentInputMessages.value) {
+      const count = Math.min(FIXED_LIMITS.agentInputMessages.value, limit - sent);
+      await client.beta.agents.sessions.events.create(id, { events: [{ type: 'agent.session.input.message', input: posts(count, sent) }] });
+    }
+    await expectApiError(
+      client.beta.agents.sessions.events.create(id, { events: [{ type: 'agent.session.input.message', input: posts(1, limit) }] }),
+      409,
+      'active_turn_not_steerable',
+      /steeringMessages/,
+      'events[0].input',
+    );
+    // The results read them all; the turn ends, and the session takes messages again.
+    await client.beta.agents.sessions.events.create(id, {
+      events: calls.map((call) => ({
+        type: 'agent.session.input.tool_result' as const,
+        turn_id: call.turn_id,
+        call_id: call.call_id,
+        success: true,
+        output: answerOf(call.name),
+      })),
+    });
+    const rest = await readUntil(stream, turnOver());
+    await stream.return?.();
+    expect(rest.flatMap((event) => userTextOf(event) ?? []).length).toBe(limit);
+    expect(rest.some((event) => event.type === 'agent.session.turn.completed')).toBe(true);
+    const items = (await client.beta.agents.sessions.items.list(id, { limit: 100 })).data;
+    expect(items.filter((item) => item.type === 'message' && item.role === 'user')).toHaveLength(limit + 1);
   });
 });
 
@@ -636,18 +791,23 @@ describe('the Agents API: agents and sessions as resources', () => {
     const session = await client.beta.agents.sessions.retrieve(invocation.session_id!);
     expect(session).toMatchObject({ agent: { id: agent.id }, status: 'in_progress' });
 
-    // A message into that session while its turn runs: the invocation fails, saying why.
+    // A message into that session while its turn runs steers the turn: the invocation ran.
     const once = await client.beta.agents.automations.create({
       type: 'once',
       name: 'nudge',
       run_at: 2_000_000_000,
       target: { type: 'existing_session', session_id: session.id, instructions: 'Anything new?' },
     });
-    const busy = await client.beta.agents.automations.invocations.create(once.id);
-    expect(busy).toMatchObject({ status: 'failed', session_id: session.id, error: { code: 'session_busy' } });
+    const nudged = await client.beta.agents.automations.invocations.create(once.id);
+    expect(nudged).toMatchObject({ status: 'completed', session_id: session.id, error: null });
+    const sessionItems = await client.beta.agents.sessions.items.list(session.id, { order: 'asc' });
+    const userTexts = sessionItems.data.flatMap((item) =>
+      item.type === 'message' && item.role === 'user' ? item.content.flatMap((part) => (part.type === 'input_text' ? [part.text] : [])) : [],
+    );
+    expect(userTexts).toEqual(['take your time', 'Anything new?']);
     expect((await client.beta.agents.automations.list({ session_id: session.id })).data.map((listed) => listed.id)).toEqual([once.id]);
     expect((await client.beta.agents.automations.invocations.list(periodic.id)).data.map((listed) => listed.id)).toEqual([invocation.id]);
-    expect(await client.beta.agents.automations.invocations.retrieve(busy.id, { automation_id: once.id })).toEqual(busy);
+    expect(await client.beta.agents.automations.invocations.retrieve(nudged.id, { automation_id: once.id })).toEqual(nudged);
     expect(await client.beta.agents.automations.delete(once.id)).toEqual({ id: once.id, deleted: true, object: 'agent.automation.deleted' });
     await expectApiError(client.beta.agents.automations.retrieve(once.id), 404, 'automation_not_found', /not found/, 'automation_id');
   });

@@ -19,8 +19,11 @@ import { ResponsesWS, type ResponsesWSClientOptions } from 'openai/resources/res
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CreateResponseRequest } from '../schemas/request.ts';
 import { buildServer } from '../server/app.ts';
+import { seededRandom } from '../server/engine/knobs.ts';
 import type { ScenarioFile } from '../server/engine/stand-ins/scenario-model.ts';
 import type { SocketErrorEvent } from '../server/api/responses/responses-socket.ts';
+import { REMEMBERED_RESPONSES, SocketSteering } from '../server/api/responses/socket-steering.ts';
+import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
 import { rejectionOf } from './support/api-errors.ts';
 import { functionCallsOf, inlineProgram, programOutputOf, programTools } from './support/programs.ts';
 import { startTestRedis } from './support/redis.ts';
@@ -31,15 +34,29 @@ import { startServer, type RunningServer } from './support/server.ts';
 
 // Compile-time: the error event is one the SDK types, and a client event's body is a create body.
 type IsAssignable<From, To> = [From] extends [To] ? true : false;
-/** `response.create`: the client event this emulator answers (openai 7.x adds `response.steer`). */
+/** `response.create`: the client event that asks for a response (`response.steer` steers one). */
 type CreateEvent = Extract<ResponsesClientEvent, { type: 'response.create' }>;
 const errorEventFits: IsAssignable<SocketErrorEvent, ResponseErrorEvent> = true;
 const clientEventFits: IsAssignable<Omit<CreateEvent, 'type'>, Partial<Record<keyof CreateResponseRequest, unknown>>> = true;
 void [errorEventFits, clientEventFits];
 
 const MODEL = 'ptc-emulator';
+/**
+ * A seed for `latency_jitter_ms: 60_000` (the knob's pauses are drawn from it) whose first pause,
+ * before response.created, is under 50 ms and whose second, before response.in_progress, is over
+ * 50 s: a steer sent on response.created reaches that response while its events are being sent
+ * (the test would time out before the pause ends).
+ */
+const SLOW_SECOND_EVENT_SEED = (() => {
+  for (let seed = 0; ; seed++) {
+    const draw = seededRandom(seed);
+    if (draw() * 60_000 < 50 && draw() * 60_000 > 50_000) return seed;
+  }
+})();
 const SCENARIOS: ScenarioFile = {
   rules: [
+    { match: { user: 'steer me while I stream' }, knobs: { latency_jitter_ms: 60_000, seed: SLOW_SECOND_EVENT_SEED }, message: 'A first answer.' },
+    { match: { user: 'Now in French' }, message: 'Voilà.' },
     { match: { user: 'plain message' }, message: 'Here is a plain answer, long enough to travel as several deltas over the stream.' },
     { match: { user: 'with reasoning' }, reasoning: 'The user wants a short answer; one sentence will do.', message: 'Short answer.' },
     {
@@ -418,22 +435,6 @@ describe('WebSocket mode', () => {
     expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message', generate: true })).status).toBe('completed');
   });
 
-  it('answers response.steer with response.steer.failed (steering_not_supported) and goes on serving', async () => {
-    const socket = new TestSocket(server.client);
-    const done = finalResponse(await socket.create({ model: MODEL, input: 'plain message' }));
-    const input = [{ type: 'message' as const, role: 'user' as const, content: 'and also this' }];
-    socket.ws.send({ type: 'response.steer', previous_response_id: done.id, input });
-    const message = await socket.next();
-    if (message.type !== 'message') throw new Error(`expected an event, got ${JSON.stringify(message)}`);
-    expect(message.message).toStrictEqual({
-      type: 'response.steer.failed',
-      sequence_number: 0,
-      error: { type: 'invalid_request_error', code: 'steering_not_supported', message: expect.stringContaining('does not steer responses') },
-      steer: { previous_response_id: done.id, input },
-    });
-    expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
-  });
-
   it('refuses a bad API key at the upgrade, which the SDK reports as an error and a closed socket', async () => {
     const guarded = await startServer({ scenarios: SCENARIOS, config: { apiKey: 'the-key' } });
     try {
@@ -450,6 +451,346 @@ describe('WebSocket mode', () => {
     } finally {
       await guarded.close();
     }
+  });
+});
+
+/** The next event on the socket that is not part of a response's stream: a steering event. */
+type SteerEventOnSocket = Extract<ResponsesServerEvent, { type: `response.steer.${string}` }>;
+
+/** Reads events until `done` says all that is wanted has come; each event as it came. */
+async function readEvents(socket: TestSocket, done: (events: readonly ResponsesServerEvent[]) => boolean): Promise<ResponsesServerEvent[]> {
+  const events: ResponsesServerEvent[] = [];
+  while (!done(events)) {
+    const message = await socket.next();
+    if (message.type !== 'message') throw new Error(`expected an event, got ${JSON.stringify(message).slice(0, 500)}`);
+    events.push(message.message);
+  }
+  return events;
+}
+
+async function nextSteerEvent(socket: TestSocket): Promise<SteerEventOnSocket> {
+  const message = await socket.next();
+  if (message.type !== 'message' || !message.message.type.startsWith('response.steer.'))
+    throw new Error(`expected a steering event, got ${JSON.stringify(message).slice(0, 500)}`);
+  return message.message as SteerEventOnSocket;
+}
+
+describe('WebSocket mode: steering (response.steer)', () => {
+  it('steers a response whose program waits on two calls: accepted, pending with the calls owed, committed before the outputs of the continuation', async () => {
+    const seen: { phase: string; lastUserText: string }[] = [];
+    const steered = await startServer({
+      model: (context) => {
+        seen.push({ phase: context.phase, lastUserText: context.lastUserText });
+        if (context.phase === 'user_turn') {
+          return { type: 'program', code: 'const [a, b] = await Promise.all([tools.get_a({}), tools.get_b({})]); text(`${a} and ${b}`);' };
+        }
+        if (context.phase === 'after_program') return { type: 'message', text: `${context.program!.result}; asked: ${context.lastUserText}` };
+        return undefined;
+      },
+    });
+    try {
+      // Paced, so that the steer (sent on response.created) usually arrives while the events are
+      // sent; arriving after them, it finds the response waiting on its calls: the same events.
+      const socket = new TestSocket(steered.client, { headers: { 'x-ptc-event-latency-ms': '5' } });
+      const lane = 'lane-7';
+      const steerInput = [{ type: 'message' as const, role: 'user' as const, content: 'Also say it in French.' }];
+      socket.ws.send({ type: 'response.create', model: MODEL, input: 'Look both up.', tools: TOOLS, stream_id: lane });
+      const created = await socket.next();
+      if (created.type !== 'message' || created.message.type !== 'response.created')
+        throw new Error(`expected response.created, got ${JSON.stringify(created)}`);
+      const firstId = created.message.response.id;
+      socket.ws.send({ type: 'response.steer', previous_response_id: firstId, input: steerInput });
+      const events = [
+        created.message,
+        ...(await readEvents(
+          socket,
+          (read) => read.some((event) => event.type === 'response.steer.pending') && read.some((event) => TERMINAL.has(event.type)),
+        )),
+      ];
+
+      const types = events.map((event) => event.type);
+      const terminal = types.indexOf('response.completed');
+      const accepted = events.find((event) => event.type === 'response.steer.accepted');
+      const pending = events.find((event) => event.type === 'response.steer.pending');
+      expect(types.filter((type) => type.startsWith('response.steer.'))).toEqual(['response.steer.accepted', 'response.steer.pending']);
+      // Pending comes after response.completed: the response ended owing its program's two calls.
+      expect(types.indexOf('response.steer.pending')).toBeGreaterThan(terminal);
+      const first = finalResponse(events.filter((event) => !event.type.startsWith('response.steer.')));
+      expect(first.id).toBe(firstId);
+      const calls = functionCallsOf(first);
+      expect(calls.map((call) => call.name)).toEqual(['get_a', 'get_b']);
+      if (accepted?.type !== 'response.steer.accepted' || pending?.type !== 'response.steer.pending') throw new Error('no steering events');
+      expect(accepted).toEqual({
+        type: 'response.steer.accepted',
+        sequence_number: 0,
+        steer: { id: expect.stringMatching(/^steer_/), previous_response_id: firstId },
+        stream_id: lane,
+      });
+      expect(pending).toEqual({
+        type: 'response.steer.pending',
+        sequence_number: 0,
+        reason: 'waiting_for_required_input',
+        // The stubs carry the calls' `caller` as well (an extension): filled in, they are the outputs a program's calls need.
+        required_input: calls.map((call) => ({ type: 'function_call_output', call_id: call.call_id, name: call.name, caller: call.caller })),
+        steer: accepted.steer,
+        stream_id: lane,
+      });
+      // The stand-in has not seen the steering input yet.
+      expect(seen.map((context) => context.lastUserText)).toEqual(['Look both up.']);
+
+      // One explicit continuation, the stubs filled in with the results: the queued input goes before them.
+      const outputs = pending.required_input.flatMap((stub) =>
+        stub.type === 'function_call_output' ? [{ ...stub, output: stub.name === 'get_a' ? 'apples' : 'bread' }] : [],
+      );
+      const continued = await socket.create({ model: MODEL, previous_response_id: firstId, tools: TOOLS, input: outputs, stream_id: lane });
+      const second = finalResponse(continued);
+      expect(continued.every((event) => (event as { stream_id?: string }).stream_id === lane)).toBe(true);
+      expect(programOutputOf(second)?.result).toBe('apples and bread');
+      const answer = second.output.find((item) => item.type === 'message');
+      expect(answer?.type === 'message' && answer.content.map((part) => (part.type === 'output_text' ? part.text : '')).join('')).toBe(
+        'apples and bread; asked: Also say it in French.',
+      );
+      expect(seen.at(-1)).toEqual({ phase: 'after_program', lastUserText: 'Also say it in French.' });
+      const inputItems = await steered.client.responses.inputItems.list(second.id, { order: 'asc' });
+      expect(inputItems.data.map((item) => item.type)).toEqual(['message', 'function_call_output', 'function_call_output']);
+      expect(inputItems.data[0]).toMatchObject({ role: 'user', content: [{ type: 'input_text', text: 'Also say it in French.' }] });
+
+      // Continued, the first response takes no more steering; the second completed owing nothing.
+      socket.ws.send({ type: 'response.steer', previous_response_id: firstId, input: 'More?' });
+      expect(await nextSteerEvent(socket)).toMatchObject({ type: 'response.steer.failed', error: { code: 'response_not_active' }, stream_id: lane });
+      socket.ws.send({ type: 'response.steer', previous_response_id: second.id, input: 'More?' });
+      expect(await nextSteerEvent(socket)).toEqual({
+        type: 'response.steer.failed',
+        sequence_number: 0,
+        error: { type: 'invalid_request_error', code: 'response_already_completed', message: expect.stringContaining('waits on no tool output') },
+        steer: { input: 'More?', previous_response_id: second.id },
+        stream_id: lane,
+      });
+    } finally {
+      await steered.close();
+    }
+  });
+
+  it('steered while its events are sent, a response owing nothing sends the rest at once, and an automatic successor commits the input', async () => {
+    const socket = new TestSocket(server.client);
+    const lane = 'lane-s';
+    socket.ws.send({
+      type: 'response.create',
+      model: MODEL,
+      input: 'steer me while I stream',
+      instructions: 'Be brief.',
+      metadata: { run: 'steered' },
+      stream_id: lane,
+    });
+    const created = await socket.next();
+    if (created.type !== 'message' || created.message.type !== 'response.created') throw new Error(`expected response.created, got ${JSON.stringify(created)}`);
+    const steeredId = created.message.response.id;
+    // The next event of that response comes after a pause of over 50 s: the steer is read before it.
+    socket.ws.send({ type: 'response.steer', previous_response_id: steeredId, input: 'Now in French.' });
+    const events = [created.message, ...(await readEvents(socket, (read) => read.filter((event) => event.type === 'response.completed').length === 2))];
+    expect(events[1]).toEqual({
+      type: 'response.steer.accepted',
+      sequence_number: 0,
+      steer: { id: expect.stringMatching(/^steer_/), previous_response_id: steeredId },
+      stream_id: lane,
+    });
+    expect(events.every((event) => (event as { stream_id?: string }).stream_id === lane)).toBe(true);
+    const split = events.findIndex((event) => event.type === 'response.completed') + 1;
+    const steered = finalResponse(events.slice(0, split).filter((event) => event.type !== 'response.steer.accepted'));
+    const successorEvents = events.slice(split);
+    const successor = finalResponse(successorEvents);
+    // The steered response was not cut: it completed as it was made.
+    expect(steered).toMatchObject({ id: steeredId, status: 'completed', incomplete_details: null });
+    expect(
+      steered.output.map((item) => item.type === 'message' && item.content.map((part) => (part.type === 'output_text' ? part.text : '')).join('')),
+    ).toEqual(['A first answer.']);
+    // Its successor: created automatically, with its settings, continuing it with the queued input.
+    expect(successorEvents[0]?.type).toBe('response.created');
+    expect(successorEvents.map((event) => event.sequence_number)).toEqual(successorEvents.map((_, index) => index));
+    expect(successor).toMatchObject({ previous_response_id: steeredId, instructions: 'Be brief.', metadata: { run: 'steered' }, status: 'completed' });
+    expect(
+      successor.output.map((item) => item.type === 'message' && item.content.map((part) => (part.type === 'output_text' ? part.text : '')).join('')),
+    ).toEqual(['Voilà.']);
+    const committed = await server.client.responses.inputItems.list(successor.id);
+    expect(committed.data).toMatchObject([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Now in French.' }] }]);
+    // Its input committed, the steered response takes no more; the socket serves on.
+    socket.ws.send({ type: 'response.steer', previous_response_id: steeredId, input: 'And in German.' });
+    expect(await nextSteerEvent(socket)).toMatchObject({ type: 'response.steer.failed', error: { code: 'response_already_completed' }, stream_id: lane });
+    expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
+  });
+
+  it('a continuation refused keeps the steering queued for the next one', async () => {
+    const socket = new TestSocket(server.client);
+    const first = finalResponse(await socket.create({ model: MODEL, input: 'two pauses', tools: TOOLS }));
+    const [a] = functionCallsOf(first);
+    socket.ws.send({ type: 'response.steer', previous_response_id: first.id, input: 'Steer this.' });
+    expect((await nextSteerEvent(socket)).type).toBe('response.steer.accepted');
+    expect(await nextSteerEvent(socket)).toMatchObject({
+      type: 'response.steer.pending',
+      required_input: [{ type: 'function_call_output', call_id: a!.call_id, name: 'get_a', caller: a!.caller }],
+    });
+    // Without the output the call needs: refused, and the steering waits on.
+    socket.ws.send({ type: 'response.create', model: MODEL, previous_response_id: first.id, tools: TOOLS, input: [] });
+    expect(await socket.error()).toMatchObject({ status: 400 });
+    const second = finalResponse(
+      await socket.create({
+        model: MODEL,
+        previous_response_id: first.id,
+        tools: TOOLS,
+        input: [{ type: 'function_call_output', call_id: a!.call_id, output: 'A', caller: a!.caller ?? null }],
+      }),
+    );
+    const items = await server.client.responses.inputItems.list(second.id, { order: 'asc' });
+    expect(items.data.map((item) => item.type)).toEqual(['message', 'function_call_output']);
+    expect(items.data[0]).toMatchObject({ role: 'user', content: [{ type: 'input_text', text: 'Steer this.' }] });
+  });
+
+  it('refuses what it cannot steer with response.steer.failed, returning the input, and goes on serving', async () => {
+    const socket = new TestSocket(server.client);
+    const failed = async (event: Record<string, unknown>): Promise<SteerEventOnSocket> => {
+      socket.ws.sendRaw(JSON.stringify(event));
+      const answer = await nextSteerEvent(socket);
+      expect(answer.type).toBe('response.steer.failed');
+      return answer;
+    };
+    const done = finalResponse(await socket.create({ model: MODEL, input: 'plain message', stream_id: 'done-lane' }));
+    const input = [{ type: 'message' as const, role: 'user' as const, content: 'and also this' }];
+    // Completed, owing nothing: too late.
+    expect(await failed({ type: 'response.steer', previous_response_id: done.id, input })).toEqual({
+      type: 'response.steer.failed',
+      sequence_number: 0,
+      error: { type: 'invalid_request_error', code: 'response_already_completed', message: expect.any(String) },
+      steer: { previous_response_id: done.id, input },
+      stream_id: 'done-lane',
+    });
+    // Not made on this socket.
+    const elsewhere = await server.client.responses.create({ model: MODEL, input: 'two pauses', tools: TOOLS });
+    for (const id of [elsewhere.id, 'resp_nope']) {
+      expect(await failed({ type: 'response.steer', previous_response_id: id, input })).toMatchObject({
+        error: { code: 'response_not_found', message: expect.stringContaining('not available on this connection') },
+        steer: { previous_response_id: id, input },
+      });
+    }
+    // Not input steering takes: a tool output, another role, nothing, a stream_id of its own.
+    const paused = finalResponse(await socket.create({ model: MODEL, input: 'two pauses', tools: TOOLS }));
+    for (const [event, said] of [
+      [{ type: 'response.steer', previous_response_id: paused.id, input: [{ type: 'function_call_output', call_id: 'call_1', output: 'x' }] }, 'input[0]'],
+      [{ type: 'response.steer', previous_response_id: paused.id, input: [{ role: 'assistant', content: 'x' }] }, 'input[0].role'],
+      [{ type: 'response.steer', previous_response_id: paused.id, input: '' }, 'input'],
+      [{ type: 'response.steer', previous_response_id: paused.id, input: 'x', stream_id: 'mine' }, 'stream_id'],
+    ] as const) {
+      const answer = await failed(event);
+      expect(answer).toMatchObject({ error: { code: 'invalid_input', message: expect.stringContaining(said) }, steer: { input: event.input } });
+      expect(answer).not.toHaveProperty('steer.id');
+    }
+    // Too much at once: more than steeringMessages messages queued on the socket.
+    const many = Array.from({ length: FIXED_LIMITS.steeringMessages.value + 1 }, (_, index) => ({
+      type: 'message' as const,
+      role: 'user' as const,
+      content: `note ${index}`,
+    }));
+    expect(await failed({ type: 'response.steer', previous_response_id: paused.id, input: many })).toMatchObject({
+      error: { code: 'too_many_pending_steers' },
+    });
+    socket.ws.send({ type: 'response.steer', previous_response_id: paused.id, input: many.slice(1) });
+    expect((await nextSteerEvent(socket)).type).toBe('response.steer.accepted');
+    expect((await nextSteerEvent(socket)).type).toBe('response.steer.pending');
+    expect(await failed({ type: 'response.steer', previous_response_id: paused.id, input: 'one more' })).toMatchObject({
+      error: { code: 'too_many_pending_steers' },
+    });
+    // In a conversation: the SDK documents that such responses do not support steering.
+    const conversation = await server.client.conversations.create();
+    const inConversation = finalResponse(await socket.create({ model: MODEL, conversation: conversation.id, input: 'two pauses', tools: TOOLS }));
+    expect(await failed({ type: 'response.steer', previous_response_id: inConversation.id, input })).toMatchObject({
+      error: { code: 'steering_not_supported' },
+    });
+    expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
+  });
+});
+
+describe('WebSocket mode: what a socket keeps of steering (SocketSteering)', () => {
+  const body = (extra: Partial<CreateResponseRequest> = {}): CreateResponseRequest =>
+    ({ model: MODEL, input: 'hello', instructions: 'Be brief.', store: true, metadata: { k: 'v' }, ...extra }) as CreateResponseRequest;
+  const message = (id: string) => ({ type: 'message' as const, id, role: 'assistant' as const, status: 'completed' as const, content: [] });
+
+  it('a steer while the events of a response that owes nothing are sent: after them, an automatic successor inheriting its settings', () => {
+    const steering = new SocketSteering(1_000_000);
+    steering.streaming(body({ previous_response_id: 'resp_0' }), 'lane', { id: 'resp_1', output: [message('msg_1')] });
+    const outcome = steering.steer({ type: 'response.steer', previous_response_id: 'resp_1', input: 'first' });
+    expect(outcome.refusal).toBeUndefined();
+    expect(outcome.events.map((event) => event.type)).toEqual(['response.steer.accepted']);
+    steering.steer({ type: 'response.steer', previous_response_id: 'resp_1', input: [{ role: 'user', content: [{ type: 'input_text', text: 'second' }] }] });
+    const after = steering.streamed('resp_1');
+    expect(after.events).toEqual([]);
+    expect(after.successor).toEqual({
+      parentId: 'resp_1',
+      lane: 'lane',
+      body: {
+        model: MODEL,
+        instructions: 'Be brief.',
+        store: true,
+        metadata: { k: 'v' },
+        previous_response_id: 'resp_1',
+        input: [
+          { type: 'message', role: 'user', content: 'first' },
+          { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'second' }] },
+        ],
+      },
+      submissions: [
+        expect.objectContaining({ input: 'first' }),
+        expect.objectContaining({ input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'second' }] }] }),
+      ],
+    });
+    // Handed over: completed, the response takes no more.
+    expect(steering.steer({ type: 'response.steer', previous_response_id: 'resp_1', input: 'late' }).refusal?.code).toBe('response_already_completed');
+    const failed = steering.successorFailed(after.successor!, 'The server is busy.');
+    expect(failed.map((event) => event.type === 'response.steer.failed' && [event.error.code, event.steer.id, event.stream_id])).toEqual([
+      ['successor_creation_failed', after.successor!.submissions[0]!.id, 'lane'],
+      ['successor_creation_failed', after.successor!.submissions[1]!.id, 'lane'],
+    ]);
+  });
+
+  it('a response that ends owing calls announces each submission pending once; a continuation takes the input, or leaves it when refused', () => {
+    const steering = new SocketSteering(1_000_000);
+    const call = { type: 'function_call' as const, id: 'fc_1', call_id: 'call_1', name: 'get_a', arguments: '{}', status: 'completed' as const };
+    steering.streaming(body(), undefined, { id: 'resp_1', output: [call] });
+    expect(steering.steer({ type: 'response.steer', previous_response_id: 'resp_1', input: 'one' }).events.map((event) => event.type)).toEqual([
+      'response.steer.accepted',
+    ]);
+    expect(steering.streamed('resp_1').events).toEqual([
+      expect.objectContaining({ type: 'response.steer.pending', required_input: [{ type: 'function_call_output', call_id: 'call_1', name: 'get_a' }] }),
+    ]);
+    expect(steering.steer({ type: 'response.steer', previous_response_id: 'resp_1', input: 'two' }).events.map((event) => event.type)).toEqual([
+      'response.steer.accepted',
+      'response.steer.pending',
+    ]);
+    const prefix = [
+      { type: 'message', role: 'user', content: 'one' },
+      { type: 'message', role: 'user', content: 'two' },
+    ];
+    expect(steering.continuing('resp_1')).toEqual(prefix);
+    expect(steering.steer({ type: 'response.steer', previous_response_id: 'resp_1', input: 'three' }).refusal?.code).toBe('response_not_active');
+    steering.continued('resp_1', false);
+    expect(steering.continuing('resp_1')).toEqual(prefix);
+    steering.continued('resp_1', true);
+    expect(steering.continuing('resp_1')).toEqual([]);
+    expect(steering.steer({ type: 'response.steer', previous_response_id: 'resp_1', input: 'four' }).refusal?.code).toBe('response_not_active');
+  });
+
+  it(`remembers the latest ${REMEMBERED_RESPONSES} responses and those with input queued; bounds the input by bytes as well`, () => {
+    const steering = new SocketSteering(200);
+    const call = { type: 'function_call' as const, id: 'fc_0', call_id: 'call_0', name: 'get_a', arguments: '{}', status: 'completed' as const };
+    steering.streaming(body(), undefined, { id: 'resp_0', output: [call] });
+    steering.streamed('resp_0');
+    steering.steer({ type: 'response.steer', previous_response_id: 'resp_0', input: 'kept' });
+    for (let index = 1; index <= REMEMBERED_RESPONSES; index++) {
+      steering.streaming(body(), undefined, { id: `resp_${index}`, output: [] });
+      steering.streamed(`resp_${index}`);
+    }
+    expect(steering.steer({ type: 'response.steer', previous_response_id: 'resp_1', input: 'x' }).refusal?.code).toBe('response_not_found');
+    expect(steering.steer({ type: 'response.steer', previous_response_id: 'resp_2', input: 'x' }).refusal?.code).toBe('response_already_completed');
+    expect(steering.steer({ type: 'response.steer', previous_response_id: 'resp_0', input: 'y'.repeat(200) }).refusal?.code).toBe('too_many_pending_steers');
+    expect(steering.continuing('resp_0')).toEqual([{ type: 'message', role: 'user', content: 'kept' }]);
   });
 });
 

@@ -11,6 +11,10 @@ import type {
   ResponseInputItem,
   ResponseItem,
   ResponseOutputItem,
+  ResponsesClientEvent,
+  ResponseSteerAcceptedEvent,
+  ResponseSteerFailedEvent,
+  ResponseSteerPendingEvent,
   ResponseStreamEvent,
   ResponseUsage,
   Tool,
@@ -40,6 +44,7 @@ import type {
 } from '../../schemas/items.ts';
 import type { ConversationObject, DeletedConversation } from '../../schemas/conversation.ts';
 import type { CompactedResponse, EmittedCompaction, InputTokenCount, ModelObject, ResponseObject } from '../../schemas/response.ts';
+import type { SteerAcceptedEvent, SteerEvent, SteerFailedEvent, SteerPendingEvent } from '../../schemas/steering.ts';
 import type { StreamEvent } from '../../schemas/stream-events.ts';
 import type { Usage } from '../../schemas/usage.ts';
 import type { EchoedFunctionTool, ProgrammaticToolCallingTool } from '../../schemas/tools.ts';
@@ -114,3 +119,14 @@ assertTrue<IsAssignable<EmittedCompaction, ResponseCompactionItem>>();
 assertTrue<IsAssignable<EmittedCompaction, ResponseInputItem>>();
 assertTrue<IsAssignable<Omit<CompactedResponse, 'output'>, Omit<SdkCompactedResponse, 'output'>>>();
 assertTrue<IsAssignable<InputTokenCount, InputTokenCountResponse>>();
+
+// WebSocket steering: the events answering a `response.steer` are the SDK's, and what the
+// emulator accepts as one is what the SDK's client event can carry (its user messages).
+assertTrue<IsAssignable<SteerAcceptedEvent, ResponseSteerAcceptedEvent>>();
+assertTrue<IsAssignable<SteerPendingEvent, ResponseSteerPendingEvent>>();
+assertTrue<IsAssignable<SteerFailedEvent, ResponseSteerFailedEvent>>();
+// The SDK's type also lists tool outputs and a message's `id` and `status`, which its doc comment
+// says steering refuses: the rest of what it can send is what the emulator reads.
+type SdkSteer = Extract<ResponsesClientEvent, { type: 'response.steer' }>;
+type SdkSteerMessage = Omit<Extract<Exclude<SdkSteer['input'], string>[number], { type: 'message' }>, 'id' | 'status'>;
+assertTrue<IsAssignable<Omit<SdkSteer, 'input'> & { input: string | SdkSteerMessage[] }, SteerEvent>>();

@@ -16,8 +16,20 @@ import type { TurnGate } from '../../engine/turn-gate.ts';
 import { notEmulated, responsesTools } from './agent-definition.ts';
 import { sessionNotFound } from './new-session.ts';
 import type { SessionEventHub } from './session-events.ts';
-import { activeTurn, addUsage, MAX_IDEMPOTENCY_KEYS, sessionNow, type AnsweredCall, type PendingCall, type SessionRecord } from './session-record.ts';
+import {
+  activeTurn,
+  addUsage,
+  MAX_IDEMPOTENCY_KEYS,
+  sessionNow,
+  type AnsweredCall,
+  type PendingCall,
+  type SessionRecord,
+  type SteeringInput,
+} from './session-record.ts';
 import { FIXED_LIMITS } from '../../../schemas/fixed-limits.ts';
+
+/** Messages steering a turn that its next step has not read yet, at most (then 409 active_turn_not_steerable). */
+export const MAX_STEERING_MESSAGES = FIXED_LIMITS.steeringMessages.value;
 
 /**
  * Responses in a row that neither call a tool nor answer (a program that ended, then its
@@ -40,6 +52,8 @@ export interface HarnessDeps {
   readonly hub: SessionEventHub;
   readonly journal: Pick<JournalRecorder, 'recordAgentResponse'>;
   readonly log: FastifyBaseLogger;
+  /** What a turn's queued steering may come to in JSON (PTC_BODY_LIMIT_BYTES: its next step's request carries it). */
+  readonly maxSteeringBytes: number;
 }
 
 /**
@@ -72,7 +86,16 @@ interface Step {
  *   in_progress --nothing--> in_progress        #applyResponse: silent; the next response (≤ MAX_SILENT_ROUNDS)
  *   waiting --last tool_result--> in_progress   #toolResult: the results are the next response's input
  *   in_progress --message--> completed          #applyResponse, #endTurn
+ *   in_progress | waiting --message--> (same)   #steer: queued for the turn's next step (≤ MAX_STEERING_MESSAGES)
+ *   in_progress --message, steering queued--> in_progress   #applyResponse: the steering is the next response's input
  *   any --cancel | error | runner gone--> cancelled | failed   #endTurn
+ *
+ * A message into an active turn steers it ("a message sent during an active turn steers that
+ * turn"): it becomes a user item of that turn at once, and the turn's next step reads it, after
+ * what the turn has so far: after the tool results when the turn waits on calls (a paused
+ * program resumes with them, then the model sees the message), or as the next response's input
+ * once the response under way has been made, even when that response answered (its message is
+ * then `commentary`, and the turn goes on).
  */
 export class AgentHarness {
   readonly #deps: HarnessDeps;
@@ -185,18 +208,8 @@ export class AgentHarness {
     switch (input.type) {
       case 'agent.session.input.message': {
         const turn = activeTurn(record);
-        if (turn) {
-          const state =
-            turn.status === 'waiting'
-              ? 'waiting on tool results (send them'
-              : `running (a turn left running by a process that stopped is failed once its lease of ${CONVERSATION_LOCK_MS / 1000} s ends`;
-          throw new ApiError(
-            'session_busy',
-            `Session '${record.session.id}' has turn '${turn.id}' ${state}, or end it with agent.session.input.cancel): a new message starts a turn once it has ended.`,
-            `${param}.type`,
-          );
-        }
-        this.#startTurn(record, input.input, applied);
+        if (turn) this.#steer(record, turn, input.input, param, applied);
+        else this.#startTurn(record, input.input, applied);
         return;
       }
       case 'agent.session.input.tool_result':
@@ -234,14 +247,45 @@ export class AgentHarness {
     record.next_output_index = 0;
     record.pending = [];
     record.answered = [];
+    record.steering = [];
     record.session.status = 'in_progress';
     record.session.last_active_at = now;
     const sessionId = record.session.id;
     applied.events.push({ type: 'agent.session.in_progress', session: sessionNow(record) });
     applied.events.push({ type: 'agent.session.turn.created', session_id: sessionId, turn_id: turn.id, turn: { ...turn } });
     applied.events.push({ type: 'agent.session.turn.in_progress', session_id: sessionId, turn_id: turn.id, turn: { ...turn } });
-    const input: unknown[] = [];
-    for (const message of messages) {
+    applied.run = { turnId: turn.id, input: this.#userItems(record, turn, messages, applied) };
+  }
+
+  /**
+   * Messages into the active turn: its user items from now, read by its next step. When that step
+   * starts from this same post (the turn's first message, or the last tool result, before them)
+   * they join its input; otherwise they wait in `record.steering`, all or none within the bounds.
+   */
+  #steer(record: SessionRecord, turn: TurnObject, messages: readonly SessionInputMessage[], param: string, applied: Applied): void {
+    const steering = record.steering ?? [];
+    const joining = applied.run?.turnId === turn.id;
+    if (!joining) {
+      const queued = steering.length + messages.length;
+      const bytes = Buffer.byteLength(JSON.stringify([...steering, ...messages]));
+      if (queued > MAX_STEERING_MESSAGES || bytes > this.#deps.maxSteeringBytes) {
+        const state = turn.status === 'waiting' ? 'waits on tool results' : 'is making a response';
+        throw new ApiError(
+          'active_turn_not_steerable',
+          `Turn '${turn.id}' of session '${record.session.id}' ${state} and already holds ${steering.length} steering messages its next step has not read; with these ${messages.length} it would hold more than ${MAX_STEERING_MESSAGES} (steeringMessages) or more than ${this.#deps.maxSteeringBytes} bytes of JSON (PTC_BODY_LIMIT_BYTES). Send it once that step has run, or end the turn with agent.session.input.cancel.`,
+          `${param}.input`,
+        );
+      }
+    }
+    const input = this.#userItems(record, turn, messages, applied);
+    if (joining) applied.run = { turnId: turn.id, input: [...applied.run!.input, ...input] };
+    else record.steering = [...steering, ...input];
+  }
+
+  /** A turn's user messages as its items (announced), and as the input items a step's request carries. */
+  #userItems(record: SessionRecord, turn: TurnObject, messages: readonly SessionInputMessage[], applied: Applied): SteeringInput[] {
+    const sessionId = record.session.id;
+    return messages.map((message) => {
       const item: SessionItem = {
         type: 'message',
         id: newId('msg'),
@@ -253,9 +297,15 @@ export class AgentHarness {
       };
       applied.items.push(item);
       applied.events.push({ type: 'agent.session.turn.item.added', session_id: sessionId, turn_id: turn.id, item, output_index: null });
-      input.push({ type: 'message', id: item.id, role: 'user', content: message.content });
-    }
-    applied.run = { turnId: turn.id, input };
+      return { type: 'message', id: item.id, role: 'user', content: message.content };
+    });
+  }
+
+  /** The steering the turn's next step reads, taken from the record. */
+  #takeSteering(record: SessionRecord): SteeringInput[] {
+    const steering = record.steering ?? [];
+    record.steering = [];
+    return steering;
   }
 
   #toolResult(record: SessionRecord, input: Extract<SessionInputEvent, { type: 'agent.session.input.tool_result' }>, param: string, applied: Applied): void {
@@ -299,7 +349,8 @@ export class AgentHarness {
     record.session.status = 'in_progress';
     applied.events.push({ type: 'agent.session.in_progress', session: sessionNow(record) });
     applied.events.push({ type: 'agent.session.turn.in_progress', session_id: sessionId, turn_id: turn.id, turn: { ...turn } });
-    applied.run = { turnId: turn.id, input: record.answered };
+    // The results, then what the client said meanwhile: the program resumes, then the model reads it.
+    applied.run = { turnId: turn.id, input: [...record.answered, ...this.#takeSteering(record)] };
     record.answered = [];
   }
 
@@ -325,6 +376,7 @@ export class AgentHarness {
     }
     record.pending = [];
     record.answered = [];
+    record.steering = [];
     record.active_turn_id = null;
     record.runner = null;
     // What a cancelled or failed turn said stays in its items; the model goes on without it.
@@ -407,7 +459,10 @@ export class AgentHarness {
       } else {
         const result = this.#applyResponse(record, outcome.responded, items);
         events = result.events;
-        if (result.again) {
+        if (result.next === 'steered') {
+          // What the client said while the response was made: the next response reads it.
+          next = { input: this.#takeSteering(record), silentRounds: 0 };
+        } else if (result.next === 'again') {
           if (silentRounds + 1 >= MAX_SILENT_ROUNDS) {
             events.push(
               ...this.#endTurn(
@@ -464,12 +519,23 @@ export class AgentHarness {
     }
   }
 
-  /** A response's output as the session's items and events; `again` when it neither called nor answered. */
-  #applyResponse(record: SessionRecord, responded: Responded, items: SessionItem[]): { events: SessionEventBody[]; again: boolean } {
+  /**
+   * A response's output as the session's items and events, and what the turn does next: wait on
+   * the calls it left, end (it answered), go on with the steering it was sent meanwhile, or make
+   * another response (it neither called nor answered).
+   */
+  #applyResponse(
+    record: SessionRecord,
+    responded: Responded,
+    items: SessionItem[],
+  ): { events: SessionEventBody[]; next: 'waiting' | 'ended' | 'steered' | 'again' } {
     const { response } = responded;
     const turn = activeTurn(record)!;
     const sessionId = record.session.id;
     const events: SessionEventBody[] = [];
+    // A message the client sent while this response was made goes to the next one: what this one
+    // says is not the turn's final answer.
+    const steered = (record.steering?.length ?? 0) > 0;
     record.last_response_id = response.id;
     turn.usage = addUsage(turn.usage, response.usage);
     record.session.usage = addUsage(record.session.usage, response.usage);
@@ -484,7 +550,7 @@ export class AgentHarness {
           id: item.id,
           role: 'assistant',
           content: texts.map((text) => ({ type: 'output_text', text })),
-          phase: 'final_answer',
+          phase: steered ? 'commentary' : 'final_answer',
           status: 'completed',
           turn_id: turn.id,
         };
@@ -535,13 +601,14 @@ export class AgentHarness {
       turn.status = 'waiting';
       record.session.status = 'requires_action';
       events.push({ type: 'agent.session.requires_action', session: sessionNow(record) });
-      return { events, again: false };
+      return { events, next: 'waiting' };
     }
+    if (steered) return { events, next: 'steered' };
     if (answered) {
       events.push(...this.#endTurn(record, 'completed', null, items));
-      return { events, again: false };
+      return { events, next: 'ended' };
     }
-    return { events, again: true };
+    return { events, next: 'again' };
   }
 
   /** Stores what a step changed in one step: its items and the record that counts on them. */

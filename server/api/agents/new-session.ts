@@ -93,6 +93,7 @@ export function newSessionRecord(plan: SessionPlan, resolved: { base?: AgentObje
     runner: null,
     pending: [],
     answered: [],
+    steering: [],
     next_output_index: 0,
     idempotency_keys: [],
   };

@@ -21,6 +21,8 @@ export interface AgentsApiDeps {
   readonly recorder: JournalRecorder;
   /** Sends the sessions' status changes as webhooks. */
   readonly webhooks: WebhookSender;
+  /** PTC_BODY_LIMIT_BYTES: what a step's request may carry, so what a turn's queued steering may come to. */
+  readonly bodyLimitBytes: number;
 }
 
 /**
@@ -43,7 +45,15 @@ export function registerAgentsApi(app: FastifyInstance, deps: AgentsApiDeps): Ag
   // With a store several instances share (Redis), events reach the streams of all of them through it.
   const hub = new SessionEventHub({ log: deps.store.sessionEvents, logger: app.log });
   hub.observe(sessionWebhooks(deps.webhooks));
-  const harness = new AgentHarness({ records, respond: deps.respond, gate: deps.gate, hub, journal: deps.recorder, log: app.log });
+  const harness = new AgentHarness({
+    records,
+    respond: deps.respond,
+    gate: deps.gate,
+    hub,
+    journal: deps.recorder,
+    log: app.log,
+    maxSteeringBytes: deps.bodyLimitBytes,
+  });
   registerAgentRoutes(app, () => records);
   registerSessionRoutes(app, { records: () => records, harness, hub, recordStream: deps.recorder.recordStream });
   registerVaultRoutes(app, records);

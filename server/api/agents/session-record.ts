@@ -25,6 +25,14 @@ export interface AnsweredCall {
   readonly caller?: Caller | null;
 }
 
+/** A user message steering the active turn, as the turn's next request carries it (with its session item's id). */
+export interface SteeringInput {
+  readonly type: 'message';
+  readonly id: string;
+  readonly role: 'user';
+  readonly content: InputContent[];
+}
+
 /**
  * Everything the emulator keeps of an agent session, as one record of the store: the session
  * object, its turns, and where its conversation stands in the Responses engine
@@ -49,6 +57,11 @@ export interface SessionRecord {
   runner: { instance: string; until: number } | null;
   pending: PendingCall[];
   answered: AnsweredCall[];
+  /**
+   * User messages posted into the active turn (steering it) that its next step has not read yet,
+   * as that step's request carries them, oldest first. Absent in records of earlier versions.
+   */
+  steering?: SteeringInput[];
   /** The next `output_index` of the active turn. */
   next_output_index: number;
   /** The `Idempotency-Key`s of the latest event posts applied, newest last (MAX_IDEMPOTENCY_KEYS). */

@@ -20,11 +20,14 @@ import type { ResponseStore, StoredResponse } from '../../platform/stores/respon
 import { CLIENT_CHECKS_HEADER, clientChecksFor, createBodyOf, responseRequest, type RequestSettings } from './create-response.ts';
 import { finishedJournal, requestJournal } from '../../engine/journal-details.ts';
 import { parseJsonText } from '../http/json-text.ts';
+import { SocketSteering, type Successor } from './socket-steering.ts';
 
 // WebSocket mode (docs/STREAMING.md): the SDK's `ResponsesWS` opens a socket on the Responses
 // URL and sends `response.create` client events, each the body of a POST /v1/responses plus
 // its `type`; each is answered with the events its Server-Sent Events stream would carry, or
-// with one `error` event, and the socket stays open for the next.
+// with one `error` event, and the socket stays open for the next. A `response.steer` event
+// queues input for one of the socket's responses and is answered as it arrives
+// (socket-steering.ts keeps what steering a socket holds).
 
 /** Where the SDK's ResponsesWS connects: the Responses URL, as ws:// or wss://. */
 export const RESPONSES_SOCKET_PATH = '/v1/responses';
@@ -86,23 +89,6 @@ function describeType(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'string') return value === '' ? 'an empty string' : 'a string';
   return `${typeof value === 'object' ? 'an' : 'a'} ${typeof value}`;
-}
-
-const STEERING_REFUSED =
-  'The emulator does not steer responses: each response.create on a socket runs to its end before the next message is read. Send the input with a new response.create that continues it (previous_response_id).';
-
-/** The answer to a `response.steer` event (openai 7.x's ResponseSteerFailedEvent): the emulator never steers. */
-function steerRefusal(event: Record<string, unknown>, refusal: ApiError): Record<string, unknown> {
-  const steer = {
-    input: event.input ?? null,
-    previous_response_id: typeof event.previous_response_id === 'string' ? event.previous_response_id : '',
-  };
-  return {
-    type: 'response.steer.failed',
-    sequence_number: 0,
-    error: { type: refusal.type, code: refusal.code, message: refusal.message },
-    steer,
-  };
 }
 
 export function socketErrorEvent(apiError: ApiError): SocketErrorEvent {
@@ -209,6 +195,21 @@ interface ClientMessage {
   readonly isBinary: boolean;
 }
 
+/**
+ * What waits to be served, in order: a client's request (its event, or why its message is not
+ * one), or the automatic successor of a steered response, which goes before them.
+ */
+type Waiting =
+  | { readonly kind: 'request'; readonly read: { readonly event: Record<string, unknown> } | { readonly error: unknown }; readonly size: number }
+  | { readonly kind: 'successor'; readonly successor: Successor; readonly size: 0 };
+
+/** A `response.create`'s input as items, to put steering input before (undefined: not an input, refused later). */
+function inputItemsOf(input: unknown): unknown[] | undefined {
+  if (input === undefined || input === null) return [];
+  if (typeof input === 'string') return [{ type: 'message', role: 'user', content: input }];
+  return Array.isArray(input) ? input : undefined;
+}
+
 /** One socket: its requests, served one after another in the order they came. */
 class SocketSession {
   readonly #socket: WebSocket;
@@ -216,7 +217,10 @@ class SocketSession {
   readonly #settings: Omit<RequestSettings, 'retryCount'>;
   readonly #deps: ResponsesSocketDeps;
   readonly #parseJson: JsonParse;
-  readonly #waiting: ClientMessage[] = [];
+  readonly #waiting: Waiting[] = [];
+  readonly #steering: SocketSteering;
+  /** The response whose events are being sent, and how to send the rest at once once it is steered. */
+  #streaming: { readonly id: string; readonly hurry: AbortController } | undefined;
   #waitingBytes = 0;
   readonly #closed: Promise<void>;
   #serving = false;
@@ -246,6 +250,7 @@ class SocketSession {
     this.#deps = deps;
     this.#parseJson = parseJson;
     this.#respondWithHeld = { ...deps.respond, store: withHeld(deps.respond.store, () => this.#latest) };
+    this.#steering = new SocketSteering(deps.bodyLimitBytes);
     this.#closed = new Promise((resolve) => {
       socket.once('close', () => {
         // A client that has gone costs nothing more: what it had sent and not yet been served is
@@ -270,8 +275,21 @@ class SocketSession {
   }
 
   #receive(message: ClientMessage): void {
-    this.#waiting.push(message);
-    this.#waitingBytes += sizeOf(message.data);
+    let read: Extract<Waiting, { kind: 'request' }>['read'];
+    try {
+      read = { event: this.#eventOf(message) };
+    } catch (error) {
+      read = { error };
+    }
+    // A steer is answered as it arrives, even while a response's events are being sent: it names
+    // the response it steers and changes what follows that response, not the order of requests.
+    if ('event' in read && read.event.type === 'response.steer') {
+      this.#steer(read.event);
+      return;
+    }
+    const size = sizeOf(message.data);
+    this.#waiting.push({ kind: 'request', read, size });
+    this.#waitingBytes += size;
     // Below the bound the socket is still read while a request is served, so that a client
     // closing it is seen at once (and what it had queued dropped) rather than after its turns.
     if (this.#waiting.length > MAX_WAITING_MESSAGES || this.#waitingBytes > this.#deps.bodyLimitBytes) this.#socket.pause();
@@ -283,8 +301,8 @@ class SocketSession {
     this.#serving = true;
     try {
       while (this.#waiting.length > 0 && this.#open()) {
-        const message = this.#waiting.shift()!;
-        this.#waitingBytes -= sizeOf(message.data);
+        const next = this.#waiting.shift()!;
+        this.#waitingBytes -= next.size;
         if (this.#socket.isPaused) {
           this.#socket.resume();
           // What the client sent while the socket was not read (a close, say) is read before the
@@ -292,7 +310,7 @@ class SocketSession {
           await setImmediate();
           if (!this.#open()) break;
         }
-        await this.#serve(message);
+        await this.#serve(next);
       }
     } finally {
       this.#serving = false;
@@ -311,29 +329,61 @@ class SocketSession {
     this.#socket.once('close', () => clearTimeout(timer));
   }
 
-  /** One request, answered with its response's events or one error event, and journaled. */
-  async #serve(message: ClientMessage): Promise<void> {
+  /** A `response.steer`: its events sent at once (accepted, pending, or failed), and journaled. */
+  #steer(event: Record<string, unknown>): void {
+    const started = performance.now();
+    const outcome = this.#steering.steer(event);
+    for (const answer of outcome.events) this.#send(answer);
+    const { refusal } = outcome;
+    // Steered while its events are sent: the rest go out at once, so that what follows it comes sooner.
+    const streaming = this.#streaming;
+    if (!refusal && streaming && streaming.id === event.previous_response_id) streaming.hurry.abort();
+    this.#deps.recordSocketMessage({
+      requestId: newId('req'),
+      path: RESPONSES_SOCKET_PATH,
+      status: refusal ? (refusal.code === 'response_not_found' ? 404 : 400) : 200,
+      durationMs: performance.now() - started,
+      ...(refusal ? { error: { type: 'invalid_request_error', code: refusal.code, message: refusal.message, param: null } } : {}),
+    });
+  }
+
+  #send(event: unknown): void {
+    if (this.#open()) this.#socket.send(JSON.stringify(event));
+  }
+
+  /**
+   * One request (a client's, or a steered response's automatic successor), answered with its
+   * response's events or one error event, and journaled; then what steering follows the response.
+   */
+  async #serve(next: Waiting): Promise<void> {
     const requestId = newId('req');
     const started = performance.now();
     const log = this.#upgrade.log.child({ ws_request_id: requestId });
     let details: JournalDetails = {};
     let status = 200;
     let streamId: string | undefined;
+    // The response this request continues, when steering input queued on it is put before its input.
+    let continuing: string | undefined;
+    let made = false;
     try {
-      const event = this.#eventOf(message);
-      if (event.type === 'response.steer') {
-        // Each request on a socket runs to its end before the next message is read, so there is
-        // never a response in progress to steer: refused as the hosted API refuses an execution
-        // mode that does not support it (docs/DEVIATIONS.md).
-        const refusal = new ApiError('steering_not_supported', STEERING_REFUSED);
-        status = refusal.status;
-        details = errorJournal(refusal);
-        if (this.#open()) this.#socket.send(JSON.stringify(steerRefusal(event, refusal)));
-        this.#deps.recordSocketMessage({ requestId, path: RESPONSES_SOCKET_PATH, status, durationMs: performance.now() - started, ...details });
-        return;
+      let body: CreateResponseRequest;
+      let generate = true;
+      if (next.kind === 'successor') {
+        streamId = next.successor.lane;
+        body = next.successor.body;
+      } else {
+        if ('error' in next.read) throw next.read.error;
+        let { event } = next.read;
+        streamId = laneOf(event);
+        if (typeof event.previous_response_id === 'string') {
+          continuing = event.previous_response_id;
+          const steering = this.#steering.continuing(continuing);
+          const own = inputItemsOf(event.input);
+          // "The queued input is prepended in submission order to that request's input."
+          if (steering.length > 0 && own) event = { ...event, input: [...steering, ...own] };
+        }
+        ({ body, generate } = this.#createOf(event));
       }
-      streamId = laneOf(event);
-      const { body, generate } = this.#createOf(event);
       details = requestJournal(body, true);
       if (this.#shuttingDown || this.#deps.draining()) {
         throw new ApiError('shutting_down', 'The server is shutting down and takes no new requests; retry on another instance or after it restarts.');
@@ -354,21 +404,40 @@ class SocketSession {
         // The client left while the request waited for a place: its turn was not run.
         status = 499;
       } else {
+        made = true;
+        if (continuing !== undefined) this.#steering.continued(continuing, true);
         this.#failedAttempts = 0;
         this.#latest = body.store === false ? this.#held(finished) : undefined;
         details = { ...details, ...finishedJournal(body, finished) };
-        if (this.#open())
-          details = {
-            ...details,
-            stream_report: await sendSocketEvents(this.#socket, responseEvents(finished.response, deltaChunks), finished.knobs, streamId),
-          };
+        // From its response.created on, the response may be steered (the client learns its id there).
+        this.#steering.streaming(body, streamId, finished.response);
+        const streaming = { id: finished.response.id, hurry: new AbortController() };
+        this.#streaming = streaming;
+        try {
+          if (this.#open()) {
+            const events = responseEvents(finished.response, deltaChunks);
+            details = { ...details, stream_report: await sendSocketEvents(this.#socket, events, finished.knobs, streamId, streaming.hurry.signal) };
+          }
+        } finally {
+          this.#streaming = undefined;
+        }
+        const after = this.#steering.streamed(finished.response.id);
+        for (const event of after.events) this.#send(event);
+        if (after.successor) {
+          this.#waiting.unshift({ kind: 'successor', successor: after.successor, size: 0 });
+        }
       }
     } catch (error) {
       const apiError = answerableError(error as Error, this.#deps.bodyLimitBytes, { id: requestId, log });
       if (apiError.code === 'simulated_error') this.#failedAttempts += 1;
       status = apiError.status;
       details = { ...details, ...errorJournal(apiError) };
-      if (this.#open()) this.#socket.send(JSON.stringify({ ...socketErrorEvent(apiError), ...(streamId === undefined ? {} : { stream_id: streamId }) }));
+      // A successor that could not be made returns the input it was to commit; a request is answered with an error event.
+      if (next.kind === 'successor') for (const event of this.#steering.successorFailed(next.successor, apiError.message)) this.#send(event);
+      else this.#send({ ...socketErrorEvent(apiError), ...(streamId === undefined ? {} : { stream_id: streamId }) });
+    } finally {
+      // A continuation not made leaves the steering input queued for the next one.
+      if (continuing !== undefined && !made) this.#steering.continued(continuing, false);
     }
     this.#deps.recordSocketMessage({ requestId, path: RESPONSES_SOCKET_PATH, status, durationMs: performance.now() - started, ...details });
   }

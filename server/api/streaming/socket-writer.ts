@@ -14,9 +14,16 @@ function sent(socket: WebSocket, text: string): Promise<void> {
  * Sends a response's events on a WebSocket, one text message each, numbered from 0 as the
  * Server-Sent Events of the same response are; the stream knobs apply as they do there. A cut
  * (`stream_cut_after`) ends the connection without a close frame: what a dropped connection
- * looks like to the client. A client that has gone stops the sending at once.
+ * looks like to the client. A client that has gone stops the sending at once. Once `hurry` is
+ * aborted (the response was steered), the rest go out without the knobs' pauses.
  */
-export async function sendSocketEvents(socket: WebSocket, events: readonly UnnumberedStreamEvent[], knobs: Knobs, streamId?: string): Promise<StreamReport> {
+export async function sendSocketEvents(
+  socket: WebSocket,
+  events: readonly UnnumberedStreamEvent[],
+  knobs: Knobs,
+  streamId?: string,
+  hurry?: AbortSignal,
+): Promise<StreamReport> {
   const pauses: number[] = [];
   const report = (cut: boolean): StreamReport => ({ events_sent: pauses.length, pauses_ms: pauses, cut });
   const paced = isPaced(knobs);
@@ -30,9 +37,11 @@ export async function sendSocketEvents(socket: WebSocket, events: readonly Unnum
       socket.terminate();
       return report(true);
     }
-    if (step.pause > 0) await sleep(step.pause);
+    const pause = hurry?.aborted ? 0 : step.pause;
+    // A pause under way when the response is steered ends there.
+    if (pause > 0) await sleep(pause, undefined, hurry ? { signal: hurry } : {}).catch(() => undefined);
     if (socket.readyState !== socket.OPEN) return report(false);
-    pauses.push(step.pause);
+    pauses.push(pause);
     // A request's lane (`stream_id`, openai 7.x) goes back on each of its events.
     const text = JSON.stringify(streamId === undefined ? step.event : { ...step.event, stream_id: streamId });
     unflushed += text.length;
