@@ -166,6 +166,32 @@ describe.skipIf(!redis)('two instances on one Redis: agent session events reach 
     expect(terminal.response.status).toBe('completed');
   });
 
+  it('a background response running on A, cancelled on B: A stops it, and the cancellation stands', async () => {
+    // Held 4 s before its turn begins: the cancel on B, sent at once, arrives while A's job waits.
+    const queued = await a.client.responses.create({ model: 'gpt-6-astra', input: 'hello', background: true }, { headers: { 'x-ptc-delay-ms': '4000' } });
+    const cancelled = await b.client.responses.cancel(queued.id);
+    expect(cancelled.status).toBe('cancelled');
+    // A's job has ended once A journals how: cancelled, not completed over the cancellation.
+    let outcome: string | undefined;
+    while (outcome === undefined) {
+      const journal = (await (await fetch(`${a.baseURL}/emulator/journal?limit=1000`)).json()) as {
+        data: { method: string; response_id?: string; response_status?: string }[];
+      };
+      outcome = journal.data.find((entry) => entry.method === 'BACKGROUND' && entry.response_id === queued.id)?.response_status;
+      if (outcome === undefined) await sleep(50);
+    }
+    expect(outcome).toBe('cancelled');
+    expect((await a.client.responses.retrieve(queued.id)).status).toBe('cancelled');
+    expect((await b.client.responses.retrieve(queued.id)).status).toBe('cancelled');
+  });
+
+  it('a background response that finished on A before a cancel on B reached it: the cancel returns it as it finished', async () => {
+    const done = await a.client.responses.create({ model: 'gpt-6-astra', input: 'hello', background: true });
+    while ((await a.client.responses.retrieve(done.id)).status !== 'completed') await sleep(20);
+    expect((await b.client.responses.cancel(done.id)).status).toBe('completed');
+    expect((await a.client.responses.retrieve(done.id)).status).toBe('completed');
+  });
+
   it('an instance closing (SIGTERM) while a client waits on it for a background response running on A: the wait ends 503 shutting_down, and the instance exits', async () => {
     const c = await start();
     const queued = await a.client.responses.create({ model: 'gpt-6-astra', input: 'hello', background: true }, { headers: { 'x-ptc-delay-ms': '600000' } });

@@ -183,6 +183,31 @@ describe.each(STORE_CASES)('$kind store', (storeCase) => {
     expect(JSON.parse((await store.outputItems!([after.response.output[0]!.id])).get(after.response.output[0]!.id)!)).toStrictEqual(after.response.output[0]);
   });
 
+  test('putIfUnfinished puts only over a queued or in_progress response: never over one finished (cancelled elsewhere) or gone', async () => {
+    const withStatus = (status: ResponseObject['status']): StoredResponse => {
+      const stored = storedResponse('resp_background');
+      stored.response.status = status;
+      return stored;
+    };
+    expect(store.putIfUnfinished).toBeTypeOf('function');
+    expect(await store.putIfUnfinished!(withStatus('in_progress'))).toBe(false);
+    expect(await store.get('resp_background')).toBeUndefined();
+    await store.put(withStatus('queued'));
+    expect(await store.putIfUnfinished!(withStatus('in_progress'))).toBe(true);
+    expect((await store.get('resp_background'))?.response.status).toBe('in_progress');
+    // Another instance's cancel, then this one's result: the cancellation stands.
+    await store.put(withStatus('cancelled'));
+    expect(await store.putIfUnfinished!(withStatus('completed'))).toBe(false);
+    expect(await store.get('resp_background')).toStrictEqual(withStatus('cancelled'));
+    // Two finishes at once: exactly one is put.
+    await store.put(withStatus('in_progress'));
+    const outcomes = await Promise.all([store.putIfUnfinished!(withStatus('completed')), store.putIfUnfinished!(withStatus('cancelled'))]);
+    expect(outcomes.filter(Boolean)).toHaveLength(1);
+    expect((await store.get('resp_background'))?.response.status).toBe(outcomes[0] ? 'completed' : 'cancelled');
+    await store.delete('resp_background');
+    expect(await store.putIfUnfinished!(withStatus('completed'))).toBe(false);
+  });
+
   test('concurrent puts and gets each see their own response', async () => {
     const ids = Array.from({ length: 200 }, (_, index) => `resp_concurrent_${index}`);
     await Promise.all(ids.map((id) => store.put(storedResponse(id, { answer: id }))));

@@ -7,12 +7,8 @@ import type { JournalRecorder } from '../journal/journal-hooks.ts';
 import { buildResponse } from '../../engine/response-object.ts';
 import { storedOrNotFound } from '../../engine/stored-response.ts';
 import { stoppedBy, TurnStopped } from '../../platform/turn-stopped.ts';
-import type { ResponseStore, StoredResponse } from '../../platform/stores/response-store.ts';
+import { putIfUnfinished, UNFINISHED_STATUSES, type ResponseStore, type StoredResponse } from '../../platform/stores/response-store.ts';
 import type { WebhookSender } from '../../platform/webhooks/webhook-sender.ts';
-
-/** Why a background job was stopped: the abort signal's reason. */
-
-const UNFINISHED: ReadonlySet<ResponseObject['status']> = new Set(['queued', 'in_progress']);
 
 /** How often a request waiting for a background response to finish reads it again. */
 const POLL_MS = 25;
@@ -77,7 +73,7 @@ export class BackgroundResponses {
   async finished(id: string, clientGone: () => boolean): Promise<ResponseObject | undefined> {
     for (;;) {
       const { response } = await storedOrNotFound(this.#deps.store, id);
-      if (!UNFINISHED.has(response.status)) return response;
+      if (!UNFINISHED_STATUSES.has(response.status)) return response;
       if (clientGone()) return undefined;
       // The server is closing and this process is not running it (another instance is, sharing
       // the store): it may run on long after this process is gone. A job of this process was
@@ -85,7 +81,7 @@ export class BackgroundResponses {
       if (this.#closing && !this.#running.has(id)) {
         // Read again: a job of this process forgets itself only once its outcome is stored.
         const { response: now } = await storedOrNotFound(this.#deps.store, id);
-        if (!UNFINISHED.has(now.status)) return now;
+        if (!UNFINISHED_STATUSES.has(now.status)) return now;
         throw new ApiError(
           'shutting_down',
           `The server is shutting down while background response '${id}' is still ${now.status}; retry on another instance or after it restarts.`,
@@ -109,11 +105,13 @@ export class BackgroundResponses {
 
   /** Cancels a background response that has not finished yet; returns the response as it now stands. */
   async cancel({ response, inputItems }: StoredResponse): Promise<ResponseObject> {
-    if (!UNFINISHED.has(response.status)) return response;
+    if (!UNFINISHED_STATUSES.has(response.status)) return response;
     // Stop the job first, so that it cannot store its result over the cancellation.
     this.#running.get(response.id)?.abort(new TurnStopped('cancelled'));
     const cancelled: ResponseObject = { ...response, status: 'cancelled', completed_at: Math.floor(Date.now() / 1000) };
-    await this.#deps.store.put({ response: cancelled, inputItems });
+    // Only over an unfinished response: one that finished meanwhile (on another instance) stays as it finished.
+    if (!(await putIfUnfinished(this.#deps.store, { response: cancelled, inputItems })))
+      return (await storedOrNotFound(this.#deps.store, response.id)).response;
     this.#deps.webhooks.send('response.cancelled', { id: response.id });
     return cancelled;
   }
@@ -128,7 +126,7 @@ export class BackgroundResponses {
   #run(prepared: PreparedResponse, place: Promise<() => void>): void {
     const { store, respond, recordBackground, webhooks } = this.#deps;
     const { id, body, createdAt, newInput, log } = prepared.request;
-    const put = (response: ResponseObject) => store.put({ response, inputItems: newInput });
+    const putUnfinished = (response: ResponseObject) => putIfUnfinished(store, { response, inputItems: newInput });
     const journal = (status: number, details: JournalDetails) =>
       recordBackground({ requestId: id, status, background: true, model: body.model, store: true, ...details });
     this.#detach(
@@ -140,7 +138,11 @@ export class BackgroundResponses {
         try {
           const { response, knobs, turn } = await finishResponse(prepared, respond, {
             signal,
-            onStart: () => put(buildResponse(id, body, createdAt, { status: 'in_progress' })),
+            onStart: async () => {
+              // Cancelled before it began (on another instance, say): it does not begin.
+              if (!(await putUnfinished(buildResponse(id, body, createdAt, { status: 'in_progress' })))) throw new TurnStopped('cancelled');
+            },
+            storeIfUnfinished: true,
           });
           if (response.status === 'completed' || response.status === 'incomplete') webhooks.send(WEBHOOK_OF_STATUS[response.status], { id });
           journal(200, {
@@ -153,8 +155,8 @@ export class BackgroundResponses {
             client_loop: { tolerated: turn.tolerated },
           });
         } catch (error) {
-          // Cancelled: cancel() has stored the cancelled response.
-          const stopped = signal.aborted ? stoppedBy(signal.reason) : undefined;
+          // Cancelled (here, or on another instance, which the store said): cancel() has stored the cancelled response.
+          const stopped = signal.aborted ? stoppedBy(signal.reason) : stoppedBy(error);
           if (stopped?.why === 'cancelled') {
             journal(200, { response_id: id, response_status: 'cancelled' });
             return;
@@ -164,8 +166,8 @@ export class BackgroundResponses {
               ? { code: 'server_error', message: 'The server shut down before this background response finished.' }
               : responseError(error);
           log.warn({ err: error, response: id }, 'background response failed');
-          await put(buildResponse(id, body, createdAt, { status: 'failed', error: failure }));
-          webhooks.send(WEBHOOK_OF_STATUS.failed, { id });
+          // Unless it was cancelled meanwhile (the cancellation stands).
+          if (await putUnfinished(buildResponse(id, body, createdAt, { status: 'failed', error: failure }))) webhooks.send(WEBHOOK_OF_STATUS.failed, { id });
           journal(500, {
             response_id: id,
             response_status: 'failed',

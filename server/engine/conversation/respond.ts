@@ -8,7 +8,8 @@ import type { ClientChecks } from '../../platform/config.ts';
 import { mergeKnobs, simulatedError } from '../knobs.ts';
 import type { ModelContext } from '../stand-ins/model-decision.ts';
 import { buildResponse } from '../response-object.ts';
-import type { ResponseStore } from '../../platform/stores/response-store.ts';
+import { putIfUnfinished, type ResponseStore } from '../../platform/stores/response-store.ts';
+import { TurnStopped } from '../../platform/turn-stopped.ts';
 import { backendUsage, countUsage, tokenChunks } from '../usage.ts';
 import { expandHistory } from './compaction.ts';
 import { enterConversation, storedHistory, withStoredMcpOutputs, type ConversationTurn } from './history.ts';
@@ -65,6 +66,11 @@ export interface FinishOptions {
   readonly signal?: AbortSignal;
   /** Runs after the `delay_ms` knob, as the turn begins. */
   readonly onStart?: () => Promise<void>;
+  /**
+   * A background response: its result is stored only while the stored response is unfinished
+   * (not cancelled meanwhile, on any instance); otherwise the finish throws TurnStopped('cancelled').
+   */
+  readonly storeIfUnfinished?: boolean;
 }
 
 export interface Responded {
@@ -160,7 +166,11 @@ export async function finishResponse(prepared: PreparedResponse, deps: RespondDe
     });
     signal?.throwIfAborted();
     deps.observer?.finished(request, prepared.turn.input.history, response);
-    if (body.store !== false) await deps.store.put({ response, inputItems: request.newInput });
+    if (options.storeIfUnfinished) {
+      if (!(await putIfUnfinished(deps.store, { response, inputItems: request.newInput }))) throw new TurnStopped('cancelled');
+    } else if (body.store !== false) {
+      await deps.store.put({ response, inputItems: request.newInput });
+    }
     if (prepared.conversation) {
       // A background response cancelled while it was being stored adds nothing (the cancel
       // has stored it cancelled, or is storing it).

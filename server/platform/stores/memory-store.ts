@@ -1,6 +1,6 @@
 import { MemoryConversationStore } from './memory-conversations.ts';
 import { MemoryRecordStore } from './record-store.ts';
-import type { ResponseStore, StoredResponse } from './response-store.ts';
+import { UNFINISHED_STATUSES, type ResponseStore, type StoredResponse } from './response-store.ts';
 
 /** Responses in this process's memory: gone on restart. Values are copied in and out. */
 export class MemoryResponseStore implements ResponseStore {
@@ -9,6 +9,8 @@ export class MemoryResponseStore implements ResponseStore {
   readonly #itemOwners = new Map<string, { readonly owner: string; readonly json: string }>();
   /** The ids of each stored response's output items, so a put or delete need not parse its body again. */
   readonly #itemsOf = new Map<string, readonly string[]>();
+  /** Each stored response's status, so a conditional put need not parse its body. */
+  readonly #statuses = new Map<string, string>();
   readonly conversations = new MemoryConversationStore();
   readonly records = new MemoryRecordStore();
 
@@ -22,13 +24,22 @@ export class MemoryResponseStore implements ResponseStore {
     // A response put again keeps only the items it holds now.
     this.#forgetItems(id);
     this.#responses.set(id, JSON.stringify(stored));
+    this.#statuses.set(id, stored.response.status);
     const itemIds = stored.response.output.map((item) => item.id);
     this.#itemsOf.set(id, itemIds);
     for (const item of stored.response.output) this.#itemOwners.set(item.id, { owner: id, json: JSON.stringify(item) });
   }
 
+  async putIfUnfinished(stored: StoredResponse): Promise<boolean> {
+    const status = this.#statuses.get(stored.response.id);
+    if (status === undefined || !UNFINISHED_STATUSES.has(status)) return false;
+    await this.put(stored);
+    return true;
+  }
+
   async delete(id: string): Promise<boolean> {
     this.#forgetItems(id);
+    this.#statuses.delete(id);
     return this.#responses.delete(id);
   }
 
@@ -54,6 +65,7 @@ export class MemoryResponseStore implements ResponseStore {
     this.#responses.clear();
     this.#itemOwners.clear();
     this.#itemsOf.clear();
+    this.#statuses.clear();
     this.conversations.clear();
   }
 

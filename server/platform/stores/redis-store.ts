@@ -1,8 +1,8 @@
-import { Redis } from 'ioredis';
+import { Redis, type ChainableCommander } from 'ioredis';
 import { RedisConversationStore } from './redis-conversations.ts';
 import { RedisRecordStore } from './redis-records.ts';
 import { RedisSessionEventLog } from './redis-session-events.ts';
-import { StoreUnavailableError, type ResponseStore, type StoredResponse } from './response-store.ts';
+import { StoreUnavailableError, UNFINISHED_STATUSES, type ResponseStore, type StoredResponse } from './response-store.ts';
 
 export interface RedisResponseStoreOptions {
   /** Put before every key, so several emulators (or test files) can share one Redis. */
@@ -25,13 +25,13 @@ const MAX_RETRIES_PER_REQUEST = 0;
 const CONNECT_TIMEOUT_MS = 2_000;
 const COMMAND_TIMEOUT_MS = 5_000;
 
-// Deletes a response (KEYS[1]), the set of its items' ids (KEYS[2]) and, for each of its items
-// (KEYS[3..] in pairs: the index key, the item's JSON key), both keys when the index still
-// names it (ARGV[1]): an item a newer response emitted too stays that response's.
+// Deletes a response (KEYS[1]), the set of its items' ids (KEYS[2]), its status (KEYS[3]) and,
+// for each of its items (KEYS[4..] in pairs: the index key, the item's JSON key), both keys when
+// the index still names it (ARGV[1]): an item a newer response emitted too stays that response's.
 const DELETE_SCRIPT = `
 local removed = redis.call('DEL', KEYS[1])
-redis.call('DEL', KEYS[2])
-for i = 3, #KEYS, 2 do
+redis.call('DEL', KEYS[2], KEYS[3])
+for i = 4, #KEYS, 2 do
   if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i], KEYS[i + 1]) end
 end
 return removed`;
@@ -44,8 +44,15 @@ for i = 1, #KEYS, 2 do
 end
 return 1`;
 
+/** Throws the first failed command of a transaction's results. */
+function throwIfFailed(results: [error: Error | null, result: unknown][] | null): void {
+  const failed = results?.find(([error]) => error);
+  if (failed) throw failed[0];
+}
+
 /**
- * Responses in Redis, one JSON string per key `<prefix>response:<id>`, and for each output item
+ * Responses in Redis, one JSON string per key `<prefix>response:<id>` (its status also at
+ * `<prefix>response-status:<id>`), and for each output item
  * the id of the response that emitted it at `<prefix>item:<id>` and the item's JSON at
  * `<prefix>item-json:<id>`, and each response's item ids at `<prefix>response-items:<id>` (all
  * with the response's expiry);
@@ -61,6 +68,9 @@ export class RedisResponseStore implements ResponseStore {
   readonly #ttlSeconds: number | undefined;
   /** Why the connection is down, to explain the next failed operation; cleared when it is up. */
   #lastConnectionError: Error | undefined;
+  /** The connection conditional puts WATCH on, and the queue that runs them on it one at a time. */
+  #watcher: Redis | undefined;
+  #watchQueue: Promise<void> = Promise.resolve();
   readonly conversations: RedisConversationStore;
   readonly records: RedisRecordStore;
   readonly sessionEvents: RedisSessionEventLog;
@@ -100,41 +110,98 @@ export class RedisResponseStore implements ResponseStore {
 
   async put(stored: StoredResponse): Promise<void> {
     const id = stored.response.id;
-    const json = JSON.stringify(stored);
-    const ttlSeconds = this.#ttlSeconds;
-    const itemIds = stored.response.output.map((item) => item.id);
     await this.#run(`put of response ${id}`, async () => {
       // The items it held when put before and holds no more (a background response put again):
       // their keys go, unless a newer response emitted them too.
       const before = await this.#client.smembers(this.#itemsOfKey(id));
-      const dropped = before.filter((itemId) => !itemIds.includes(itemId));
       // One transaction: the response and its items' keys are written together.
       const write = this.#client.multi();
-      const set = (key: string, value: string) => (ttlSeconds === undefined ? write.set(key, value) : write.set(key, value, 'EX', ttlSeconds));
-      set(this.#key(id), json);
-      if (dropped.length > 0) {
-        const keys = dropped.flatMap((itemId) => [this.#itemKey(itemId), this.#itemJsonKey(itemId)]);
-        write.eval(DROP_ITEMS_SCRIPT, keys.length, ...keys, id);
-      }
-      write.del(this.#itemsOfKey(id));
-      if (itemIds.length > 0) {
-        write.sadd(this.#itemsOfKey(id), ...itemIds);
-        if (ttlSeconds !== undefined) write.expire(this.#itemsOfKey(id), ttlSeconds);
-      }
-      for (const item of stored.response.output) {
-        set(this.#itemKey(item.id), id);
-        set(this.#itemJsonKey(item.id), JSON.stringify(item));
-      }
-      const results = await write.exec();
-      const failed = results?.find(([error]) => error);
-      if (failed) throw failed[0];
+      this.#queueWrite(write, stored, before);
+      throwIfFailed(await write.exec());
     });
+  }
+
+  async putIfUnfinished(stored: StoredResponse): Promise<boolean> {
+    const id = stored.response.id;
+    return this.#run(`conditional put of response ${id}`, () =>
+      this.#watched(async (watcher) => {
+        for (;;) {
+          // A write of the response after WATCH (a cancel on another instance) fails the EXEC.
+          await watcher.watch(this.#key(id), this.#statusKey(id));
+          let status = await watcher.get(this.#statusKey(id));
+          if (status === null) {
+            // Put by an earlier version, which kept no status key: read from the body.
+            const json = await watcher.get(this.#key(id));
+            status = json === null ? null : (JSON.parse(json) as StoredResponse).response.status;
+          }
+          if (status === null || !UNFINISHED_STATUSES.has(status)) {
+            await watcher.unwatch();
+            return false;
+          }
+          const before = await watcher.smembers(this.#itemsOfKey(id));
+          const write = watcher.multi();
+          this.#queueWrite(write, stored, before);
+          const results = await write.exec();
+          // Null: written meanwhile; read it again.
+          if (results === null) continue;
+          throwIfFailed(results);
+          return true;
+        }
+      }),
+    );
+  }
+
+  /** Adds to `write` the commands that put a response: its body, its status, its items' keys (`before`: the items it held). */
+  #queueWrite(write: ChainableCommander, stored: StoredResponse, before: readonly string[]): void {
+    const id = stored.response.id;
+    const ttlSeconds = this.#ttlSeconds;
+    const itemIds = stored.response.output.map((item) => item.id);
+    const dropped = before.filter((itemId) => !itemIds.includes(itemId));
+    const set = (key: string, value: string) => (ttlSeconds === undefined ? write.set(key, value) : write.set(key, value, 'EX', ttlSeconds));
+    set(this.#key(id), JSON.stringify(stored));
+    set(this.#statusKey(id), stored.response.status);
+    if (dropped.length > 0) {
+      const keys = dropped.flatMap((itemId) => [this.#itemKey(itemId), this.#itemJsonKey(itemId)]);
+      write.eval(DROP_ITEMS_SCRIPT, keys.length, ...keys, id);
+    }
+    write.del(this.#itemsOfKey(id));
+    if (itemIds.length > 0) {
+      write.sadd(this.#itemsOfKey(id), ...itemIds);
+      if (ttlSeconds !== undefined) write.expire(this.#itemsOfKey(id), ttlSeconds);
+    }
+    for (const item of stored.response.output) {
+      set(this.#itemKey(item.id), id);
+      set(this.#itemJsonKey(item.id), JSON.stringify(item));
+    }
+  }
+
+  /**
+   * Runs `work` on the connection conditional puts WATCH on (made when first needed), one at a
+   * time: a WATCH belongs to its connection, so two on one would undo each other.
+   */
+  #watched<T>(work: (watcher: Redis) => Promise<T>): Promise<T> {
+    if (!this.#watcher) {
+      this.#watcher = this.#client.duplicate();
+      this.#watcher.on('error', () => {});
+    }
+    const watcher = this.#watcher;
+    const run = this.#watchQueue.then(() => work(watcher));
+    this.#watchQueue = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
   }
 
   async delete(id: string): Promise<boolean> {
     const stored = await this.get(id);
     if (!stored) return false;
-    const keys = [this.#key(id), this.#itemsOfKey(id), ...stored.response.output.flatMap((item) => [this.#itemKey(item.id), this.#itemJsonKey(item.id)])];
+    const keys = [
+      this.#key(id),
+      this.#itemsOfKey(id),
+      this.#statusKey(id),
+      ...stored.response.output.flatMap((item) => [this.#itemKey(item.id), this.#itemJsonKey(item.id)]),
+    ];
     const removed = await this.#run(`delete of response ${id}`, () => this.#client.eval(DELETE_SCRIPT, keys.length, ...keys, id));
     return Number(removed) > 0;
   }
@@ -203,6 +270,7 @@ export class RedisResponseStore implements ResponseStore {
 
   async close(): Promise<void> {
     await this.sessionEvents.close();
+    this.#watcher?.disconnect();
     // QUIT lets Redis finish the commands already sent; if it cannot be sent, just drop the
     // socket, which also stops ioredis from reconnecting.
     try {
@@ -214,6 +282,11 @@ export class RedisResponseStore implements ResponseStore {
 
   #key(id: string): string {
     return `${this.#prefix}response:${id}`;
+  }
+
+  /** The status of a response, beside its body: what a conditional put reads. */
+  #statusKey(id: string): string {
+    return `${this.#prefix}response-status:${id}`;
   }
 
   #itemKey(id: string): string {

@@ -25,6 +25,15 @@ export class StoreUnavailableError extends EmulatorError {
 export interface ResponseStore {
   get(id: string): Promise<StoredResponse | undefined>;
   put(stored: StoredResponse): Promise<void>;
+  /**
+   * Puts it only while the response stored under its id is unfinished (`queued` or
+   * `in_progress`), as one step against every other write of it: false, and nothing put, when it
+   * has finished or gone meanwhile. What a background response's job and its cancellation write
+   * with, so that a cancel on one instance and the job's result on another never overwrite each
+   * other. Absent: a store one process uses, where a read and a put in that process suffice
+   * (putIfUnfinished() below).
+   */
+  putIfUnfinished?(stored: StoredResponse): Promise<boolean>;
   /** True when something was deleted. */
   delete(id: string): Promise<boolean>;
   /**
@@ -65,4 +74,16 @@ export interface ResponseStore {
    */
   check?(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The statuses of a response that is still being made (a background one). */
+export const UNFINISHED_STATUSES: ReadonlySet<string> = new Set(['queued', 'in_progress']);
+
+/** The store's putIfUnfinished, or, for a store without one, a read and a put. */
+export async function putIfUnfinished(store: ResponseStore, stored: StoredResponse): Promise<boolean> {
+  if (store.putIfUnfinished) return store.putIfUnfinished(stored);
+  const now = await store.get(stored.response.id);
+  if (!now || !UNFINISHED_STATUSES.has(now.response.status)) return false;
+  await store.put(stored);
+  return true;
 }

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { ConversationItem } from '../../../schemas/items.ts';
-import type { ResponseStore, StoredResponse } from './response-store.ts';
+import { UNFINISHED_STATUSES, type ResponseStore, type StoredResponse } from './response-store.ts';
 import { SqliteRecordStore } from './sqlite-records.ts';
 import { SqliteConversationStore } from './sqlite-conversations.ts';
 import { transaction } from './sqlite-transaction.ts';
@@ -12,6 +12,7 @@ interface ResponseRow {
   readonly id: string;
   readonly previous_response_id: string | null;
   readonly created_at: number;
+  readonly status: string;
   readonly body: string;
 }
 
@@ -57,7 +58,9 @@ export class SqliteResponseStore implements ResponseStore {
   readonly #upsertItem: StatementSync;
   readonly #selectItemOwner: StatementSync;
   readonly #selectItemBytes: StatementSync;
+  readonly #selectStatus: StatementSync;
   readonly #putAll: (stored: StoredResponse) => void;
+  readonly #putIfUnfinished: (stored: StoredResponse) => boolean;
   readonly #deleteAll: (id: string) => boolean;
   readonly conversations: SqliteConversationStore;
   readonly records: SqliteRecordStore;
@@ -78,14 +81,19 @@ export class SqliteResponseStore implements ResponseStore {
     if (!columns.some((column) => column.name === 'body')) this.#db.exec('ALTER TABLE response_items ADD COLUMN body TEXT');
     this.conversations = new SqliteConversationStore(this.#db);
     this.records = new SqliteRecordStore(this.#db);
+    // The status, repeated so that a conditional put reads no body (null in rows of an earlier version).
+    const responseColumns = this.#db.prepare('PRAGMA table_info(responses)').all() as { name: string }[];
+    if (!responseColumns.some((column) => column.name === 'status')) this.#db.exec('ALTER TABLE responses ADD COLUMN status TEXT');
     this.#select = this.#db.prepare('SELECT body FROM responses WHERE id = ?');
+    this.#selectStatus = this.#db.prepare("SELECT COALESCE(status, json_extract(body, '$.response.status')) AS status FROM responses WHERE id = ?");
     // Putting an id again replaces it, as the in-memory store does.
     this.#upsert = this.#db.prepare(`
-      INSERT INTO responses (id, previous_response_id, created_at, body)
-      VALUES (@id, @previous_response_id, @created_at, @body)
+      INSERT INTO responses (id, previous_response_id, created_at, status, body)
+      VALUES (@id, @previous_response_id, @created_at, @status, @body)
       ON CONFLICT (id) DO UPDATE SET
         previous_response_id = excluded.previous_response_id,
         created_at = excluded.created_at,
+        status = excluded.status,
         body = excluded.body`);
     this.#delete = this.#db.prepare('DELETE FROM responses WHERE id = ?');
     this.#deleteItems = this.#db.prepare('DELETE FROM response_items WHERE response_id = ?');
@@ -99,16 +107,25 @@ export class SqliteResponseStore implements ResponseStore {
       FROM response_items AS items LEFT JOIN responses ON responses.id = items.response_id
       WHERE items.item_id = ?`);
     // A response and its items' index change together.
-    this.#putAll = transaction(this.#db, 'write', (stored: StoredResponse) => {
+    const write = (stored: StoredResponse): void => {
       const { response } = stored;
       this.#upsert.run({
         id: response.id,
         previous_response_id: response.previous_response_id ?? null,
         created_at: response.created_at,
+        status: response.status,
         body: JSON.stringify(stored),
       } satisfies ResponseRow);
       this.#deleteItems.run(response.id);
       for (const item of response.output) this.#upsertItem.run({ item_id: item.id, response_id: response.id, body: JSON.stringify(item) });
+    };
+    this.#putAll = transaction(this.#db, 'write', write);
+    // Read and written under one write lock: another process's write waits for it, or it for that.
+    this.#putIfUnfinished = transaction(this.#db, 'write', (stored: StoredResponse): boolean => {
+      const row = this.#selectStatus.get(stored.response.id) as { status: string | null } | undefined;
+      if (row?.status == null || !UNFINISHED_STATUSES.has(row.status)) return false;
+      write(stored);
+      return true;
     });
     this.#deleteAll = transaction(this.#db, 'write', (id: string) => {
       this.#deleteItems.run(id);
@@ -123,6 +140,10 @@ export class SqliteResponseStore implements ResponseStore {
 
   async put(stored: StoredResponse): Promise<void> {
     this.#putAll(stored);
+  }
+
+  async putIfUnfinished(stored: StoredResponse): Promise<boolean> {
+    return this.#putIfUnfinished(stored);
   }
 
   async delete(id: string): Promise<boolean> {
