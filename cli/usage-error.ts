@@ -5,5 +5,4 @@ export class UsageError extends EmulatorError {
   readonly code = 'PTC_ERR_USAGE';
 }
 
-/** Exit code of a usage or configuration error (a wrong flag, a port in use, a bad file). */
-export const USAGE_EXIT_CODE = 2;
+export { USAGE_EXIT_CODE } from './exit-codes.ts';

@@ -2,6 +2,8 @@
  * The program engine, usable on its own (no HTTP in here), and the only way the server reaches
  * it: nothing under server/ imports another runtime module (test/architecture.test.ts).
  */
+// First: on a Node.js too old for the package, one line saying so before anything fails to load.
+import './node-version-check.ts';
 export { IsolateProgram, type ProgramSpec } from './isolate-program.ts';
 export { ProgramTool, sealTool, takesText, toolId, unsealTools, type SealedTool } from './program-tool.ts';
 export { DEFAULT_WARM_ISOLATES } from './warm-isolates.ts';

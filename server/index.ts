@@ -1,4 +1,6 @@
 /** The package's main entry: the emulator's server, to embed or to start from code. */
+// First: runtime/index.ts checks the Node.js version before anything else of the package loads.
+import '../runtime/index.ts';
 export { buildServer, type BuildServerOptions } from './app.ts';
 export { ConfigError, loadConfig, SETTINGS, type ClientChecks, type ServerConfig } from './platform/config.ts';
 export type { DirectCallDecision, ModelContext, ModelDecision, ModelFunction } from './engine/stand-ins/model-decision.ts';

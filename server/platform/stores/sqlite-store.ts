@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { ConversationItem } from '../../../schemas/items.ts';
 import { UNFINISHED_STATUSES, type ResponseStore, type StoredResponse } from './response-store.ts';
 import { SqliteRecordStore } from './sqlite-records.ts';
@@ -69,7 +69,10 @@ export class SqliteResponseStore implements ResponseStore {
     mkdirSync(dirname(filePath), { recursive: true });
     // A process waits up to 5 s for another's write lock (instances sharing one file) before
     // SQLITE_BUSY, as better-sqlite3, the driver before node:sqlite, did by default.
-    this.#db = new DatabaseSync(filePath, { timeout: BUSY_TIMEOUT_MS });
+    // Loaded when a store opens, not when this module does: on a Node.js without node:sqlite the
+    // package's entry points can then say which Node it needs (runtime/node-version.ts).
+    const { DatabaseSync: Database } = process.getBuiltinModule('node:sqlite');
+    this.#db = new Database(filePath, { timeout: BUSY_TIMEOUT_MS });
     // WAL lets readers proceed while a write commits; NORMAL skips the fsync on every commit,
     // which in WAL mode can lose the last transactions on power loss but never corrupts the file.
     this.#db.exec('PRAGMA journal_mode = WAL');
