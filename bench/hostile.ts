@@ -20,6 +20,7 @@ import { SEED_SCENARIO_PATH } from './seed.ts';
 import { positiveNumberFromEnv } from './settings.ts';
 import { formatTable } from './table.ts';
 import { ICU_RUNAWAY } from '../test/support/hostile-programs.ts';
+import { measureBodies, type BodyResult } from './hostile-bodies.ts';
 
 /** Seconds of each window; a class takes ROUNDS baseline windows and ROUNDS hostile ones. */
 const SECONDS = positiveNumberFromEnv('BENCH_HOSTILE_SECONDS', 8);
@@ -283,7 +284,10 @@ async function phase(server: Server, name: string, hostile: HostileClass | undef
 const server = await startServer();
 /** Each class beside the baselines interleaved with it (see the top of this file). */
 const results: { baseline: PhaseResult; hostile: PhaseResult }[] = [];
+/** The bodies part (bench/hostile-bodies.ts), with no honest traffic: `BENCH_HOSTILE_ONLY=bodies` runs it alone. */
+let bodies: BodyResult[] = [];
 try {
+  if (!ONLY || 'bodies'.includes(ONLY)) bodies = await measureBodies(server, progress);
   await phase(server, 'warm-up', undefined, WARMUP_SECONDS);
   for (const hostile of HOSTILE.filter((candidate) => !ONLY || candidate.name.toLowerCase().includes(ONLY))) {
     const baselines: PhaseResult[] = [];
@@ -320,6 +324,23 @@ process.stdout.write(
     ...describeEnvironment(),
     `${CLIENTS} honest clients (the seed conversation, store: false), ${WORKERS} workers; per class ${ROUNDS} rounds of a ${SECONDS} s baseline window and a ${SECONDS} s window beside it (BENCH_HOSTILE_ROUNDS, BENCH_HOSTILE_SECONDS); one hostile client sending its class one request at a time, ${INTERVAL_MS} ms apart (BENCH_HOSTILE_INTERVAL_MS).`,
     '',
+    ...(bodies.length === 0
+      ? []
+      : [
+          'Bodies under the body limit, each sent alone with `/health` asked every 20 ms from another connection (no honest traffic):',
+          '',
+          formatTable(
+            [
+              { header: 'body', align: 'left' },
+              { header: 'answer', align: 'left' },
+              { header: 'time ms', align: 'right' },
+              { header: 'worst /health ms', align: 'right' },
+              { header: 'loop delay max ms', align: 'right' },
+            ],
+            bodies.map((body) => [body.name, body.answer, body.ms.toFixed(0), body.worstHealthMs.toFixed(0), body.loopDelayMaxMs.toFixed(0)]),
+          ),
+          '',
+        ]),
     formatTable(
       [
         { header: 'hostile class', align: 'left' },

@@ -2,8 +2,13 @@ import { z } from 'zod';
 import { InputItem } from './items.ts';
 import { Tool, ToolChoice } from './tools.ts';
 
+/** The hosted API's bounds on `metadata`, wherever a body has it. */
+export const METADATA_LIMITS = { keys: 16, keyChars: 64, valueChars: 512 } as const;
+
 /** Metadata: at most 16 string pairs, keys up to 64 characters, values up to 512. */
-export const Metadata = z.record(z.string().max(64), z.string().max(512)).refine((value) => Object.keys(value).length <= 16, { message: 'at most 16 keys' });
+export const Metadata = z
+  .record(z.string().max(METADATA_LIMITS.keyChars), z.string().max(METADATA_LIMITS.valueChars))
+  .refine((value) => Object.keys(value).length <= METADATA_LIMITS.keys, { message: `at most ${METADATA_LIMITS.keys} keys` });
 
 /** `reasoning`: accepted and echoed; the stand-in does not reason. */
 export const ReasoningConfig = z.looseObject({

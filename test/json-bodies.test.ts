@@ -81,3 +81,23 @@ it('a large body is served as a small one is, and refused for the same faults', 
   const deep = await post(Buffer.from(`{"model":"m","input":"${filler}","metadata":${'['.repeat(200)}${']'.repeat(200)}}`));
   await expectErrorResponse(await deep.answer, { code: 'invalid_json', param: null, mentions: ['deeper than 128 levels'] });
 });
+
+it('metadata past the hosted 16 keys is refused as soon as the body is parsed, with the 400 validation gives a small body, wherever metadata is', async () => {
+  const keys = (count: number) => Object.fromEntries(Array.from({ length: count }, (_, index) => [`k${index}`, 'v']));
+  const expected = { code: 'invalid_value', param: 'metadata', mentions: ["Invalid value for 'metadata': at most 16 keys."] } as const;
+  // 17 keys in a small body (parsed on the loop), and 1,000,000 (13 MiB, parsed in the thread).
+  const small = await post(Buffer.from(JSON.stringify({ model: 'm', input: 'hi', metadata: keys(17) })));
+  await expectErrorResponse(await small.answer, expected);
+  const huge = await post(Buffer.from(JSON.stringify({ model: 'm', input: 'hi', metadata: keys(1_000_000) })));
+  await expectErrorResponse(await huge.answer, expected);
+  // Sixteen are accepted.
+  const sixteen = await server.client.responses.create({ model: 'm', input: 'hi', store: false, metadata: keys(16) });
+  expect(Object.keys(sixteen.metadata ?? {})).toHaveLength(16);
+  // On the Agents API, in a session's inline agent: the same bound, named where it is.
+  const session = await fetch(`${server.baseURL}/agents/sessions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ agent: { model: 'm', metadata: keys(200_000) }, environment: { type: 'none' } }),
+  });
+  await expectErrorResponse(session, { code: 'invalid_value', param: 'agent.metadata', mentions: ['at most 16 keys'] });
+}, 120_000);

@@ -1,4 +1,5 @@
 import { parentPort } from 'node:worker_threads';
+import { bodyBoundViolation, type BodyBoundViolation } from '../../../schemas/body-bounds.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../../../schemas/json-depth.ts';
 import { parseJsonText } from './json-text.ts';
 
@@ -13,14 +14,21 @@ export type JsonBodyJob = { readonly id: number; readonly body: Uint8Array };
 export type JsonBodyReply =
   | { readonly id: number; readonly value: unknown }
   | { readonly id: number; readonly error: string }
-  | { readonly id: number; readonly tooDeep: true };
+  | { readonly id: number; readonly tooDeep: true }
+  | { readonly id: number; readonly refused: BodyBoundViolation };
 
 parentPort!.on('message', (job: JsonBodyJob) => {
   let reply: JsonBodyReply;
   try {
     const value = parseJsonText(Buffer.from(job.body.buffer, job.body.byteOffset, job.body.byteLength));
     // Checked here, not after: copying an absurdly nested value to the server's loop would overflow the stack that copies it.
-    reply = jsonDepthExceeds(value, MAX_JSON_DEPTH) ? { id: job.id, tooDeep: true } : { id: job.id, value };
+    if (jsonDepthExceeds(value, MAX_JSON_DEPTH)) {
+      reply = { id: job.id, tooDeep: true };
+    } else {
+      // Past a bound, only the refusal goes back: the loop neither receives nor validates the value.
+      const refused = bodyBoundViolation(value);
+      reply = refused ? { id: job.id, refused } : { id: job.id, value };
+    }
   } catch (error) {
     reply = { id: job.id, error: error instanceof Error ? error.message : String(error) };
   }

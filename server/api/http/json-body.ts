@@ -1,6 +1,7 @@
 import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Worker } from 'node:worker_threads';
 import { jsonDepthExceeds, MAX_JSON_DEPTH, startModuleThread } from '../../../runtime/index.ts';
+import { bodyBoundViolation, type BodyBoundViolation } from '../../../schemas/body-bounds.ts';
 import { ApiError } from '../../platform/api-error.ts';
 import type { JsonBodyJob, JsonBodyReply } from './json-body-thread.ts';
 import { parseJsonText } from './json-text.ts';
@@ -71,6 +72,7 @@ class JsonBodyThread {
         const head = this.#queue.shift()!;
         if ('error' in reply) head.reject(Object.assign(new SyntaxError(reply.error), { statusCode: 400 }));
         else if ('tooDeep' in reply) head.reject(tooDeep());
+        else if ('refused' in reply) head.reject(pastBound(reply.refused));
         else head.resolve(reply.value);
       }
       this.#postHead();
@@ -88,6 +90,9 @@ class JsonBodyThread {
 }
 
 const thread = new JsonBodyThread();
+
+/** A body past one of schemas/body-bounds.ts's bounds: the 400 validation would have given. */
+const pastBound = ({ param, message }: BodyBoundViolation): ApiError => new ApiError('invalid_value', message, param);
 
 const tooDeep = (): ApiError => new ApiError('invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`);
 
@@ -111,7 +116,9 @@ export function parseJsonBodies(app: FastifyInstance): void {
         } catch (error) {
           return done(error as Error);
         }
-        return jsonDepthExceeds(value, MAX_JSON_DEPTH) ? done(tooDeep()) : done(null, value);
+        if (jsonDepthExceeds(value, MAX_JSON_DEPTH)) return done(tooDeep());
+        const refused = bodyBoundViolation(value);
+        return refused ? done(pastBound(refused)) : done(null, value);
       }
       thread.parse(ownMemory(body)).then(
         (value) => done(null, value),

@@ -20,6 +20,7 @@ import type { ResponseStore, StoredResponse } from '../../platform/stores/respon
 import { CLIENT_CHECKS_HEADER, clientChecksFor, createBodyOf, responseRequest, type RequestSettings } from './create-response.ts';
 import { finishedJournal, requestJournal } from '../../engine/journal-details.ts';
 import { parseJsonText } from '../http/json-text.ts';
+import { bodyBoundViolation } from '../../../schemas/body-bounds.ts';
 import { SocketSteering, type Successor } from './socket-steering.ts';
 
 // WebSocket mode (docs/STREAMING.md): the SDK's `ResponsesWS` opens a socket on the Responses
@@ -477,6 +478,9 @@ class SocketSession {
         `A client event must be a JSON object with a \`type\`; this message holds ${Array.isArray(event) ? 'an array' : event === null ? 'null' : `a ${typeof event}`}.`,
       );
     }
+    // Bounded before anything validates it, as a body is (schemas/body-bounds.ts).
+    const pastBound = bodyBoundViolation(event);
+    if (pastBound) throw new ApiError('invalid_value', pastBound.message, pastBound.param);
     const { type } = event as Record<string, unknown>;
     if (type !== 'response.create' && type !== 'response.steer') {
       throw new ApiError(
