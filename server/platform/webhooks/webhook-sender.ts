@@ -132,7 +132,8 @@ export class WebhookSender {
         return;
       }
       const delivered = result.status >= 200 && result.status < 300;
-      if (delivered || number >= this.#options.maxAttempts) {
+      // No retry is scheduled once closing has begun: its timers are already cleared.
+      if (delivered || number >= this.#options.maxAttempts || this.#closed) {
         this.#pending -= 1;
         this.#report(event, webhookId, target, number, result, started, delivered ? 'delivered' : 'failed');
         return;
