@@ -368,6 +368,37 @@ describe('WebSocket mode', () => {
     expect(finalResponse(await socket.create({ model: MODEL, input: 'plain message' })).status).toBe('completed');
   });
 
+  it('parses a large message beside the loop, as a large body is: refused for the same faults, and taken in the order messages came', async () => {
+    const socket = new TestSocket(server.client);
+    // Past the 64 KiB at which a body is parsed in the JSON thread.
+    const filler = 'x'.repeat(100_000);
+    const large = (extra: string) => `{"type": "response.create", "model": "${MODEL}", "instructions": "${filler}"${extra}}`;
+    const faults: [string, Partial<SocketErrorEvent>, string][] = [
+      [large(', "input": '), { code: 'invalid_json' }, 'could not parse'],
+      [large(`, "input": ${'['.repeat(200)}${']'.repeat(200)}`), { code: 'invalid_json' }, 'nests deeper than 128 levels'],
+      [large(', "metadata": {"__proto__": {"x": "y"}}'), { code: 'invalid_json' }, 'could not parse'],
+      [
+        large(`, "metadata": ${JSON.stringify(Object.fromEntries(Array.from({ length: 17 }, (_, index) => [`k${index}`, 'v'])))}`),
+        { code: 'invalid_value', param: 'metadata' },
+        'at most 16 keys',
+      ],
+    ];
+    for (const [data, expected, mentions] of faults) {
+      socket.ws.sendRaw(data);
+      const event = await socket.error();
+      expect(event).toMatchObject({ type: 'error', status: 400, ...expected });
+      expect(event.message).toContain(mentions);
+    }
+    // A large request then a small one sent at once: answered in that order.
+    socket.ws.sendRaw(large(', "input": "first", "metadata": {"n": "1"}'));
+    socket.ws.sendRaw(JSON.stringify({ type: 'response.create', model: MODEL, input: 'second', metadata: { n: '2' } }));
+    const answered = [await socket.events(), await socket.events()].map((events) => {
+      const terminal = events.at(-1) as Extract<ResponsesServerEvent, { type: 'response.completed' }>;
+      return terminal.response.metadata?.n;
+    });
+    expect(answered).toEqual(['1', '2']);
+  });
+
   it("echoes a request's stream_id on each of its events, error events included (openai 7.x lanes)", async () => {
     const socket = new TestSocket(server.client);
     const first = await socket.create({ model: MODEL, input: 'plain message', stream_id: 'lane-a' });

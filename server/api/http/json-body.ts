@@ -101,6 +101,20 @@ function ownMemory(body: Buffer): Uint8Array {
   return body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body : new Uint8Array(body);
 }
 
+/**
+ * Parses a large body in the thread (a WebSocket message as an HTTP body is): its value, or a
+ * SyntaxError, or the ApiError of a body too deep or past a bound of schemas/body-bounds.ts
+ * (isTooDeep() tells which). The bytes are handed to the thread: the caller does not read them again.
+ */
+export function parseOffLoop(body: Buffer): Promise<unknown> {
+  return thread.parse(ownMemory(body));
+}
+
+/** Whether parseOffLoop's error is the one for a body nested too deep. */
+export function isTooDeep(error: unknown): boolean {
+  return error instanceof ApiError && error.code === 'invalid_json' && error.message === tooDeep().message;
+}
+
 /** Replaces Fastify's JSON parser with one that parses large bodies off the loop. */
 export function parseJsonBodies(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');

@@ -20,6 +20,7 @@ import type { ResponseStore, StoredResponse } from '../../platform/stores/respon
 import { CLIENT_CHECKS_HEADER, clientChecksFor, createBodyOf, responseRequest, type RequestSettings } from './create-response.ts';
 import { finishedJournal, requestJournal } from '../../engine/journal-details.ts';
 import { parseJsonText } from '../http/json-text.ts';
+import { isTooDeep, OFF_LOOP_JSON_BYTES, parseOffLoop } from '../http/json-body.ts';
 import { bodyBoundViolation } from '../../../schemas/body-bounds.ts';
 import { SocketSteering, type Successor } from './socket-steering.ts';
 
@@ -146,15 +147,7 @@ export function registerResponsesSocketRoute(app: FastifyInstance, deps: Respons
       throw unknownUrl(request);
     },
     wsHandler: (socket, request) => {
-      // The JSON parser of HTTP bodies, so that a message is accepted exactly when the same body
-      // would be (`__proto__` and `constructor.prototype` keys refused alike).
-      const session = new SocketSession(socket, request, settingsOf(request), deps, (text) => {
-        try {
-          return { error: null, value: parseJsonText(text) };
-        } catch (error) {
-          return { error: error as Error, value: undefined };
-        }
-      });
+      const session = new SocketSession(socket, request, settingsOf(request), deps);
       sessions.add(session);
       socket.once('close', () => sessions.delete(session));
     },
@@ -185,10 +178,33 @@ function withHeld(store: ResponseStore, held: () => StoredResponse | undefined):
 }
 
 /** Parses a message's text as the HTTP body parser would. */
-type JsonParse = (text: string) => { readonly error: Error | null; readonly value: unknown };
+/**
+ * A message's JSON, as the HTTP bodies' parser reads it (json-text.ts), so that a message is
+ * accepted exactly when the same body would be (`__proto__` and `constructor.prototype` keys
+ * refused alike): its value, or why it has none.
+ */
+type ParsedMessage = { readonly value: unknown } | { readonly fault: 'syntax' | 'too_deep' | 'binary' | 'empty' } | { readonly refused: ApiError };
 
 function sizeOf(data: RawData): number {
   return Array.isArray(data) ? data.reduce((total, chunk) => total + chunk.length, 0) : data.byteLength;
+}
+
+/** A text message's bytes, whole. */
+function bytesOf(data: RawData): Buffer {
+  return Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+}
+
+/** A small message parsed on the loop (undefined bytes: a binary message). */
+function parseOnLoop(bytes: Buffer | undefined): ParsedMessage {
+  if (bytes === undefined) return { fault: 'binary' };
+  if (bytes.length === 0) return { fault: 'empty' };
+  let value: unknown;
+  try {
+    value = parseJsonText(bytes);
+  } catch {
+    return { fault: 'syntax' };
+  }
+  return jsonDepthExceeds(value, MAX_JSON_DEPTH) ? { fault: 'too_deep' } : { value };
 }
 
 interface ClientMessage {
@@ -217,7 +233,9 @@ class SocketSession {
   readonly #upgrade: FastifyRequest;
   readonly #settings: Omit<RequestSettings, 'retryCount'>;
   readonly #deps: ResponsesSocketDeps;
-  readonly #parseJson: JsonParse;
+  /** Messages being parsed in the JSON thread: later ones wait for them, so that each is taken in the order it came. */
+  #reading: Promise<void> = Promise.resolve();
+  #messagesReading = 0;
   readonly #waiting: Waiting[] = [];
   readonly #steering: SocketSteering;
   /** The response whose events are being sent, and how to send the rest at once once it is steered. */
@@ -244,12 +262,11 @@ class SocketSession {
    */
   readonly #respondWithHeld: RespondDeps;
 
-  constructor(socket: WebSocket, upgrade: FastifyRequest, settings: Omit<RequestSettings, 'retryCount'>, deps: ResponsesSocketDeps, parseJson: JsonParse) {
+  constructor(socket: WebSocket, upgrade: FastifyRequest, settings: Omit<RequestSettings, 'retryCount'>, deps: ResponsesSocketDeps) {
     this.#socket = socket;
     this.#upgrade = upgrade;
     this.#settings = settings;
     this.#deps = deps;
-    this.#parseJson = parseJson;
     this.#respondWithHeld = { ...deps.respond, store: withHeld(deps.respond.store, () => this.#latest) };
     this.#steering = new SocketSteering(deps.bodyLimitBytes);
     this.#closed = new Promise((resolve) => {
@@ -275,25 +292,71 @@ class SocketSession {
     return this.#socket.readyState === this.#socket.OPEN;
   }
 
+  /**
+   * A message arrived: parsed on the loop when small, in the JSON thread when large (as an HTTP
+   * body is: parsing millions of short strings would hold every socket and request for seconds),
+   * then taken in the order messages came.
+   */
   #receive(message: ClientMessage): void {
+    const size = sizeOf(message.data);
+    // Counted from now: what is being parsed is held too.
+    this.#waitingBytes += size;
+    if (this.#waiting.length + this.#messagesReading > MAX_WAITING_MESSAGES || this.#waitingBytes > this.#deps.bodyLimitBytes) this.#socket.pause();
+    const bytes = message.isBinary ? undefined : bytesOf(message.data);
+    if (bytes !== undefined && bytes.length >= OFF_LOOP_JSON_BYTES) {
+      this.#messagesReading += 1;
+      const parsed = parseOffLoop(bytes).then(
+        (value): ParsedMessage => ({ value }),
+        (error: unknown): ParsedMessage => (isTooDeep(error) ? { fault: 'too_deep' } : error instanceof ApiError ? { refused: error } : { fault: 'syntax' }),
+      );
+      this.#inTurn(async () => {
+        const read = await parsed;
+        this.#messagesReading -= 1;
+        this.#take(read, size);
+      });
+      return;
+    }
+    const read = parseOnLoop(bytes);
+    // Behind a message still being parsed, it waits for it.
+    if (this.#messagesReading > 0) this.#inTurn(async () => this.#take(read, size));
+    else this.#take(read, size);
+  }
+
+  /** Runs `step` after the messages before it have been taken; a step that fails does not hold up the next. */
+  #inTurn(step: () => Promise<void>): void {
+    this.#reading = this.#reading.then(step).catch((error: unknown) => this.#upgrade.log.error({ err: error }, 'a WebSocket message could not be taken'));
+  }
+
+  /** Reads the socket again once what it holds is back under its bounds. */
+  #resumeIfUnder(): void {
+    if (this.#socket.isPaused && this.#waiting.length + this.#messagesReading <= MAX_WAITING_MESSAGES && this.#waitingBytes <= this.#deps.bodyLimitBytes) {
+      this.#socket.resume();
+    }
+  }
+
+  /** A parsed message, in its turn: a steer answered at once, a request queued to be served. */
+  #take(parsed: ParsedMessage, size: number): void {
+    // Gone: what it had sent is dropped (the close cleared the counts).
+    if (!this.#open()) return;
     let read: Extract<Waiting, { kind: 'request' }>['read'];
     try {
-      read = { event: this.#eventOf(message) };
+      read = { event: this.#eventOf(parsed) };
     } catch (error) {
       read = { error };
     }
     // A steer is answered as it arrives, even while a response's events are being sent: it names
     // the response it steers and changes what follows that response, not the order of requests.
     if ('event' in read && read.event.type === 'response.steer') {
+      this.#waitingBytes -= size;
       this.#steer(read.event);
+      // No request follows it to resume the socket when served.
+      if (!this.#serving) this.#resumeIfUnder();
       return;
     }
-    const size = sizeOf(message.data);
     this.#waiting.push({ kind: 'request', read, size });
-    this.#waitingBytes += size;
     // Below the bound the socket is still read while a request is served, so that a client
     // closing it is seen at once (and what it had queued dropped) rather than after its turns.
-    if (this.#waiting.length > MAX_WAITING_MESSAGES || this.#waitingBytes > this.#deps.bodyLimitBytes) this.#socket.pause();
+    if (this.#waiting.length + this.#messagesReading > MAX_WAITING_MESSAGES || this.#waitingBytes > this.#deps.bodyLimitBytes) this.#socket.pause();
     void this.#serveWaiting();
   }
 
@@ -456,22 +519,22 @@ class SocketSession {
     return JSON.stringify(held).length > this.#deps.bodyLimitBytes ? undefined : held;
   }
 
-  /** A message as a client event: a JSON object with a `type`, refused as a body would be. */
-  #eventOf(message: ClientMessage): Record<string, unknown> {
-    if (message.isBinary) throw new ApiError('invalid_json', 'A client event must be a text message holding a JSON object; this message was binary.');
-    const { data } = message;
-    const text = (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString('utf8');
-    const parsed = this.#parseJson(text);
-    if (parsed.error) {
-      throw new ApiError(
-        'invalid_json',
-        text.length === 0
-          ? 'The message is empty; send a JSON object.'
-          : 'We could not parse the JSON of your message (a `__proto__` or `constructor.prototype` key is refused too).',
-      );
+  /** A parsed message as a client event: a JSON object with a `type`, refused as a body would be. */
+  #eventOf(parsed: ParsedMessage): Record<string, unknown> {
+    if ('refused' in parsed) throw parsed.refused;
+    if ('fault' in parsed) {
+      switch (parsed.fault) {
+        case 'binary':
+          throw new ApiError('invalid_json', 'A client event must be a text message holding a JSON object; this message was binary.');
+        case 'empty':
+          throw new ApiError('invalid_json', 'The message is empty; send a JSON object.');
+        case 'too_deep':
+          throw new ApiError('invalid_json', `The message nests deeper than ${MAX_JSON_DEPTH} levels.`);
+        case 'syntax':
+          throw new ApiError('invalid_json', 'We could not parse the JSON of your message (a `__proto__` or `constructor.prototype` key is refused too).');
+      }
     }
     const event = parsed.value;
-    if (jsonDepthExceeds(event, MAX_JSON_DEPTH)) throw new ApiError('invalid_json', `The message nests deeper than ${MAX_JSON_DEPTH} levels.`);
     if (typeof event !== 'object' || event === null || Array.isArray(event)) {
       throw new ApiError(
         'invalid_json',
