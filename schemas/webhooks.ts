@@ -64,7 +64,12 @@ export const SESSION_REQUIRED_ACTION = { type: 'function_call' } as const;
 const EventTypes = z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1, 'an endpoint subscribes to at least one event type');
 const Name = z.string().min(1).max(256);
 /** http as well as https: an emulator's receivers are often on localhost (docs/DEVIATIONS.md). */
-const Url = z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }).max(2048);
+const Url = z
+  .string()
+  .max(2048, 'a URL of at most 2048 characters')
+  .pipe(z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }))
+  // A delivery cannot carry credentials in its URL (fetch refuses it), and they would show wherever the URL does.
+  .refine((url) => !/^[a-z]+:\/\/[^/]*@/i.test(url), 'expected a URL without a user name or password');
 
 export const WebhookCreateParams = z.strictObject({ event_types: EventTypes, name: Name, url: Url });
 export const WebhookUpdateParams = z.strictObject({ event_types: EventTypes.optional(), name: Name.optional(), url: Url.optional() });

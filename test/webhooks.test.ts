@@ -7,6 +7,7 @@ import { expectSdkError, rejectionOf } from './support/api-errors.ts';
 import { AGENT_TOOLS, answerOf, PRICING_PROGRAM } from './support/agents-api.ts';
 import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
 import type { ModelFunction } from '../server/engine/stand-ins/model-decision.ts';
+import { unusedLoopbackUrl } from './support/mcp-servers.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 
 // Webhooks, through openai 7.60's `client.webhooks`: endpoints made through the API and by
@@ -252,6 +253,33 @@ describe('webhooks of background responses and agent sessions, verified with cli
     expect(oldestFirst.map((entry) => entry.webhook?.retry_in_ms)).toEqual([20, 40, undefined]);
   });
 
+  it('each retry goes to the endpoint as it is then: a new URL and a rotated secret apply, a deleted endpoint gets no more', async () => {
+    const first = await receiver();
+    const second = await receiver();
+    // The first receiver refuses everything; retries are 20 ms, then 40, 80, … apart.
+    first.receiver.statuses = Array.from({ length: 100 }, () => 500);
+    const { client, baseURL } = await server({ PTC_WEBHOOK_RETRY_MS: '200' });
+    const made = await client.webhooks.create({ name: 'moving', url: first.url, event_types: ['response.completed'] });
+    const done = await client.responses.create({ model: 'm', input: 'hello', background: true });
+    await first.receiver.until(ofType('response.completed', done.id));
+    const rotated = await client.webhooks.rotateSecret(made.id);
+    await client.webhooks.update(made.id, { url: second.url });
+    const [moved] = await second.receiver.until(ofType('response.completed', done.id));
+    // Same delivery (webhook-id), now signed with the new secret only.
+    expect(moved!.headers['webhook-id']).toBe(first.receiver.deliveries[0]!.headers['webhook-id']);
+    await unwrap(client, moved!, rotated.signing_secret);
+    await expect(unwrap(client, moved!, made.signing_secret)).rejects.toThrow(/signature/);
+
+    // Deleted while a delivery to it waits for its next attempt: that attempt is not made.
+    second.receiver.statuses = Array.from({ length: 100 }, () => 500);
+    const again = await client.responses.create({ model: 'm', input: 'hello', background: true });
+    await second.receiver.until(ofType('response.completed', again.id));
+    await client.webhooks.delete(made.id);
+    const last = await journalEntry(baseURL, (entry) => entry.webhook?.outcome === 'failed' && entry.webhook.data.id === again.id);
+    expect(last.webhook).toMatchObject({ attempt: 2, error: expect.stringContaining('deleted') });
+    expect(second.receiver.deliveries.filter((delivery) => JSON.parse(delivery.body).data.id === again.id)).toHaveLength(1);
+  });
+
   it('gives up after PTC_WEBHOOK_MAX_ATTEMPTS', async () => {
     const { receiver: hooks, url } = await receiver();
     hooks.statuses = [500, 500, 500, 500];
@@ -343,8 +371,24 @@ describe('webhooks of background responses and agent sessions, verified with cli
       code: 'invalid_value',
       param: 'url',
     });
-    const closed = await client.webhooks.create({ name: 'gone', url: 'http://127.0.0.1:9/nothing-listens', event_types: ['response.completed'] });
-    expectSdkError(await rejectionOf(client.webhooks.test(closed.id, { event_type: 'response.completed' })), { code: 'webhook_test_failed' });
+    const withPassword = await rejectionOf(
+      client.webhooks.create({ name: 'x', url: 'http://user:secret@127.0.0.1:9/hooks', event_types: ['response.completed'] }),
+    );
+    expectSdkError(withPassword, { code: 'invalid_value', param: 'url', mentions: ['without a user name or password'] });
+    expect((withPassword as Error).message).not.toContain('secret@');
+    const tooLong = await rejectionOf(client.webhooks.create({ name: 'x', url: `http://127.0.0.1/${'x'.repeat(3000)}`, event_types: ['response.completed'] }));
+    expectSdkError(tooLong, { code: 'invalid_value', param: 'url', mentions: ['2048 characters'] });
+    const closed = await client.webhooks.create({ name: 'gone', url: await unusedLoopbackUrl(), event_types: ['response.completed'] });
+    expectSdkError(await rejectionOf(client.webhooks.test(closed.id, { event_type: 'response.completed' })), {
+      code: 'webhook_test_failed',
+      mentions: ['ECONNREFUSED'],
+    });
+    // A sample of the SDK's shape for its type.
+    const { receiver: hooks, url: hooksUrl } = await receiver();
+    const calls = await client.webhooks.create({ name: 'calls', url: hooksUrl, event_types: ['realtime.call.incoming'] });
+    await client.webhooks.test(calls.id, { event_type: 'realtime.call.incoming' });
+    const [sample] = await hooks.until(ofType('realtime.call.incoming'));
+    expect(await unwrap(client, sample!, calls.signing_secret)).toMatchObject({ data: { call_id: expect.any(String), sip_headers: [] } });
   });
 });
 

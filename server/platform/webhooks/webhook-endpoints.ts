@@ -54,6 +54,19 @@ export class WebhookEndpoints {
     return this.#configured.length > 0 || this.#records !== undefined;
   }
 
+  /**
+   * An endpoint as it is now, for the next attempt of a delivery to it: its URL and secrets may
+   * have changed since the event was made (update, rotate_secret); undefined when it was deleted
+   * or no longer takes events of `type`.
+   */
+  async current(id: string, type: WebhookEventType): Promise<WebhookTarget | undefined> {
+    const configured = this.#configured.find((target) => target.id === id);
+    if (configured) return configured;
+    const endpoint = await this.#records?.get<StoredWebhookEndpoint>('webhook_endpoint', id);
+    if (!endpoint?.event_types.includes(type)) return undefined;
+    return { id: endpoint.id, url: endpoint.url, secrets: liveSecrets(endpoint) };
+  }
+
   async targetsFor(type: WebhookEventType): Promise<WebhookTarget[]> {
     const targets = (WEBHOOK_EVENT_TYPES_SENT as readonly string[]).includes(type) ? [...this.#configured] : [];
     if (this.#records) {

@@ -124,9 +124,9 @@ export class WebhookSender {
       return;
     }
     this.#pending += 1;
-    const attempt = async (number: number): Promise<void> => {
+    const attempt = async (number: number, current: WebhookTarget): Promise<void> => {
       const started = performance.now();
-      const result = await this.#post(event, webhookId, target);
+      const result = await this.#post(event, webhookId, current);
       if (this.#closing.signal.aborted || (this.#closed && result.status === 0)) {
         this.#pending -= 1;
         return;
@@ -142,12 +142,50 @@ export class WebhookSender {
       this.#report(event, webhookId, target, number, result, started, 'retrying', retryInMs);
       const timer = setTimeout(() => {
         this.#timers.delete(timer);
-        void attempt(number + 1);
+        void this.#retry(event, webhookId, target, number + 1, attempt);
       }, retryInMs);
       timer.unref();
       this.#timers.add(timer);
     };
-    void attempt(1);
+    void attempt(1, target);
+  }
+
+  /**
+   * The next attempt, to the endpoint as it is now: an update or a rotation since the event was
+   * made applies to it, and a deleted endpoint (or one no longer taking the event) gets none.
+   */
+  async #retry(
+    event: WebhookEvent,
+    webhookId: string,
+    target: WebhookTarget,
+    number: number,
+    attempt: (number: number, current: WebhookTarget) => Promise<void>,
+  ): Promise<void> {
+    this.#posting += 1;
+    let current: WebhookTarget | undefined;
+    try {
+      current = await this.#options.endpoints.current(target.id, event.type);
+    } catch (error) {
+      // The store cannot say: the attempt goes where the last one went.
+      this.#options.log.warn({ err: error, event: event.id }, 'a webhook endpoint could not be read again before a retry');
+      current = target;
+    } finally {
+      this.#posting -= 1;
+    }
+    if (current === undefined) {
+      this.#pending -= 1;
+      this.#report(
+        event,
+        webhookId,
+        target,
+        number,
+        { status: 0, error: 'the endpoint was deleted, or no longer takes this event, before this attempt' },
+        performance.now(),
+        'failed',
+      );
+      return;
+    }
+    await attempt(number, current);
   }
 
   async #post(event: WebhookEvent, webhookId: string, target: WebhookTarget): Promise<PostResult> {
@@ -166,7 +204,9 @@ export class WebhookSender {
       await reply.body?.cancel();
       return reply.status >= 200 && reply.status < 300 ? { status: reply.status } : { status: reply.status, error: `the endpoint answered ${reply.status}` };
     } catch (error) {
-      const cause = (error as { cause?: { code?: string } }).cause?.code;
+      // A refused connection's code may sit on the cause, or on the first of its attempts (IPv4 and IPv6).
+      const causeOf = (error as { cause?: { code?: string; message?: string; errors?: { code?: string }[] } }).cause;
+      const cause = causeOf?.code ?? causeOf?.errors?.[0]?.code ?? causeOf?.message;
       const timedOut = (error as Error).name === 'TimeoutError';
       return {
         status: 0,
@@ -218,6 +258,9 @@ function sampleData(type: WebhookEventType): Record<string, unknown> {
       return { id: newId('ftjob') };
     case 'eval':
       return { id: newId('evalrun') };
+    case 'realtime':
+      // RealtimeCallIncomingWebhookEvent.Data: the call and its SIP headers (none in a sample).
+      return { call_id: newId('rtc'), sip_headers: [] };
     default:
       return { id: newId(resource ?? 'obj') };
   }
