@@ -1,8 +1,7 @@
-import { readlinkSync } from 'node:fs';
-import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
 import { SchemaTooComplexError, ToolSchemaError } from './errors.ts';
+import { lowerThreadPriority } from './thread-priority.ts';
 import { compileValidator, describeViolation, type Validator } from './tool-schemas.ts';
 import type { SchemaJob, SchemaJobReply, SchemaThreadReady } from './schema-compiler.ts';
 
@@ -12,19 +11,10 @@ import type { SchemaJob, SchemaJobReply, SchemaThreadReady } from './schema-comp
  * when a job runs past its deadline).
  */
 
-// A lower CPU priority for this thread alone (Linux names a thread's id in /proc/thread-self):
-// a request's huge schema then yields the cores to the server's loop and the programs. A job's
-// deadline is counted in this thread's CPU time (schema-compiler.ts reads it by this id), so
-// an honest schema compiled slowly on a busy machine is not failed for the wait. At nice 10 the
-// thread gets about a tenth of a core beside busy processes (at 19, ~1%: a schema honest but
-// large would wait seconds).
-let threadId: number | undefined;
-try {
-  threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
-  setPriority(threadId, 10);
-} catch {
-  // Not Linux, or not allowed: compile at the process's priority; deadlines in wall time.
-}
+// A lower CPU priority for this thread (thread-priority.ts). A job's deadline is counted in this
+// thread's CPU time (schema-compiler.ts reads it by this id), so an honest schema compiled
+// slowly on a busy machine is not failed for the wait; where the id is unknown, deadlines are in wall time.
+const threadId = lowerThreadPriority();
 
 const MAX_CACHED = 256;
 /** Validators hold their code: the cache keeps at most this many characters of it. */

@@ -89,6 +89,16 @@ export const API_ERRORS = {
     type: 'invalid_request_error',
     description: '`input` carries more items than `PTC_MAX_INPUT_ITEMS`; a long conversation continues with `previous_response_id`.',
   },
+  string_above_max_length: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: "A string of the body is longer than the hosted API's 10,485,760 characters; `param` names it (`input[0].content[0].text`).",
+  },
+  too_many_values: {
+    status: 400,
+    type: 'invalid_request_error',
+    description: 'The body (or WebSocket message) holds more JSON values than `PTC_MAX_BODY_VALUES`; `param` names the member of the body that holds them.',
+  },
   schema_too_large: {
     status: 400,
     type: 'invalid_request_error',
@@ -316,7 +326,8 @@ export const API_ERRORS = {
   server_busy: {
     status: 429,
     type: 'rate_limit_error',
-    description: 'Backpressure: `PTC_MAX_CONCURRENT_TURNS` turns are running and `PTC_MAX_QUEUED_TURNS` waiting; `retry-after-ms` says when to retry.',
+    description:
+      "Backpressure: `PTC_MAX_CONCURRENT_TURNS` turns are running and `PTC_MAX_QUEUED_TURNS` waiting, or a queue of work done beside the server's loop is full (large bodies to parse, long texts to count, autopilot plans: the fixed limits `jsonBodyQueue`, `tokenCountQueue`, `autopilotQueuedPlans`); `retry-after` (and for turns `retry-after-ms`) says when to retry.",
   },
   too_many_event_streams: {
     status: 429,

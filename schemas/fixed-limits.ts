@@ -82,5 +82,24 @@ export const FIXED_LIMITS = {
   },
   webhookDeliveryTimeoutMs: { value: 10_000, description: "Time one webhook delivery attempt waits for the endpoint's status before it counts as failed." },
   webhookRetryCapMs: { value: 300_000, description: 'The longest wait between two attempts of one webhook delivery (the backoff doubles up to it).' },
+  stringChars: {
+    value: 10_485_760,
+    description:
+      'Characters of any one string in a request body or WebSocket message, as the hosted API (`string_above_max_length`, naming where: `input[0].content[0].text`); checked as soon as the body is parsed.',
+  },
+  jsonBodyQueue: {
+    value: 32,
+    description:
+      "Large bodies and WebSocket messages (64 KiB or more) waiting to be parsed in the JSON thread, beside the server's loop; one more is a 429 `server_busy` with `retry-after`.",
+  },
+  tokenCountQueue: {
+    value: 64,
+    description:
+      "Requests waiting to have their long texts (32 Ki characters or more) counted in the token thread, beside the server's loop, for their `usage`; one more is a 429 `server_busy` with `retry-after`.",
+  },
+  tokenCountMs: {
+    value: 30_000,
+    description: 'Time counting the tokens of one long text may take in the token thread (10 MiB of prose takes about a second); past it, a 429 `server_busy`.',
+  },
   exploredConversations: { value: 10_000, description: 'Explored conversations the report of explore mode keeps (`GET /v1/emulator/explore`), the newest.' },
 } as const satisfies Record<string, { readonly value: number; readonly description: string }>;

@@ -30,6 +30,7 @@ import { registerRecordRoutes } from './api/cassettes/record-routes.ts';
 import { HostedTools, type HostedHandlers } from './engine/stand-ins/hosted-tools.ts';
 import { ProgramClaims } from './engine/conversation/program-claims.ts';
 import type { RespondDeps } from './engine/conversation/respond.ts';
+import { warmTokenizer } from './engine/usage.ts';
 import { McpClients } from './platform/mcp/mcp-client.ts';
 import { registerAgentsApi } from './api/agents/register.ts';
 import { registerCompactAndCountRoutes } from './api/responses/compact-and-count.ts';
@@ -148,6 +149,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   // Last: whatever nothing else decided, as a model using PTC would.
   if (config.autopilot) chain.push({ name: 'autopilot', model: autopilotModel(planner) });
   const journal = new RequestJournal(config.journalSize);
+  warmTokenizer();
 
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
@@ -175,7 +177,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   // Bodies are JSON only: Fastify would otherwise read text/plain into a string. Large ones are
   // parsed off the loop (json-body.ts).
   app.removeContentTypeParser('text/plain');
-  parseJsonBodies(app);
+  parseJsonBodies(app, config.maxBodyValues);
 
   let draining = false;
   app.decorate('drain', () => {
@@ -268,6 +270,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     gate,
     clientChecks: config.clientChecks,
     maxInputItems: config.maxInputItems,
+    maxBodyValues: config.maxBodyValues,
     bodyLimitBytes: config.bodyLimitBytes,
     draining: () => draining,
     recordSocketMessage: recorder.recordSocketMessage,

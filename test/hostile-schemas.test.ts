@@ -153,9 +153,9 @@ it("the limits hold for a strict function only the model may call, and ajv's lis
     client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'function', name: 'pick', parameters: HUGE_ENUM, strict: true }] }),
   );
   expectSdkError(direct, { code: 'invalid_function_parameters', param: 'tools[0].parameters', mentions: ["'pick'", '1000 enum values'] });
-  // 200,000 faults (each entry of `required` must be a string) in a schema wide enough that ajv
+  // 150,000 faults (each entry of `required` must be a string) in a schema wide enough that ajv
   // checks every keyword: its message would list them all, megabytes.
-  const wideAndFaulty = { ...objectOf(names(1001)), required: Array.from({ length: 200_000 }, () => 0) };
+  const wideAndFaulty = { ...objectOf(names(1001)), required: Array.from({ length: 150_000 }, () => 0) };
   const faulty = await rejectionOf(
     client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('faulty', wideAndFaulty)] }),
   );
@@ -253,12 +253,12 @@ it('a schema within the limits whose validator comes to megabytes of code is ref
 }, 120_000);
 
 it('a schema that runs ajv out of memory ends its thread, not the server: schema_too_complex', async () => {
-  // 5,000 properties within the limits, each an anyOf of ten dense ones, 10 MiB (PTC_MAX_SCHEMA_BYTES raised to let it in): ajv would need gigabytes.
+  // 5,000 properties within the limits, each an anyOf of ten dense ones, 10 MiB (PTC_MAX_SCHEMA_BYTES and PTC_MAX_BODY_VALUES raised to let it in): ajv would need gigabytes.
   const schema = {
     type: 'object',
     properties: Object.fromEntries(names(5000).map((key, index) => [key, { anyOf: Array.from({ length: 10 }, (_, branch) => denseProperty(index + branch)) }])),
   };
-  const server = await startServer({ config: { schemaCompileTimeoutMs: 600_000, maxSchemaBytes: 16 * 2 ** 20 } });
+  const server = await startServer({ config: { schemaCompileTimeoutMs: 600_000, maxSchemaBytes: 16 * 2 ** 20, maxBodyValues: 10_000_000 } });
   try {
     const error = await rejectionOf(
       server.client.responses.create({ model: 'm', input: 'hi', tools: [{ type: 'programmatic_tool_calling' }, strictTool('huge', schema)] }),

@@ -1,6 +1,9 @@
 import http from 'node:http';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { expectErrorResponse } from './support/api-errors.ts';
+import { WebSocket } from 'ws';
+import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
+import { expectErrorResponse, rejectionOf } from './support/api-errors.ts';
 import { inlineProgram, programOutputOf } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';
 
@@ -100,4 +103,88 @@ it('metadata past the hosted 16 keys is refused as soon as the body is parsed, w
     body: JSON.stringify({ agent: { model: 'm', metadata: keys(200_000) }, environment: { type: 'none' } }),
   });
   await expectErrorResponse(session, { code: 'invalid_value', param: 'agent.metadata', mentions: ['at most 16 keys'] });
+}, 120_000);
+
+/** The first event a WebSocket `response.create` gets. */
+async function firstSocketEvent(event: Record<string, unknown>): Promise<{ type: string; error?: { code?: string; param?: string | null; message?: string } }> {
+  const socket = new WebSocket(`${server.baseURL.replace(/^http/, 'ws')}/responses`);
+  try {
+    await new Promise((resolve, reject) => {
+      socket.once('open', resolve);
+      socket.once('error', reject);
+    });
+    const first = new Promise<string>((resolve, reject) => {
+      socket.once('message', (data) => resolve(String(data)));
+      socket.once('close', (code) => reject(new Error(`closed ${code}`)));
+    });
+    socket.send(JSON.stringify({ type: 'response.create', ...event }));
+    return JSON.parse(await first) as { type: string };
+  } finally {
+    socket.terminate();
+  }
+}
+
+it("every string is held to the hosted API's 10,485,760 characters as soon as the body is parsed, named where it is, over HTTP, a WebSocket and the Agents API", async () => {
+  const limit = FIXED_LIMITS.stringChars.value;
+  expect(limit).toBe(10_485_760);
+  const message = `Invalid 'input[0].content[0].text': string too long. Expected a string with maximum length ${limit}, but got a string with length ${limit + 1} instead.`;
+  const tooLong = [{ role: 'user' as const, content: [{ type: 'input_text' as const, text: 'x'.repeat(limit + 1) }] }];
+  const error = await rejectionOf(server.client.responses.create({ model: 'm', input: tooLong, store: false }));
+  expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+  expect(error).toMatchObject({ status: 400, code: 'string_above_max_length', param: 'input[0].content[0].text', message: `400 ${message}` });
+  const overSocket = await firstSocketEvent({ model: 'm', input: tooLong, store: false });
+  expect(overSocket).toMatchObject({ type: 'error', error: { code: 'string_above_max_length', param: 'input[0].content[0].text', message } });
+  const agent = await fetch(`${server.baseURL}/agents`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'm', instructions: 'y'.repeat(limit + 5) }),
+  });
+  await expectErrorResponse(agent, { code: 'string_above_max_length', param: 'instructions', mentions: [`got a string with length ${limit + 5}`] });
+  // At the limit, a string is taken, and its tokens counted.
+  const atLimit = await server.client.responses.create({
+    model: 'm',
+    input: [{ role: 'user', content: [{ type: 'input_text', text: 'x'.repeat(limit) }] }],
+    store: false,
+  });
+  expect(atLimit.status).toBe('completed');
+  expect(atLimit.usage!.input_tokens).toBeGreaterThan(limit / 16);
+}, 120_000);
+
+it('a body holding more JSON values than the fixed limit is refused as soon as it is parsed, naming the member that holds them; one at the limit is served', async () => {
+  const limit = 200_000; // PTC_MAX_BODY_VALUES's default
+  // 13 values around the examples: the body, model, input, store, tools, the tool, its type, name and strict, parameters, its type, properties, examples.
+  const body = (examples: number) => ({
+    model: 'm',
+    input: 'hi',
+    store: false,
+    tools: [{ type: 'function', name: 'f', strict: false, parameters: { type: 'object', properties: {}, examples: new Array(examples).fill(0) } }],
+  });
+  const atLimit = await post(Buffer.from(JSON.stringify(body(limit - 13))));
+  expect((await atLimit.answer).status).toBe(200);
+  const past = await post(Buffer.from(JSON.stringify(body(limit - 12))));
+  await expectErrorResponse(await past.answer, {
+    code: 'too_many_values',
+    param: 'tools',
+    mentions: [`more than ${limit} JSON values (PTC_MAX_BODY_VALUES)`, "within 'tools'"],
+  });
+  // Over a WebSocket, the same.
+  const overSocket = await firstSocketEvent({ ...body(limit) });
+  expect(overSocket).toMatchObject({ type: 'error', error: { code: 'too_many_values', param: 'tools' } });
+}, 120_000);
+
+it("PTC_MAX_INPUT_ITEMS holds for a large body as for a small one: refused in the parsing thread, with the route's own message", async () => {
+  const items = (count: number) => Array.from({ length: count }, () => ({ role: 'user', content: 'x' }));
+  const tooMany = Buffer.from(JSON.stringify({ model: 'm', store: false, input: items(5_001) }));
+  expect(tooMany.length).toBeGreaterThan(64 * 1024);
+  await expectErrorResponse(await (await post(tooMany)).answer, {
+    code: 'too_many_input_items',
+    param: 'input',
+    message: 'input has 5001 items; a request may carry at most 5000 (PTC_MAX_INPUT_ITEMS). Continue a long conversation with previous_response_id.',
+  });
+  const tokens = await fetch(`${server.baseURL}/responses/input_tokens`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: tooMany });
+  await expectErrorResponse(tokens, { code: 'too_many_input_items', param: 'input' });
+  const overSocket = await firstSocketEvent({ model: 'm', store: false, input: items(5_001) });
+  expect(overSocket).toMatchObject({ type: 'error', error: { code: 'too_many_input_items', param: 'input' } });
+  const enough = await server.client.responses.create({ model: 'm', store: false, input: items(5_000) as OpenAI.Responses.ResponseInput });
+  expect(enough.status).toBe('completed');
 }, 120_000);

@@ -112,6 +112,17 @@ const REMEMBERED_MAX_TEXTS = 64;
 const REMEMBERED_MAX_CHARS = 16 * 2 ** 20;
 let rememberedChars = 0;
 
+/**
+ * Builds the tokenizer's tables now (about 45 ms, once per process) rather than on the first
+ * response counted, where every other request on the server's loop would wait for it.
+ */
+export function warmTokenizer(): void {
+  countSlices('ptc');
+}
+
+/** What counts a text's tokens: countTokens, or one that knows some texts' counts already (usage-off-loop.ts). */
+export type TokenCounter = (text: string) => number;
+
 /** o200k tokens in `text`. */
 export function countTokens(text: string): number {
   if (text.length < REMEMBERED_MIN_CHARS) return countSlices(text);
@@ -122,7 +133,18 @@ export function countTokens(text: string): number {
     return known;
   }
   const count = countSlices(text);
-  if (text.length > REMEMBERED_MAX_CHARS) return count;
+  rememberTokenCount(text, count);
+  return count;
+}
+
+/** The count of a long text counted before, if it is still remembered. */
+export function rememberedTokenCount(text: string): number | undefined {
+  return text.length < REMEMBERED_MIN_CHARS ? undefined : countedTexts.get(text);
+}
+
+/** Remembers a long text's count (counted here, or in the token thread), the oldest forgotten first. */
+export function rememberTokenCount(text: string, count: number): void {
+  if (text.length < REMEMBERED_MIN_CHARS || text.length > REMEMBERED_MAX_CHARS || countedTexts.has(text)) return;
   while (countedTexts.size >= REMEMBERED_MAX_TEXTS || rememberedChars + text.length > REMEMBERED_MAX_CHARS) {
     const oldest = countedTexts.keys().next().value!;
     countedTexts.delete(oldest);
@@ -130,7 +152,6 @@ export function countTokens(text: string): number {
   }
   countedTexts.set(text, count);
   rememberedChars += text.length;
-  return count;
 }
 
 function countSlices(text: string): number {
@@ -192,57 +213,57 @@ export function tokenChunks(text: string): string[] {
 
 type Part = ContentPart | EmittedMessage['content'][number];
 
-function partTokens(part: Part): number {
+function partTokens(part: Part, count: TokenCounter): number {
   switch (part.type) {
     case 'input_text':
     case 'output_text':
-      return countTokens(part.text);
+      return count(part.text);
     case 'refusal':
-      return countTokens(part.refusal);
+      return count(part.refusal);
     case 'input_image':
       return IMAGE_TOKENS;
     default:
-      return countTokens(JSON.stringify(part));
+      return count(JSON.stringify(part));
   }
 }
 
-function contentTokens(content: string | readonly Part[]): number {
-  if (typeof content === 'string') return countTokens(content);
-  let count = 0;
-  for (const part of content) count += partTokens(part);
-  return count;
+function contentTokens(content: string | readonly Part[], count: TokenCounter): number {
+  if (typeof content === 'string') return count(content);
+  let tokens = 0;
+  for (const part of content) tokens += partTokens(part, count);
+  return tokens;
 }
 
 /** Tokens of one item's payload, without the per-item overhead (the table above). */
-function payloadTokens(item: ConversationItem | OutputItem): number {
+function payloadTokens(item: ConversationItem | OutputItem, count: TokenCounter): number {
   switch (item.type) {
     case 'message':
-      return contentTokens(item.content);
+      return contentTokens(item.content, count);
     case TOOL_KINDS.function.call.type:
-      return countTokens(item.name) + countTokens(item.arguments);
+      return count(item.name) + count(item.arguments);
     case TOOL_KINDS.function.output.type:
     case TOOL_KINDS.custom.output.type:
-      return contentTokens(item.output);
+      return contentTokens(item.output, count);
     case TOOL_KINDS.custom.call.type:
-      return countTokens(item.name) + countTokens(item.input);
+      return count(item.name) + count(item.input);
     case 'program':
-      return countTokens(item.code);
+      return count(item.code);
     case 'program_output':
-      return countTokens(item.result);
+      return count(item.result);
     case 'reasoning': {
-      let count = 0;
-      for (const summary of item.summary) count += countTokens(summary.text);
-      if ('content' in item) for (const part of item.content ?? []) count += countTokens(part.text);
-      return count;
+      let tokens = 0;
+      for (const summary of item.summary) tokens += count(summary.text);
+      if ('content' in item) for (const part of item.content ?? []) tokens += count(part.text);
+      return tokens;
     }
     default:
-      return countTokens(JSON.stringify(item));
+      return count(JSON.stringify(item));
   }
 }
 
 /** Tokens one item costs in a context or an output: its payload plus ITEM_OVERHEAD_TOKENS. */
-export function itemTokens(item: ConversationItem | OutputItem): number {
-  return payloadTokens(item) + ITEM_OVERHEAD_TOKENS;
+export function itemTokens(item: ConversationItem | OutputItem, count: TokenCounter = countTokens): number {
+  return payloadTokens(item, count) + ITEM_OVERHEAD_TOKENS;
 }
 
 export interface UsageInput {
@@ -281,18 +302,18 @@ function programOwned(context: readonly UsageItem[], output: readonly UsageItem[
 }
 
 /** The response's `usage`, by the rules at the top of this file. */
-export function countUsage({ instructions, tools, context, output }: UsageInput): Usage {
+export function countUsage({ instructions, tools, context, output }: UsageInput, count: TokenCounter = countTokens): Usage {
   const programs = programOwned(context, output);
   let inputTokens = 0;
-  if (instructions) inputTokens += countTokens(instructions) + ITEM_OVERHEAD_TOKENS;
-  if (tools.length > 0) inputTokens += countTokens(JSON.stringify(tools));
-  for (const item of context) if (!programs(item)) inputTokens += itemTokens(item);
+  if (instructions) inputTokens += count(instructions) + ITEM_OVERHEAD_TOKENS;
+  if (tools.length > 0) inputTokens += count(JSON.stringify(tools));
+  for (const item of context) if (!programs(item)) inputTokens += itemTokens(item, count);
 
   let outputTokens = 0;
   let reasoningTokens = 0;
   for (const item of output) {
     if (programs(item)) continue;
-    const tokens = itemTokens(item);
+    const tokens = itemTokens(item, count);
     outputTokens += tokens;
     if (item.type === 'reasoning') reasoningTokens += tokens;
   }

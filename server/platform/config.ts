@@ -146,6 +146,11 @@ export const SETTINGS = {
     description:
       "Items one request's `input` may carry (each costs the server's loop: checks, history, usage; 20,000 took ~160 ms). Longer conversations continue with `previous_response_id`. Code: `too_many_input_items`.",
   },
+  PTC_MAX_BODY_VALUES: {
+    default: '200000',
+    description:
+      "JSON values (objects, arrays, strings, numbers, booleans, nulls) one request body or WebSocket message may hold, counted as soon as it is parsed (in the parsing thread for a large one), before anything validates it: each costs the server's loop 100–200 ns just to receive from that thread, then its checks. Code: `too_many_values`, naming the member of the body that holds them.",
+  },
   PTC_MAX_SCHEMA_BYTES: {
     default: '1048576',
     description:
@@ -233,6 +238,7 @@ export interface ServerConfig {
   readonly maxPausedHeapBytes: number;
   readonly bodyLimitBytes: number;
   readonly maxInputItems: number;
+  readonly maxBodyValues: number;
   readonly maxSchemaBytes: number;
   readonly schemaCompileTimeoutMs: number;
   readonly journalSize: number;
@@ -509,6 +515,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     maxPausedHeapBytes: integer(env, 'PTC_MAX_PAUSED_HEAP_MB', SETTINGS.PTC_MAX_PAUSED_HEAP_MB.default, 1) * 1024 * 1024,
     bodyLimitBytes: integer(env, 'PTC_BODY_LIMIT_BYTES', SETTINGS.PTC_BODY_LIMIT_BYTES.default, 1024),
     maxInputItems: integer(env, 'PTC_MAX_INPUT_ITEMS', SETTINGS.PTC_MAX_INPUT_ITEMS.default, 1),
+    maxBodyValues: integer(env, 'PTC_MAX_BODY_VALUES', SETTINGS.PTC_MAX_BODY_VALUES.default, 1),
     maxSchemaBytes: integer(env, 'PTC_MAX_SCHEMA_BYTES', SETTINGS.PTC_MAX_SCHEMA_BYTES.default, 1),
     schemaCompileTimeoutMs: integer(env, 'PTC_SCHEMA_COMPILE_TIMEOUT_MS', SETTINGS.PTC_SCHEMA_COMPILE_TIMEOUT_MS.default, 1),
     journalSize: integer(env, 'PTC_JOURNAL_SIZE', SETTINGS.PTC_JOURNAL_SIZE.default, 0),

@@ -1,16 +1,9 @@
 import type { z } from 'zod';
 import { ApiError } from './api-error.ts';
+import { formatParam } from '../../schemas/param-path.ts';
 import { valueAt } from './value-at.ts';
 
-/** `input[2].call_id` style, as OpenAI names parameters in its errors. */
-export function formatParam(path: readonly PropertyKey[]): string {
-  let param = '';
-  for (const segment of path) {
-    if (typeof segment === 'number') param += `[${segment}]`;
-    else param += param === '' ? String(segment) : `.${String(segment)}`;
-  }
-  return param;
-}
+export { formatParam };
 
 function describeJsonType(value: unknown): string {
   if (value === null) return 'null';
@@ -82,19 +75,4 @@ export function parseOrThrow<T extends z.ZodType>(schema: T, body: unknown): z.i
   const parsed = schema.safeParse(body);
   if (!parsed.success) throw toApiError(parsed.error, body);
   return parsed.data;
-}
-
-/**
- * Refuses a body whose `input` holds more than `max` items, before anything reads them: each
- * costs the server's loop (checks, history, usage), so their number is bounded up front.
- */
-export function refuseTooManyInputItems(body: unknown, max: number): void {
-  const rawInput = (body as { input?: unknown } | null)?.input;
-  if (Array.isArray(rawInput) && rawInput.length > max) {
-    throw new ApiError(
-      'too_many_input_items',
-      `input has ${rawInput.length} items; a request may carry at most ${max} (PTC_MAX_INPUT_ITEMS). Continue a long conversation with previous_response_id.`,
-      'input',
-    );
-  }
 }

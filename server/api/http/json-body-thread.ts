@@ -1,5 +1,6 @@
 import { parentPort } from 'node:worker_threads';
-import { bodyBoundViolation, type BodyBoundViolation } from '../../../schemas/body-bounds.ts';
+import { lowerThreadPriority } from '../../../runtime/index.ts';
+import { bodyBoundViolation, type BodyBoundViolation, type BodyBounds } from '../../../schemas/body-bounds.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../../../schemas/json-depth.ts';
 import { parseJsonText } from './json-text.ts';
 
@@ -10,12 +11,15 @@ import { parseJsonText } from './json-text.ts';
  * pays only for receiving the parsed value, about a quarter of that. Parsed as a small body
  * is on the loop (json-text.ts).
  */
-export type JsonBodyJob = { readonly id: number; readonly body: Uint8Array };
+export type JsonBodyJob = { readonly id: number; readonly body: Uint8Array; readonly bounds: BodyBounds };
 export type JsonBodyReply =
   | { readonly id: number; readonly value: unknown }
   | { readonly id: number; readonly error: string }
   | { readonly id: number; readonly tooDeep: true }
   | { readonly id: number; readonly refused: BodyBoundViolation };
+
+// Beside a busy loop, parsing yields the cores to it (thread-priority.ts).
+lowerThreadPriority();
 
 parentPort!.on('message', (job: JsonBodyJob) => {
   let reply: JsonBodyReply;
@@ -26,7 +30,7 @@ parentPort!.on('message', (job: JsonBodyJob) => {
       reply = { id: job.id, tooDeep: true };
     } else {
       // Past a bound, only the refusal goes back: the loop neither receives nor validates the value.
-      const refused = bodyBoundViolation(value);
+      const refused = bodyBoundViolation(value, job.bounds);
       reply = refused ? { id: job.id, refused } : { id: job.id, value };
     }
   } catch (error) {

@@ -1,7 +1,8 @@
 import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Worker } from 'node:worker_threads';
 import { jsonDepthExceeds, MAX_JSON_DEPTH, startModuleThread } from '../../../runtime/index.ts';
-import { bodyBoundViolation, type BodyBoundViolation } from '../../../schemas/body-bounds.ts';
+import { bodyBoundViolation, type BodyBoundViolation, type BodyBounds, type RouteBounds } from '../../../schemas/body-bounds.ts';
+import { FIXED_LIMITS } from '../../../schemas/fixed-limits.ts';
 import { ApiError } from '../../platform/api-error.ts';
 import type { JsonBodyJob, JsonBodyReply } from './json-body-thread.ts';
 import { parseJsonText } from './json-text.ts';
@@ -26,16 +27,26 @@ interface Pending {
   readonly reject: (error: Error) => void;
 }
 
-/** One thread, one body at a time, in the order they came; started when first needed, and not keeping the process alive while idle. */
+/**
+ * One thread, one body at a time, in the order they came, at most FIXED_LIMITS.jsonBodyQueue
+ * waiting; started when first needed, and not keeping the process alive while idle.
+ */
 class JsonBodyThread {
   #worker: Worker | undefined;
   #ready = false;
   #queue: Pending[] = [];
   #nextId = 1;
 
-  parse(body: Uint8Array): Promise<unknown> {
+  parse(body: Uint8Array, bounds: BodyBounds): Promise<unknown> {
+    if (this.#queue.length >= FIXED_LIMITS.jsonBodyQueue.value) {
+      return Promise.reject(
+        new ApiError('server_busy', `The server is busy: ${this.#queue.length} large bodies are waiting to be parsed. Retry shortly.`, null, {
+          'retry-after': '1',
+        }),
+      );
+    }
     return new Promise((resolve, reject) => {
-      this.#queue.push({ job: { id: this.#nextId++, body }, resolve, reject });
+      this.#queue.push({ job: { id: this.#nextId++, body, bounds }, resolve, reject });
       if (this.#queue.length === 1) this.#postHead();
     });
   }
@@ -92,7 +103,7 @@ class JsonBodyThread {
 const thread = new JsonBodyThread();
 
 /** A body past one of schemas/body-bounds.ts's bounds: the 400 validation would have given. */
-const pastBound = ({ param, message }: BodyBoundViolation): ApiError => new ApiError('invalid_value', message, param);
+export const pastBound = ({ code, param, message }: BodyBoundViolation): ApiError => new ApiError(code, message, param);
 
 const tooDeep = (): ApiError => new ApiError('invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`);
 
@@ -106,8 +117,8 @@ function ownMemory(body: Buffer): Uint8Array {
  * SyntaxError, or the ApiError of a body too deep or past a bound of schemas/body-bounds.ts
  * (isTooDeep() tells which). The bytes are handed to the thread: the caller does not read them again.
  */
-export function parseOffLoop(body: Buffer): Promise<unknown> {
-  return thread.parse(ownMemory(body));
+export function parseOffLoop(body: Buffer, bounds: BodyBounds): Promise<unknown> {
+  return thread.parse(ownMemory(body), bounds);
 }
 
 /** Whether parseOffLoop's error is the one for a body nested too deep. */
@@ -115,13 +126,21 @@ export function isTooDeep(error: unknown): boolean {
   return error instanceof ApiError && error.code === 'invalid_json' && error.message === tooDeep().message;
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The bounds of schemas/body-bounds.ts that depend on the route (a Responses `input`'s items). */
+    bodyBounds?: RouteBounds;
+  }
+}
+
 /** Replaces Fastify's JSON parser with one that parses large bodies off the loop. */
-export function parseJsonBodies(app: FastifyInstance): void {
+export function parseJsonBodies(app: FastifyInstance, maxValues: number): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser(
     'application/json',
     { parseAs: 'buffer' },
-    (_request: FastifyRequest, body: Buffer, done: (error: Error | null, value?: unknown) => void) => {
+    (request: FastifyRequest, body: Buffer, done: (error: Error | null, value?: unknown) => void) => {
+      const bounds: BodyBounds = { values: maxValues, ...request.routeOptions.config.bodyBounds };
       if (body.length === 0) return done(new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY());
       if (body.length < OFF_LOOP_JSON_BYTES) {
         let value: unknown;
@@ -131,10 +150,10 @@ export function parseJsonBodies(app: FastifyInstance): void {
           return done(error as Error);
         }
         if (jsonDepthExceeds(value, MAX_JSON_DEPTH)) return done(tooDeep());
-        const refused = bodyBoundViolation(value);
+        const refused = bodyBoundViolation(value, bounds);
         return refused ? done(pastBound(refused)) : done(null, value);
       }
-      thread.parse(ownMemory(body)).then(
+      thread.parse(ownMemory(body), bounds).then(
         (value) => done(null, value),
         (error: Error) => done(error),
       );

@@ -8,9 +8,10 @@ import { historyOf, inputItems } from '../../engine/conversation/history.ts';
 import { withReferencesResolved } from '../../engine/conversation/item-references.ts';
 import { newId } from '../../platform/ids.ts';
 import { listedItem } from '../http/listed-item.ts';
-import { parseOrThrow, refuseTooManyInputItems } from '../../platform/request-validation.ts';
+import { parseOrThrow } from '../../platform/request-validation.ts';
 import type { ResponseStore } from '../../platform/stores/response-store.ts';
 import { countUsage, ITEM_OVERHEAD_TOKENS, itemTokens } from '../../engine/usage.ts';
+import { countUsageOffLoop, offLoopCounter } from '../../engine/usage-off-loop.ts';
 
 export interface CompactAndCountDeps {
   readonly store: ResponseStore;
@@ -44,25 +45,32 @@ export function registerCompactAndCountRoutes(app: FastifyInstance, deps: Compac
     return [...stored, ...input];
   }
 
-  app.post('/v1/responses/input_tokens', async (request): Promise<InputTokenCount> => {
-    refuseTooManyInputItems(request.body, deps.maxInputItems);
+  // The body parser refuses an input past PTC_MAX_INPUT_ITEMS before it reaches the loop (schemas/body-bounds.ts).
+  const bodyBounds = { inputItems: deps.maxInputItems };
+
+  app.post('/v1/responses/input_tokens', { config: { bodyBounds } }, async (request): Promise<InputTokenCount> => {
     // The SDK sends no body for `count()` without arguments.
     const body = parseOrThrow(InputTokensRequest, request.body ?? {});
     const context = await contextOf(body);
-    const usage = countUsage({ instructions: body.instructions ?? null, tools: body.tools ?? [], context, output: [] });
+    const usage = await countUsageOffLoop({ instructions: body.instructions ?? null, tools: body.tools ?? [], context, output: [] });
     return { object: 'response.input_tokens', input_tokens: usage.input_tokens };
   });
 
-  app.post('/v1/responses/compact', async (request): Promise<CompactedResponse> => {
-    refuseTooManyInputItems(request.body, deps.maxInputItems);
+  app.post('/v1/responses/compact', { config: { bodyBounds } }, async (request): Promise<CompactedResponse> => {
     const body = parseOrThrow(CompactRequest, request.body ?? {});
     const context = await contextOf(body);
     const userMessages = context.filter((item) => item.type === 'message' && item.role === 'user').map(listedItem);
     const kept = runningProgramItems(context);
     const compaction: EmittedCompaction = { type: 'compaction', id: newId('cmp'), encrypted_content: sealCompaction(kept, sealingKeys[0]) };
-    const { input_tokens: inputTokens } = countUsage({ instructions: body.instructions ?? null, tools: [], context, output: [] });
+    const usageInput = { instructions: body.instructions ?? null, tools: [], context, output: [] };
     // The compaction item costs what it holds: the running programs stay in the context.
-    const outputTokens = [...userMessages, ...kept].reduce((sum, item: ConversationItem) => sum + itemTokens(item), ITEM_OVERHEAD_TOKENS);
+    const compacted: readonly ConversationItem[] = [...userMessages, ...kept];
+    const count = await offLoopCounter((counter) => {
+      countUsage(usageInput, counter);
+      for (const item of compacted) itemTokens(item, counter);
+    });
+    const { input_tokens: inputTokens } = countUsage(usageInput, count);
+    const outputTokens = compacted.reduce((sum, item) => sum + itemTokens(item, count), ITEM_OVERHEAD_TOKENS);
     return {
       id: newId('resp'),
       object: 'response.compaction',

@@ -3,7 +3,7 @@ import { CreateResponseRequest } from '../../../schemas/request.ts';
 import { ApiError } from '../../platform/api-error.ts';
 import type { ClientChecks } from '../../platform/config.ts';
 import { newResponseRequest, type RequestSettings as EngineRequestSettings, type Responded, type ResponseRequest } from '../../engine/conversation/respond.ts';
-import { parseOrThrow, refuseTooManyInputItems } from '../../platform/request-validation.ts';
+import { parseOrThrow } from '../../platform/request-validation.ts';
 
 // What creating a response does whichever way the request came: a POST /v1/responses body, or a
 // `response.create` event on a WebSocket (server/api/responses/responses-socket.ts). One path, so that the
@@ -26,9 +26,11 @@ function flatHeaders(headers: Record<string, string | string[] | undefined>): Re
   return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value]));
 }
 
-/** A create request's body, checked: a 400 naming what is wrong, or the parsed request. */
-export function createBodyOf(raw: unknown, maxInputItems: number): CreateResponseRequest {
-  refuseTooManyInputItems(raw, maxInputItems);
+/**
+ * A create request's body, checked: a 400 naming what is wrong, or the parsed request. Its
+ * size (input items, strings, values) was bounded as it was parsed (schemas/body-bounds.ts).
+ */
+export function createBodyOf(raw: unknown): CreateResponseRequest {
   return parseOrThrow(CreateResponseRequest, raw);
 }
 

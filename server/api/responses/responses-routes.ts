@@ -72,8 +72,8 @@ export function registerResponseRoutes(app: FastifyInstance, deps: ResponsesRout
     deps.recordStream(request, reply);
   }
 
-  app.post('/v1/responses', async (request, reply) => {
-    const body = createBodyOf(request.body, deps.maxInputItems);
+  app.post('/v1/responses', { config: { bodyBounds: { inputItems: deps.maxInputItems } } }, async (request, reply) => {
+    const body = createBodyOf(request.body);
     deps.note(request, requestJournal(body, body.stream === true));
     const headerKnobs = knobsFromHeaders(request.headers);
     if (body.background && body.store === false) {

@@ -20,8 +20,8 @@ import type { ResponseStore, StoredResponse } from '../../platform/stores/respon
 import { CLIENT_CHECKS_HEADER, clientChecksFor, createBodyOf, responseRequest, type RequestSettings } from './create-response.ts';
 import { finishedJournal, requestJournal } from '../../engine/journal-details.ts';
 import { parseJsonText } from '../http/json-text.ts';
-import { isTooDeep, OFF_LOOP_JSON_BYTES, parseOffLoop } from '../http/json-body.ts';
-import { bodyBoundViolation } from '../../../schemas/body-bounds.ts';
+import { isTooDeep, OFF_LOOP_JSON_BYTES, parseOffLoop, pastBound } from '../http/json-body.ts';
+import { bodyBoundViolation, type BodyBounds } from '../../../schemas/body-bounds.ts';
 import { SocketSteering, type Successor } from './socket-steering.ts';
 
 // WebSocket mode (docs/STREAMING.md): the SDK's `ResponsesWS` opens a socket on the Responses
@@ -105,6 +105,8 @@ export interface ResponsesSocketDeps {
   readonly clientChecks: ClientChecks;
   /** PTC_MAX_INPUT_ITEMS. */
   readonly maxInputItems: number;
+  /** PTC_MAX_BODY_VALUES: JSON values one message may hold. */
+  readonly maxBodyValues: number;
   /** PTC_BODY_LIMIT_BYTES, which the plugin also applies to each message (its `maxPayload`). */
   readonly bodyLimitBytes: number;
   /** True once the server drains: requests are refused `shutting_down`, and sockets closed once idle. */
@@ -195,7 +197,8 @@ function bytesOf(data: RawData): Buffer {
 }
 
 /** A small message parsed on the loop (undefined bytes: a binary message). */
-function parseOnLoop(bytes: Buffer | undefined): ParsedMessage {
+/** A small message parsed on the loop, and held to the bounds a large one is held to in the thread. */
+function parseOnLoop(bytes: Buffer | undefined, bounds: BodyBounds): ParsedMessage {
   if (bytes === undefined) return { fault: 'binary' };
   if (bytes.length === 0) return { fault: 'empty' };
   let value: unknown;
@@ -204,7 +207,9 @@ function parseOnLoop(bytes: Buffer | undefined): ParsedMessage {
   } catch {
     return { fault: 'syntax' };
   }
-  return jsonDepthExceeds(value, MAX_JSON_DEPTH) ? { fault: 'too_deep' } : { value };
+  if (jsonDepthExceeds(value, MAX_JSON_DEPTH)) return { fault: 'too_deep' };
+  const past = bodyBoundViolation(value, bounds);
+  return past ? { refused: pastBound(past) } : { value };
 }
 
 interface ClientMessage {
@@ -288,6 +293,11 @@ class SocketSession {
     return this.#closed;
   }
 
+  /** What every message is held to as soon as it is parsed (schemas/body-bounds.ts): a `response.create`'s input is a Responses input. */
+  get #bounds(): BodyBounds {
+    return { values: this.#deps.maxBodyValues, inputItems: this.#deps.maxInputItems };
+  }
+
   #open(): boolean {
     return this.#socket.readyState === this.#socket.OPEN;
   }
@@ -305,7 +315,7 @@ class SocketSession {
     const bytes = message.isBinary ? undefined : bytesOf(message.data);
     if (bytes !== undefined && bytes.length >= OFF_LOOP_JSON_BYTES) {
       this.#messagesReading += 1;
-      const parsed = parseOffLoop(bytes).then(
+      const parsed = parseOffLoop(bytes, this.#bounds).then(
         (value): ParsedMessage => ({ value }),
         (error: unknown): ParsedMessage => (isTooDeep(error) ? { fault: 'too_deep' } : error instanceof ApiError ? { refused: error } : { fault: 'syntax' }),
       );
@@ -316,7 +326,7 @@ class SocketSession {
       });
       return;
     }
-    const read = parseOnLoop(bytes);
+    const read = parseOnLoop(bytes, this.#bounds);
     // Behind a message still being parsed, it waits for it.
     if (this.#messagesReading > 0) this.#inTurn(async () => this.#take(read, size));
     else this.#take(read, size);
@@ -541,9 +551,6 @@ class SocketSession {
         `A client event must be a JSON object with a \`type\`; this message holds ${Array.isArray(event) ? 'an array' : event === null ? 'null' : `a ${typeof event}`}.`,
       );
     }
-    // Bounded before anything validates it, as a body is (schemas/body-bounds.ts).
-    const pastBound = bodyBoundViolation(event);
-    if (pastBound) throw new ApiError('invalid_value', pastBound.message, pastBound.param);
     const { type } = event as Record<string, unknown>;
     if (type !== 'response.create' && type !== 'response.steer') {
       throw new ApiError(
@@ -567,6 +574,6 @@ class SocketSession {
     // What the SDK types besides the body: `stream` is implied over a socket (its value changes
     // nothing: the events are always sent), and stays accepted as the body schema accepts it.
     // With store: false the socket holds what it prepared, as it holds any response, for the next turn on it.
-    return { body: createBodyOf(body, this.#deps.maxInputItems), generate: generate !== false };
+    return { body: createBodyOf(body), generate: generate !== false };
   }
 }

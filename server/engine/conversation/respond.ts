@@ -10,7 +10,8 @@ import type { ModelContext } from '../stand-ins/model-decision.ts';
 import { buildResponse } from '../response-object.ts';
 import { putIfUnfinished, type ResponseStore } from '../../platform/stores/response-store.ts';
 import { TurnStopped } from '../../platform/turn-stopped.ts';
-import { backendUsage, countUsage, tokenChunks } from '../usage.ts';
+import { backendUsage, tokenChunks } from '../usage.ts';
+import { countUsageOffLoop } from '../usage-off-loop.ts';
 import { expandHistory } from './compaction.ts';
 import { enterConversation, storedHistory, withStoredMcpOutputs, type ConversationTurn } from './history.ts';
 import { withReferencesResolved } from './item-references.ts';
@@ -158,7 +159,12 @@ export async function finishResponse(prepared: PreparedResponse, deps: RespondDe
     // A real model's own count where one decided (a model backend), else the emulator's convention.
     const usage = turn.modelUsage
       ? backendUsage(turn.modelUsage)
-      : countUsage({ instructions: body.instructions ?? null, tools: body.tools ?? [], context: prepared.turn.input.history, output: limited.output });
+      : await countUsageOffLoop({
+          instructions: body.instructions ?? null,
+          tools: body.tools ?? [],
+          context: prepared.turn.input.history,
+          output: limited.output,
+        });
     const response = buildResponse(request.id, body, request.createdAt, {
       status: limited.incomplete ? 'incomplete' : 'completed',
       output: withEncryptedReasoning(limited.output, body.include, deps.services.sealingKeys[0]),
