@@ -56,6 +56,16 @@ export const FIXED_LIMITS = {
     description:
       "Bytes one event stream (the journal's, an agent session's) may have waiting in its socket's buffer, a client not reading: past it the connection is dropped rather than the buffer grown (the client reconnects).",
   },
+  oversizedBodyDiscardBytes: {
+    value: 67_108_864,
+    description:
+      'Bytes past `PTC_BODY_LIMIT_BYTES` the server reads of a body over it, dropping them, before it answers the 413 `request_too_large`: the client, done sending, reads the status, and its keep-alive connection serves its next request. A body that declares more (its `Content-Length`) is answered at once, one sent in chunks when it passes the bound, and the connection is closed after the answer: a client still sending may then see the connection reset (EPIPE, ECONNRESET) rather than the 413.',
+  },
+  oversizedBodyDiscardMs: {
+    value: 30_000,
+    description:
+      'Time the server spends reading (and dropping) the rest of a body over `PTC_BODY_LIMIT_BYTES` before its 413; past it the 413 is sent and the connection closed, as past `oversizedBodyDiscardBytes`.',
+  },
   journalEventStreams: {
     value: 64,
     description: 'Journal event streams (`GET /v1/emulator/journal/events`, the inspector) open at once; one more is a 429 `too_many_event_streams`.',

@@ -7,6 +7,7 @@ import { newId } from '../../platform/ids.ts';
 import type { JournalRecorder } from '../journal/journal-hooks.ts';
 import type { JournalDetails } from '../../engine/journal-details.ts';
 import { StoreUnavailableError } from '../../platform/stores/response-store.ts';
+import { discardOversizedBody } from './oversized-body.ts';
 
 /**
  * What a route or Fastify threw, as the ApiError the client is answered with; undefined for a
@@ -35,6 +36,11 @@ export function apiErrorFor(error: FastifyError | Error, bodyLimitBytes: number)
     return new ApiError('invalid_value', error.message);
   }
   return undefined;
+}
+
+/** Fastify's refusal of a body over its limit, by its Content-Length or by its count passing the limit. */
+function isBodyTooLarge(error: FastifyError | Error): boolean {
+  return 'code' in error && error.code === 'FST_ERR_CTP_BODY_TOO_LARGE';
 }
 
 /** The ApiError a request is answered with for what it threw; a fault of ours is logged, and answered 500 server_error. */
@@ -69,7 +75,17 @@ export function registerErrorHandlers(
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {
     const apiError = answerableError(error, options.bodyLimitBytes, request);
     options.journal.note(request, errorJournal(apiError));
-    return reply.status(apiError.status).headers(apiError.headers).send(apiError.toEnvelope());
+    const answer = () => reply.status(apiError.status).headers(apiError.headers).send(apiError.toEnvelope());
+    if (!isBodyTooLarge(error)) return answer();
+    // Answered only once the client has sent its body (oversized-body.ts): before, the client may
+    // meet a reset connection rather than the 413.
+    return discardOversizedBody(request.raw, options.bodyLimitBytes).then((outcome) => {
+      // Fastify asks to close the connection of a body it left unread; read to its end, the
+      // connection can serve the next request (a draining server still closes it, in onSend).
+      if (outcome === 'read') reply.removeHeader('connection');
+      else reply.header('connection', 'close');
+      return answer();
+    });
   });
 
   app.setNotFoundHandler((request) => {
