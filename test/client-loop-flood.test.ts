@@ -14,7 +14,8 @@ const TOOLS = programTools('lookup');
 
 let server: RunningServer;
 beforeAll(async () => {
-  server = await startServer({ config: { maxInputItems: 2 * FLOOD } });
+  // Both bounds a flood meets raised: its items, and the JSON values they hold (four each).
+  server = await startServer({ config: { maxInputItems: 2 * FLOOD, maxBodyValues: 8 * FLOOD } });
 });
 afterAll(() => server.close());
 

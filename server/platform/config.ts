@@ -144,7 +144,7 @@ export const SETTINGS = {
   PTC_MAX_INPUT_ITEMS: {
     default: '5000',
     description:
-      "Items one request's `input` may carry (each costs the server's loop: checks, history, usage; 20,000 took ~160 ms). Longer conversations continue with `previous_response_id`. Code: `too_many_input_items`.",
+      "Items one request's `input` may carry (each costs the server's loop: checks, history, usage; 20,000 took ~160 ms). Longer conversations continue with `previous_response_id`; raised far, `PTC_MAX_BODY_VALUES` may need raising too. Code: `too_many_input_items`.",
   },
   PTC_MAX_BODY_VALUES: {
     default: '200000',
