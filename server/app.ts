@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { ProgramRuntime, resolveLimits, WorkerPool, type ProgramEngine, type ProgramLimits } from '../runtime/index.ts';
-import { parseJsonBodies } from './api/http/json-body.ts';
+import { parseJsonBodies } from './api/http/json-body-reader.ts';
 import { ApiError } from './platform/api-error.ts';
 import { BackgroundResponses } from './api/responses/background.ts';
 import { answerClientError, answerFrameworkError, registerErrorHandlers } from './api/http/error-handler.ts';

@@ -1,0 +1,84 @@
+import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify';
+import type { Readable } from 'node:stream';
+import type { BodyBounds, RouteBounds } from '../../../schemas/body-bounds.ts';
+import { type BodyInThread, OFF_LOOP_JSON_BYTES, openBodyInThread, parseOnLoop } from './json-body.ts';
+
+/**
+ * Reads a JSON request body in place of Fastify's reader, which gathers every body whole on the
+ * server's loop: here the first OFF_LOOP_JSON_BYTES are gathered, and past them the chunks go to
+ * the JSON thread as they arrive (json-body.ts), so a large body is never whole on the loop. The
+ * refusals are Fastify's own (the error handler answers them): a body over the route's limit, by
+ * its Content-Length or as it arrives (FST_ERR_CTP_BODY_TOO_LARGE, which the handler answers once
+ * the client has sent it, oversized-body.ts), one shorter or longer than its Content-Length, an
+ * empty one.
+ */
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The bounds of schemas/body-bounds.ts that depend on the route (a Responses `input`'s items). */
+    bodyBounds?: RouteBounds;
+  }
+}
+
+/** Replaces Fastify's JSON parser; `maxValues` is PTC_MAX_BODY_VALUES. */
+export function parseJsonBodies(app: FastifyInstance, maxValues: number): void {
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', (request: FastifyRequest, payload: Readable) => {
+    const bounds: BodyBounds = { values: maxValues, ...request.routeOptions.config.bodyBounds };
+    return readJsonBody(payload, Number(request.headers['content-length']), request.routeOptions.bodyLimit, bounds);
+  });
+}
+
+/** `declared`: the Content-Length (NaN for a chunked body). */
+function readJsonBody(payload: Readable, declared: number, limit: number, bounds: BodyBounds): Promise<unknown> {
+  if (declared > limit) return Promise.reject(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+  return new Promise((resolve, reject) => {
+    let received = 0;
+    let gathered: Buffer[] = [];
+    let inThread: BodyInThread | undefined;
+    const stop = (): void => {
+      payload.off('data', onData);
+      payload.off('end', onEnd);
+      payload.off('error', onError);
+    };
+    const fail = (error: Error): void => {
+      stop();
+      inThread?.drop();
+      reject(error);
+    };
+    const onData = (data: Buffer | string): void => {
+      const chunk = typeof data === 'string' ? Buffer.from(data) : data;
+      received += chunk.length;
+      if (received > limit) return fail(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+      if (inThread) return inThread.write(chunk);
+      gathered.push(chunk);
+      if (received < OFF_LOOP_JSON_BYTES) return;
+      inThread = openBodyInThread();
+      for (const early of gathered) inThread.write(early);
+      gathered = [];
+    };
+    const onEnd = (): void => {
+      stop();
+      if (!Number.isNaN(declared) && received !== declared) return fail(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
+      if (received === 0) return fail(new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY());
+      if (inThread) {
+        inThread.end(bounds).then(resolve, reject);
+        return;
+      }
+      try {
+        resolve(parseOnLoop(Buffer.concat(gathered, received), bounds));
+      } catch (error) {
+        reject(error as Error);
+      }
+    };
+    // The client went away or sent a malformed body: a 400 (as Fastify's reader answers).
+    const onError = (error: Error & { statusCode?: number }): void => {
+      if (!(typeof error.statusCode === 'number' && error.statusCode >= 400)) error.statusCode = 400;
+      fail(error);
+    };
+    payload.on('data', onData);
+    payload.on('end', onEnd);
+    payload.on('error', onError);
+    payload.resume();
+  });
+}
