@@ -66,6 +66,12 @@ export class SchemaTooComplexError extends ToolSchemaError {
 }
 
 /** ajv took longer than the job's deadline over a schema; `measure` says how long, by which clock. */
+/** The schema thread has FIXED_LIMITS.schemaJobQueue jobs waiting already: the caller retries later. */
+export class SchemaThreadBusyError extends EmulatorError {
+  override readonly name = 'SchemaThreadBusyError';
+  readonly code = 'PTC_ERR_SCHEMA_THREAD_BUSY';
+}
+
 export class SchemaDeadlineError extends SchemaTooComplexError {
   override readonly name = 'SchemaDeadlineError';
   override readonly code = 'PTC_ERR_SCHEMA_DEADLINE';

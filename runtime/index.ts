@@ -46,6 +46,7 @@ export {
   MissingNodeFlagError,
   ProgramBusyError,
   SchemaDeadlineError,
+  SchemaThreadBusyError,
   SchemaTooComplexError,
   ToolSchemaError,
   WorkerDeathError,

@@ -2,14 +2,16 @@ import type { Worker } from 'node:worker_threads';
 import { sha256Hex } from './canonical-json.ts';
 import { startModuleThread } from './module-thread.ts';
 import { cpuMsFromStat } from './proc-stat.ts';
-import { SchemaDeadlineError, SchemaTooComplexError, ToolSchemaError } from './errors.ts';
+import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
+import { SchemaDeadlineError, SchemaThreadBusyError, SchemaTooComplexError, ToolSchemaError } from './errors.ts';
 
 /**
  * The way into tool schemas for the server and the runtime: compiling and checking happen in a
  * thread of their own (schema-thread.ts), so a schema that takes ajv seconds costs the loop
  * that serves requests, heartbeats and programs nothing. A job that runs past its deadline
  * stops the thread (a compile cannot be interrupted otherwise) and fails with
- * SchemaDeadlineError; the jobs queued behind it go on in a fresh thread. Jobs run one at a
+ * SchemaDeadlineError; the jobs queued behind it go on in a fresh thread (at most
+ * FIXED_LIMITS.schemaJobQueue wait: one more is SchemaThreadBusyError). Jobs run one at a
  * time, and a job's deadline counts the thread's CPU time from when it starts the job (on
  * Linux; elsewhere wall time): the thread runs at a low priority, and on a busy machine an
  * honest schema may wait for a core without being failed for it. WALL_TIME_FACTOR times the
@@ -94,6 +96,9 @@ class SchemaThread {
   #nextId = 1;
 
   run(task: SchemaTask, deadlineMs: number): Promise<SchemaJobReply> {
+    if (this.#queue.length >= FIXED_LIMITS.schemaJobQueue.value) {
+      return Promise.reject(new SchemaThreadBusyError(`The schema thread has ${this.#queue.length} jobs waiting already`));
+    }
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#queue.push({ job: { ...task, id }, deadlineMs, resolve, reject });

@@ -327,7 +327,7 @@ export const API_ERRORS = {
     status: 429,
     type: 'rate_limit_error',
     description:
-      "Backpressure: `PTC_MAX_CONCURRENT_TURNS` turns are running and `PTC_MAX_QUEUED_TURNS` waiting, or a queue of work done beside the server's loop is full (large bodies to parse, long texts to count, autopilot plans: the fixed limits `jsonBodyQueue`, `tokenCountQueue`, `autopilotQueuedPlans`); `retry-after` (and for turns `retry-after-ms`) says when to retry.",
+      "Backpressure: `PTC_MAX_CONCURRENT_TURNS` turns are running and `PTC_MAX_QUEUED_TURNS` waiting, or a queue of work done beside the server's loop is full (large bodies to parse, long texts to count, schemas to compile or check, autopilot plans: the fixed limits `jsonBodyQueue`, `tokenCountQueue`, `schemaJobQueue`, `autopilotQueuedPlans`); `retry-after` (and for turns `retry-after-ms`) says when to retry.",
   },
   too_many_event_streams: {
     status: 429,

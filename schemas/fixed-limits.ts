@@ -102,6 +102,11 @@ export const FIXED_LIMITS = {
     description:
       "Large bodies and WebSocket messages (64 KiB or more) waiting to be parsed in the JSON thread, beside the server's loop; one more is a 429 `server_busy` with `retry-after`.",
   },
+  schemaJobQueue: {
+    value: 64,
+    description:
+      "Jobs waiting for the schema thread, beside the server's loop (compiling a request's tool schemas, checking a call's arguments against a strict schema); one more is a 429 `server_busy` with `retry-after`.",
+  },
   tokenCountQueue: {
     value: 64,
     description:

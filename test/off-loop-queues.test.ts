@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { expect, it } from 'vitest';
 import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
+import { compileToolSchemas, SchemaThreadBusyError } from '../runtime/index.ts';
+import { apiErrorFor } from '../server/api/http/error-handler.ts';
 import { OFF_LOOP_JSON_BYTES, parseOffLoop } from '../server/api/http/json-body.ts';
 import { ITEM_OVERHEAD_TOKENS } from '../server/engine/usage.ts';
 import { OFF_LOOP_TOKEN_CHARS, offLoopCounter } from '../server/engine/usage-off-loop.ts';
@@ -13,9 +15,9 @@ import { startServer } from './support/server.ts';
 const PROSE = 'Le renard brun saute par-dessus le chien paresseux; 東京タワー, 12,345 fois! ';
 const prose = (chars: number, salt: number): string => `${salt}: ${PROSE.repeat(Math.ceil(chars / PROSE.length))}`.slice(0, chars);
 
-async function outcomes(promises: readonly Promise<unknown>[]): Promise<{ busy: ApiError[]; done: number }> {
+async function outcomes(promises: readonly Promise<unknown>[]): Promise<{ busy: Error[]; done: number }> {
   const settled = await Promise.allSettled(promises);
-  const busy = settled.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason as ApiError] : []));
+  const busy = settled.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason as Error] : []));
   return { busy, done: settled.length - busy.length };
 }
 
@@ -48,6 +50,17 @@ it('requests wait for the token thread at most FIXED_LIMITS.tokenCountQueue at o
   expect(done).toBeGreaterThanOrEqual(queue);
   expect(busy.length).toBeGreaterThanOrEqual(7);
   for (const error of busy) expect(error).toMatchObject({ code: 'server_busy', status: 429, headers: { 'retry-after': '1' } });
+}, 120_000);
+
+it('jobs wait for the schema thread at most FIXED_LIMITS.schemaJobQueue at once; one more is SchemaThreadBusyError, which a request is answered as a 429 server_busy', async () => {
+  const queue = FIXED_LIMITS.schemaJobQueue.value;
+  // Schemas none of which was compiled before (each is a job of its own), all asked for in one step of the loop.
+  const schema = (index: number) => ({ type: 'object', properties: { [`p${index}_${Date.now()}`]: { type: 'string' } } });
+  const { busy, done } = await outcomes(Array.from({ length: queue + 8 }, (_, index) => compileToolSchemas([schema(index)])));
+  expect(done).toBe(queue);
+  expect(busy).toHaveLength(8);
+  for (const error of busy) expect(error).toBeInstanceOf(SchemaThreadBusyError);
+  expect(apiErrorFor(busy[0]!, 1)).toMatchObject({ code: 'server_busy', status: 429, headers: { 'retry-after': '1' } });
 }, 120_000);
 
 it("a long text's tokens counted in the thread are the ones counted on a loop, in a response's usage and the input_tokens route", async () => {

@@ -7,6 +7,7 @@ import { newId } from '../../platform/ids.ts';
 import type { JournalRecorder } from '../journal/journal-hooks.ts';
 import type { JournalDetails } from '../../engine/journal-details.ts';
 import { StoreUnavailableError } from '../../platform/stores/response-store.ts';
+import { SchemaThreadBusyError } from '../../../runtime/index.ts';
 import { discardOversizedBody } from './oversized-body.ts';
 
 /**
@@ -17,6 +18,8 @@ export function apiErrorFor(error: FastifyError | Error, bodyLimitBytes: number)
   if (error instanceof ApiError) return error;
   if (error instanceof StoreUnavailableError)
     return new ApiError('store_unavailable', `The response store is unavailable: ${error.message}. Retry later.`, null, { 'retry-after': '1' });
+  if (error instanceof SchemaThreadBusyError)
+    return new ApiError('server_busy', `The server is busy: ${error.message}. Retry shortly.`, null, { 'retry-after': '1' });
   const code = 'code' in error ? error.code : undefined;
   const statusCode = 'statusCode' in error ? error.statusCode : undefined;
   switch (code) {
