@@ -4,6 +4,7 @@ import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
 import { AGENT_TOOLS, answerOf, PRICING_PROGRAM, PRICING_SCENARIOS } from './support/agents-api.ts';
 import { inlineProgram } from './support/programs.ts';
 import { startServer, type RunningServer } from './support/server.ts';
+import { storeWithoutRecords } from './support/store-without-records.ts';
 
 type AgentSessionEvent = OpenAI.Beta.Agents.AgentSessionEvent;
 
@@ -557,13 +558,7 @@ describe('the Agents API: what a hostile or careless client does', () => {
   });
 
   it('a server whose store keeps no Agents API records answers every route 400 agents_unsupported', async () => {
-    const responses = new Map<string, unknown>();
-    const store = {
-      get: async (id: string) => responses.get(id) as never,
-      put: async (stored: { response: { id: string } }) => void responses.set(stored.response.id, stored),
-      delete: async (id: string) => responses.delete(id),
-      close: async () => {},
-    };
+    const store = storeWithoutRecords();
     const server = await startServer({ store });
     running.push(server);
     await expectApiError(server.client.beta.agents.create({ model: 'm' }), 400, 'agents_unsupported', /keeps no Agents API records/);

@@ -9,6 +9,7 @@ import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
 import type { ModelFunction } from '../server/engine/stand-ins/model-decision.ts';
 import { unusedLoopbackUrl } from './support/mcp-servers.ts';
 import { startServer, type RunningServer } from './support/server.ts';
+import { storeWithoutRecords } from './support/store-without-records.ts';
 
 // Webhooks, through openai 7.60's `client.webhooks`: endpoints made through the API and by
 // setting, each delivery verified with `client.webhooks.unwrap()`, retries, rotation, tests.
@@ -404,13 +405,7 @@ describe('webhook endpoints the server cannot keep', () => {
   });
 
   it('a store of its own without records: the endpoint routes answer 400 webhooks_unsupported, PTC_WEBHOOK_URLS still delivers', async () => {
-    const responses = new Map<string, unknown>();
-    const store = {
-      get: async (id: string) => responses.get(id) as never,
-      put: async (stored: { response: { id: string } }) => void responses.set(stored.response.id, stored),
-      delete: async (id: string) => responses.delete(id),
-      close: async () => {},
-    };
+    const store = storeWithoutRecords();
     const { receiver: hooks, url } = await receiver();
     const started = await startServer({ store, env: { PTC_WEBHOOK_URLS: url, PTC_WEBHOOK_SECRET: 'by hand' } });
     servers.push(started);

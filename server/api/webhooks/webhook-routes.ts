@@ -13,7 +13,7 @@ import { ApiError } from '../../platform/api-error.ts';
 import { newSortableId } from '../../platform/ids.ts';
 import { parseOrThrow } from '../../platform/request-validation.ts';
 import type { RecordStore } from '../../platform/stores/record-store.ts';
-import { liveSecrets, publicEndpoint, type StoredWebhookEndpoint } from '../../platform/webhooks/webhook-endpoints.ts';
+import { liveSecrets, publicEndpoint, targetOf, type StoredWebhookEndpoint } from '../../platform/webhooks/webhook-endpoints.ts';
 import type { WebhookSender } from '../../platform/webhooks/webhook-sender.ts';
 import { newSigningSecret, signingSecretHint } from '../../platform/webhooks/webhook-signature.ts';
 import { cursorPage } from '../http/list-page.ts';
@@ -141,7 +141,7 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: WebhookRoutesD
   app.post<EndpointParams>('/v1/webhook_endpoints/:webhook_endpoint_id/test', async (request) => {
     const body = parseOrThrow(WebhookTestParams, request.body ?? {});
     const endpoint = await endpointOf(request.params.webhook_endpoint_id);
-    const result = await deps.sender.test(body.event_type, { id: endpoint.id, url: endpoint.url, secrets: liveSecrets(endpoint) });
+    const result = await deps.sender.test(body.event_type, targetOf(endpoint));
     if (result.status === 0) {
       throw new ApiError('webhook_test_failed', `The test delivery to ${endpoint.url} got no answer: ${result.error ?? 'unknown failure'}.`);
     }

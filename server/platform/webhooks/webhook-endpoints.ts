@@ -36,6 +36,11 @@ export function liveSecrets(endpoint: StoredWebhookEndpoint, now = Date.now()): 
   return endpoint.secrets.filter((entry) => entry.expires_at === null || entry.expires_at > now).map((entry) => entry.secret);
 }
 
+/** Where a stored endpoint's deliveries go at `now`, signed with the secrets then in force. */
+export function targetOf(endpoint: StoredWebhookEndpoint, now = Date.now()): WebhookTarget {
+  return { id: endpoint.id, url: endpoint.url, secrets: liveSecrets(endpoint, now) };
+}
+
 /**
  * The endpoints an event goes to: those of the settings, and those made through the API (kept in
  * the store, so every instance on it sends to the same ones) that subscribe to its type.
@@ -64,7 +69,7 @@ export class WebhookEndpoints {
     if (configured) return configured;
     const endpoint = await this.#records?.get<StoredWebhookEndpoint>('webhook_endpoint', id);
     if (!endpoint?.event_types.includes(type)) return undefined;
-    return { id: endpoint.id, url: endpoint.url, secrets: liveSecrets(endpoint) };
+    return targetOf(endpoint);
   }
 
   async targetsFor(type: WebhookEventType): Promise<WebhookTarget[]> {
@@ -72,7 +77,7 @@ export class WebhookEndpoints {
     if (this.#records) {
       const now = Date.now();
       for (const endpoint of await this.#records.list<StoredWebhookEndpoint>('webhook_endpoint')) {
-        if (endpoint.event_types.includes(type)) targets.push({ id: endpoint.id, url: endpoint.url, secrets: liveSecrets(endpoint, now) });
+        if (endpoint.event_types.includes(type)) targets.push(targetOf(endpoint, now));
       }
     }
     return targets;

@@ -43,6 +43,11 @@ interface PostResult {
   readonly error?: string;
 }
 
+/** A new event of `type` about `data`, as its endpoints receive it. */
+function eventOf(type: WebhookEventType, data: Record<string, unknown>): WebhookEvent {
+  return { id: newId('evt'), object: 'event', created_at: Math.floor(Date.now() / 1000), type, data };
+}
+
 /**
  * Sends events to the endpoints subscribed to them: each delivery signed as
  * `client.webhooks.unwrap()` verifies (a new timestamp and signature per attempt, one
@@ -69,7 +74,7 @@ export class WebhookSender {
   /** Sends an event of `type` about `data` to every endpoint subscribed to it; never throws, never waits. */
   send(type: WebhookEventType, data: Record<string, unknown>): void {
     if (!this.#options.endpoints.any || this.#closed) return;
-    const event: WebhookEvent = { id: newId('evt'), object: 'event', created_at: Math.floor(Date.now() / 1000), type, data };
+    const event = eventOf(type, data);
     this.#posting += 1;
     this.#options.endpoints
       .targetsFor(type)
@@ -86,7 +91,7 @@ export class WebhookSender {
 
   /** One attempt, no retry: `client.webhooks.test()`. The endpoint's status, or why it gave none. */
   async test(type: WebhookEventType, target: WebhookTarget): Promise<PostResult> {
-    const event: WebhookEvent = { id: newId('evt'), object: 'event', created_at: Math.floor(Date.now() / 1000), type, data: sampleData(type) };
+    const event = eventOf(type, sampleData(type));
     const webhookId = newId('wh');
     const started = performance.now();
     const result = await this.#post(event, webhookId, target);
