@@ -316,6 +316,15 @@ describe('the stored-response routes', () => {
     });
   });
 
+  it('DELETE naming a JSON body it does not send (as curl users write it) deletes; a POST without one is still a 400', async () => {
+    const created = await server.client.responses.create({ model: MODEL, input: 'to delete by hand' });
+    const url = `${server.baseURL}/responses/${created.id}`;
+    const deleted = await fetch(url, { method: 'DELETE', headers: { 'content-type': 'application/json' } });
+    expect(deleted.status).toBe(200);
+    expect(await deleted.json()).toMatchObject({ id: created.id, deleted: true });
+    await expectErrorResponse(await postRaw(server, '', { 'content-type': 'application/json' }), { code: 'invalid_json', mentions: ['empty'] });
+  });
+
   it('DELETE through the SDK resolves', async () => {
     const created = await server.client.responses.create({ model: MODEL, input: 'to delete' });
     await server.client.responses.delete(created.id);

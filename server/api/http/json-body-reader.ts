@@ -10,7 +10,7 @@ import { type BodyInThread, OFF_LOOP_JSON_BYTES, openBodyInThread, parseOnLoop }
  * refusals are Fastify's own (the error handler answers them): a body over the route's limit, by
  * its Content-Length or as it arrives (FST_ERR_CTP_BODY_TOO_LARGE, which the handler answers once
  * the client has sent it, oversized-body.ts), one shorter or longer than its Content-Length, an
- * empty one.
+ * empty one (but on a DELETE or GET, where it is no body).
  */
 
 declare module 'fastify' {
@@ -25,12 +25,14 @@ export function parseJsonBodies(app: FastifyInstance, maxValues: number): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', (request: FastifyRequest, payload: Readable) => {
     const bounds: BodyBounds = { values: maxValues, ...request.routeOptions.config.bodyBounds };
-    return readJsonBody(payload, Number(request.headers['content-length']), request.routeOptions.bodyLimit, bounds);
+    // A body-less request that names JSON anyway (curl's habit on DELETE) is read as having none.
+    const emptyAllowed = request.method === 'DELETE' || request.method === 'GET';
+    return readJsonBody(payload, Number(request.headers['content-length']), request.routeOptions.bodyLimit, bounds, emptyAllowed);
   });
 }
 
-/** `declared`: the Content-Length (NaN for a chunked body). */
-function readJsonBody(payload: Readable, declared: number, limit: number, bounds: BodyBounds): Promise<unknown> {
+/** `declared`: the Content-Length (NaN for a chunked body); `emptyAllowed`: an empty body is no body rather than a 400. */
+function readJsonBody(payload: Readable, declared: number, limit: number, bounds: BodyBounds, emptyAllowed: boolean): Promise<unknown> {
   if (declared > limit) return Promise.reject(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
   return new Promise((resolve, reject) => {
     let received = 0;
@@ -60,7 +62,7 @@ function readJsonBody(payload: Readable, declared: number, limit: number, bounds
     const onEnd = (): void => {
       stop();
       if (!Number.isNaN(declared) && received !== declared) return fail(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
-      if (received === 0) return fail(new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY());
+      if (received === 0) return emptyAllowed ? resolve(undefined) : fail(new errorCodes.FST_ERR_CTP_EMPTY_JSON_BODY());
       if (inThread) {
         inThread.end(bounds).then(resolve, reject);
         return;
