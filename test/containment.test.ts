@@ -15,8 +15,10 @@ import {
 import {
   CONTAINMENT_LIMITS,
   endsOnMemory,
+  endsOnWallClock,
   HOSTILE_PROGRAMS,
   MEMORY_BOUND_LIMITS,
+  UNHURRIED_LIMITS,
   NORMAL_PROGRAM,
   NORMAL_PROGRAM_RESULT,
   type HostileProgram,
@@ -31,8 +33,12 @@ import {
  */
 
 const CONTAINED = HOSTILE_PROGRAMS.filter((program) => program.harm === undefined);
-/** Which server of a describe block a program runs on: memory bombs get time limits out of their reach. */
-const limitsOf = (program: HostileProgram) => (endsOnMemory(program) ? MEMORY_BOUND_LIMITS : CONTAINMENT_LIMITS);
+/**
+ * The limits a program runs with (each describe block has a server of each): memory bombs get
+ * time limits out of their reach, and so does the wall clock for programs that must end
+ * otherwise (on a loaded machine a light step can take 300 ms of wall time).
+ */
+const limitsOf = (program: HostileProgram) => (endsOnMemory(program) ? MEMORY_BOUND_LIMITS : endsOnWallClock(program) ? CONTAINMENT_LIMITS : UNHURRIED_LIMITS);
 const BEYOND_THE_ISOLATE = HOSTILE_PROGRAMS.filter((program) => program.harm !== undefined);
 
 /** The program's outcome, in the shape of `HostileProgram['outcome']`. */
@@ -73,19 +79,25 @@ async function expectContained(server: ContainmentServer, program: HostileProgra
 describe('hostile programs against the server in a child process', () => {
   let server: ContainmentServer;
   let memoryBound: ContainmentServer;
+  let unhurried: ContainmentServer;
   beforeAll(async () => {
-    [server, memoryBound] = await Promise.all([spawnContainmentServer(), spawnContainmentServer(MEMORY_BOUND_LIMITS)]);
+    [server, memoryBound, unhurried] = await Promise.all([
+      spawnContainmentServer(),
+      spawnContainmentServer(MEMORY_BOUND_LIMITS),
+      spawnContainmentServer(UNHURRIED_LIMITS),
+    ]);
   });
   afterAll(async () => {
-    await Promise.all([server?.close(), memoryBound?.close()]);
+    await Promise.all([server?.close(), memoryBound?.close(), unhurried?.close()]);
   });
+  const serverOf = (program: HostileProgram) => (endsOnMemory(program) ? memoryBound : endsOnWallClock(program) ? server : unhurried);
 
   it('finds the canary where it was planted (the leak check itself works)', () => {
     expect(hostMarkersIn(JSON.stringify(server.pausedCanary))).toEqual([CANARY]);
   });
 
   it.each(CONTAINED.map((program) => [program.name, program] as const))('%s', async (_, program) => {
-    await expectContained(limitsOf(program) === MEMORY_BOUND_LIMITS ? memoryBound : server, program);
+    await expectContained(serverOf(program), program);
   });
 
   it('still holds the paused program with the canary in its heap, untouched, and never logged the canary', async () => {
@@ -98,15 +110,20 @@ describe('hostile programs against the server in a child process', () => {
 describe('hostile programs against the server in this process: the host built-ins stay as they were', () => {
   let server: ContainmentServer;
   let memoryBound: ContainmentServer;
+  let unhurried: ContainmentServer;
   beforeAll(async () => {
-    [server, memoryBound] = await Promise.all([startContainmentServer(), startContainmentServer(MEMORY_BOUND_LIMITS)]);
+    [server, memoryBound, unhurried] = await Promise.all([
+      startContainmentServer(),
+      startContainmentServer(MEMORY_BOUND_LIMITS),
+      startContainmentServer(UNHURRIED_LIMITS),
+    ]);
     // Node defines some globals lazily on first use: let the servers use what they use first.
-    await runConversation(server.client, NORMAL_PROGRAM);
-    await runConversation(memoryBound.client, NORMAL_PROGRAM);
+    for (const each of [server, memoryBound, unhurried]) await runConversation(each.client, NORMAL_PROGRAM);
   });
   afterAll(async () => {
-    await Promise.all([server?.close(), memoryBound?.close()]);
+    await Promise.all([server?.close(), memoryBound?.close(), unhurried?.close()]);
   });
+  const serverOf = (program: HostileProgram) => (endsOnMemory(program) ? memoryBound : endsOnWallClock(program) ? server : unhurried);
 
   it('notices a changed built-in (the check itself works)', () => {
     const before = snapshotIntrinsics();
@@ -124,7 +141,7 @@ describe('hostile programs against the server in this process: the host built-in
 
   it.each(CONTAINED.map((program) => [program.name, program] as const))('%s', async (_, program) => {
     const before = snapshotIntrinsics();
-    await expectContained(limitsOf(program) === MEMORY_BOUND_LIMITS ? memoryBound : server, program);
+    await expectContained(serverOf(program), program);
     expect(intrinsicChanges(before, snapshotIntrinsics())).toEqual([]);
     expect(process.env.CANARY_SECRET).toBe(CANARY);
   });
@@ -143,7 +160,9 @@ describe('hostile programs against the server in this process: the host built-in
  * wedge with `wall_time_exceeded` and an escape with `memory_limit_exceeded`, while the server
  * keeps serving and the paused program it held still resumes. Each runs on a server of its own.
  */
-describe('beyond the isolate: the server survives programs that crash, wedge or outgrow the process running them', () => {
+// Each spawns a server of its own and may wait out a step's ceiling (MEMORY_BOUND_LIMITS: 20 s):
+// on a loaded machine, far more than the default 30 s a test gets.
+describe('beyond the isolate: the server survives programs that crash, wedge or outgrow the process running them', { timeout: 180_000 }, () => {
   it.each(BEYOND_THE_ISOLATE.map((program) => [program.name, program] as const))('%s', async (_, program) => {
     const limits = limitsOf(program);
     const server = await spawnContainmentServer(limits);

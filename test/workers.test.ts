@@ -48,8 +48,14 @@ function scriptedPool(options: Partial<ConstructorParameters<typeof WorkerPool>[
 
 /** A step of seconds of CPU (3 to 10 here, as the JIT goes), far within the limits these servers set. */
 const HONEST_LONG_STEP = 'let x = 0; for (let i = 0; i < 4e9; i++) x = (x + i) | 0; text(x !== 0.5 ? "done" : "?")';
-/** Tests running HONEST_LONG_STEP twice (once more after its worker died) on a loaded machine. */
-const TWO_LONG_STEPS_MS = 120_000;
+/**
+ * Tests running HONEST_LONG_STEP twice (once more after its worker died) on a loaded machine:
+ * seconds on a quiet one, ten times that with every core busy elsewhere.
+ */
+const TWO_LONG_STEPS_MS = 300_000;
+
+/** The limits of servers running HONEST_LONG_STEP: its step must never end on them, however slow the machine. */
+const LONG_STEP_TIME_MS = 600_000;
 
 /** Supervisor tests start one or two worker processes each: on a loaded machine, seconds apiece. */
 const SUPERVISOR_TEST_MS = 120_000;
@@ -278,7 +284,9 @@ describe('a warm resume through a worker carries only the pending answers', () =
 describe('programs in worker processes, through the API', () => {
   let server: RunningServer;
   beforeAll(async () => {
-    server = await startServer({ config: { workers: 2, workerHeartbeatMs: 100, limits: { ...DEFAULT_LIMITS, stepWallTimeMs: 60_000, cpuTimeMs: 60_000 } } });
+    server = await startServer({
+      config: { workers: 2, workerHeartbeatMs: 100, limits: { ...DEFAULT_LIMITS, stepWallTimeMs: LONG_STEP_TIME_MS, cpuTimeMs: LONG_STEP_TIME_MS } },
+    });
   });
   afterAll(() => server.close());
 
@@ -350,7 +358,7 @@ describe('a worker over its memory ceiling, through the API', () => {
           workers: 1,
           workerHeartbeatMs: 50,
           workerMaxRssBytes: 300 * 2 ** 20,
-          limits: { ...DEFAULT_LIMITS, memoryMb: 1024, stepWallTimeMs: 60_000, cpuTimeMs: 60_000 },
+          limits: { ...DEFAULT_LIMITS, memoryMb: 1024, stepWallTimeMs: LONG_STEP_TIME_MS, cpuTimeMs: LONG_STEP_TIME_MS },
         },
       });
       try {
@@ -383,7 +391,7 @@ describe('a worker over its memory ceiling, through the API', () => {
           workers: 1,
           workerHeartbeatMs: 50,
           workerMaxRssBytes: 300 * 2 ** 20,
-          limits: { ...DEFAULT_LIMITS, stepWallTimeMs: 60_000, cpuTimeMs: 60_000 },
+          limits: { ...DEFAULT_LIMITS, stepWallTimeMs: LONG_STEP_TIME_MS, cpuTimeMs: LONG_STEP_TIME_MS },
         },
       });
       try {

@@ -32,6 +32,20 @@ export const CONTAINMENT_LIMITS = {
 export const MEMORY_BOUND_LIMITS = { ...CONTAINMENT_LIMITS, stepWallTimeMs: 20_000, cpuTimeMs: 40_000 } as const;
 
 /**
+ * The limits of the programs expected to end otherwise than on a step's wall clock (their result,
+ * a throw, the CPU budget): the same, with that ceiling out of reach. A step's wall time is what
+ * the isolate took, waiting for a core included: on a loaded machine a light step, or one of a
+ * program burning its CPU budget a little at a time, can take five or ten times its CPU, and
+ * within 300 ms would end on the wall clock rather than as it must.
+ */
+export const UNHURRIED_LIMITS = { ...CONTAINMENT_LIMITS, stepWallTimeMs: 30_000 } as const;
+
+/** True for a program expected to end on a step's wall-clock ceiling (run with CONTAINMENT_LIMITS). */
+export function endsOnWallClock(program: HostileProgram): boolean {
+  return program.outcome.status === 'incomplete' && program.outcome.code === 'wall_time_exceeded';
+}
+
+/**
  * True for a program expected to end on the heap limit, the array buffer allocator's refusal or
  * a crash (run with MEMORY_BOUND_LIMITS).
  */
