@@ -37,7 +37,8 @@ export { jsonDepthExceeds, MAX_JSON_DEPTH } from '../schemas/json-depth.ts';
 export { checkAgainstSchema, compileToolSchemas } from './schema-compiler.ts';
 export { compileValidator, describeViolation, type Validator } from './tool-schemas.ts';
 export { startModuleThread } from './module-thread.ts';
-export { lowerThreadPriority } from './thread-priority.ts';
+export { currentThreadId, lowerThreadPriority } from './thread-priority.ts';
+export { watchThreadDeadline } from './thread-deadline.ts';
 export { WorkerPool, type WorkerPoolOptions } from './worker/worker-pool.ts';
 export {
   EmulatorError,

@@ -1,8 +1,8 @@
 import type { Worker } from 'node:worker_threads';
 import { sha256Hex } from './canonical-json.ts';
 import { startModuleThread } from './module-thread.ts';
-import { cpuMsFromStat } from './proc-stat.ts';
 import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
+import { watchThreadDeadline } from './thread-deadline.ts';
 import { SchemaDeadlineError, SchemaThreadBusyError, SchemaTooComplexError, ToolSchemaError } from './errors.ts';
 
 /**
@@ -14,8 +14,7 @@ import { SchemaDeadlineError, SchemaThreadBusyError, SchemaTooComplexError, Tool
  * FIXED_LIMITS.schemaJobQueue wait: one more is SchemaThreadBusyError). Jobs run one at a
  * time, and a job's deadline counts the thread's CPU time from when it starts the job (on
  * Linux; elsewhere wall time): the thread runs at a low priority, and on a busy machine an
- * honest schema may wait for a core without being failed for it. WALL_TIME_FACTOR times the
- * deadline in wall time ends a job however starved the thread is.
+ * honest schema may wait for a core without being failed for it (thread-deadline.ts).
  */
 
 type Schema = Readonly<Record<string, unknown>>;
@@ -45,9 +44,6 @@ export interface CompiledSchema {
 /** How long a job may take when its caller names no deadline: far beyond any honest schema. */
 export const DEFAULT_SCHEMA_DEADLINE_MS = 10_000;
 
-/** A job also ends after this many times its deadline in wall time, however little CPU it got. */
-const WALL_TIME_FACTOR = 10;
-
 /**
  * The schema thread's heap, in MiB. Without a bound, a schema that ran ajv out of memory would
  * abort the whole server; with it, only the thread ends (the job fails as too complex). The
@@ -66,9 +62,6 @@ export const SCHEMA_THREAD_HEAP_MB = 1024;
  */
 const SCHEMA_THREAD_YOUNG_MB = 256;
 
-/** CPU milliseconds a thread of this process has used (Linux); undefined if unreadable. */
-const threadCpuMs = (threadId: number): number | undefined => cpuMsFromStat(`/proc/self/task/${threadId}/stat`);
-
 const FROM_SOURCES = import.meta.url.endsWith('.ts');
 const THREAD_ENTRY = new URL(FROM_SOURCES ? './schema-thread.ts' : './schema-thread.js', import.meta.url);
 
@@ -77,12 +70,7 @@ interface Pending {
   readonly deadlineMs: number;
   readonly resolve: (reply: SchemaJobReply) => void;
   readonly reject: (error: Error) => void;
-  timer?: NodeJS.Timeout;
-}
-
-/** How often a running job's CPU time is read: often enough that a deadline is kept to ~10%. */
-function pollMs(deadlineMs: number): number {
-  return Math.max(10, Math.min(100, Math.round(deadlineMs / 10)));
+  stopWatching?: () => void;
 }
 
 class SchemaThread {
@@ -131,7 +119,7 @@ class SchemaThread {
       const head = this.#queue[0];
       if (head?.job.id !== reply.id) return;
       this.#queue.shift();
-      clearInterval(head.timer);
+      head.stopWatching?.();
       head.resolve(reply);
       if (this.#queue.length === 0) worker.unref();
       this.#postHead();
@@ -141,7 +129,7 @@ class SchemaThread {
       this.#worker = undefined;
       const head = this.#queue.shift();
       if (head) {
-        clearInterval(head.timer);
+        head.stopWatching?.();
         const outOfMemory = (error as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY';
         head.reject(
           outOfMemory
@@ -157,25 +145,14 @@ class SchemaThread {
     return worker;
   }
 
-  /** Starts the running job's deadline: its thread's CPU time from now, or wall time if that cannot be read. */
+  /** Starts the running job's deadline (thread-deadline.ts). */
   #watch(job: Pending): void {
-    const startedAt = Date.now();
-    const threadId = this.#threadId;
-    const cpuAtStart = threadId === undefined ? undefined : threadCpuMs(threadId);
-    job.timer = setInterval(() => {
-      const wallMs = Date.now() - startedAt;
-      const cpuNow = cpuAtStart === undefined ? undefined : threadCpuMs(threadId!);
-      if (cpuNow === undefined ? wallMs >= job.deadlineMs : cpuNow - cpuAtStart! >= job.deadlineMs) {
-        this.#expire(job, cpuNow === undefined ? `${job.deadlineMs} ms` : `${job.deadlineMs} ms of CPU time`);
-      } else if (wallMs >= WALL_TIME_FACTOR * job.deadlineMs) {
-        this.#expire(job, `${wallMs} ms (its thread was starved of CPU)`);
-      }
-    }, pollMs(job.deadlineMs));
+    job.stopWatching = watchThreadDeadline(this.#threadId, job.deadlineMs, (measure) => this.#expire(job, measure));
   }
 
   /** The running job took too long: it fails, the thread is stopped, the next job goes to a fresh one. */
   #expire(expired: Pending, measure: string): void {
-    clearInterval(expired.timer);
+    expired.stopWatching?.();
     if (this.#queue[0] !== expired) return;
     this.#queue.shift();
     expired.reject(new SchemaDeadlineError(expired.deadlineMs, measure));

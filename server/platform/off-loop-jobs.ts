@@ -1,11 +1,13 @@
 import type { ResourceLimits, Worker } from 'node:worker_threads';
-import { EmulatorError, startModuleThread } from '../../runtime/index.ts';
+import { EmulatorError, startModuleThread, watchThreadDeadline } from '../../runtime/index.ts';
 
 /**
  * Work whose cost a request sets (its tools' schemas, its message) done in threads of its own,
  * one job per thread at a time, so that the server's loop never waits on it: each job has a
- * deadline past which its thread is stopped (a new one starts for the next job), and the queue
- * is bounded. The threads' module answers with serveJobs (off-loop-thread.ts).
+ * deadline past which its thread is stopped (a new one starts for the next job), counted in the
+ * thread's CPU time (runtime/thread-deadline.ts: on a busy machine, waiting for a core is not
+ * the job's fault), and the queue is bounded. The threads' module answers with serveJobs
+ * (off-loop-thread.ts).
  */
 
 export class OffLoopQueueFullError extends EmulatorError {
@@ -37,14 +39,16 @@ interface Queued<Job, Result> {
   readonly settle: (outcome: { result: Result } | { error: Error }) => void;
 }
 
-type Reply<Result> = { readonly ready: true } | { readonly id: number; readonly result?: Result; readonly error?: string };
+type Reply<Result> = { readonly ready: true; readonly threadId?: number } | { readonly id: number; readonly result?: Result; readonly error?: string };
 
 /** One thread and the job it runs. */
 interface Lane<Job, Result> {
   readonly worker: Worker;
   ready: boolean;
+  /** The thread's Linux id, whose CPU time a job's deadline counts. */
+  threadId: number | undefined;
   running: Queued<Job, Result> | undefined;
-  timer: NodeJS.Timeout | undefined;
+  stopWatching: (() => void) | undefined;
 }
 
 export class OffLoopJobs<Job, Result> {
@@ -77,7 +81,7 @@ export class OffLoopJobs<Job, Result> {
     const lanes = [...this.#lanes];
     this.#lanes.clear();
     for (const lane of lanes) {
-      clearTimeout(lane.timer);
+      lane.stopWatching?.();
       lane.running?.settle({ error: new Error(`${this.#options.name} was closed`) });
     }
     await Promise.all(lanes.map((lane) => lane.worker.terminate()));
@@ -96,18 +100,19 @@ export class OffLoopJobs<Job, Result> {
 
   #start(): void {
     const worker = startModuleThread(this.#options.entry, this.#options.resourceLimits);
-    const lane: Lane<Job, Result> = { worker, ready: false, running: undefined, timer: undefined };
+    const lane: Lane<Job, Result> = { worker, ready: false, threadId: undefined, running: undefined, stopWatching: undefined };
     this.#lanes.add(lane);
     worker.on('message', (reply: Reply<Result>) => {
       if (!this.#lanes.has(lane)) return;
       if ('ready' in reply) {
         lane.ready = true;
+        lane.threadId = reply.threadId;
         this.#dispatch();
         return;
       }
       const done = lane.running;
       if (done?.id !== reply.id) return;
-      clearTimeout(lane.timer);
+      lane.stopWatching?.();
       lane.running = undefined;
       done.settle(reply.error === undefined ? { result: reply.result as Result } : { error: new Error(reply.error) });
       this.#dispatch();
@@ -120,9 +125,8 @@ export class OffLoopJobs<Job, Result> {
     const head = this.#queue.shift();
     if (!head) return;
     lane.running = head;
-    lane.timer = setTimeout(
-      () => this.#stop(lane, new OffLoopDeadlineError(`${this.#options.name} took over ${this.#options.deadlineMs} ms`)),
-      this.#options.deadlineMs,
+    lane.stopWatching = watchThreadDeadline(lane.threadId, this.#options.deadlineMs, (measure) =>
+      this.#stop(lane, new OffLoopDeadlineError(`${this.#options.name} took over ${measure}`)),
     );
     lane.worker.postMessage({ id: head.id, job: head.job });
   }
@@ -130,7 +134,7 @@ export class OffLoopJobs<Job, Result> {
   /** Ends a thread that failed or ran past the deadline: its job fails, and the others go on. */
   #stop(lane: Lane<Job, Result>, reason: Error): void {
     if (!this.#lanes.delete(lane)) return;
-    clearTimeout(lane.timer);
+    lane.stopWatching?.();
     lane.running?.settle({ error: reason });
     // A thread that ended before it was ready will not start better next time: the job it would
     // have run fails, rather than threads being started for ever.

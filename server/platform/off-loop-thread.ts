@@ -1,4 +1,5 @@
 import { parentPort } from 'node:worker_threads';
+import { currentThreadId } from '../../runtime/index.ts';
 
 /** The thread side of OffLoopJobs (off-loop-jobs.ts): answers each job with `work`'s result or its error's message. */
 export function serveJobs<Job, Result>(work: (job: Job) => Result | Promise<Result>): void {
@@ -12,5 +13,6 @@ export function serveJobs<Job, Result>(work: (job: Job) => Result | Promise<Resu
         (error: unknown) => port.postMessage({ id, error: error instanceof Error ? error.message : String(error) }),
       );
   });
-  port.postMessage({ ready: true });
+  // Its id, whose CPU time a job's deadline counts (off-loop-jobs.ts).
+  port.postMessage({ ready: true, threadId: currentThreadId() });
 }
