@@ -1,14 +1,16 @@
 // Runs inside a program's isolate before the program, as a plain script (never transpiled).
-// Its completion value is `installSandbox`; the host calls it once with the configuration and
-// keeps the returned `dispatch` function. Nothing defined here is reachable from the program
-// except the three globals it installs: `tools`, `text` and `image`.
+// Its completion value is `installSandbox`; the host calls it once (SandboxSetup: our own
+// constants, nothing of any request) and keeps the returned `dispatch` function. That much is
+// done while the isolate is made ahead of demand; the program's configuration comes with its
+// code, in the `start` op. Nothing defined here is reachable from the program except the three
+// globals `start` installs: `tools`, `text` and `image`.
 //
 // Every intrinsic used after the program starts is captured first, so a program that replaces
 // `JSON`, `Promise`, `Map.prototype.set` or adds setters to `Object.prototype` changes only
 // what its own code sees. Only strings cross to the host: `dispatch` takes an op's name and its
 // payload as JSON, and answers every op with a JSON object. runtime/guest-protocol.ts declares
 // the ops, their payloads and the replies, and the host parses every reply with it.
-(function installSandbox(configJson) {
+(function installSandbox(setupJson) {
   'use strict';
 
   const jsonParse = JSON.parse;
@@ -45,10 +47,13 @@
   const RealDate = Date;
   const dateToString = Date.prototype.toString;
 
-  const config = jsonParse(configJson);
-  const limits = config.limits;
+  const setup = jsonParse(setupJson);
   // The templates of the messages of the limits enforced here (runtime/limits.ts), by code.
-  const limitMessages = config.limitMessages;
+  const limitMessages = setup.limitMessages;
+  // The program's configuration (SandboxConfig), set once by `configure`: nothing of a program
+  // is in the isolate before its `start`.
+  let config = null;
+  let limits = null;
   const STRICT_PREFIX = '"use strict";';
   const MAX_ERROR_MESSAGE = 4096;
 
@@ -117,7 +122,8 @@
 
   // ---- determinism: seeded Math.random, frozen Date --------------------------------------
   // sfc32 seeded through splitmix32: fast, good enough for programs, and reproducible on replay.
-  let seedState = config.seed >>> 0;
+  // Seeded by `configure`; no code runs before then.
+  let seedState = 0;
   function splitmix32() {
     seedState = (seedState + 0x9e3779b9) | 0;
     let z = seedState;
@@ -125,10 +131,17 @@
     z = mathImul(z ^ (z >>> 13), 0xc2b2ae35);
     return (z ^ (z >>> 16)) >>> 0;
   }
-  let a = splitmix32();
-  let b = splitmix32();
-  let c = splitmix32();
-  let d = splitmix32();
+  let a = 0;
+  let b = 0;
+  let c = 0;
+  let d = 0;
+  function seedRandom(seed) {
+    seedState = seed >>> 0;
+    a = splitmix32();
+    b = splitmix32();
+    c = splitmix32();
+    d = splitmix32();
+  }
   function random() {
     const t = (((a + b) | 0) + d) | 0;
     d = (d + 1) | 0;
@@ -140,7 +153,8 @@
   }
   defineProperty(Math, 'random', { value: random, writable: true, enumerable: false, configurable: true });
 
-  const frozenNow = config.clock;
+  // Set by `configure` to the program's clock.
+  let frozenNow = 0;
   // `function Date` keeps `Date.name === 'Date'`; `new.target` keeps subclassing working.
   const FrozenDate = function Date(...args) {
     if (new.target === undefined) return reflectApply(dateToString, new RealDate(frozenNow), []);
@@ -278,7 +292,7 @@
   // helper modules the host passes. A program that replaces the built-ins they use can fool
   // its own checks, never the host's: the host has arguments checked again by this prelude run
   // in a second context, where no program runs (checkArguments below; arguments_invalid).
-  const schemaModules = config.schemaModules === undefined ? { __proto__: null } : config.schemaModules;
+  let schemaModules = { __proto__: null };
   const loadedModules = { __proto__: null };
 
   function evaluateModule(source) {
@@ -334,11 +348,6 @@
     if (error.keyword === 'additionalProperties') return `${where} has the property '${StringCtor(params.additionalProperty)}', which the schema does not allow`;
     if (error.keyword === 'enum') return `${where} must be one of ${jsonStringify(params.allowedValues)}`;
     return `${where} ${error.message === undefined ? 'does not match the schema' : error.message}`;
-  }
-
-  for (const tool of config.tools) {
-    if (tool.checkInput !== undefined) tool.checkInput = evaluateModule(tool.checkInput);
-    if (tool.checkOutput !== undefined) tool.checkOutput = evaluateModule(tool.checkOutput);
   }
 
   /** What a call sends: a function tool's arguments as JSON (an object), a custom tool's text as it is. */
@@ -403,29 +412,47 @@
     return call;
   }
 
-  const tools = { __proto__: null };
-  const namespaces = new MapCtor();
   const textTools = { __proto__: null };
-  for (const tool of config.tools) {
-    if (tool.text) textTools[tool.id] = true;
-    const fn = makeTool(tool);
-    let holder = tools;
-    if (tool.namespaceKeys !== undefined) {
-      // One object per namespace, under each of its keys.
-      holder = reflectApply(mapGet, namespaces, [tool.namespaceKeys[0]]);
-      if (holder === undefined) {
-        holder = { __proto__: null };
-        reflectApply(mapSet, namespaces, [tool.namespaceKeys[0], holder]);
-        for (const key of tool.namespaceKeys) defineProperty(tools, key, { value: holder, enumerable: true });
-      }
-    }
-    for (const key of tool.keys) defineProperty(holder, key, { value: fn, enumerable: true });
-  }
-  reflectApply(mapForEach, namespaces, [(holder) => freeze(holder)]);
-  freeze(tools);
 
-  for (const [name, value] of [['tools', tools], ['text', text], ['image', image]]) {
-    defineProperty(globalThis, name, { value, writable: false, enumerable: false, configurable: false });
+  /**
+   * Takes the program's configuration (SandboxConfig), once: seeds Math.random, sets the frozen
+   * clock, evaluates the schema validators and installs `tools`, `text` and `image`. Run by
+   * `start` (and, for the checker's context, by installSandbox), before any code of the program.
+   */
+  function configure(programConfig) {
+    if (config !== null) throw new ErrorCtor('ptc-emulator: the sandbox is configured already');
+    config = programConfig;
+    limits = config.limits;
+    seedRandom(config.seed);
+    frozenNow = config.clock;
+    if (config.schemaModules !== undefined) schemaModules = config.schemaModules;
+    for (const tool of config.tools) {
+      if (tool.checkInput !== undefined) tool.checkInput = evaluateModule(tool.checkInput);
+      if (tool.checkOutput !== undefined) tool.checkOutput = evaluateModule(tool.checkOutput);
+    }
+    const tools = { __proto__: null };
+    const namespaces = new MapCtor();
+    for (const tool of config.tools) {
+      if (tool.text) textTools[tool.id] = true;
+      const fn = makeTool(tool);
+      let holder = tools;
+      if (tool.namespaceKeys !== undefined) {
+        // One object per namespace, under each of its keys.
+        holder = reflectApply(mapGet, namespaces, [tool.namespaceKeys[0]]);
+        if (holder === undefined) {
+          holder = { __proto__: null };
+          reflectApply(mapSet, namespaces, [tool.namespaceKeys[0], holder]);
+          for (const key of tool.namespaceKeys) defineProperty(tools, key, { value: holder, enumerable: true });
+        }
+      }
+      for (const key of tool.keys) defineProperty(holder, key, { value: fn, enumerable: true });
+    }
+    reflectApply(mapForEach, namespaces, [(holder) => freeze(holder)]);
+    freeze(tools);
+
+    for (const [name, value] of [['tools', tools], ['text', text], ['image', image]]) {
+      defineProperty(globalThis, name, { value, writable: false, enumerable: false, configurable: false });
+    }
   }
 
   // ---- outcome ----------------------------------------------------------------------------
@@ -694,6 +721,9 @@
     return CONFORMS;
   }
 
+  // The checker's context takes its configuration at once: it runs no program.
+  if (setup.config !== undefined) configure(setup.config);
+
   /** The ops (GuestOp and CheckerOp in runtime/guest-protocol.ts): each one's name, and its payload as JSON. */
   return function dispatch(op, payloadJson) {
     if (op === 'repeat') return lastReply;
@@ -701,15 +731,18 @@
     try {
       const payload = jsonParse(payloadJson);
       if (op === 'check') reply = checkArguments(payload);
-      else if (op === 'record') {
-        recordedCount = payload.count;
-        loadEntries(payload.entries);
-        reply = DONE;
-      } else if (op === 'answers') {
+      else if (op === 'answers') {
         loadEntries(payload);
         reply = DONE;
       } else if (op === 'start') {
-        start(payload);
+        // The program's configuration, the record of a replay (its first part), then the code:
+        // one call into the isolate for all three.
+        configure(payload.config);
+        if (payload.record !== undefined) {
+          recordedCount = payload.record.count;
+          loadEntries(payload.record.entries);
+        }
+        start(payload.code);
         reply = DONE;
       } else if (op === 'deliver') {
         deliver(payload);

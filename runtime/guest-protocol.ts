@@ -30,12 +30,17 @@ export interface DeliveredAnswer {
 
 /** What each op the program's context takes carries, sent as JSON. */
 export interface GuestPayloads {
-  /** Before a replay starts: how many calls the recorded run made, and the first part of them. */
-  readonly record: { readonly count: number; readonly entries: readonly ReplayEntry[] };
+  /**
+   * The program starts: its configuration, and for a replay how many calls the recorded run made
+   * with the first part of them, then its code. One call into the isolate for all of it.
+   */
+  readonly start: {
+    readonly config: SandboxConfig;
+    readonly record?: { readonly count: number; readonly entries: readonly ReplayEntry[] };
+    readonly code: string;
+  };
   /** The next part of the record, after a `needs_answers` reply. */
   readonly answers: readonly ReplayEntry[];
-  /** The program's code: the program starts. */
-  readonly start: string;
   /** The answers to the batch the program is paused on, in seq order. */
   readonly deliver: readonly DeliveredAnswer[];
   /**
@@ -72,7 +77,7 @@ const Fault = z.strictObject({ state: z.literal('fault') });
 
 /** The reply of each GuestOp; which op may give which is GUEST_REPLY_STATES. */
 export const GuestReply = z.union([
-  // record, answers, start, deliver: done.
+  // answers, start, deliver: done.
   z.strictObject({ state: z.literal('done') }),
   // report: the program awaits the calls it made since the last report (`inFlight` pending in all).
   z.strictObject({
@@ -95,9 +100,11 @@ export const GuestReply = z.union([
 ]);
 export type GuestReply = z.infer<typeof GuestReply>;
 
+/** The `done` reply exactly as the prelude writes it (guest-prelude.js DONE). */
+const DONE_TEXT = '{"state":"done"}';
+
 /** The states each op replies with; every op may also reply `fault`. `repeat` replies as the op it repeats. */
 const GUEST_REPLY_STATES = {
-  record: ['done'],
   answers: ['done'],
   start: ['done'],
   deliver: ['done'],
@@ -138,8 +145,10 @@ function parseReply<T>(schema: z.ZodType<T>, text: unknown, what: string): T {
  * the program's); a `fault` reply is returned, for the host to handle.
  */
 export function parseGuestReply<Op extends RepliedGuestOp>(op: Op, text: unknown): GuestReplyTo<Op> {
-  const reply = parseReply(GuestReply, text, "program's context");
   const states: readonly string[] = GUEST_REPLY_STATES[op];
+  // Every step's first reply, written by the prelude as a constant: what parsing it would give.
+  if (text === DONE_TEXT && states.includes('done')) return { state: 'done' } as GuestReplyTo<Op>;
+  const reply = parseReply(GuestReply, text, "program's context");
   if (reply.state !== 'fault' && !states.includes(reply.state)) {
     throw new Error(`The program's context replied ${reply.state} to ${op}`);
   }
@@ -161,11 +170,22 @@ export const GUEST_LIMIT_CODES = [
 export type GuestLimitCode = (typeof GUEST_LIMIT_CODES)[number];
 
 /** The message templates (runtime/limits.ts) the prelude formats, by code. */
-export function guestLimitMessages(): SandboxConfig['limitMessages'] {
-  return Object.fromEntries(GUEST_LIMIT_CODES.map((code) => [code, limitTemplate(code)])) as SandboxConfig['limitMessages'];
+export function guestLimitMessages(): SandboxSetup['limitMessages'] {
+  return Object.fromEntries(GUEST_LIMIT_CODES.map((code) => [code, limitTemplate(code)])) as SandboxSetup['limitMessages'];
 }
 
-/** The configuration `installSandbox` receives. */
+/**
+ * What `installSandbox` receives when the isolate is made, ahead of any program: our own
+ * constants only. The checker's context, made for one program, takes that program's
+ * configuration here too (it runs no program, so gets no `start`).
+ */
+export interface SandboxSetup {
+  /** The templates of the messages the prelude ends a program with for a limit (GUEST_LIMIT_CODES). */
+  readonly limitMessages: { readonly [Code in GuestLimitCode]: string };
+  readonly config?: SandboxConfig;
+}
+
+/** A program's configuration, which the prelude takes with the program's code (the `start` op). */
 export interface SandboxConfig {
   readonly seed: number;
   readonly clock: number;
@@ -195,6 +215,4 @@ export interface SandboxConfig {
     readonly maxOutputBytes: number;
     readonly maxResumes: number;
   };
-  /** The templates of the messages the prelude ends a program with for a limit (GUEST_LIMIT_CODES). */
-  readonly limitMessages: { readonly [Code in GuestLimitCode]: string };
 }

@@ -8,7 +8,7 @@ export { IsolateProgram, type ProgramSpec } from './isolate-program.ts';
 export { ProgramTool, sealTool, takesText, toolId, unsealTools, type SealedTool } from './program-tool.ts';
 export { DEFAULT_WARM_ISOLATES } from './warm-isolates.ts';
 export { ProgramRuntime, type ProgramEngine, type ProgramRuntimeOptions, type ProgramRuntimeStats, type ResumePath } from './program-runtime.ts';
-export { runProgram, type HostTool, type RunProgramOptions, type RunProgramResult } from './run-program.ts';
+export { isolatesReady, runProgram, type HostTool, type RunProgramOptions, type RunProgramResult } from './run-program.ts';
 export { DEFAULT_LIMITS, LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from './limits.ts';
 export {
   failureResult,

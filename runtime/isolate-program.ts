@@ -1,10 +1,8 @@
-import { createHash, type Hash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type ivm from 'isolated-vm';
 import { assertCanMakeIsolates } from './node-flags.ts';
 import {
   dispatchArguments,
-  guestLimitMessages,
   parseCheckerReply,
   parseGuestReply,
   type CheckerOp,
@@ -19,7 +17,6 @@ import { limitMessage, limitNamed, type PlainLimitCode, type ProgramLimits } fro
 import type { RunawayLimit } from './errors.ts';
 import {
   answersDigest,
-  hashOutputs,
   type ProgramEvent,
   type ProgramFailure,
   type ProgramStats,
@@ -28,11 +25,14 @@ import {
   type ToolCallRequest,
 } from './program-events.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../schemas/json-depth.ts';
+import { ReceivedDigest } from './received-digest.ts';
 import { takesText, toolId, type ProgramTool } from './program-tool.ts';
 import { compileToolSchema } from './schema-compiler.ts';
 import { GUEST_SCHEMA_MODULES } from './tool-schemas.ts';
 import { toolKeys } from './tool-keys.ts';
-import { prepareIsolate, type WarmIsolates } from './warm-isolates.ts';
+import { disposeSoon } from './isolate-disposal.ts';
+import { prepareIsolate, sandboxSetupJson, type Dispatch } from './prepared-isolate.ts';
+import type { WarmIsolates } from './warm-isolates.ts';
 
 /**
  * A replay's record, and a batch's arguments sent to the checker, enter the isolate in parts of
@@ -60,8 +60,6 @@ function firstPart<T>(items: Iterable<T>, budget: number): T[] {
   return part;
 }
 
-/** What `dispatch` is, seen from the host: an op's name and its payload as JSON in, a reply as JSON out. */
-type Dispatch = (op: string, payloadJson: string) => string;
 /** The op asking where the program stands, and the one asking for the last reply again. */
 const REPORT = { op: 'report', payload: null } as const satisfies GuestOp;
 const REPEAT = { op: 'repeat', payload: null } as const satisfies GuestOp;
@@ -93,20 +91,33 @@ export interface ProgramSpec {
  * The tools as the prelude installs them: each under its own key and, when its name is not an
  * identifier, an alias (see toolKeys); a namespace's tools inside the namespace's object.
  */
-async function sandboxTools(tools: readonly ProgramTool[]): Promise<SandboxConfig['tools']> {
+function sandboxTools(tools: readonly ProgramTool[], validators: readonly ToolValidators[] | undefined): SandboxConfig['tools'] {
   const topLevel = toolKeys([...new Set(tools.map((tool) => tool.namespace ?? tool.name))]);
   const inside = new Map<string, Map<string, string[]>>();
   for (const namespace of new Set(tools.flatMap((tool) => (tool.namespace === undefined ? [] : [tool.namespace])))) {
     inside.set(namespace, toolKeys(tools.filter((tool) => tool.namespace === namespace).map((tool) => tool.name)));
   }
+  return tools.map((tool, index) => ({
+    id: toolId(tool),
+    keys: tool.namespace === undefined ? (topLevel.get(tool.name) ?? [tool.name]) : (inside.get(tool.namespace)?.get(tool.name) ?? [tool.name]),
+    ...(tool.namespace === undefined ? {} : { namespaceKeys: topLevel.get(tool.namespace) ?? [tool.namespace] }),
+    text: takesText(tool),
+    ...(tool.nullDefaults ? { nullDefaults: tool.nullDefaults } : {}),
+    parseJson: tool.parseOutputAsJson,
+    ...validators?.[index],
+  }));
+}
+
+/** A tool's schemas as standalone validators (CommonJS sources), for the prelude to evaluate. */
+interface ToolValidators {
+  readonly checkInput?: string;
+  readonly checkOutput?: string;
+}
+
+/** Each tool's validators, in order: compiled in the schema thread (cached there by content). */
+function compileValidators(tools: readonly ProgramTool[]): Promise<ToolValidators[]> {
   return Promise.all(
     tools.map(async (tool) => ({
-      id: toolId(tool),
-      keys: tool.namespace === undefined ? (topLevel.get(tool.name) ?? [tool.name]) : (inside.get(tool.namespace)?.get(tool.name) ?? [tool.name]),
-      ...(tool.namespace === undefined ? {} : { namespaceKeys: topLevel.get(tool.namespace) ?? [tool.namespace] }),
-      text: takesText(tool),
-      ...(tool.nullDefaults ? { nullDefaults: tool.nullDefaults } : {}),
-      parseJson: tool.parseOutputAsJson,
       ...(tool.parameters ? { checkInput: (await compileToolSchema(tool.parameters)).source } : {}),
       ...(tool.outputSchema ? { checkOutput: (await compileToolSchema(tool.outputSchema)).source } : {}),
     })),
@@ -162,10 +173,10 @@ export class IsolateProgram {
    */
   #checker: ivm.Reference<Dispatch> | undefined;
   /** What #startChecker needs, kept from the boot until the first call to a strict tool. */
-  #checkerSetup: { readonly script: ivm.Script; readonly config: string } | undefined;
+  #checkerSetup: { readonly script: ivm.Script; readonly setup: string } | undefined;
   #pending: readonly ToolCallRequest[] = [];
   /** A running digest of every output the program has received, in seq order: a warm resume checks none changed. */
-  #received: Hash = createHash('sha256');
+  readonly #received = new ReceivedDigest();
   #calls = 0;
   #steps = 0;
   #cpuTimeMs = 0;
@@ -236,7 +247,7 @@ export class IsolateProgram {
       this.#steps = 1;
       return this.#fail(this.#limitFailure('code_too_large'));
     }
-    hashOutputs(this.#received, recorded);
+    this.#received.add(recorded);
     // Recorded calls are made and answered inside the isolate; new calls are numbered after them.
     this.#calls = recorded.length;
     // A live run would have ended at the first answer over the size limit, when its batch was
@@ -248,9 +259,10 @@ export class IsolateProgram {
     this.#record = recorded;
     this.#oversized = oversized;
     const event = await this.#step(async (started) => {
-      await this.#boot(started);
-      if (recorded.length > 0) await this.#call({ op: 'record', payload: { count: recorded.length, entries: this.#entriesFrom(0) } }, started);
-      await this.#call({ op: 'start', payload: code }, started);
+      const config = await this.#boot(started);
+      // The configuration, the record's first part and the code enter the isolate in one call.
+      const record = recorded.length > 0 ? { record: { count: recorded.length, entries: this.#entriesFrom(0) } } : {};
+      await this.#call({ op: 'start', payload: { config, ...record, code } }, started);
     });
     // The record is needed only while replaying: a program kept paused must not hold it.
     this.#record = [];
@@ -293,7 +305,7 @@ export class IsolateProgram {
   isPausedWith(calls: number, answeredDigest: string): boolean {
     if (this.#finished || this.#calls !== calls || this.#pending.length === 0) return false;
     if (this.#pending[0]!.seq !== calls - this.#pending.length) return false;
-    return answeredDigest === this.#received.copy().digest('base64');
+    return answeredDigest === this.#received.digest();
   }
 
   /** Delivers one output for every pending call (matched by `seq`) and runs the program on. */
@@ -311,7 +323,7 @@ export class IsolateProgram {
       const call = this.#pending.find((pendingCall) => pendingCall.seq === oversized.seq);
       return this.#fail(this.#toolOutputTooLarge(call?.tool ?? '?', oversized));
     }
-    hashOutputs(this.#received, sorted);
+    this.#received.add(sorted);
     this.#pending = [];
     if (this.#steps > this.#spec.limits.maxResumes) return this.#fail(this.#limitFailure('resume_limit_exceeded'));
     return this.#step(async (started) => {
@@ -327,8 +339,14 @@ export class IsolateProgram {
     return heap.total_heap_size + heap.externally_allocated_size;
   }
 
-  /** Frees the isolate. Safe to call at any time, more than once. */
+  /** Frees the isolate at once (a step running in it stops). Safe to call at any time, more than once. */
   dispose(): void {
+    const isolate = this.#release();
+    if (isolate && !isolate.isDisposed) isolate.dispose();
+  }
+
+  /** Drops everything of the isolate and returns it, for the caller to dispose. */
+  #release(): ivm.Isolate | undefined {
     this.#finished = true;
     this.#pending = [];
     const isolate = this.#isolate;
@@ -336,23 +354,31 @@ export class IsolateProgram {
     this.#dispatch = undefined;
     this.#checker = undefined;
     this.#checkerSetup = undefined;
-    if (isolate && !isolate.isDisposed) isolate.dispose();
+    return isolate;
   }
 
-  async #boot(started: number): Promise<void> {
+  /**
+   * Takes (or makes) the program's isolate, and returns the program's configuration for its
+   * `start`. Nothing enters the isolate here.
+   */
+  async #boot(started: number): Promise<SandboxConfig> {
     const spec = this.#spec;
     // Validators first, compiled in the schema thread (cached there by content), so that no
-    // isolate waits on them.
-    const tools = await sandboxTools(spec.tools);
+    // isolate waits on them; most programs' tools have no schema and nothing waits.
+    const tools = sandboxTools(
+      spec.tools,
+      spec.tools.some((tool) => tool.parameters !== undefined || tool.outputSchema !== undefined) ? await compileValidators(spec.tools) : undefined,
+    );
     // One made ahead when the runtime keeps some, else one made now on the step's clock.
     const prepared = this.#warm?.take(spec.limits.memoryMb) ?? (await this.#within(started, async (timeout) => prepareIsolate(spec.limits.memoryMb, timeout)));
-    const { isolate, script, install } = prepared;
+    const { isolate, script, dispatch } = prepared;
     if (this.#finished) {
       // Disposed while the isolate was being made: nothing may keep it.
       isolate.dispose();
       throw new Error('The program was disposed while it started');
     }
     this.#isolate = isolate;
+    this.#dispatch = dispatch;
     const config: SandboxConfig = {
       seed: spec.seed,
       clock: spec.clock,
@@ -365,21 +391,15 @@ export class IsolateProgram {
         maxOutputBytes: spec.limits.maxOutputBytes,
         maxResumes: spec.limits.maxResumes,
       },
-      limitMessages: guestLimitMessages(),
     };
-    // Synchronous: the prelude's own code on a configuration bounded by the tool limits, no
-    // program code (see prepareIsolate for why a thread hop costs more).
-    this.#dispatch = (await this.#within(started, async (timeout) =>
-      install.applySync(undefined, [JSON.stringify(config)], { result: { reference: true }, timeout }),
-    )) as ivm.Reference<Dispatch>;
-    install.release();
     if (tools.some((tool) => tool.checkInput !== undefined)) {
       // The checker needs only the strict tools' argument validators; it starts on the first call to one.
       const strictTools = tools.filter((tool) => tool.checkInput !== undefined).map(({ checkOutput: _checkOutput, ...tool }) => tool);
-      this.#checkerSetup = { script, config: JSON.stringify({ ...config, tools: strictTools }) };
+      this.#checkerSetup = { script, setup: sandboxSetupJson({ ...config, tools: strictTools }) };
     } else {
       script.release();
     }
+    return config;
   }
 
   /** The most JSON one part handed into the isolate may take (see PART_MEMORY_SHARE). */
@@ -405,10 +425,10 @@ export class IsolateProgram {
     if (!isolate || !setup) throw new Error('The program is not running');
     const context = await isolate.createContext();
     const install = (await this.#within(started, (timeout) => setup.script.run(context, { reference: true, timeout }))) as ivm.Reference<
-      (configJson: string) => unknown
+      (setupJson: string) => unknown
     >;
     const checker = (await this.#within(started, (timeout) =>
-      install.apply(undefined, [setup.config], { result: { reference: true }, timeout }),
+      install.apply(undefined, [setup.setup], { result: { reference: true }, timeout }),
     )) as ivm.Reference<Dispatch>;
     install.release();
     setup.script.release();
@@ -653,9 +673,11 @@ export class IsolateProgram {
     return { cpuTimeMs: Math.round(this.#cpuTimeMs * 1000) / 1000, steps: this.#steps, calls: this.#calls };
   }
 
+  /** The program has ended and no call runs in its isolate: it is disposed just after its outcome is handed back. */
   #finish(): void {
     this.#readCpuTime();
-    this.dispose();
+    const isolate = this.#release();
+    if (isolate && !isolate.isDisposed) disposeSoon(isolate);
   }
 
   #fail(error: ProgramFailure): ProgramEvent {

@@ -9,7 +9,7 @@ import type { ProgramErrorCode } from '../schemas/error-codes.ts';
  * A message is a template: `{limit}` is the limit's value, `{tool}` the tool a call named (as
  * `tools.` names it), `{what}` what of an answer was too large (`output` or `error message`).
  * The host formats them with limitMessage; the prelude, for the limits it enforces inside the
- * isolate, formats the same templates, handed to it in its configuration (SandboxConfig).
+ * isolate, formats the same templates, handed to it when its isolate is made (SandboxSetup).
  */
 export const LIMIT_DEFINITIONS = {
   cpuTimeMs: {

@@ -15,7 +15,13 @@ export function hasRequiredNodeFlag(execArgv: readonly string[] = process.execAr
   return execArgv.includes(REQUIRED_NODE_FLAG) || nodeOptions.split(/\s+/).includes(REQUIRED_NODE_FLAG);
 }
 
+let confirmed = false;
+
 /** Throws MissingNodeFlagError unless the process may make isolates. */
 export function assertCanMakeIsolates(): void {
+  // The flags a process started with do not change: once seen, not looked up again (reading
+  // NODE_OPTIONS from the environment costs several microseconds of every program's start).
+  if (confirmed) return;
   if (!hasRequiredNodeFlag()) throw new MissingNodeFlagError();
+  confirmed = true;
 }

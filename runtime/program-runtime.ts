@@ -13,6 +13,8 @@ export interface ProgramRuntimeOptions {
   readonly maxPausedHeapBytes: number;
   /** Isolates kept made ahead of demand (WarmIsolates; default DEFAULT_WARM_ISOLATES); 0 makes each when its program starts. */
   readonly warmIsolates?: number;
+  /** The memory limit (MiB) programs are expected to ask for, which isolates are made ahead for until one asks for another (default DEFAULT_LIMITS.memoryMb). */
+  readonly warmMemoryMb?: number;
 }
 
 /** How a resume was served: from the paused isolate, or by replaying the program from the start. */
@@ -70,9 +72,14 @@ export class ProgramRuntime implements ProgramEngine {
     // Refused here rather than at the first program: a server built without the flag says so at once.
     assertCanMakeIsolates();
     this.#options = options;
-    this.#warm = new WarmIsolates(options.warmIsolates);
+    this.#warm = new WarmIsolates(options.warmIsolates, undefined, options.warmMemoryMb === undefined ? {} : { memoryMb: options.warmMemoryMb });
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(1000, Math.min(options.pausedTtlMs, 60_000)));
     this.#sweeper.unref();
+  }
+
+  /** Resolves once this runtime's isolates made ahead are made (WarmIsolates.whenFull): for a caller between programs. */
+  isolatesReady(): Promise<void> {
+    return this.#warm.whenFull();
   }
 
   /** The steps running past a limit without ending (see IsolateProgram.runaway), which limit, and for how long. */

@@ -30,6 +30,15 @@ export interface RunProgramResult {
 }
 
 /**
+ * Resolves once the isolates `runProgram` takes from (made ahead, shared by the process) are
+ * made: for a caller between programs, so that the next ones start without making their own.
+ * Resolves at once when they are, and never waits on what cannot be made (see WarmIsolates.whenFull).
+ */
+export function isolatesReady(): Promise<void> {
+  return sharedWarmIsolates().whenFull();
+}
+
+/**
  * Runs a program to the end in a fresh isolate, answering its calls with host functions.
  * The library entry point for sandbox experiments; the server drives `ProgramRuntime` instead,
  * because there the answers come from the client in later requests.

@@ -1,107 +1,82 @@
-import { readFileSync } from 'node:fs';
-import ivm from 'isolated-vm';
-
-const PRELUDE_SOURCE = readFileSync(new URL('./guest-prelude.js', import.meta.url), 'utf8');
-
-/** An isolate with its context and the prelude compiled and run: ready for one program's config. */
-export interface PreparedIsolate {
-  readonly isolate: ivm.Isolate;
-  readonly context: ivm.Context;
-  /** The prelude, compiled in this isolate (a strict-parameters checker runs it once more). */
-  readonly script: ivm.Script;
-  /** The prelude's installer: takes the program's config (JSON) and returns its dispatcher. */
-  readonly install: ivm.Reference<(configJson: string) => unknown>;
-}
+import { DEFAULT_LIMITS } from './limits.ts';
+import { bindToThread, prepareIsolate, type PreparedIsolate } from './prepared-isolate.ts';
 
 /** How many isolates a runtime keeps made ahead when not told (PTC_WARM_ISOLATES's default). */
 export const DEFAULT_WARM_ISOLATES = 2;
-
-/**
- * Bounds the prelude's own run when an isolate is made ahead of a program (no step's clock is
- * running then). The prelude is ours and defines functions only: it takes a few milliseconds.
- */
-const PRELUDE_TIMEOUT_MS = 5_000;
-
-const PRELUDE_FILENAME = 'ptc:prelude';
-
-let preludeCache: ivm.ExternalCopy<ArrayBuffer> | undefined;
-
-/**
- * V8's code cache for the prelude, made once per process in a scratch isolate: compiling with it
- * takes a seventh of the time (about 0.1 ms instead of 0.6 here). Only ever made from our own
- * source, never from anything a request holds; a cache V8 rejects costs a normal compile.
- */
-function preludeCachedData(): ivm.ExternalCopy<ArrayBuffer> | undefined {
-  if (preludeCache) return preludeCache;
-  const scratch = new ivm.Isolate({ memoryLimit: 16 });
-  try {
-    // isolated-vm's types leave out what compileScriptSync returns with produceCachedData.
-    const script = scratch.compileScriptSync(PRELUDE_SOURCE, { filename: PRELUDE_FILENAME, produceCachedData: true }) as ivm.Script & ivm.CachedDataResult;
-    preludeCache = script.cachedData;
-  } finally {
-    scratch.dispose();
-  }
-  return preludeCache;
-}
-
-/**
- * A new isolate of `memoryMb` with the prelude run in it; `timeoutMs` bounds that run.
- * Synchronous, on this thread: none of it is a request's code, it takes about as long as the
- * `new Isolate` that must be synchronous anyway, and each asynchronous step would add two
- * thread hand-overs (to the isolate's thread and back), which cost more than the step itself.
- */
-export function prepareIsolate(memoryMb: number, timeoutMs: number = PRELUDE_TIMEOUT_MS): PreparedIsolate {
-  const isolate = new ivm.Isolate({ memoryLimit: memoryMb });
-  try {
-    const context = isolate.createContextSync();
-    const script = isolate.compileScriptSync(PRELUDE_SOURCE, { filename: PRELUDE_FILENAME, cachedData: preludeCachedData() });
-    const install = script.runSync(context, { reference: true, timeout: timeoutMs }) as ivm.Reference<(configJson: string) => unknown>;
-    return { isolate, context, script, install };
-  } catch (error) {
-    if (!isolate.isDisposed) isolate.dispose();
-    throw error;
-  }
-}
 
 /** An isolate made ahead and not taken within this long is disposed: it would only hold memory. */
 export const WARM_ISOLATE_IDLE_MS = 30_000;
 
 /**
- * Isolates are made ahead only once no step has run for this long. A program's steps come in
- * bursts a pause apart (a worker's pause is an IPC round trip, well under a millisecond when
- * the tools answer at once): made in such a gap, an isolate makes the resume that arrives wait
- * behind it (2 ms of every 30 in a worker running 50 sequential calls, before this rule).
+ * Isolates are made ahead on their own only once no step has run for this long. A program's steps
+ * come in bursts a pause apart (a worker's pause is an IPC round trip, well under a millisecond
+ * when the tools answer at once): made in such a gap, an isolate makes the resume that arrives
+ * wait behind it (2 ms of every 30 in a worker running 50 sequential calls, before this rule).
  */
 const FILL_AFTER_IDLE_MS = 2;
+
+const MIB = 1024 * 1024;
+
+export interface WarmIsolatesOptions {
+  /**
+   * The memory limit (MiB) isolates are made for until a program asks for another: the limit
+   * programs are expected to run with. Default DEFAULT_LIMITS.memoryMb.
+   */
+  readonly memoryMb?: number;
+  /** The memory this process may still take, in bytes (default process.availableMemory()): see WarmIsolates. */
+  readonly availableBytes?: () => number;
+}
+
+/** What a pool has done, for tests and metrics. */
+export interface WarmIsolatesStats {
+  /** Waiting now. */
+  readonly ready: number;
+  /** Made ahead so far. */
+  readonly made: number;
+  /** Handed to a program so far (each once). */
+  readonly taken: number;
+}
 
 /**
  * Isolates made ahead of demand, so that starting a program does not wait for an isolate, its
  * context and the prelude (most of a light program's cost). Each is fresh: made for one
  * program, handed out once, never given back; nothing of a request is in it before it is
- * taken. At most `size` wait at any time, for the memory limit last asked for; one not taken
- * within WARM_ISOLATE_IDLE_MS is disposed.
+ * taken. At most `size` wait at any time, for one memory limit (the last a program asked for,
+ * or `memoryMb` before any did), and no more than the memory this process may still take would
+ * hold at that limit: each is made for a program that may grow to it. One not taken within
+ * WARM_ISOLATE_IDLE_MS is disposed.
  *
- * They are made only while no program step runs here (each step is bracketed by stepBegan and
- * stepEnded), once none has for FILL_AFTER_IDLE_MS: making one takes the thread for a millisecond
- * or two, and a step's replies, or the next step of a program between two pauses, would wait
- * behind it. Under a steady stream of steps none are made and each program makes its own, which
- * costs what it costs without the pool.
+ * On their own they are made only while no program step runs here (each step is bracketed by
+ * stepBegan and stepEnded), once none has for FILL_AFTER_IDLE_MS: making one takes the thread for
+ * a millisecond or two, and a step's replies, or the next step of a program between two pauses,
+ * would wait behind it. Under a steady stream of steps none are made and each program makes its
+ * own, which costs what it costs without the pool. A caller that knows it is between programs
+ * asks for them at once with `whenFull`.
  */
 export class WarmIsolates {
   readonly #size: number;
   readonly #idleMs: number;
-  #memoryMb: number | undefined;
-  #ready: { readonly prepared: PreparedIsolate; readonly madeAt: number }[] = [];
+  readonly #availableBytes: () => number;
+  #memoryMb: number;
+  /** Each with its bindToThread, which a program's first step waits behind if it takes the isolate first. */
+  #ready: { readonly prepared: PreparedIsolate; readonly madeAt: number; readonly bound: Promise<void> }[] = [];
   #running = 0;
-  /** Steps begun so far: a fill goes ahead only if none began since it was scheduled. */
+  /** Steps begun so far: a fill on its own goes on only if none began since it was scheduled. */
   #begun = 0;
   #scheduled = false;
+  #filling = false;
+  /** whenFull callers: each resolved once the pool is full, or once as many were made as were missing when it asked. */
+  #waiters: { missing: number; readonly resolve: () => void }[] = [];
   #closed = false;
   #expiry: NodeJS.Timeout | undefined;
+  #made = 0;
+  #taken = 0;
 
-  constructor(size: number = DEFAULT_WARM_ISOLATES, idleMs: number = WARM_ISOLATE_IDLE_MS) {
+  constructor(size: number = DEFAULT_WARM_ISOLATES, idleMs: number = WARM_ISOLATE_IDLE_MS, options: WarmIsolatesOptions = {}) {
     this.#size = size;
     this.#idleMs = idleMs;
+    this.#memoryMb = options.memoryMb ?? DEFAULT_LIMITS.memoryMb;
+    this.#availableBytes = options.availableBytes ?? (() => process.availableMemory());
   }
 
   /** A prepared isolate of `memoryMb`, if one is waiting. */
@@ -112,7 +87,9 @@ export class WarmIsolates {
       this.#memoryMb = memoryMb;
       this.#disposeReady();
     }
-    return this.#ready.shift()?.prepared;
+    const taken = this.#ready.shift()?.prepared;
+    if (taken) this.#taken += 1;
+    return taken;
   }
 
   /** A program step starts running in this process. */
@@ -124,7 +101,22 @@ export class WarmIsolates {
   /** A program step has ended: once none runs, the pool makes up what was taken. */
   stepEnded(): void {
     this.#running -= 1;
-    this.#schedule();
+    this.#scheduleIdleFill();
+  }
+
+  /**
+   * Makes what the pool is short of now, steps running or not, and resolves once it is full:
+   * for a caller between programs (isolatesReady). Resolves at once when the pool is full or
+   * keeps none; never waits on what cannot be made (a failure, the memory bound, close), nor for
+   * more than were missing when it was called, however many programs take meanwhile.
+   */
+  whenFull(): Promise<void> {
+    const missing = this.#size - this.#ready.length;
+    if (this.#closed || missing <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#waiters.push({ missing, resolve });
+      void this.#fill();
+    });
   }
 
   /** How many wait now (for tests and metrics). */
@@ -132,38 +124,93 @@ export class WarmIsolates {
     return this.#ready.length;
   }
 
+  stats(): WarmIsolatesStats {
+    return { ready: this.#ready.length, made: this.#made, taken: this.#taken };
+  }
+
   close(): void {
     this.#closed = true;
     clearTimeout(this.#expiry);
     this.#disposeReady();
+    this.#releaseWaiters();
   }
 
   /**
-   * The first isolate FILL_AFTER_IDLE_MS after the last step, the next ones one per turn of the
-   * event loop; each only if no step began in between and the pool is still short.
+   * Whether the memory this process may still take holds `count` programs at their limit: read
+   * once per isolate about to be made (reading it costs 15 µs or more, too much to ask on every
+   * whenFull).
    */
-  #schedule(quiet = false): void {
-    if (this.#scheduled || this.#closed || this.#memoryMb === undefined || this.#ready.length >= this.#size) return;
+  #memoryHolds(count: number): boolean {
+    return this.#availableBytes() >= count * this.#memoryMb * MIB;
+  }
+
+  /** A fill on its own, FILL_AFTER_IDLE_MS after the last step, if none began meanwhile. */
+  #scheduleIdleFill(): void {
+    if (this.#scheduled || this.#filling || this.#closed || this.#ready.length >= this.#size) return;
     this.#scheduled = true;
     const begun = this.#begun;
-    const fill = (): void => {
+    setTimeout(() => {
       this.#scheduled = false;
-      const memoryMb = this.#memoryMb;
-      if (this.#running > 0 || this.#closed || memoryMb === undefined || this.#ready.length >= this.#size) return;
+      if (this.#running > 0) return;
       // A step began and ended meanwhile: the quiet time counts from its end.
-      if (this.#begun !== begun) return this.#schedule();
-      try {
-        this.#ready.push({ prepared: prepareIsolate(memoryMb), madeAt: performance.now() });
-      } catch {
-        // A failure to make one ahead (out of memory, say) costs nothing: the next program makes its own.
-        return;
+      if (this.#begun !== begun) return this.#scheduleIdleFill();
+      void this.#fill();
+    }, FILL_AFTER_IDLE_MS).unref();
+  }
+
+  /**
+   * Makes isolates one per turn of the event loop while the pool is short: for as long as a
+   * whenFull caller waits, else only while no step begins (a message that arrived while one was
+   * made has started its step by the time the next turn comes). Each is bound to an isolated-vm
+   * thread while the next is made on this one.
+   */
+  async #fill(): Promise<void> {
+    if (this.#filling) return;
+    this.#filling = true;
+    let waitForQuiet = false;
+    try {
+      let begun = this.#begun;
+      while (!this.#closed && this.#ready.length < this.#size && this.#memoryHolds(this.#ready.length + 1)) {
+        if (this.#waiters.length === 0 && (this.#running > 0 || this.#begun !== begun)) {
+          // Left to itself, the pool waits for the next quiet time (a step that ends later schedules it).
+          waitForQuiet = this.#running === 0;
+          break;
+        }
+        begun = this.#begun;
+        const memoryMb = this.#memoryMb;
+        let prepared: PreparedIsolate;
+        try {
+          prepared = prepareIsolate(memoryMb);
+        } catch {
+          // A failure to make one ahead (out of memory, say) costs nothing: the next program makes its own.
+          break;
+        }
+        // An isolate disposed meanwhile (taken and ended, expired, closed) fails its binding: nothing lost.
+        const bound = bindToThread(prepared).catch(() => {});
+        this.#ready.push({ prepared, madeAt: performance.now(), bound });
+        this.#made += 1;
+        this.#armExpiry();
+        for (const waiter of this.#waiters) waiter.missing -= 1;
+        this.#releaseWaiters(this.#ready.length >= this.#size);
+        await new Promise((resolve) => setImmediate(resolve));
       }
-      this.#armExpiry();
-      this.#schedule(true);
-    };
-    // A message that arrived while one was made has started its step by the time setImmediate's turn comes.
-    if (quiet) setImmediate(fill);
-    else setTimeout(fill, FILL_AFTER_IDLE_MS).unref();
+    } finally {
+      this.#filling = false;
+      // Whatever stopped the fill, no caller waits on it any longer.
+      this.#releaseWaiters(true);
+    }
+    if (waitForQuiet) this.#scheduleIdleFill();
+  }
+
+  /** Resolves the waiters that have what they asked for (all of them when `all`), once what waits is bound to its thread. */
+  #releaseWaiters(all = true): void {
+    const waiting = this.#waiters;
+    this.#waiters = all ? [] : waiting.filter((waiter) => waiter.missing > 0);
+    const released = waiting.filter((waiter) => all || waiter.missing <= 0);
+    if (released.length === 0) return;
+    void Promise.all(this.#ready.map((entry) => entry.bound)).then(() => {
+      for (const waiter of released) waiter.resolve();
+    });
   }
 
   /** Disposes the isolates waiting longer than the idle time, checking again while some wait. */

@@ -101,6 +101,8 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     maxPausedPrograms: config.maxPausedPrograms,
     maxPausedHeapBytes: config.maxPausedHeapBytes,
     warmIsolates: config.warmIsolates,
+    // Isolates are made ahead for the memory limit programs run with here.
+    warmMemoryMb: limits.memoryMb,
   };
   let onWorkerDeath: (pid: number | undefined, reason: string, detail: string) => void = () => {};
   const runtime: ProgramEngine =

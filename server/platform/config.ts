@@ -135,7 +135,7 @@ export const SETTINGS = {
   PTC_WARM_ISOLATES: {
     default: String(DEFAULT_WARM_ISOLATES),
     description:
-      'Isolates each process that runs programs keeps made ahead of demand, with the prelude loaded, so that a program does not wait for one (each is fresh: one program, never reused; made while no step runs, disposed after 30 s unused). `0` makes each isolate as its program starts.',
+      'Isolates each process that runs programs keeps made ahead of demand, with the prelude loaded, so that a program does not wait for one (each is fresh: one program, never reused; made while no step runs, for `PTC_MEMORY_MB`, no more than free memory holds at that limit; disposed after 30 s unused). `0` makes each isolate as its program starts.',
   },
   PTC_MAX_PAUSED_HEAP_MB: { default: '512', description: 'Heap of all paused isolates together, in MiB; beyond, the least recently used are dropped.' },
   PTC_INSPECTOR: { default: 'on', description: '`on` serves the inspector page at `/inspector` (docs/INSPECTOR.md); `off` answers 404 there.' },

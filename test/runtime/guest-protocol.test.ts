@@ -11,6 +11,7 @@ import {
   type GuestOp,
   type RepliedGuestOp,
   type SandboxConfig,
+  type SandboxSetup,
 } from '../../runtime/guest-protocol.ts';
 import { type DEFAULT_LIMITS, LIMIT_DEFINITIONS, limitMessage, limitTemplate, type LimitCode } from '../../runtime/limits.ts';
 import { runProgram, type HostTool } from '../../runtime/run-program.ts';
@@ -19,7 +20,6 @@ const running = '{"state":"running","inFlight":2,"calls":[{"seq":0,"tool":"a","a
 
 describe('parseGuestReply', () => {
   it.each<[RepliedGuestOp, string]>([
-    ['record', '{"state":"done"}'],
     ['answers', '{"state":"done"}'],
     ['start', '{"state":"done"}'],
     ['deliver', '{"state":"done"}'],
@@ -33,7 +33,7 @@ describe('parseGuestReply', () => {
     ['report', '{"state":"needs_answers","from":0}'],
     ['report', '{"state":"needs_answers","from":17}'],
     ['report', '{"state":"resume_limit"}'],
-    ...(['record', 'answers', 'start', 'deliver', 'report'] as const).map((op): [RepliedGuestOp, string] => [op, '{"state":"fault"}']),
+    ...(['answers', 'start', 'deliver', 'report'] as const).map((op): [RepliedGuestOp, string] => [op, '{"state":"fault"}']),
   ])('accepts the reply to %s %s', (op, text) => {
     expect(parseGuestReply(op, text)).toEqual(JSON.parse(text));
   });
@@ -51,7 +51,7 @@ describe('parseGuestReply', () => {
     ['a key the shape does not have', 'start', '{"state":"done","extra":1}'],
     ['a state another op gives: done to report', 'report', '{"state":"done"}'],
     ['a state another op gives: running to deliver', 'deliver', running],
-    ['a state another op gives: replaying to record', 'record', '{"state":"replaying"}'],
+    ['a state another op gives: replaying to answers', 'answers', '{"state":"replaying"}'],
     ['a checker reply', 'report', '{"state":"conforms"}'],
     ['running with a negative count in flight', 'report', '{"state":"running","inFlight":-1,"calls":[]}'],
     ['running without its calls', 'report', '{"state":"running","inFlight":0}'],
@@ -104,14 +104,21 @@ describe('parseCheckerReply', () => {
 });
 
 describe('dispatchArguments', () => {
+  const config: SandboxConfig = {
+    seed: 1,
+    clock: 0,
+    tools: [],
+    limits: { maxCalls: 1, maxCallsInFlight: 1, maxArgumentBytes: 1, maxOutputBytes: 1, maxResumes: 1 },
+  };
+  const configJson = JSON.stringify(config);
   it.each<[GuestOp | CheckerOp, [string, string]]>([
-    [{ op: 'start', payload: 'text("a")' }, ['start', '"text(\\"a\\")"']],
+    [{ op: 'start', payload: { config, code: 'text("a")' } }, ['start', `{"config":${configJson},"code":"text(\\"a\\")"}`]],
     [{ op: 'report', payload: null }, ['report', 'null']],
     [{ op: 'repeat', payload: null }, ['repeat', 'null']],
     [{ op: 'deliver', payload: [{ seq: 0, output: 'x' }] }, ['deliver', '[{"seq":0,"output":"x"}]']],
     [
-      { op: 'record', payload: { count: 2, entries: [{ seq: 0, tool: 'a', args: '{}', withheld: true }] } },
-      ['record', '{"count":2,"entries":[{"seq":0,"tool":"a","args":"{}","withheld":true}]}'],
+      { op: 'start', payload: { config, record: { count: 2, entries: [{ seq: 0, tool: 'a', args: '{}', withheld: true }] }, code: '' } },
+      ['start', `{"config":${configJson},"record":{"count":2,"entries":[{"seq":0,"tool":"a","args":"{}","withheld":true}]},"code":""}`],
     ],
     [{ op: 'check', payload: [{ tool: 'a', args: '{}' }] }, ['check', '[{"tool":"a","args":"{}"}]']],
   ])('%j is sent as its name and its payload as JSON', (op, expected) => {
@@ -122,14 +129,17 @@ describe('dispatchArguments', () => {
 describe('the prelude answers every op with a reply of the protocol', () => {
   const PRELUDE = readFileSync(new URL('../../runtime/guest-prelude.js', import.meta.url), 'utf8');
   let isolate: ivm.Isolate | undefined;
+  let context: ivm.Context | undefined;
   afterEach(() => isolate?.dispose());
 
-  async function install(config: SandboxConfig): Promise<(op: string, payload: string) => unknown> {
+  /** The prelude installed as an isolate made ahead has it (no program's configuration yet), or as a checker's context with `config`. */
+  async function install(config?: SandboxConfig): Promise<(op: string, payload: string) => unknown> {
     isolate = new ivm.Isolate({ memoryLimit: 32 });
-    const context = await isolate.createContext();
+    context = await isolate.createContext();
     const script = await isolate.compileScript(PRELUDE);
-    const installSandbox = (await script.run(context, { reference: true })) as ivm.Reference<(configJson: string) => unknown>;
-    const dispatch = (await installSandbox.apply(undefined, [JSON.stringify(config)], { result: { reference: true } })) as ivm.Reference<
+    const installSandbox = (await script.run(context, { reference: true })) as ivm.Reference<(setupJson: string) => unknown>;
+    const setup: SandboxSetup = { limitMessages: guestLimitMessages(), ...(config ? { config } : {}) };
+    const dispatch = (await installSandbox.apply(undefined, [JSON.stringify(setup)], { result: { reference: true } })) as ivm.Reference<
       (op: string, payload: string) => string
     >;
     return (op, payload) => dispatch.applySync(undefined, [op, payload]);
@@ -140,13 +150,12 @@ describe('the prelude answers every op with a reply of the protocol', () => {
     clock: 0,
     tools: [{ id: 'a', keys: ['a'], text: false, parseJson: false }],
     limits: { maxCalls: 10, maxCallsInFlight: 10, maxArgumentBytes: 100, maxOutputBytes: 100, maxResumes: 10 },
-    limitMessages: guestLimitMessages(),
   };
 
   it('a live run: start, report, deliver, report; an unknown op and a repeat', async () => {
-    const dispatch = await install(config);
+    const dispatch = await install();
     const send = (op: GuestOp) => dispatch(...dispatchArguments(op));
-    expect(parseGuestReply('start', send({ op: 'start', payload: 'text(await tools.a({n: 1}))' }))).toEqual({ state: 'done' });
+    expect(parseGuestReply('start', send({ op: 'start', payload: { config, code: 'text(await tools.a({n: 1}))' } }))).toEqual({ state: 'done' });
     expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({
       state: 'running',
       inFlight: 1,
@@ -157,13 +166,23 @@ describe('the prelude answers every op with a reply of the protocol', () => {
     expect(parseGuestReply('report', send({ op: 'repeat', payload: null }))).toEqual({ state: 'settled', status: 'completed', result: 'out' });
     expect(parseGuestReply('report', dispatch('poll', 'null'))).toEqual({ state: 'fault' });
     expect(parseGuestReply('deliver', dispatch('deliver', 'not json'))).toEqual({ state: 'fault' });
+    // A program is configured once: a second start is a fault, and changes nothing.
+    expect(parseGuestReply('start', send({ op: 'start', payload: { config, code: 'text("again")' } }))).toEqual({ state: 'fault' });
+    expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'settled', status: 'completed', result: 'out' });
   });
 
-  it('a replay: record, report (needs_answers), answers, report (replaying), report (settled)', async () => {
-    const dispatch = await install(config);
+  it('before its start, an isolate made ahead holds no program: no tools, text or image', async () => {
+    const dispatch = await install();
+    expect(parseGuestReply('report', dispatch('report', 'null'))).toEqual({ state: 'running', inFlight: 0, calls: [] });
+    expect(context!.evalSync('[typeof tools, typeof text, typeof image].join()')).toBe('undefined,undefined,undefined');
+  });
+
+  it('a replay: start with the record, report (needs_answers), answers, report (replaying), report (settled)', async () => {
+    const dispatch = await install();
     const send = (op: GuestOp) => dispatch(...dispatchArguments(op));
-    expect(parseGuestReply('record', send({ op: 'record', payload: { count: 1, entries: [] } }))).toEqual({ state: 'done' });
-    expect(parseGuestReply('start', send({ op: 'start', payload: 'text(await tools.a({}))' }))).toEqual({ state: 'done' });
+    expect(parseGuestReply('start', send({ op: 'start', payload: { config, record: { count: 1, entries: [] }, code: 'text(await tools.a({}))' } }))).toEqual({
+      state: 'done',
+    });
     expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'needs_answers', from: 0 });
     expect(parseGuestReply('answers', send({ op: 'answers', payload: [{ seq: 0, tool: 'a', args: '{}', output: 'recorded' }] }))).toEqual({ state: 'done' });
     expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'replaying' });
@@ -171,14 +190,26 @@ describe('the prelude answers every op with a reply of the protocol', () => {
   });
 
   it('a replay past the resume limit, and one at a withheld answer', async () => {
-    const limited = await install({ ...config, limits: { ...config.limits, maxResumes: 0 } });
-    limited(...dispatchArguments({ op: 'record', payload: { count: 1, entries: [{ seq: 0, tool: 'a', args: '{}', output: 'x' }] } }));
-    limited(...dispatchArguments({ op: 'start', payload: 'await tools.a({})' }));
+    const limited = await install();
+    limited(
+      ...dispatchArguments({
+        op: 'start',
+        payload: {
+          config: { ...config, limits: { ...config.limits, maxResumes: 0 } },
+          record: { count: 1, entries: [{ seq: 0, tool: 'a', args: '{}', output: 'x' }] },
+          code: 'await tools.a({})',
+        },
+      }),
+    );
     expect(parseGuestReply('report', limited(...dispatchArguments({ op: 'report', payload: null })))).toEqual({ state: 'resume_limit' });
     isolate?.dispose();
-    const withheld = await install(config);
-    withheld(...dispatchArguments({ op: 'record', payload: { count: 1, entries: [{ seq: 0, tool: 'a', args: '{}', withheld: true }] } }));
-    withheld(...dispatchArguments({ op: 'start', payload: 'await tools.a({})' }));
+    const withheld = await install();
+    withheld(
+      ...dispatchArguments({
+        op: 'start',
+        payload: { config, record: { count: 1, entries: [{ seq: 0, tool: 'a', args: '{}', withheld: true }] }, code: 'await tools.a({})' },
+      }),
+    );
     expect(parseGuestReply('report', withheld(...dispatchArguments({ op: 'report', payload: null })))).toEqual({ state: 'withheld' });
   });
 
