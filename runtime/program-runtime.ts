@@ -1,5 +1,5 @@
 import { IsolateProgram, type ProgramSpec } from './isolate-program.ts';
-import { WarmIsolates } from './warm-isolates.ts';
+import { WarmIsolates, type WarmIsolatesStats } from './warm-isolates.ts';
 import { assertCanMakeIsolates } from './node-flags.ts';
 import type { ProgramEvent, RecordedCall, ToolCallOutput } from './program-events.ts';
 import { ProgramBusyError, type RunawayLimit } from './errors.ts';
@@ -24,6 +24,8 @@ export interface ProgramRuntimeStats {
   evictions: Record<'ttl' | 'count' | 'memory', number>;
   paused: number;
   pausedHeapBytes: number;
+  /** The isolates made ahead of programs (WarmIsolates): waiting now, made and taken so far. */
+  warmIsolates: WarmIsolatesStats;
   /** With worker processes: how many run, and how many died, by cause. */
   workers?: { alive: number; deaths: Record<'exit' | 'heartbeat' | 'rss' | 'cpu' | 'deadline', number>; retried: number };
 }
@@ -88,7 +90,22 @@ export class ProgramRuntime implements ProgramEngine {
   stats(): ProgramRuntimeStats {
     let pausedHeapBytes = 0;
     for (const entry of this.#live.values()) pausedHeapBytes += entry.heapBytes;
-    return { started: this.#started, resumes: { ...this.#resumes }, evictions: { ...this.#evictions }, paused: this.#live.size, pausedHeapBytes };
+    return {
+      started: this.#started,
+      resumes: { ...this.#resumes },
+      evictions: { ...this.#evictions },
+      paused: this.#live.size,
+      pausedHeapBytes,
+      warmIsolates: this.#warm.stats(),
+    };
+  }
+
+  /**
+   * Resolves once the isolates kept made ahead are made (WarmIsolates.whenFull), for a caller
+   * between programs: the next program started takes one.
+   */
+  isolatesReady(): Promise<void> {
+    return this.#warm.whenFull();
   }
 
   async start(programId: string, spec: ProgramSpec): Promise<ProgramEvent> {

@@ -74,6 +74,16 @@ export const WARM_ISOLATE_IDLE_MS = 30_000;
  */
 const FILL_AFTER_IDLE_MS = 2;
 
+/** What a pool has done, for tests and metrics. */
+export interface WarmIsolatesStats {
+  /** Waiting now. */
+  readonly ready: number;
+  /** Made ahead so far. */
+  readonly made: number;
+  /** Handed to a program so far (each once). */
+  readonly taken: number;
+}
+
 /**
  * Isolates made ahead of demand, so that starting a program does not wait for an isolate, its
  * context and the prelude (most of a light program's cost). Each is fresh: made for one
@@ -85,7 +95,8 @@ const FILL_AFTER_IDLE_MS = 2;
  * stepEnded), once none has for FILL_AFTER_IDLE_MS: making one takes the thread for a millisecond
  * or two, and a step's replies, or the next step of a program between two pauses, would wait
  * behind it. Under a steady stream of steps none are made and each program makes its own, which
- * costs what it costs without the pool.
+ * costs what it costs without the pool. A caller that knows it is between programs asks for them
+ * at once with `whenFull`.
  */
 export class WarmIsolates {
   readonly #size: number;
@@ -98,6 +109,8 @@ export class WarmIsolates {
   #scheduled = false;
   #closed = false;
   #expiry: NodeJS.Timeout | undefined;
+  #made = 0;
+  #taken = 0;
 
   constructor(size: number = DEFAULT_WARM_ISOLATES, idleMs: number = WARM_ISOLATE_IDLE_MS) {
     this.#size = size;
@@ -112,7 +125,27 @@ export class WarmIsolates {
       this.#memoryMb = memoryMb;
       this.#disposeReady();
     }
-    return this.#ready.shift()?.prepared;
+    const taken = this.#ready.shift()?.prepared;
+    if (taken) this.#taken += 1;
+    return taken;
+  }
+
+  /**
+   * Makes what the pool is short of now, without waiting for a quiet time, and resolves once it
+   * is full: for a caller between programs. One isolate per turn of the event loop, so that a
+   * message arriving meanwhile is not held for all of them. Resolves at once when no program has
+   * asked for a memory limit yet (none would be made for the right one); never waits on what
+   * cannot be made (a failure, close).
+   */
+  async whenFull(): Promise<void> {
+    while (!this.#closed && this.#memoryMb !== undefined && this.#ready.length < this.#size) {
+      if (!this.#makeOne(this.#memoryMb)) return;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  stats(): WarmIsolatesStats {
+    return { ready: this.#ready.length, made: this.#made, taken: this.#taken };
   }
 
   /** A program step starts running in this process. */
@@ -152,18 +185,24 @@ export class WarmIsolates {
       if (this.#running > 0 || this.#closed || memoryMb === undefined || this.#ready.length >= this.#size) return;
       // A step began and ended meanwhile: the quiet time counts from its end.
       if (this.#begun !== begun) return this.#schedule();
-      try {
-        this.#ready.push({ prepared: prepareIsolate(memoryMb), madeAt: performance.now() });
-      } catch {
-        // A failure to make one ahead (out of memory, say) costs nothing: the next program makes its own.
-        return;
-      }
-      this.#armExpiry();
-      this.#schedule(true);
+      if (this.#makeOne(memoryMb)) this.#schedule(true);
     };
     // A message that arrived while one was made has started its step by the time setImmediate's turn comes.
     if (quiet) setImmediate(fill);
     else setTimeout(fill, FILL_AFTER_IDLE_MS).unref();
+  }
+
+  /** Makes one isolate ahead; false if it could not be made. */
+  #makeOne(memoryMb: number): boolean {
+    try {
+      this.#ready.push({ prepared: prepareIsolate(memoryMb), madeAt: performance.now() });
+    } catch {
+      // A failure to make one ahead (out of memory, say) costs nothing: the next program makes its own.
+      return false;
+    }
+    this.#made += 1;
+    this.#armExpiry();
+    return true;
   }
 
   /** Disposes the isolates waiting longer than the idle time, checking again while some wait. */

@@ -9,7 +9,7 @@ import { RUNAWAY_LIMITS, type RunawayLimit } from '../errors.ts';
  * sides check every message against these schemas: a worker runs hostile code, and a message
  * of another version is refused, not misread. Bump PROTOCOL_VERSION on any change.
  */
-export const PROTOCOL_VERSION = 7;
+export const PROTOCOL_VERSION = 8;
 const v = z.literal(PROTOCOL_VERSION);
 const id = z.number().int().min(0);
 
@@ -41,6 +41,8 @@ export const HostMessage = z.discriminatedUnion('kind', [
   }),
   z.strictObject({ v, kind: z.literal('dispose'), programId: z.string() }),
   z.strictObject({ v, kind: z.literal('ping'), id }),
+  // Between programs (WorkerPool.ready): make the isolates kept ahead of programs now, and say when they are.
+  z.strictObject({ v, kind: z.literal('prepare'), id }),
   // The pids of the workers frozen now (WorkerProcess.frozen), whenever that changes: frozen,
   // they cannot see the server go away, so the others kill them when they do (worker-main.ts).
   z.strictObject({ v, kind: z.literal('frozen_siblings'), pids: z.array(z.number().int()) }),
@@ -48,6 +50,15 @@ export const HostMessage = z.discriminatedUnion('kind', [
 export type HostMessage = z.infer<typeof HostMessage>;
 
 const Stats = z.strictObject({ cpuTimeMs: z.number(), steps: z.number().int(), calls: z.number().int() });
+const count = z.number().int().min(0);
+const RuntimeStats = z.strictObject({
+  started: count,
+  resumes: z.strictObject({ warm: count, replay: count }),
+  evictions: z.strictObject({ ttl: count, count, memory: count }),
+  paused: count,
+  pausedHeapBytes: z.number(),
+  warmIsolates: z.strictObject({ ready: count, made: count, taken: count }),
+});
 const ProgramErrorCodeSchema = z.custom<ProgramErrorCode>((value) => typeof value === 'string' && Object.hasOwn(PROGRAM_ERRORS, value));
 export const WireEvent = z.discriminatedUnion('type', [
   z.strictObject({
@@ -101,18 +112,8 @@ export const WorkerMessage = z.discriminatedUnion('kind', [
   z.strictObject({ v, kind: z.literal('failed'), id, message: z.string() }),
   // Sent unasked between heartbeats, as soon as a runaway appears or passes its grace.
   z.strictObject({ v, kind: z.literal('runaways'), runaways: Runaways }),
-  z.strictObject({
-    v,
-    kind: z.literal('pong'),
-    id,
-    runaways: Runaways,
-    stats: z.strictObject({
-      started: z.number().int(),
-      resumes: z.strictObject({ warm: z.number().int(), replay: z.number().int() }),
-      evictions: z.strictObject({ ttl: z.number().int(), count: z.number().int(), memory: z.number().int() }),
-      paused: z.number().int(),
-      pausedHeapBytes: z.number(),
-    }),
-  }),
+  z.strictObject({ v, kind: z.literal('pong'), id, runaways: Runaways, stats: RuntimeStats }),
+  // The answer to `prepare`: its isolates are made, and its counters as of then.
+  z.strictObject({ v, kind: z.literal('prepared'), id, stats: RuntimeStats }),
 ]);
 export type WorkerMessage = z.infer<typeof WorkerMessage>;

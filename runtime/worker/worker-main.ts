@@ -38,6 +38,10 @@ async function handle(message: HostMessage): Promise<void> {
     case 'frozen_siblings':
       frozenSiblings = message.pids;
       return;
+    case 'prepare':
+      await runtime.isolatesReady();
+      send({ v: PROTOCOL_VERSION, kind: 'prepared', id: message.id, stats: runtime.stats() });
+      return;
     case 'start':
     case 'resume':
     case 'continue':

@@ -109,11 +109,22 @@ export class WorkerPool implements ProgramEngine {
     this.#sweeper.unref();
   }
 
-  /** Resolves once every slot has a started worker (a worker that died starting counts by its replacement). */
+  /**
+   * Resolves once every slot has a started worker (a worker that died starting counts by its
+   * replacement) that has made the isolates it keeps ahead of programs (WorkerProcess.prepareIsolates):
+   * a program started then takes one, rather than waiting for its own. For a caller between
+   * programs, as the server at its start.
+   */
   async ready(): Promise<void> {
-    for (;;) {
+    while (!this.#closing) {
       const starting = this.#workers.filter((worker) => !(worker.alive && worker.isReady));
-      if (starting.length === 0) return;
+      if (starting.length === 0) {
+        const workers = [...this.#workers];
+        await Promise.all(workers.map((worker) => worker.prepareIsolates()));
+        // A worker that died or was frozen meanwhile has left its slot: its replacement is waited for in turn.
+        if (workers.every((worker, slot) => this.#workers[slot] === worker && takesSteps(worker))) return;
+        continue;
+      }
       // Only the workers still starting: a resolved ready() would spin this loop without yielding.
       await Promise.race([...starting.map((worker) => worker.ready()), new Promise<void>((resolve) => setTimeout(resolve, 50))]);
     }
@@ -131,6 +142,7 @@ export class WorkerPool implements ProgramEngine {
       evictions: { ttl: 0, count: 0, memory: 0 },
       paused: 0,
       pausedHeapBytes: 0,
+      warmIsolates: { ready: 0, made: 0, taken: 0 },
       workers: { alive: this.#workers.filter((worker) => worker.alive).length, deaths: { ...this.#deaths }, retried: this.#retried },
     };
     for (const worker of [...this.#workers, ...this.#leaving]) {
@@ -144,6 +156,11 @@ export class WorkerPool implements ProgramEngine {
       total.evictions.memory += stats.evictions.memory;
       total.paused += stats.paused;
       total.pausedHeapBytes += stats.pausedHeapBytes;
+      total.warmIsolates = {
+        ready: total.warmIsolates.ready + stats.warmIsolates.ready,
+        made: total.warmIsolates.made + stats.warmIsolates.made,
+        taken: total.warmIsolates.taken + stats.warmIsolates.taken,
+      };
     }
     return total;
   }
