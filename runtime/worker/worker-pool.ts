@@ -1,9 +1,11 @@
 import type { ProgramSpec } from '../isolate-program.ts';
-import { answersDigest, type ProgramEvent, type RecordedCall } from '../program-events.ts';
+import type { ProgramEvent, RecordedCall } from '../program-events.ts';
 import { ProgramBusyError, WorkerDeathError, type RunawayLimit } from '../errors.ts';
 import type { ProgramLimits } from '../limits.ts';
 import type { ProgramEngine, ProgramRuntimeOptions, ProgramRuntimeStats, ResumePath } from '../program-runtime.ts';
 import type { WorkerDeath } from '../errors.ts';
+import { RecordDigest } from './record-digest.ts';
+import { answersToWire, eventFromWire } from './wire-codec.ts';
 import { WorkerProcess, type ContinueRequest, type StepRequest, type WorkerLimits } from './worker-process.ts';
 
 export interface WorkerPoolOptions extends WorkerLimits {
@@ -22,6 +24,8 @@ interface Placement {
   lastUsed: number;
   /** Where its last step left it paused there: calls made, and how many of them it waits on. */
   readonly pausedAt?: { readonly calls: number; readonly pending: number };
+  /** The digest of its record's answers as far as its last warm resume hashed them, carried from placement to placement. */
+  readonly digest: RecordDigest;
 }
 
 type Reply = Awaited<ReturnType<WorkerProcess['request']>>;
@@ -167,13 +171,14 @@ export class WorkerPool implements ProgramEngine {
 
   async start(programId: string, spec: ProgramSpec): Promise<ProgramEvent> {
     const worker = this.#leastLoaded();
-    return (await this.#run(programId, worker, { kind: 'start', programId, spec: { ...spec, tools: [...spec.tools] } })).event;
+    return (await this.#run(programId, worker, { kind: 'start', programId, spec })).event;
   }
 
   async resume(programId: string, spec: ProgramSpec, recorded: readonly RecordedCall[]): Promise<{ event: ProgramEvent; path: ResumePath }> {
     const placed = this.#placement.get(programId);
     const worker = placed?.worker.alive && !placed.worker.frozen ? placed.worker : this.#leastLoaded();
-    const full: StepRequest = { kind: 'resume', programId, spec: { ...spec, tools: [...spec.tools] }, recorded: [...recorded] };
+    // The caller's spec and record as they are: the channel copies them as it sends them.
+    const full: StepRequest = { kind: 'resume', programId, spec, recorded };
     const pausedAt = worker === placed?.worker ? placed.pausedAt : undefined;
     if (!pausedAt || pausedAt.calls !== recorded.length) return this.#run(programId, worker, full);
     // Paused there where the record leaves it, as far as this process knows: the worker gets the
@@ -184,10 +189,8 @@ export class WorkerPool implements ProgramEngine {
       kind: 'continue',
       programId,
       calls: recorded.length,
-      answeredDigest: answersDigest(recorded.slice(0, answered)),
-      outputs: recorded
-        .slice(answered)
-        .map((call, index) => ({ seq: answered + index, output: call.output, ...(call.error !== undefined ? { error: call.error } : {}) })),
+      answeredDigest: placed!.digest.of(recorded, answered),
+      ...answersToWire(recorded, answered),
     };
     const first = await this.#firstAttempt(programId, worker, full, brief);
     // Not paused there after all (evicted, say): the whole record, to the same worker.
@@ -297,10 +300,16 @@ export class WorkerPool implements ProgramEngine {
     if (reply.kind === 'busy') throw new ProgramBusyError(programId);
     if (reply.kind === 'not_paused') return { notPaused: true };
     if (reply.kind === 'failed') throw new Error(`The worker could not run program ${programId}: ${reply.message}`);
-    const { event } = reply;
+    const event = eventFromWire(reply.event);
     if (event.type === 'paused' && place && !worker.frozen) {
       const last = event.calls.at(-1);
-      this.#placement.set(programId, { worker, lastUsed: Date.now(), ...(last ? { pausedAt: { calls: last.seq + 1, pending: event.calls.length } } : {}) });
+      const digest = this.#placement.get(programId)?.digest ?? new RecordDigest();
+      this.#placement.set(programId, {
+        worker,
+        lastUsed: Date.now(),
+        digest,
+        ...(last ? { pausedAt: { calls: last.seq + 1, pending: event.calls.length } } : {}),
+      });
     }
     // Only its own placement: a step run again elsewhere (see #firstAttempt) may have placed it there since.
     else if (this.#placement.get(programId)?.worker === worker) this.#placement.delete(programId);

@@ -1,6 +1,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { ProgramSpec } from '../isolate-program.ts';
+import type { RecordedCall } from '../program-events.ts';
 import type { ProgramRuntimeOptions, ProgramRuntimeStats } from '../program-runtime.ts';
 import { WorkerDeathError, type RunawayLimit, type WorkerDeath } from '../errors.ts';
 import { cpuMsFromStat } from '../proc-stat.ts';
@@ -62,8 +64,13 @@ export interface WorkerLimits {
 
 type Reply = Exclude<WorkerMessage, { kind: 'ready' | 'pong' | 'runaways' | 'prepared' }>;
 
-/** A step to run: a start or a resume message, before the channel adds its version and id. */
-export type StepRequest = { [Kind in 'start' | 'resume']: Omit<Extract<HostMessage, { kind: Kind }>, 'v' | 'id'> }['start' | 'resume'];
+/**
+ * A step to run: a start or a resume message, before the channel adds its version and id. Its
+ * spec and record are the caller's own, read only: the channel copies them as it sends them.
+ */
+export type StepRequest =
+  | { readonly kind: 'start'; readonly programId: string; readonly spec: ProgramSpec }
+  | { readonly kind: 'resume'; readonly programId: string; readonly spec: ProgramSpec; readonly recorded: readonly RecordedCall[] };
 /** A warm resume sent as its pending answers only (see the `continue` message). */
 export type ContinueRequest = Omit<Extract<HostMessage, { kind: 'continue' }>, 'v' | 'id'>;
 
@@ -140,7 +147,8 @@ export class WorkerProcess {
         PTC_WORKER_FROZEN_SIBLINGS: frozenSiblings.join(','),
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      serialization: 'json',
+      // Structured clone: see protocol.ts.
+      serialization: 'advanced',
     });
     let markReady: () => void = () => {};
     this.#ready = new Promise<void>((resolve) => {
