@@ -1,5 +1,5 @@
 import { IsolateProgram, type ProgramSpec } from './isolate-program.ts';
-import { WarmIsolates } from './warm-isolates.ts';
+import { WarmIsolates, type WarmIsolatesStats } from './warm-isolates.ts';
 import { assertCanMakeIsolates } from './node-flags.ts';
 import type { ProgramEvent, RecordedCall, ToolCallOutput } from './program-events.ts';
 import { ProgramBusyError, type RunawayLimit } from './errors.ts';
@@ -26,6 +26,8 @@ export interface ProgramRuntimeStats {
   evictions: Record<'ttl' | 'count' | 'memory', number>;
   paused: number;
   pausedHeapBytes: number;
+  /** The isolates made ahead of programs (WarmIsolates): waiting now, made and taken so far. */
+  warmIsolates: WarmIsolatesStats;
   /** With worker processes: how many run, and how many died, by cause. */
   workers?: { alive: number; deaths: Record<'exit' | 'heartbeat' | 'rss' | 'cpu' | 'deadline', number>; retried: number };
 }
@@ -36,7 +38,12 @@ export interface ProgramRuntimeStats {
  */
 export interface ProgramEngine {
   start(programId: string, spec: ProgramSpec): Promise<ProgramEvent>;
-  /** Throws ProgramBusyError while another caller runs a step of the same program. */
+  /**
+   * `recorded`: every call the program made, in order, with its answer. A caller resuming a
+   * program again with the same array has only appended to it: an engine may take its earlier
+   * entries as it read them before (a record that changed otherwise is a new array).
+   * Throws ProgramBusyError while another caller runs a step of the same program.
+   */
   resume(programId: string, spec: ProgramSpec, recorded: readonly RecordedCall[]): Promise<{ event: ProgramEvent; path: ResumePath }>;
   dispose(programId: string): void;
   stats(): ProgramRuntimeStats;
@@ -95,7 +102,14 @@ export class ProgramRuntime implements ProgramEngine {
   stats(): ProgramRuntimeStats {
     let pausedHeapBytes = 0;
     for (const entry of this.#live.values()) pausedHeapBytes += entry.heapBytes;
-    return { started: this.#started, resumes: { ...this.#resumes }, evictions: { ...this.#evictions }, paused: this.#live.size, pausedHeapBytes };
+    return {
+      started: this.#started,
+      resumes: { ...this.#resumes },
+      evictions: { ...this.#evictions },
+      paused: this.#live.size,
+      pausedHeapBytes,
+      warmIsolates: this.#warm.stats(),
+    };
   }
 
   async start(programId: string, spec: ProgramSpec): Promise<ProgramEvent> {
@@ -183,8 +197,10 @@ export class ProgramRuntime implements ProgramEngine {
       if (event.type === 'paused') {
         entry.busy = false;
         entry.lastUsed = Date.now();
-        entry.heapBytes = entry.program.heapBytes();
-        this.#evictBeyondBounds();
+        // Measured once the event is on its way: reading an isolate's heap takes its lock (4 µs
+        // here back to back, 16 µs after a millisecond idle), and the caller (a worker's reply)
+        // need not wait for it.
+        setImmediate(() => this.#measure(programId, entry));
       } else if (this.#live.get(programId) === entry) {
         this.#live.delete(programId);
       }
@@ -193,6 +209,13 @@ export class ProgramRuntime implements ProgramEngine {
       if (this.#live.get(programId) === entry) this.dispose(programId);
       throw error;
     }
+  }
+
+  /** Takes the heap of a program paused in `entry`, then keeps the bounds; a program resumed or gone meanwhile is measured at its next pause. */
+  #measure(programId: string, entry: LiveProgram): void {
+    if (entry.busy || this.#live.get(programId) !== entry) return;
+    entry.heapBytes = entry.program.heapBytes();
+    this.#evictBeyondBounds();
   }
 
   /** Drops the least recently used paused isolates while over the count or heap bound. */

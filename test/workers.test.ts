@@ -281,6 +281,26 @@ describe('a warm resume through a worker carries only the pending answers', () =
   });
 });
 
+describe('WorkerPool.ready()', () => {
+  it('resolves once each worker has made the isolates it keeps ahead: the next program takes one rather than making its own', async () => {
+    const pool = new WorkerPool({ ...SUPERVISION, size: 1, runtime: RUNTIME });
+    const spec = { code: 'text("ok")', tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS };
+    try {
+      // Isolates are made for the memory limit programs ask for: one has asked by then.
+      expect(await pool.start('first', spec)).toMatchObject({ type: 'completed' });
+      await pool.ready();
+      // The counters come with ready()'s answer, as of then.
+      const before = pool.stats().warmIsolates;
+      expect(before.ready).toBe(RUNTIME.warmIsolates);
+      expect(await pool.start('second', spec)).toMatchObject({ type: 'completed', result: 'ok' });
+      await pool.ready();
+      expect(pool.stats().warmIsolates.taken).toBe(before.taken + 1);
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
 describe('programs in worker processes, through the API', () => {
   let server: RunningServer;
   beforeAll(async () => {

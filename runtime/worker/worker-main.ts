@@ -3,11 +3,11 @@
  * Started by WorkerPool with `--no-node-snapshot`. Holds no HTTP and no conversation state,
  * only its paused isolates; if it dies, the server replays those programs elsewhere.
  */
-import type { ProgramEvent } from '../program-events.ts';
 import { ProgramBusyError } from '../errors.ts';
 import { isStopped } from '../proc-stat.ts';
 import { ProgramRuntime, type ProgramRuntimeOptions } from '../program-runtime.ts';
 import { HostMessage, PROTOCOL_VERSION, RUNAWAY_THRESHOLDS_MS, type WorkerMessage } from './protocol.ts';
+import { answersFromWire, eventToWire } from './wire-codec.ts';
 
 const options = JSON.parse(process.env.PTC_WORKER_OPTIONS ?? '{}') as ProgramRuntimeOptions;
 const runtime = new ProgramRuntime(options);
@@ -17,14 +17,6 @@ let frozenSiblings = (process.env.PTC_WORKER_FROZEN_SIBLINGS ?? '').split(',').f
 function send(message: WorkerMessage): void {
   // The server may be gone (closing, or dead): a reply with nowhere to go is dropped.
   if (process.connected) process.send?.(message, () => {});
-}
-
-/** The event as it crosses the channel: a host-side fault's cause becomes text for the log. */
-function wire(event: ProgramEvent): Extract<WorkerMessage, { kind: 'step' }>['event'] {
-  if (event.type === 'paused') return { ...event, calls: [...event.calls] };
-  if (event.type === 'completed') return event;
-  const { cause, ...error } = event.error;
-  return { ...event, error: cause === undefined ? error : { ...error, cause: cause instanceof Error ? (cause.stack ?? cause.message) : String(cause) } };
 }
 
 async function handle(message: HostMessage): Promise<void> {
@@ -38,22 +30,27 @@ async function handle(message: HostMessage): Promise<void> {
     case 'frozen_siblings':
       frozenSiblings = message.pids;
       return;
+    case 'prepare':
+      await runtime.isolatesReady();
+      send({ v: PROTOCOL_VERSION, kind: 'prepared', id: message.id, stats: runtime.stats() });
+      return;
     case 'start':
     case 'resume':
     case 'continue':
       try {
         if (message.kind === 'continue') {
-          const event = await runtime.continueWarm(message.programId, message.calls, message.answeredDigest, message.outputs);
+          const outputs = answersFromWire(message.calls, message.answers, message.failed);
+          const event = await runtime.continueWarm(message.programId, message.calls, message.answeredDigest, outputs);
           send(
             event
-              ? { v: PROTOCOL_VERSION, kind: 'step', id: message.id, event: wire(event), path: 'warm' }
+              ? { v: PROTOCOL_VERSION, kind: 'step', id: message.id, event: eventToWire(event), path: 'warm' }
               : { v: PROTOCOL_VERSION, kind: 'not_paused', id: message.id },
           );
         } else if (message.kind === 'start') {
-          send({ v: PROTOCOL_VERSION, kind: 'step', id: message.id, event: wire(await runtime.start(message.programId, message.spec)) });
+          send({ v: PROTOCOL_VERSION, kind: 'step', id: message.id, event: eventToWire(await runtime.start(message.programId, message.spec)) });
         } else {
           const { event, path } = await runtime.resume(message.programId, message.spec, message.recorded);
-          send({ v: PROTOCOL_VERSION, kind: 'step', id: message.id, event: wire(event), path });
+          send({ v: PROTOCOL_VERSION, kind: 'step', id: message.id, event: eventToWire(event), path });
         }
       } catch (error) {
         if (error instanceof ProgramBusyError) send({ v: PROTOCOL_VERSION, kind: 'busy', id: message.id, programId: message.programId });

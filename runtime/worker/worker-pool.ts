@@ -1,9 +1,11 @@
 import type { ProgramSpec } from '../isolate-program.ts';
-import { answersDigest, type ProgramEvent, type RecordedCall } from '../program-events.ts';
+import type { ProgramEvent, RecordedCall } from '../program-events.ts';
 import { ProgramBusyError, WorkerDeathError, type RunawayLimit } from '../errors.ts';
 import type { ProgramLimits } from '../limits.ts';
 import type { ProgramEngine, ProgramRuntimeOptions, ProgramRuntimeStats, ResumePath } from '../program-runtime.ts';
 import type { WorkerDeath } from '../errors.ts';
+import { RecordDigest } from './record-digest.ts';
+import { answersToWire, eventFromWire } from './wire-codec.ts';
 import { WorkerProcess, type ContinueRequest, type StepRequest, type WorkerLimits } from './worker-process.ts';
 
 export interface WorkerPoolOptions extends WorkerLimits {
@@ -22,6 +24,8 @@ interface Placement {
   lastUsed: number;
   /** Where its last step left it paused there: calls made, and how many of them it waits on. */
   readonly pausedAt?: { readonly calls: number; readonly pending: number };
+  /** The digest of its record's answers as far as its last warm resume hashed them, carried from placement to placement. */
+  readonly digest: RecordDigest;
 }
 
 type Reply = Awaited<ReturnType<WorkerProcess['request']>>;
@@ -109,11 +113,22 @@ export class WorkerPool implements ProgramEngine {
     this.#sweeper.unref();
   }
 
-  /** Resolves once every slot has a started worker (a worker that died starting counts by its replacement). */
+  /**
+   * Resolves once every slot has a started worker (a worker that died starting counts by its
+   * replacement) that has made the isolates it keeps ahead of programs (WorkerProcess.prepareIsolates):
+   * a program started then takes one, rather than waiting for its own. For a caller between
+   * programs, as the server at its start.
+   */
   async ready(): Promise<void> {
-    for (;;) {
+    while (!this.#closing) {
       const starting = this.#workers.filter((worker) => !(worker.alive && worker.isReady));
-      if (starting.length === 0) return;
+      if (starting.length === 0) {
+        const workers = [...this.#workers];
+        await Promise.all(workers.map((worker) => worker.prepareIsolates()));
+        // A worker that died or was frozen meanwhile has left its slot: its replacement is waited for in turn.
+        if (workers.every((worker, slot) => this.#workers[slot] === worker && takesSteps(worker))) return;
+        continue;
+      }
       // Only the workers still starting: a resolved ready() would spin this loop without yielding.
       await Promise.race([...starting.map((worker) => worker.ready()), new Promise<void>((resolve) => setTimeout(resolve, 50))]);
     }
@@ -131,6 +146,7 @@ export class WorkerPool implements ProgramEngine {
       evictions: { ttl: 0, count: 0, memory: 0 },
       paused: 0,
       pausedHeapBytes: 0,
+      warmIsolates: { ready: 0, made: 0, taken: 0 },
       workers: { alive: this.#workers.filter((worker) => worker.alive).length, deaths: { ...this.#deaths }, retried: this.#retried },
     };
     for (const worker of [...this.#workers, ...this.#leaving]) {
@@ -144,19 +160,25 @@ export class WorkerPool implements ProgramEngine {
       total.evictions.memory += stats.evictions.memory;
       total.paused += stats.paused;
       total.pausedHeapBytes += stats.pausedHeapBytes;
+      total.warmIsolates = {
+        ready: total.warmIsolates.ready + stats.warmIsolates.ready,
+        made: total.warmIsolates.made + stats.warmIsolates.made,
+        taken: total.warmIsolates.taken + stats.warmIsolates.taken,
+      };
     }
     return total;
   }
 
   async start(programId: string, spec: ProgramSpec): Promise<ProgramEvent> {
     const worker = this.#leastLoaded();
-    return (await this.#run(programId, worker, { kind: 'start', programId, spec: { ...spec, tools: [...spec.tools] } })).event;
+    return (await this.#run(programId, worker, { kind: 'start', programId, spec })).event;
   }
 
   async resume(programId: string, spec: ProgramSpec, recorded: readonly RecordedCall[]): Promise<{ event: ProgramEvent; path: ResumePath }> {
     const placed = this.#placement.get(programId);
     const worker = placed?.worker.alive && !placed.worker.frozen ? placed.worker : this.#leastLoaded();
-    const full: StepRequest = { kind: 'resume', programId, spec: { ...spec, tools: [...spec.tools] }, recorded: [...recorded] };
+    // The caller's spec and record as they are: the channel copies them as it sends them.
+    const full: StepRequest = { kind: 'resume', programId, spec, recorded };
     const pausedAt = worker === placed?.worker ? placed.pausedAt : undefined;
     if (!pausedAt || pausedAt.calls !== recorded.length) return this.#run(programId, worker, full);
     // Paused there where the record leaves it, as far as this process knows: the worker gets the
@@ -167,10 +189,8 @@ export class WorkerPool implements ProgramEngine {
       kind: 'continue',
       programId,
       calls: recorded.length,
-      answeredDigest: answersDigest(recorded.slice(0, answered)),
-      outputs: recorded
-        .slice(answered)
-        .map((call, index) => ({ seq: answered + index, output: call.output, ...(call.error !== undefined ? { error: call.error } : {}) })),
+      answeredDigest: placed!.digest.of(recorded, answered),
+      ...answersToWire(recorded, answered),
     };
     const first = await this.#firstAttempt(programId, worker, full, brief);
     // Not paused there after all (evicted, say): the whole record, to the same worker.
@@ -280,10 +300,16 @@ export class WorkerPool implements ProgramEngine {
     if (reply.kind === 'busy') throw new ProgramBusyError(programId);
     if (reply.kind === 'not_paused') return { notPaused: true };
     if (reply.kind === 'failed') throw new Error(`The worker could not run program ${programId}: ${reply.message}`);
-    const { event } = reply;
+    const event = eventFromWire(reply.event);
     if (event.type === 'paused' && place && !worker.frozen) {
       const last = event.calls.at(-1);
-      this.#placement.set(programId, { worker, lastUsed: Date.now(), ...(last ? { pausedAt: { calls: last.seq + 1, pending: event.calls.length } } : {}) });
+      const digest = this.#placement.get(programId)?.digest ?? new RecordDigest();
+      this.#placement.set(programId, {
+        worker,
+        lastUsed: Date.now(),
+        digest,
+        ...(last ? { pausedAt: { calls: last.seq + 1, pending: event.calls.length } } : {}),
+      });
     }
     // Only its own placement: a step run again elsewhere (see #firstAttempt) may have placed it there since.
     else if (this.#placement.get(programId)?.worker === worker) this.#placement.delete(programId);

@@ -1,6 +1,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { ProgramSpec } from '../isolate-program.ts';
+import type { RecordedCall } from '../program-events.ts';
 import type { ProgramRuntimeOptions, ProgramRuntimeStats } from '../program-runtime.ts';
 import { WorkerDeathError, type RunawayLimit, type WorkerDeath } from '../errors.ts';
 import { cpuMsFromStat } from '../proc-stat.ts';
@@ -60,10 +62,15 @@ export interface WorkerLimits {
   readonly maxIdleCpuShare: number;
 }
 
-type Reply = Exclude<WorkerMessage, { kind: 'ready' | 'pong' | 'runaways' }>;
+type Reply = Exclude<WorkerMessage, { kind: 'ready' | 'pong' | 'runaways' | 'prepared' }>;
 
-/** A step to run: a start or a resume message, before the channel adds its version and id. */
-export type StepRequest = { [Kind in 'start' | 'resume']: Omit<Extract<HostMessage, { kind: Kind }>, 'v' | 'id'> }['start' | 'resume'];
+/**
+ * A step to run: a start or a resume message, before the channel adds its version and id. Its
+ * spec and record are the caller's own, read only: the channel copies them as it sends them.
+ */
+export type StepRequest =
+  | { readonly kind: 'start'; readonly programId: string; readonly spec: ProgramSpec }
+  | { readonly kind: 'resume'; readonly programId: string; readonly spec: ProgramSpec; readonly recorded: readonly RecordedCall[] };
 /** A warm resume sent as its pending answers only (see the `continue` message). */
 export type ContinueRequest = Omit<Extract<HostMessage, { kind: 'continue' }>, 'v' | 'id'>;
 
@@ -119,6 +126,8 @@ export class WorkerProcess {
   #runaways = new Map<string, RunawayLimit>();
   /** Every program the worker ever reported as a runaway. */
   readonly #ranAway = new Set<string>();
+  /** prepareIsolates calls waiting for the worker's answer, by request id. */
+  readonly #preparing = new Map<number, () => void>();
 
   constructor(
     runtimeOptions: ProgramRuntimeOptions,
@@ -138,7 +147,8 @@ export class WorkerProcess {
         PTC_WORKER_FROZEN_SIBLINGS: frozenSiblings.join(','),
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      serialization: 'json',
+      // Structured clone: see protocol.ts.
+      serialization: 'advanced',
     });
     let markReady: () => void = () => {};
     this.#ready = new Promise<void>((resolve) => {
@@ -156,6 +166,10 @@ export class WorkerProcess {
         this.#lastPong = Date.now();
         if (this.#frozenSiblings) this.#send({ v: PROTOCOL_VERSION, kind: 'frozen_siblings', pids: [...this.#frozenSiblings] });
         markReady();
+      } else if (message.kind === 'prepared') {
+        this.stats = message.stats;
+        this.#preparing.get(message.id)?.();
+        this.#preparing.delete(message.id);
       } else if (message.kind === 'pong' || message.kind === 'runaways') {
         if (message.kind === 'pong') {
           this.#lastPong = Date.now();
@@ -222,6 +236,7 @@ export class WorkerProcess {
   #freeze(runaway: { readonly programId: string; readonly limit: RunawayLimit; readonly overMs: number }): void {
     if (this.#frozen || !this.#alive) return;
     this.#frozen = true;
+    this.#releasePreparing();
     // The pool takes the worker out first (it may kill it instead), then its steps run again.
     this.#events.onFrozen(this);
     for (const listener of this.#freezeListeners) listener();
@@ -288,6 +303,30 @@ export class WorkerProcess {
       if (this.#isReady) send();
       else void this.#ready.then(send);
     });
+  }
+
+  /**
+   * Has the worker make the isolates it keeps ahead of programs now (WarmIsolates.whenFull), and
+   * resolves once they are made, `stats` then up to date. Also resolves, with nothing made, once
+   * the worker dies or is frozen: it takes no program then, and the pool waits on its replacement.
+   */
+  prepareIsolates(): Promise<void> {
+    if (!this.#alive || this.#frozen) return Promise.resolve();
+    const id = this.#nextId++;
+    this.#idleSince = undefined;
+    return new Promise<void>((resolve) => {
+      this.#preparing.set(id, resolve);
+      const send = (): void => {
+        if (this.#alive && this.#preparing.has(id)) this.#send({ v: PROTOCOL_VERSION, kind: 'prepare', id });
+      };
+      if (this.#isReady) send();
+      else void this.#ready.then(send);
+    });
+  }
+
+  #releasePreparing(): void {
+    for (const resolve of this.#preparing.values()) resolve();
+    this.#preparing.clear();
   }
 
   /**
@@ -378,8 +417,8 @@ export class WorkerProcess {
         );
         return;
       }
-      // CPU after settle: a ready worker with no step running should be near silent.
-      if (!this.#isReady || this.#waiting.size > 0) {
+      // CPU after settle: a ready worker with no step running, making no isolate it was asked for, should be near silent.
+      if (!this.#isReady || this.#waiting.size > 0 || this.#preparing.size > 0) {
         this.#idleSince = undefined;
       } else if (!this.#idleSince) {
         this.#idleSince = { at: now, cpuSeconds: usage.cpuSeconds };
@@ -407,6 +446,7 @@ export class WorkerProcess {
     const death = new WorkerDeathError(reason, detail, runaways, forRunaway);
     for (const waiting of this.#waiting.values()) waiting.reject(death);
     this.#waiting.clear();
+    this.#releasePreparing();
     this.#events.onDeath(this, reason, detail);
   }
 }
