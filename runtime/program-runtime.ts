@@ -32,6 +32,18 @@ export interface ProgramRuntimeStats {
   workers?: { alive: number; deaths: Record<'exit' | 'heartbeat' | 'rss' | 'cpu' | 'deadline', number>; retried: number };
 }
 
+/** The counters of a runtime that has run nothing yet: the start of a sum over workers, or a worker that runs none. */
+export function emptyRuntimeStats(): ProgramRuntimeStats {
+  return {
+    started: 0,
+    resumes: { warm: 0, replay: 0 },
+    evictions: { ttl: 0, count: 0, memory: 0 },
+    paused: 0,
+    pausedHeapBytes: 0,
+    warmIsolates: { ready: 0, made: 0, taken: 0 },
+  };
+}
+
 /**
  * Where programs run: in this process (ProgramRuntime) or in supervised worker processes
  * (WorkerPool). Plain data in and out, so callers do not care which.

@@ -1,11 +1,11 @@
-import net from 'node:net';
 import { PassThrough } from 'node:stream';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
 import { discardBody } from '../server/api/http/oversized-body.ts';
 import { expectSdkError, rejectionOf } from './support/api-errors.ts';
-import { parseResponses, type RawResponse } from './support/fuzz-http.ts';
+import type { RawResponse } from './support/fuzz-http.ts';
+import { postHead as head, postWithLength as withLength, withRawConnection } from './support/raw-connection.ts';
 import { spawnServer, type ServerProcess } from './support/server-process.ts';
 
 /**
@@ -66,59 +66,6 @@ describe('through the openai SDK, an over-limit upload is a 413 every time', () 
   });
 });
 
-/** One connection: each request written once the answer to the one before has come. */
-class RawConnection {
-  readonly #socket: net.Socket;
-  #received = Buffer.alloc(0);
-  #closed = false;
-  #waiting: (() => void) | undefined;
-
-  private constructor(socket: net.Socket) {
-    this.#socket = socket;
-    socket.on('data', (chunk: Buffer) => {
-      this.#received = Buffer.concat([this.#received, chunk]);
-      this.#waiting?.();
-    });
-    socket.on('close', () => {
-      this.#closed = true;
-      this.#waiting?.();
-    });
-    // A reset shows as the close, with no answer: what the test looks at.
-    socket.on('error', () => undefined);
-  }
-
-  static async open(): Promise<RawConnection> {
-    const socket = net.connect({ port, host: '127.0.0.1' });
-    await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-    return new RawConnection(socket);
-  }
-
-  get closed(): boolean {
-    return this.#closed;
-  }
-
-  /** Writes a request and waits for its answer; undefined when the connection closed without one. */
-  async exchange(writes: readonly (string | Buffer)[]): Promise<RawResponse | undefined> {
-    const before = parseResponses(this.#received).responses.length;
-    for (const write of writes) if (!this.#socket.destroyed) this.#socket.write(write);
-    for (;;) {
-      const responses = parseResponses(this.#received).responses;
-      if (responses.length > before) return responses[before];
-      if (this.#closed) return undefined;
-      await new Promise<void>((resolve) => {
-        this.#waiting = resolve;
-      });
-    }
-  }
-
-  close(): void {
-    this.#socket.destroy();
-  }
-}
-
-const head = (headers: readonly string[]): string =>
-  `POST /v1/responses HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n${headers.map((line) => `${line}\r\n`).join('')}\r\n`;
-const withLength = (body: string): string => head([`content-length: ${Buffer.byteLength(body)}`]) + body;
 const VALID = JSON.stringify({ model: MODEL, input: 'hi' });
 const OVERSIZED_BODY = JSON.stringify({ model: MODEL, input: 'x'.repeat(OVERSIZED) });
 
@@ -129,44 +76,35 @@ function expectTooLarge(response: RawResponse | undefined): void {
 
 describe('on a raw keep-alive connection', () => {
   it('an over-limit body with a Content-Length gets its 413, and the connection then serves a valid request', async () => {
-    const connection = await RawConnection.open();
-    try {
+    await withRawConnection(port, async (connection) => {
       for (let round = 0; round < 3; round++) {
         expectTooLarge(await connection.exchange([withLength(OVERSIZED_BODY)]));
         const next = await connection.exchange([withLength(VALID)]);
         expect(next?.status, next?.body).toBe(200);
       }
       expect(connection.closed).toBe(false);
-    } finally {
-      connection.close();
-    }
+    });
   });
 
   it('an over-limit body sent in chunks (no Content-Length) gets its 413, and the connection then serves a valid request', async () => {
-    const connection = await RawConnection.open();
-    try {
+    await withRawConnection(port, async (connection) => {
       const chunk = 'x'.repeat(64 * 1024);
       const chunks = Array.from({ length: OVERSIZED / chunk.length }, () => `${chunk.length.toString(16)}\r\n${chunk}\r\n`);
       expectTooLarge(await connection.exchange([head(['transfer-encoding: chunked']), ...chunks, '0\r\n\r\n']));
       const next = await connection.exchange([withLength(VALID)]);
       expect(next?.status, next?.body).toBe(200);
       expect(connection.closed).toBe(false);
-    } finally {
-      connection.close();
-    }
+    });
   });
 
   it('a body declaring more than the server reads past the limit is answered at once, and the connection closed', async () => {
-    const connection = await RawConnection.open();
-    try {
+    await withRawConnection(port, async (connection) => {
       // Only the head is sent: the answer cannot wait for a body.
       const declared = LIMIT + FIXED_LIMITS.oversizedBodyDiscardBytes.value + 1;
       const response = await connection.exchange([head([`content-length: ${declared}`])]);
       expectTooLarge(response);
       expect(response?.headers.connection).toBe('close');
-    } finally {
-      connection.close();
-    }
+    });
   });
 });
 

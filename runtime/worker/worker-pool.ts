@@ -2,7 +2,7 @@ import type { ProgramSpec } from '../isolate-program.ts';
 import type { ProgramEvent, RecordedCall } from '../program-events.ts';
 import { ProgramBusyError, WorkerDeathError, type RunawayLimit } from '../errors.ts';
 import type { ProgramLimits } from '../limits.ts';
-import type { ProgramEngine, ProgramRuntimeOptions, ProgramRuntimeStats, ResumePath } from '../program-runtime.ts';
+import { emptyRuntimeStats, type ProgramEngine, type ProgramRuntimeOptions, type ProgramRuntimeStats, type ResumePath } from '../program-runtime.ts';
 import type { WorkerDeath } from '../errors.ts';
 import { RecordDigest } from './record-digest.ts';
 import { answersToWire, eventFromWire } from './wire-codec.ts';
@@ -141,12 +141,7 @@ export class WorkerPool implements ProgramEngine {
 
   stats(): ProgramRuntimeStats {
     const total: ProgramRuntimeStats = {
-      started: 0,
-      resumes: { warm: 0, replay: 0 },
-      evictions: { ttl: 0, count: 0, memory: 0 },
-      paused: 0,
-      pausedHeapBytes: 0,
-      warmIsolates: { ready: 0, made: 0, taken: 0 },
+      ...emptyRuntimeStats(),
       workers: { alive: this.#workers.filter((worker) => worker.alive).length, deaths: { ...this.#deaths }, retried: this.#retried },
     };
     for (const worker of [...this.#workers, ...this.#leaving]) {

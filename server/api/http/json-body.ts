@@ -131,11 +131,18 @@ export function openBodyInThread(): BodyInThread {
 /** A body past one of schemas/body-bounds.ts's bounds: the 400 validation would have given. */
 export const pastBound = ({ code, param, message }: BodyBoundViolation): ApiError => new ApiError(code, message, param);
 
-const tooDeep = (): ApiError => new ApiError('invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`);
+/** A body nested past MAX_JSON_DEPTH: a 400 `invalid_json`, told apart by its class (the WebSocket answers it its own way). */
+class BodyTooDeepError extends ApiError {
+  constructor() {
+    super('invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`);
+  }
+}
+
+const tooDeep = (): ApiError => new BodyTooDeepError();
 
 /** Whether a parse's error is the one for a body nested too deep. */
 export function isTooDeep(error: unknown): boolean {
-  return error instanceof ApiError && error.code === 'invalid_json' && error.message === tooDeep().message;
+  return error instanceof BodyTooDeepError;
 }
 
 /** Whether bytes are all of their memory, which can then be handed to the thread: Buffer.concat's result is, a slice of Node's shared pool is not. */

@@ -2,7 +2,7 @@ import { setImmediate } from 'node:timers/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from '@fastify/websocket';
 import type { RawData } from 'ws';
-import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../../../runtime/index.ts';
+import { MAX_JSON_DEPTH } from '../../../runtime/index.ts';
 import type { CreateResponseRequest } from '../../../schemas/request.ts';
 import { ApiError } from '../../platform/api-error.ts';
 import type { ClientChecks } from '../../platform/config.ts';
@@ -19,9 +19,8 @@ import type { TurnGate } from '../../engine/turn-gate.ts';
 import type { ResponseStore, StoredResponse } from '../../platform/stores/response-store.ts';
 import { CLIENT_CHECKS_HEADER, clientChecksFor, createBodyOf, responseRequest, type RequestSettings } from './create-response.ts';
 import { finishedJournal, requestJournal } from '../../engine/journal-details.ts';
-import { parseJsonText } from '../http/json-text.ts';
-import { isTooDeep, OFF_LOOP_JSON_BYTES, parseOffLoop, pastBound } from '../http/json-body.ts';
-import { bodyBoundViolation, type BodyBounds } from '../../../schemas/body-bounds.ts';
+import { isTooDeep, OFF_LOOP_JSON_BYTES, parseOffLoop, parseOnLoop } from '../http/json-body.ts';
+import type { BodyBounds } from '../../../schemas/body-bounds.ts';
 import { SocketSteering, type Successor } from './socket-steering.ts';
 
 // WebSocket mode (docs/STREAMING.md): the SDK's `ResponsesWS` opens a socket on the Responses
@@ -196,20 +195,20 @@ function bytesOf(data: RawData): Buffer {
   return Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
 }
 
-/** A small message parsed on the loop (undefined bytes: a binary message). */
-/** A small message parsed on the loop, and held to the bounds a large one is held to in the thread. */
-function parseOnLoop(bytes: Buffer | undefined, bounds: BodyBounds): ParsedMessage {
+/** A message's parse error as what the socket answers: too deep, past a bound, or not JSON. */
+function faultOf(error: unknown): ParsedMessage {
+  return isTooDeep(error) ? { fault: 'too_deep' } : error instanceof ApiError ? { refused: error } : { fault: 'syntax' };
+}
+
+/** A small message parsed on the loop (undefined bytes: a binary message), held to the bounds a large one is held to in the thread. */
+function parseMessageOnLoop(bytes: Buffer | undefined, bounds: BodyBounds): ParsedMessage {
   if (bytes === undefined) return { fault: 'binary' };
   if (bytes.length === 0) return { fault: 'empty' };
-  let value: unknown;
   try {
-    value = parseJsonText(bytes);
-  } catch {
-    return { fault: 'syntax' };
+    return { value: parseOnLoop(bytes, bounds) };
+  } catch (error) {
+    return faultOf(error);
   }
-  if (jsonDepthExceeds(value, MAX_JSON_DEPTH)) return { fault: 'too_deep' };
-  const past = bodyBoundViolation(value, bounds);
-  return past ? { refused: pastBound(past) } : { value };
 }
 
 interface ClientMessage {
@@ -315,10 +314,7 @@ class SocketSession {
     const bytes = message.isBinary ? undefined : bytesOf(message.data);
     if (bytes !== undefined && bytes.length >= OFF_LOOP_JSON_BYTES) {
       this.#messagesReading += 1;
-      const parsed = parseOffLoop(bytes, this.#bounds).then(
-        (value): ParsedMessage => ({ value }),
-        (error: unknown): ParsedMessage => (isTooDeep(error) ? { fault: 'too_deep' } : error instanceof ApiError ? { refused: error } : { fault: 'syntax' }),
-      );
+      const parsed = parseOffLoop(bytes, this.#bounds).then((value): ParsedMessage => ({ value }), faultOf);
       this.#inTurn(async () => {
         const read = await parsed;
         this.#messagesReading -= 1;
@@ -326,7 +322,7 @@ class SocketSession {
       });
       return;
     }
-    const read = parseOnLoop(bytes, this.#bounds);
+    const read = parseMessageOnLoop(bytes, this.#bounds);
     // Behind a message still being parsed, it waits for it.
     if (this.#messagesReading > 0) this.#inTurn(async () => this.#take(read, size));
     else this.#take(read, size);
