@@ -36,6 +36,11 @@ export const API_ERRORS = {
     description:
       'The request body exceeds `PTC_BODY_LIMIT_BYTES`; or the stored items its `item_reference` entries name come to more than that many bytes of JSON (`param`: `input`, or `items`).',
   },
+  request_timeout: {
+    status: 408,
+    type: 'invalid_request_error',
+    description: 'The client did not send the whole request (headers and body) within `PTC_REQUEST_TIMEOUT_MS`; the connection is closed after the answer.',
+  },
   unknown_parameter: {
     status: 400,
     type: 'invalid_request_error',
@@ -327,7 +332,7 @@ export const API_ERRORS = {
     status: 429,
     type: 'rate_limit_error',
     description:
-      "Backpressure: `PTC_MAX_CONCURRENT_TURNS` turns are running and `PTC_MAX_QUEUED_TURNS` waiting, or a queue of work done beside the server's loop is full (large bodies to parse, long texts to count, schemas to compile or check, autopilot plans: the fixed limits `jsonBodyQueue`, `tokenCountQueue`, `schemaJobQueue`, `autopilotQueuedPlans`); `retry-after` (and for turns `retry-after-ms`) says when to retry.",
+      "Backpressure: `PTC_MAX_CONCURRENT_TURNS` turns are running and `PTC_MAX_QUEUED_TURNS` waiting, or `PTC_MAX_ARRIVING_BODY_BYTES` of request bodies are arriving, or a queue of work done beside the server's loop is full (large bodies to parse, long texts to count, schemas to compile or check, autopilot plans: the fixed limits `jsonBodyQueue`, `tokenCountQueue`, `schemaJobQueue`, `autopilotQueuedPlans`); `retry-after` (and for turns `retry-after-ms`) says when to retry.",
   },
   too_many_event_streams: {
     status: 429,

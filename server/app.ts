@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { ProgramRuntime, resolveLimits, WorkerPool, type ProgramEngine, type ProgramLimits } from '../runtime/index.ts';
+import { ArrivingBodies } from './api/http/arriving-bodies.ts';
 import { parseJsonBodies } from './api/http/json-body-reader.ts';
 import { ApiError } from './platform/api-error.ts';
 import { BackgroundResponses } from './api/responses/background.ts';
@@ -156,6 +157,11 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
     bodyLimit: config.bodyLimitBytes,
+    requestTimeout: config.requestTimeoutMs,
+    // Node's server must be made with its request timeout (set afterwards, as Fastify does, it is
+    // never checked), and looks for requests past it every so often: 30 s by default, too seldom
+    // for a short one.
+    http: { requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: Math.min(30_000, Math.ceil(config.requestTimeoutMs / 4)) },
     genReqId: () => newId('req'),
     requestIdHeader: false,
     // Ids reach the routes (and their 404s) whatever their length, up to this.
@@ -179,7 +185,8 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   // Bodies are JSON only: Fastify would otherwise read text/plain into a string. Large ones are
   // parsed off the loop (json-body.ts).
   app.removeContentTypeParser('text/plain');
-  parseJsonBodies(app, config.maxBodyValues);
+  const arrivingBodies = new ArrivingBodies(config.maxArrivingBodyBytes);
+  parseJsonBodies(app, config.maxBodyValues, arrivingBodies);
 
   let draining = false;
   app.decorate('drain', () => {
@@ -315,7 +322,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   if (config.inspector) registerInspectorRoutes(app);
   registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));
   registerHealthRoutes(app, runtime, store);
-  registerMetricsRoutes(app, runtime);
+  registerMetricsRoutes(app, runtime, arrivingBodies);
 
   app.addHook('onClose', async () => {
     agents?.stopAll();

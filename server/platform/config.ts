@@ -141,6 +141,16 @@ export const SETTINGS = {
   PTC_INSPECTOR: { default: 'on', description: '`on` serves the inspector page at `/inspector` (docs/INSPECTOR.md); `off` answers 404 there.' },
   PTC_JOURNAL_SIZE: { default: '200', description: 'Requests kept by the journal (`GET /v1/emulator/journal`); `0` turns it off.' },
   PTC_BODY_LIMIT_BYTES: { default: '33554432', description: 'Largest request body accepted (413 beyond).' },
+  PTC_REQUEST_TIMEOUT_MS: {
+    default: '300000',
+    description:
+      "Time a client has to send one whole request, its headers and body, from its first byte (Node's own default, which Fastify turns off): past it a 408 `request_timeout` and the connection closed, so a client that stops in the middle of a body does not hold what it sent. Checked every quarter of it, at most every 30 s.",
+  },
+  PTC_MAX_ARRIVING_BODY_BYTES: {
+    default: '536870912',
+    description:
+      'Bytes of request bodies being received at once, all connections together (each body is bounded by `PTC_BODY_LIMIT_BYTES`): a body that would take them past it is a 429 `server_busy` with `retry-after`, unless it is the only one arriving. `GET /metrics` shows them (`ptc_request_body_bytes_arriving`).',
+  },
   PTC_MAX_INPUT_ITEMS: {
     default: '5000',
     description:
@@ -237,6 +247,8 @@ export interface ServerConfig {
   readonly warmIsolates: number;
   readonly maxPausedHeapBytes: number;
   readonly bodyLimitBytes: number;
+  readonly requestTimeoutMs: number;
+  readonly maxArrivingBodyBytes: number;
   readonly maxInputItems: number;
   readonly maxBodyValues: number;
   readonly maxSchemaBytes: number;
@@ -514,6 +526,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     warmIsolates: integer(env, 'PTC_WARM_ISOLATES', SETTINGS.PTC_WARM_ISOLATES.default, 0),
     maxPausedHeapBytes: integer(env, 'PTC_MAX_PAUSED_HEAP_MB', SETTINGS.PTC_MAX_PAUSED_HEAP_MB.default, 1) * 1024 * 1024,
     bodyLimitBytes: integer(env, 'PTC_BODY_LIMIT_BYTES', SETTINGS.PTC_BODY_LIMIT_BYTES.default, 1024),
+    requestTimeoutMs: integer(env, 'PTC_REQUEST_TIMEOUT_MS', SETTINGS.PTC_REQUEST_TIMEOUT_MS.default, 1000),
+    maxArrivingBodyBytes: integer(env, 'PTC_MAX_ARRIVING_BODY_BYTES', SETTINGS.PTC_MAX_ARRIVING_BODY_BYTES.default, 1024),
     maxInputItems: integer(env, 'PTC_MAX_INPUT_ITEMS', SETTINGS.PTC_MAX_INPUT_ITEMS.default, 1),
     maxBodyValues: integer(env, 'PTC_MAX_BODY_VALUES', SETTINGS.PTC_MAX_BODY_VALUES.default, 1),
     maxSchemaBytes: integer(env, 'PTC_MAX_SCHEMA_BYTES', SETTINGS.PTC_MAX_SCHEMA_BYTES.default, 1),

@@ -8,6 +8,7 @@ import type { JournalRecorder } from '../journal/journal-hooks.ts';
 import type { JournalDetails } from '../../engine/journal-details.ts';
 import { StoreUnavailableError } from '../../platform/stores/response-store.ts';
 import { SchemaThreadBusyError } from '../../../runtime/index.ts';
+import { isArrivingBodiesBusy } from './arriving-bodies.ts';
 import { discardOversizedBody } from './oversized-body.ts';
 
 /**
@@ -79,9 +80,10 @@ export function registerErrorHandlers(
     const apiError = answerableError(error, options.bodyLimitBytes, request);
     options.journal.note(request, errorJournal(apiError));
     const answer = () => reply.status(apiError.status).headers(apiError.headers).send(apiError.toEnvelope());
-    if (!isBodyTooLarge(error)) return answer();
-    // Answered only once the client has sent its body (oversized-body.ts): before, the client may
-    // meet a reset connection rather than the 413.
+    if (!isBodyTooLarge(error) && !isArrivingBodiesBusy(error)) return answer();
+    // A body left unread (too large, or one too many arriving) is answered only once the client
+    // has sent it (oversized-body.ts): before, the client may meet a reset connection rather than
+    // the 413 or 429.
     return discardOversizedBody(request.raw, options.bodyLimitBytes).then((outcome) => {
       // Fastify asks to close the connection of a body it left unread; read to its end, the
       // connection can serve the next request (a draining server still closes it, in onSend).
@@ -118,6 +120,18 @@ export function answerFrameworkError(error: FastifyError, request: FastifyReques
   void reply.status(apiError.status).header('x-request-id', request.id).send(apiError.toEnvelope());
 }
 
+/** What Node's HTTP parser (or its request timer) refused, as an API error. */
+function clientErrorAnswer(error: Error): ApiError {
+  switch ((error as NodeJS.ErrnoException).code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return new ApiError('request_too_large', 'The request headers are too large.', null, {}, 431);
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new ApiError('request_timeout', 'The request was not received whole within PTC_REQUEST_TIMEOUT_MS: the connection is closed.');
+    default:
+      return new ApiError('invalid_json', `The HTTP request is malformed: ${error.message}.`);
+  }
+}
+
 /**
  * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses never reaches Fastify,
  * so it is answered on the socket, in the envelope, and the connection closed.
@@ -127,10 +141,7 @@ export function answerClientError(error: Error, socket: Socket): void {
     socket.destroy();
     return;
   }
-  const apiError =
-    (error as NodeJS.ErrnoException).code === 'HPE_HEADER_OVERFLOW'
-      ? new ApiError('request_too_large', 'The request headers are too large.', null, {}, 431)
-      : new ApiError('invalid_json', `The HTTP request is malformed: ${error.message}.`);
+  const apiError = clientErrorAnswer(error);
   const json = JSON.stringify(apiError.toEnvelope());
   socket.end(
     `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nx-request-id: ${newId('req')}\r\nConnection: close\r\n\r\n${json}`,

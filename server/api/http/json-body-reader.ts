@@ -1,6 +1,7 @@
 import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import type { BodyBounds, RouteBounds } from '../../../schemas/body-bounds.ts';
+import type { ArrivingBodies, ArrivingBody } from './arriving-bodies.ts';
 import { type BodyInThread, OFF_LOOP_JSON_BYTES, openBodyInThread, parseOnLoop } from './json-body.ts';
 
 /**
@@ -20,28 +21,43 @@ declare module 'fastify' {
   }
 }
 
-/** Replaces Fastify's JSON parser; `maxValues` is PTC_MAX_BODY_VALUES. */
-export function parseJsonBodies(app: FastifyInstance, maxValues: number): void {
+/** Replaces Fastify's JSON parser; `maxValues` is PTC_MAX_BODY_VALUES, `arriving` the bodies being received, bounded together. */
+export function parseJsonBodies(app: FastifyInstance, maxValues: number, arriving: ArrivingBodies): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', (request: FastifyRequest, payload: Readable) => {
     const bounds: BodyBounds = { values: maxValues, ...request.routeOptions.config.bodyBounds };
     // A body-less request that names JSON anyway (curl's habit on DELETE) is read as having none.
     const emptyAllowed = request.method === 'DELETE' || request.method === 'GET';
-    return readJsonBody(payload, Number(request.headers['content-length']), request.routeOptions.bodyLimit, bounds, emptyAllowed);
+    return readJsonBody(payload, Number(request.headers['content-length']), request.routeOptions.bodyLimit, bounds, emptyAllowed, arriving);
   });
 }
 
 /** `declared`: the Content-Length (NaN for a chunked body); `emptyAllowed`: an empty body is no body rather than a 400. */
-function readJsonBody(payload: Readable, declared: number, limit: number, bounds: BodyBounds, emptyAllowed: boolean): Promise<unknown> {
+function readJsonBody(
+  payload: Readable,
+  declared: number,
+  limit: number,
+  bounds: BodyBounds,
+  emptyAllowed: boolean,
+  arriving: ArrivingBodies,
+): Promise<unknown> {
   if (declared > limit) return Promise.reject(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+  let body: ArrivingBody;
+  try {
+    body = arriving.begin(declared);
+  } catch (error) {
+    return Promise.reject(error);
+  }
   return new Promise((resolve, reject) => {
     let received = 0;
     let gathered: Buffer[] = [];
     let inThread: BodyInThread | undefined;
     const stop = (): void => {
+      body.end();
       payload.off('data', onData);
       payload.off('end', onEnd);
       payload.off('error', onError);
+      payload.off('close', onClose);
     };
     const fail = (error: Error): void => {
       stop();
@@ -52,6 +68,11 @@ function readJsonBody(payload: Readable, declared: number, limit: number, bounds
       const chunk = typeof data === 'string' ? Buffer.from(data) : data;
       received += chunk.length;
       if (received > limit) return fail(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+      try {
+        body.received(chunk.length);
+      } catch (busy) {
+        return fail(busy as Error);
+      }
       if (inThread) return inThread.write(chunk);
       gathered.push(chunk);
       if (received < OFF_LOOP_JSON_BYTES) return;
@@ -78,9 +99,13 @@ function readJsonBody(payload: Readable, declared: number, limit: number, bounds
       if (!(typeof error.statusCode === 'number' && error.statusCode >= 400)) error.statusCode = 400;
       fail(error);
     };
+    // Closed before its end with no error: its connection was closed under it (a request past
+    // PTC_REQUEST_TIMEOUT_MS), and what it sent is let go.
+    const onClose = (): void => fail(Object.assign(new Error('The connection closed before the request body ended'), { statusCode: 400 }));
     payload.on('data', onData);
     payload.on('end', onEnd);
     payload.on('error', onError);
+    payload.on('close', onClose);
     payload.resume();
   });
 }

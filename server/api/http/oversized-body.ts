@@ -28,8 +28,9 @@ export const OVERSIZED_BODY_BOUNDS: DiscardBounds = {
 };
 
 /**
- * Reads what is left of a request whose body Fastify refused as over `bodyLimitBytes`, dropping
- * it. A body that declares more than the bounds allow is not read at all.
+ * Reads what is left of a request whose body was refused unread (over `bodyLimitBytes`, or one
+ * too many arriving, arriving-bodies.ts), dropping it. A body that declares more than the bounds
+ * allow is not read at all.
  */
 export function discardOversizedBody(request: IncomingMessage, bodyLimitBytes: number, bounds: DiscardBounds = OVERSIZED_BODY_BOUNDS): Promise<DiscardOutcome> {
   // Node's parser has checked the header: a number, or absent (a chunked body) and so NaN.

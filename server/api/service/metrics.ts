@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ProgramEngine } from '../../../runtime/index.ts';
+import type { ArrivingBodies } from '../http/arriving-bodies.ts';
 
 interface Metric {
   readonly name: string;
@@ -21,8 +22,8 @@ function exposition(metrics: readonly Metric[]): string {
     .concat('\n');
 }
 
-/** `GET /metrics`: Prometheus text of the program runtime and its cache of paused isolates. */
-export function registerMetricsRoutes(app: FastifyInstance, runtime: ProgramEngine): void {
+/** `GET /metrics`: Prometheus text of the program runtime and its cache of paused isolates, and of the request bodies arriving. */
+export function registerMetricsRoutes(app: FastifyInstance, runtime: ProgramEngine, arrivingBodies: ArrivingBodies): void {
   app.get('/metrics', async (_, reply) => {
     const stats = runtime.stats();
     reply.type('text/plain; version=0.0.4; charset=utf-8');
@@ -66,6 +67,12 @@ export function registerMetricsRoutes(app: FastifyInstance, runtime: ProgramEngi
           ]
         : []),
       { name: 'ptc_paused_programs_heap_bytes', type: 'gauge', help: 'Heap of the paused isolates held.', samples: [['', stats.pausedHeapBytes]] },
+      {
+        name: 'ptc_request_body_bytes_arriving',
+        type: 'gauge',
+        help: 'Bytes received of request bodies not yet whole (at most PTC_MAX_ARRIVING_BODY_BYTES).',
+        samples: [['', arrivingBodies.bytes]],
+      },
     ]);
   });
 }

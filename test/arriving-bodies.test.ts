@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postHead, postWithLength, RawConnection, withRawConnection } from './support/raw-connection.ts';
+import { spawnServer, type ServerProcess } from './support/server-process.ts';
+
+/**
+ * Bodies still arriving hold the server's memory: a client that stops in the middle of one is
+ * cut off after PTC_REQUEST_TIMEOUT_MS (a 408), and all of them together are held to
+ * PTC_MAX_ARRIVING_BODY_BYTES (a 429). Each server runs in a process of its own, as users run it,
+ * and is spoken to on raw connections: an SDK cannot stop in the middle of a body.
+ */
+
+const MODEL = 'ptc-emulator';
+const MiB = 1024 * 1024;
+
+interface ErrorBody {
+  error: { code: string; message: string; type: string; param: string | null };
+}
+
+const errorOf = (body: string): ErrorBody['error'] => (JSON.parse(body) as ErrorBody).error;
+
+/** The server's gauge of bytes received of bodies not yet whole. */
+async function arrivingBytes(server: ServerProcess): Promise<number> {
+  const text = await (await fetch(new URL('/metrics', server.baseURL))).text();
+  const match = /^ptc_request_body_bytes_arriving (\d+)$/m.exec(text);
+  if (!match) throw new Error(`no ptc_request_body_bytes_arriving in /metrics:\n${text}`);
+  return Number(match[1]);
+}
+
+/** Waits until the server's bytes of bodies still arriving meet `holds` (it reads, and lets go, in its own time). */
+async function untilArriving(server: ServerProcess, holds: (bytes: number) => boolean): Promise<void> {
+  while (!holds(await arrivingBytes(server))) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+/** A valid request whose JSON is `size` bytes or a little more. */
+const requestOf = (size: number): string => JSON.stringify({ model: MODEL, input: 'x'.repeat(size) });
+
+describe('a client that stops in the middle of its body (PTC_REQUEST_TIMEOUT_MS)', () => {
+  let server: ServerProcess | undefined;
+  let port: number;
+  beforeAll(async () => {
+    server = await spawnServer({ PTC_STORE: 'memory', PTC_REQUEST_TIMEOUT_MS: '3000', LOG_LEVEL: 'warn' });
+    port = Number(new URL(server.baseURL).port);
+  });
+  afterAll(() => server?.kill());
+
+  it('gets a 408 request_timeout in the envelope, the connection is closed, and what it sent is let go', async () => {
+    await withRawConnection(port, async (connection) => {
+      const body = requestOf(200_000);
+      // All but the last byte: the body never ends.
+      connection.write(postWithLength(body).slice(0, -1));
+      await untilArriving(server!, (bytes) => bytes >= body.length - 1);
+      const answer = await connection.next();
+      expect(answer?.status, answer?.body ?? 'no answer: the connection closed').toBe(408);
+      expect(answer?.headers.connection).toBe('close');
+      expect(answer?.headers['content-type']).toMatch(/^application\/json/);
+      expect(errorOf(answer!.body)).toMatchObject({ code: 'request_timeout', type: 'invalid_request_error', param: null });
+      expect(errorOf(answer!.body).message).toContain('PTC_REQUEST_TIMEOUT_MS');
+      expect(await connection.next()).toBeUndefined();
+      expect(connection.closed).toBe(true);
+    });
+    // What it sent is let go once the server has seen the connection close.
+    await untilArriving(server!, (bytes) => bytes === 0);
+    // The server goes on serving.
+    const response = await server!.client.responses.create({ model: MODEL, input: 'hi' });
+    expect(response.status).toBe('completed');
+  });
+});
+
+describe('bodies arriving at once, all connections together (PTC_MAX_ARRIVING_BODY_BYTES)', () => {
+  const LIMIT = 2 * MiB;
+  const MAX_ARRIVING = 3 * MiB;
+  let server: ServerProcess | undefined;
+  let port: number;
+  beforeAll(async () => {
+    server = await spawnServer({
+      PTC_STORE: 'memory',
+      PTC_BODY_LIMIT_BYTES: String(LIMIT),
+      PTC_MAX_ARRIVING_BODY_BYTES: String(MAX_ARRIVING),
+      LOG_LEVEL: 'warn',
+    });
+    port = Number(new URL(server.baseURL).port);
+  });
+  afterAll(() => server?.kill());
+
+  function expectBusy(answer: Awaited<ReturnType<RawConnection['next']>>): void {
+    expect(answer?.status, answer?.body ?? 'no answer: the connection closed').toBe(429);
+    expect(answer?.headers['retry-after']).toBe('1');
+    expect(errorOf(answer!.body)).toMatchObject({ code: 'server_busy', type: 'rate_limit_error' });
+    expect(errorOf(answer!.body).message).toContain('PTC_MAX_ARRIVING_BODY_BYTES');
+  }
+
+  it('past the bound a body is a 429 server_busy, by its Content-Length or as it arrives; within it, and once the first ends, bodies are served', async () => {
+    const held = await RawConnection.open(port);
+    try {
+      // 1.5 MiB of a body sent, the last bytes held back.
+      const heldRequest = postWithLength(requestOf(1.5 * MiB));
+      held.write(heldRequest.slice(0, -2));
+      await untilArriving(server!, (bytes) => bytes >= 1.5 * MiB);
+
+      const declared = requestOf(1.8 * MiB);
+      await withRawConnection(port, async (other) => {
+        // Refused by its Content-Length, before it is read: 1.5 + 1.8 MiB would not fit.
+        expectBusy(await other.exchange([postWithLength(declared)]));
+        // A small one fits beside the held body.
+        const small = await other.exchange([postWithLength(requestOf(10))]);
+        expect(small?.status, small?.body).toBe(200);
+      });
+
+      await withRawConnection(port, async (chunked) => {
+        // Sent in chunks, with no Content-Length: refused once what came passes the bound.
+        const chunks = declared.match(/[\s\S]{1,65536}/g)!.map((chunk) => `${chunk.length.toString(16)}\r\n${chunk}\r\n`);
+        expectBusy(await chunked.exchange([postHead(['transfer-encoding: chunked']), ...chunks, '0\r\n\r\n']));
+      });
+
+      // The held body ends: it is served, and the bound is free again.
+      const answer = await held.exchange([heldRequest.slice(-2)]);
+      expect(answer?.status, answer?.body).toBe(200);
+    } finally {
+      held.close();
+    }
+    await untilArriving(server!, (bytes) => bytes === 0);
+    await withRawConnection(port, async (again) => {
+      const answer = await again.exchange([postWithLength(requestOf(1.8 * MiB))]);
+      expect(answer?.status, answer?.body).toBe(200);
+    });
+  });
+});
