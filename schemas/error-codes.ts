@@ -28,7 +28,7 @@ export const API_ERRORS = {
   unsupported_media_type: {
     status: 415,
     type: 'invalid_request_error',
-    description: 'The request body is not `application/json`.',
+    description: 'The request body is not `application/json`, or its Content-Type names a charset other than UTF-8 (which JSON is, RFC 8259).',
   },
   request_too_large: {
     status: 413,

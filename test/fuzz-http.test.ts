@@ -869,11 +869,26 @@ describe('4. raw HTTP oddities (net, not fetch)', () => {
     ['multipart', ['content-type: multipart/form-data; boundary=x'], 'unsupported_media_type'],
     ['application/xml', ['content-type: application/xml'], 'unsupported_media_type'],
     ['no content-type at all', [], 'unsupported_media_type'],
+    ['JSON in UTF-16', ['content-type: application/json; charset=utf-16'], 'unsupported_media_type'],
+    ['JSON in Latin-1, quoted', ['content-type: application/json; charset="ISO-8859-1"'], 'unsupported_media_type'],
   ])('a %s body gets 415 in the envelope', async (_, contentType, code) => {
     const exchange = await rawExchange(port, { writes: [head([...contentType, `content-length: ${VALID.length}`]) + VALID], end: true });
     expect(exchange.responses).toHaveLength(1);
     expectRawError(exchange.responses[0]!, code);
   });
+
+  it.each(['application/json; charset=utf-8', 'application/json;charset="UTF-8"', 'application/json; charset=utf8'])(
+    'a body whose Content-Type is %s is read',
+    async (contentType) => {
+      const exchange = await rawExchange(port, {
+        writes: [head([`content-type: ${contentType}`, `content-length: ${VALID.length}`]) + VALID],
+        end: false,
+        expectResponses: 1,
+      });
+      expect(exchange.responses).toHaveLength(1);
+      expect(exchange.responses[0]!.status, exchange.responses[0]!.body).toBe(200);
+    },
+  );
 
   it.each<[string, string]>([
     ['content-length: 0', head(['content-type: application/json', 'content-length: 0'])],

@@ -1,6 +1,7 @@
 import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import type { BodyBounds, RouteBounds } from '../../../schemas/body-bounds.ts';
+import { ApiError } from '../../platform/api-error.ts';
 import type { ArrivingBodies, ArrivingBody } from './arriving-bodies.ts';
 import { type BodyInThread, OFF_LOOP_JSON_BYTES, openBodyInThread, parseOnLoop } from './json-body.ts';
 
@@ -11,7 +12,8 @@ import { type BodyInThread, OFF_LOOP_JSON_BYTES, openBodyInThread, parseOnLoop }
  * refusals are Fastify's own (the error handler answers them): a body over the route's limit, by
  * its Content-Length or as it arrives (FST_ERR_CTP_BODY_TOO_LARGE, which the handler answers once
  * the client has sent it, oversized-body.ts), one shorter or longer than its Content-Length, an
- * empty one (but on a DELETE or GET, where it is no body).
+ * empty one (but on a DELETE or GET, where it is no body); and a charset other than UTF-8, which
+ * JSON bodies are (RFC 8259), is a 415.
  */
 
 declare module 'fastify' {
@@ -25,11 +27,20 @@ declare module 'fastify' {
 export function parseJsonBodies(app: FastifyInstance, maxValues: number, arriving: ArrivingBodies): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', (request: FastifyRequest, payload: Readable) => {
+    const charset = charsetOf(request.headers['content-type']);
+    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+      return Promise.reject(new ApiError('unsupported_media_type', `The request body must be JSON in UTF-8; its Content-Type names charset=${charset}.`));
+    }
     const bounds: BodyBounds = { values: maxValues, ...request.routeOptions.config.bodyBounds };
     // A body-less request that names JSON anyway (curl's habit on DELETE) is read as having none.
     const emptyAllowed = request.method === 'DELETE' || request.method === 'GET';
     return readJsonBody(payload, Number(request.headers['content-length']), request.routeOptions.bodyLimit, bounds, emptyAllowed, arriving);
   });
+}
+
+/** The `charset` parameter of a Content-Type, unquoted (undefined: none named). */
+function charsetOf(contentType: string | undefined): string | undefined {
+  return contentType === undefined ? undefined : /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(contentType)?.[1];
 }
 
 /** `declared`: the Content-Length (NaN for a chunked body); `emptyAllowed`: an empty body is no body rather than a 400. */
