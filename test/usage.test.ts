@@ -4,7 +4,7 @@ import type { ResponseUsage } from 'openai/resources/responses/responses';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { ConversationItem, OutputItem } from '../schemas/items.ts';
 import { Usage } from '../schemas/usage.ts';
-import { countTokens, countUsage, IMAGE_TOKENS, ITEM_OVERHEAD_TOKENS, LONG_RUN, tokenChunks } from '../server/engine/usage.ts';
+import { countTokens, countUsage, IMAGE_TOKENS, ITEM_OVERHEAD_TOKENS, LONG_RUN, REMEMBERED_MAX_TEXTS, tokenChunks } from '../server/engine/usage.ts';
 
 /** A lone surrogate anywhere: the string is not well-formed UTF-16. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
@@ -51,9 +51,14 @@ describe('the tokenizer is o200k_base', () => {
     expect(performance.now() - started).toBeLessThan(5_000); // unsliced: about 17 s
   });
 
-  it('counts long texts it remembers as it counted them, with more texts than it keeps', () => {
-    // Long prose (no long run), so that gpt-tokenizer itself is the reference.
-    const texts = Array.from({ length: 150 }, (_, index) => Array.from({ length: 600 }, (__, word) => `w${(index * 7 + word) % 97}`).join(' '));
+  it('counts texts it remembers as it counted them, long or short, with more texts than it keeps', () => {
+    // Prose (no long run), so that gpt-tokenizer itself is the reference: a few long texts, and
+    // more short ones than are kept.
+    const prose = (index: number, words: number): string => Array.from({ length: words }, (_, word) => `w${(index * 7 + word) % 97}`).join(' ');
+    const texts = [
+      ...Array.from({ length: 20 }, (_, index) => prose(index, 600)),
+      ...Array.from({ length: REMEMBERED_MAX_TEXTS + 100 }, (_, index) => `${prose(index, 4)} n${index}`),
+    ];
     const exact = texts.map((text) => encode(text).length);
     for (let round = 0; round < 3; round++) {
       texts.forEach((text, index) => expect(countTokens(text)).toBe(exact[index]));
