@@ -32,6 +32,7 @@ export {
   type SealingKeys,
 } from './fingerprint.ts';
 export { REQUIRED_NODE_FLAG, hasRequiredNodeFlag } from './node-flags.ts';
+export { TextMemo } from './text-memo.ts';
 export { listSeal, openToken, sameSeal, sealToken, type TokenRefusal } from './sealed-token.ts';
 export { jsonDepthExceeds, MAX_JSON_DEPTH } from '../schemas/json-depth.ts';
 export { checkAgainstSchema, compileToolSchemas } from './schema-compiler.ts';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { canonicalJson, sha256Hex } from './canonical-json.ts';
+import { TextMemo } from './text-memo.ts';
 
 const JsonSchema = z.record(z.string(), z.unknown());
 
@@ -47,9 +48,14 @@ export function toolId(tool: Pick<ProgramTool, 'name' | 'namespace'>): string {
   return tool.namespace === undefined ? tool.name : `${tool.namespace}.${tool.name}`;
 }
 
+/** Tools' schemas hashed before, by their JSON as given: the same text is the same value, and so the same canonical hash. */
+const hashedSchemas = new TextMemo<string>(1_024, 4 * 2 ** 20);
+
 function schemasSha256(tool: ProgramTool): string | undefined {
   if (tool.parameters === undefined && tool.outputSchema === undefined) return undefined;
-  return sha256Hex(canonicalJson([tool.parameters ?? null, tool.outputSchema ?? null]));
+  const schemas = [tool.parameters ?? null, tool.outputSchema ?? null];
+  const text = JSON.stringify(schemas);
+  return hashedSchemas.get(text) ?? hashedSchemas.set(text, sha256Hex(canonicalJson(schemas)));
 }
 
 export function sealTool(tool: ProgramTool): SealedTool {

@@ -1,5 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import { sha256Hex } from './canonical-json.ts';
+import { TextMemo } from './text-memo.ts';
 import { startModuleThread } from './module-thread.ts';
 import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
 import { watchThreadDeadline } from './thread-deadline.ts';
@@ -186,6 +187,9 @@ function remember(key: string, entry: CompiledSchema): void {
   compiledChars += entry.source.length;
 }
 
+/** The hashes of schemas' JSON seen before: each request brings its tools' schemas again. */
+const hashedTexts = new TextMemo<string>(1_024, 4 * 2 ** 20);
+
 /**
  * Compiles tool schemas, each result in the order given: the compiled schema, or the
  * ToolSchemaError that says why ajv could not (SchemaDeadlineError for every schema not done
@@ -194,7 +198,10 @@ function remember(key: string, entry: CompiledSchema): void {
 export async function compileToolSchemas(schemas: readonly Schema[], deadlineMs = DEFAULT_SCHEMA_DEADLINE_MS): Promise<(CompiledSchema | ToolSchemaError)[]> {
   // Keyed by the hash of the schema's JSON as given (not canonical: sorting the keys of a huge
   // schema costs the loop more than compiling a reordered copy twice in the thread).
-  const keys = schemas.map((schema) => sha256Hex(JSON.stringify(schema)));
+  const keys = schemas.map((schema) => {
+    const text = JSON.stringify(schema);
+    return hashedTexts.get(text) ?? hashedTexts.set(text, sha256Hex(text));
+  });
   const results = new Map<string, CompiledSchema | ToolSchemaError>();
   const missing = new Map<string, Schema>();
   keys.forEach((key, index) => {

@@ -50,6 +50,7 @@ import type { ContentPart, ConversationItem, EmittedMessage, OutputItem } from '
 import type { Usage } from '../../schemas/usage.ts';
 import type { ModelUsage } from './stand-ins/model-decision.ts';
 import { TOOL_KINDS } from './conversation/tool-kinds.ts';
+import { TextMemo } from '../../runtime/index.ts';
 
 /**
  * Per item: OpenAI's chat format wraps every message as `<|start|>{role}<|message|>{content}<|end|>`,
@@ -108,12 +109,10 @@ function isLowSurrogate(code: number): boolean {
  * of the loop's time under load, the tool list's ~1,000 characters ~90 µs a request); tokenizing
  * 300,000 characters costs the loop ~8 ms.
  */
-const countedTexts = new Map<string, number>();
+export const REMEMBERED_MAX_TEXTS = 4_096;
+const countedTexts = new TextMemo<number>(REMEMBERED_MAX_TEXTS, 16 * 2 ** 20);
 /** Texts at least this long are remembered; a word or two costs about as much to count as to keep. */
 const REMEMBERED_MIN_CHARS = 16;
-export const REMEMBERED_MAX_TEXTS = 4_096;
-const REMEMBERED_MAX_CHARS = 16 * 2 ** 20;
-let rememberedChars = 0;
 
 /**
  * Builds the tokenizer's tables now (about 45 ms, once per process) rather than on the first
@@ -129,32 +128,17 @@ export type TokenCounter = (text: string) => number;
 /** o200k tokens in `text`. */
 export function countTokens(text: string): number {
   if (text.length < REMEMBERED_MIN_CHARS) return countSlices(text);
-  const known = countedTexts.get(text);
-  if (known !== undefined) {
-    countedTexts.delete(text);
-    countedTexts.set(text, known);
-    return known;
-  }
-  const count = countSlices(text);
-  rememberTokenCount(text, count);
-  return count;
+  return countedTexts.get(text) ?? countedTexts.set(text, countSlices(text));
 }
 
 /** The count of a long text counted before, if it is still remembered. */
 export function rememberedTokenCount(text: string): number | undefined {
-  return text.length < REMEMBERED_MIN_CHARS ? undefined : countedTexts.get(text);
+  return text.length < REMEMBERED_MIN_CHARS ? undefined : countedTexts.peek(text);
 }
 
 /** Remembers a long text's count (counted here, or in the token thread), the oldest forgotten first. */
 export function rememberTokenCount(text: string, count: number): void {
-  if (text.length < REMEMBERED_MIN_CHARS || text.length > REMEMBERED_MAX_CHARS || countedTexts.has(text)) return;
-  while (countedTexts.size >= REMEMBERED_MAX_TEXTS || rememberedChars + text.length > REMEMBERED_MAX_CHARS) {
-    const oldest = countedTexts.keys().next().value!;
-    countedTexts.delete(oldest);
-    rememberedChars -= oldest.length;
-  }
-  countedTexts.set(text, count);
-  rememberedChars += text.length;
+  if (text.length >= REMEMBERED_MIN_CHARS) countedTexts.set(text, count);
 }
 
 function countSlices(text: string): number {
