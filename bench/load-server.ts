@@ -1,6 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { StringDecoder } from 'node:string_decoder';
+import { join } from 'node:path';
 import http from 'node:http';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -64,22 +67,28 @@ export function getJson(origin: string, path: string, timeoutMs = 5_000): Promis
 /**
  * The emulator as a user runs it (`node --no-node-snapshot --import tsx cli/main.ts serve`), in its
  * own process, configured only by the environment given (nothing inherited but PATH), on a free
- * loopback port; resolves once GET /health answers 200. Unlike test/support/server-process.ts,
- * it keeps only a tail of the output: a load run writes a log line per request.
+ * loopback port; resolves once GET /health answers 200. Its output goes to a file, as a
+ * deployment's log does, read when asked for: through a pipe, a load run writing a line per
+ * request would wait on this process (busy being the load) to read them, and measure that.
  */
 export async function spawnBenchServer(env: Record<string, string>): Promise<BenchServer> {
   const port = await freePort();
+  const logPath = join(mkdtempSync(join(tmpdir(), 'ptc-bench-server-')), 'output.log');
+  const logFd = openSync(logPath, 'w');
   const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'cli/main.ts', 'serve'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', logFd, logFd],
   });
+  closeSync(logFd);
   let tail = '';
   let partial = '';
+  let readTo = 0;
+  // A read may end inside a character: the decoder keeps its first bytes for the next.
+  const decoder = new StringDecoder('utf8');
   const counts = { warn: 0, error: 0 };
   const warnings: string[] = [];
-  const onData = (chunk: Buffer): void => {
-    const text = chunk.toString('utf8');
+  const onData = (text: string): void => {
     tail = (tail + text).slice(-OUTPUT_TAIL_CHARS);
     const lines = (partial + text).split('\n');
     partial = lines.pop() ?? '';
@@ -93,8 +102,23 @@ export async function spawnBenchServer(env: Record<string, string>): Promise<Ben
       }
     }
   };
-  child.stdout.on('data', onData);
-  child.stderr.on('data', onData);
+  /** Reads what the server wrote since the last call. */
+  const catchUp = (): void => {
+    const size = statSync(logPath).size;
+    if (size <= readTo) return;
+    const fd = openSync(logPath, 'r');
+    try {
+      const chunk = Buffer.alloc(Math.min(size - readTo, 4 * 2 ** 20));
+      for (; readTo < size; ) {
+        const read = readSync(fd, chunk, 0, Math.min(chunk.length, size - readTo), readTo);
+        if (read === 0) break;
+        readTo += read;
+        onData(decoder.write(chunk.subarray(0, read)));
+      }
+    } finally {
+      closeSync(fd);
+    }
+  };
   const exited = once(child, 'exit');
   let exitedEarly = false;
   void exited.then(() => {
@@ -103,9 +127,13 @@ export async function spawnBenchServer(env: Record<string, string>): Promise<Ben
   const origin = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
-    if (exitedEarly) throw new Error(`server exited before answering /health:\n${tail}`);
+    if (exitedEarly) {
+      catchUp();
+      throw new Error(`server exited before answering /health:\n${tail}`);
+    }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
+      catchUp();
       throw new Error(`server did not answer /health within 30 s:\n${tail}`);
     }
     const health = await getJson(origin, '/health', 1_000).catch(() => undefined);
@@ -118,9 +146,18 @@ export async function spawnBenchServer(env: Record<string, string>): Promise<Ben
     port,
     pid: child.pid,
     process: child,
-    logCounts: () => ({ ...counts }),
-    warnings: () => [...warnings],
-    outputTail: () => tail,
+    logCounts: () => {
+      catchUp();
+      return { ...counts };
+    },
+    warnings: () => {
+      catchUp();
+      return [...warnings];
+    },
+    outputTail: () => {
+      catchUp();
+      return tail;
+    },
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
