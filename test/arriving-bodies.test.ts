@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postHead, postWithLength, RawConnection, withRawConnection } from './support/raw-connection.ts';
 import { spawnServer, type ServerProcess } from './support/server-process.ts';
@@ -64,6 +65,20 @@ describe('a client that stops in the middle of its body (PTC_REQUEST_TIMEOUT_MS)
     const response = await server!.client.responses.create({ model: MODEL, input: 'hi' });
     expect(response.status).toBe('completed');
   });
+
+  it('a request whose route answered without its body (an event stream) is cut off at the timeout, with nothing written into its answer', async () => {
+    const socket = net.connect({ port, host: '127.0.0.1' });
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    socket.on('error', () => undefined);
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    // A body is declared and never sent: the stream is answered at once, the request never ends.
+    socket.write('GET /v1/emulator/journal/events HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 10\r\n\r\n');
+    await closed;
+    expect(received).toMatch(/^HTTP\/1\.1 200 /);
+    expect(received).toContain('text/event-stream');
+    expect(received).not.toContain('408');
+  });
 });
 
 describe('bodies arriving at once, all connections together (PTC_MAX_ARRIVING_BODY_BYTES)', () => {
@@ -122,6 +137,42 @@ describe('bodies arriving at once, all connections together (PTC_MAX_ARRIVING_BO
     await withRawConnection(port, async (again) => {
       const answer = await again.exchange([postWithLength(requestOf(1.8 * MiB))]);
       expect(answer?.status, answer?.body).toBe(200);
+    });
+  });
+
+  it('small bodies are read even past the bound: large ones held half-sent refuse no one else', async () => {
+    const held = await Promise.all([RawConnection.open(port), RawConnection.open(port)]);
+    const chunk = (text: string): string => `${text.length.toString(16)}\r\n${text}\r\n`;
+    try {
+      // Two large bodies, 2.95 MiB of them arrived, the bound 3 MiB: one with its length, one in chunks.
+      const whole = postWithLength(requestOf(1.5 * MiB));
+      held[0]!.write(whole.slice(0, -2));
+      await untilArriving(server!, (bytes) => bytes >= 1.5 * MiB);
+      const chunked = requestOf(1.5 * MiB);
+      held[1]!.write(postHead(['transfer-encoding: chunked']) + chunk(chunked.slice(0, 1.45 * MiB)));
+      await untilArriving(server!, (bytes) => bytes >= 2.95 * MiB);
+      // 60 KB more would pass the bound: a small body all the same, so read and served.
+      await withRawConnection(port, async (small) => {
+        const answer = await small.exchange([postWithLength(requestOf(60_000))]);
+        expect(answer?.status, answer?.body).toBe(200);
+      });
+      expect((await held[0]!.exchange([whole.slice(-2)]))?.status).toBe(200);
+      expect((await held[1]!.exchange([`${chunk(chunked.slice(1.45 * MiB))}0\r\n\r\n`]))?.status).toBe(200);
+    } finally {
+      for (const connection of held) connection.close();
+    }
+  });
+
+  it('a body in a charset other than UTF-8 is a 415 once sent, and its connection serves the next request', async () => {
+    await withRawConnection(port, async (connection) => {
+      const body = requestOf(1.8 * MiB);
+      const head = postHead([`content-length: ${body.length}`]).replace('content-type: application/json', 'content-type: application/json; charset=latin1');
+      const answer = await connection.exchange([head + body]);
+      expect(answer?.status, answer?.body ?? 'no answer: the connection closed').toBe(415);
+      expect(errorOf(answer!.body)).toMatchObject({ code: 'unsupported_media_type', param: null });
+      expect(errorOf(answer!.body).message).toContain('charset=latin1');
+      const next = await connection.exchange([postWithLength(requestOf(10))]);
+      expect(next?.status, next?.body).toBe(200);
     });
   });
 });

@@ -1,11 +1,15 @@
-import { ApiError } from '../../platform/api-error.ts';
+import type { ApiError } from '../../platform/api-error.ts';
+import { OFF_LOOP_JSON_BYTES } from './json-body.ts';
+import { unreadBodyRefusal } from './unread-body.ts';
 
 /**
  * The bytes of request bodies received and not yet whole, on one server, held to
  * PTC_MAX_ARRIVING_BODY_BYTES: each body is bounded by PTC_BODY_LIMIT_BYTES, but clients
  * sending many at once (or slowly, until PTC_REQUEST_TIMEOUT_MS) would otherwise hold as much
- * memory as they like. A body that would take the total past the bound is a 429 `server_busy`,
- * unless it is the only one arriving: any one body within its limit is always read.
+ * memory as they like. A large body that would take the total past the bound is a 429
+ * `server_busy`, unless it is the only one arriving. Small bodies (under OFF_LOOP_JSON_BYTES,
+ * parsed on the loop) are always read, and counted: a few clients holding large bodies half-sent
+ * must not refuse the ordinary requests of everyone else.
  */
 export class ArrivingBodies {
   readonly #maxBytes: number;
@@ -22,7 +26,7 @@ export class ArrivingBodies {
 
   /** One more body, its Content-Length `declared` (NaN when chunked): refused at once when that much more would not fit. */
   begin(declared: number): ArrivingBody {
-    if (this.#bytes > 0 && this.#bytes + (Number.isNaN(declared) ? 0 : declared) > this.#maxBytes) throw this.#busy();
+    if (declared >= OFF_LOOP_JSON_BYTES && this.#bytes > 0 && this.#bytes + declared > this.#maxBytes) throw this.#busy();
     let mine = 0;
     let ended = false;
     return {
@@ -30,7 +34,7 @@ export class ArrivingBodies {
         if (ended) return;
         mine += bytes;
         this.#bytes += bytes;
-        if (this.#bytes > this.#maxBytes && this.#bytes > mine) throw this.#busy();
+        if (mine >= OFF_LOOP_JSON_BYTES && this.#bytes > this.#maxBytes && this.#bytes > mine) throw this.#busy();
       },
       end: () => {
         if (ended) return;
@@ -40,17 +44,10 @@ export class ArrivingBodies {
     };
   }
 
-  #busy(): ArrivingBodiesBusyError {
-    return new ArrivingBodiesBusyError(this.#bytes, this.#maxBytes);
-  }
-}
-
-/** A body refused, unread, as one too many arriving: its 429 is answered once the client has sent the rest, as a 413 is (error-handler.ts). */
-class ArrivingBodiesBusyError extends ApiError {
-  constructor(arrivingBytes: number, maxBytes: number) {
-    super(
+  #busy(): ApiError {
+    return unreadBodyRefusal(
       'server_busy',
-      `The server is busy: ${arrivingBytes} bytes of request bodies are arriving, at most ${maxBytes} may (PTC_MAX_ARRIVING_BODY_BYTES). Retry shortly.`,
+      `The server is busy: ${this.#bytes} bytes of request bodies are arriving, at most ${this.#maxBytes} may (PTC_MAX_ARRIVING_BODY_BYTES). Retry shortly.`,
       null,
       { 'retry-after': '1' },
     );
@@ -61,9 +58,4 @@ class ArrivingBodiesBusyError extends ApiError {
 export interface ArrivingBody {
   received(bytes: number): void;
   end(): void;
-}
-
-/** Whether a request's error is the refusal of its body as one too many arriving (the body left unread). */
-export function isArrivingBodiesBusy(error: unknown): boolean {
-  return error instanceof ArrivingBodiesBusyError;
 }

@@ -8,8 +8,8 @@ import type { JournalRecorder } from '../journal/journal-hooks.ts';
 import type { JournalDetails } from '../../engine/journal-details.ts';
 import { StoreUnavailableError } from '../../platform/stores/response-store.ts';
 import { SchemaThreadBusyError } from '../../../runtime/index.ts';
-import { isArrivingBodiesBusy } from './arriving-bodies.ts';
 import { discardOversizedBody } from './oversized-body.ts';
+import { isUnreadBodyRefusal } from './unread-body.ts';
 
 /**
  * What a route or Fastify threw, as the ApiError the client is answered with; undefined for a
@@ -80,10 +80,10 @@ export function registerErrorHandlers(
     const apiError = answerableError(error, options.bodyLimitBytes, request);
     options.journal.note(request, errorJournal(apiError));
     const answer = () => reply.status(apiError.status).headers(apiError.headers).send(apiError.toEnvelope());
-    if (!isBodyTooLarge(error) && !isArrivingBodiesBusy(error)) return answer();
-    // A body left unread (too large, or one too many arriving) is answered only once the client
+    if (!isBodyTooLarge(error) && !isUnreadBodyRefusal(error)) return answer();
+    // A body left unread (too large, refused before it was read) is answered only once the client
     // has sent it (oversized-body.ts): before, the client may meet a reset connection rather than
-    // the 413 or 429.
+    // the answer.
     return discardOversizedBody(request.raw, options.bodyLimitBytes).then((outcome) => {
       // Fastify asks to close the connection of a body it left unread; read to its end, the
       // connection can serve the next request (a draining server still closes it, in onSend).
@@ -137,7 +137,11 @@ function clientErrorAnswer(error: Error): ApiError {
  * so it is answered on the socket, in the envelope, and the connection closed.
  */
 export function answerClientError(error: Error, socket: Socket): void {
-  if (!socket.writable) {
+  // A response under way (a request past PTC_REQUEST_TIMEOUT_MS whose route answered without
+  // reading its body): an answer written now would land inside it. Closing is the answer, as
+  // Node's own handler does.
+  const responding = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (!socket.writable || responding?.headersSent) {
     socket.destroy();
     return;
   }

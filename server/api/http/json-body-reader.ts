@@ -1,9 +1,10 @@
 import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import type { BodyBounds, RouteBounds } from '../../../schemas/body-bounds.ts';
-import { ApiError } from '../../platform/api-error.ts';
+import { parse as parseContentType } from 'content-type';
 import type { ArrivingBodies, ArrivingBody } from './arriving-bodies.ts';
 import { type BodyInThread, OFF_LOOP_JSON_BYTES, openBodyInThread, parseOnLoop } from './json-body.ts';
+import { unreadBodyRefusal } from './unread-body.ts';
 
 /**
  * Reads a JSON request body in place of Fastify's reader, which gathers every body whole on the
@@ -28,8 +29,8 @@ export function parseJsonBodies(app: FastifyInstance, maxValues: number, arrivin
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', (request: FastifyRequest, payload: Readable) => {
     const charset = charsetOf(request.headers['content-type']);
-    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
-      return Promise.reject(new ApiError('unsupported_media_type', `The request body must be JSON in UTF-8; its Content-Type names charset=${charset}.`));
+    if (charset !== undefined && !UTF8_CHARSETS.has(charset.toLowerCase())) {
+      return Promise.reject(unreadBodyRefusal('unsupported_media_type', `The request body must be JSON in UTF-8; its Content-Type names charset=${charset}.`));
     }
     const bounds: BodyBounds = { values: maxValues, ...request.routeOptions.config.bodyBounds };
     // A body-less request that names JSON anyway (curl's habit on DELETE) is read as having none.
@@ -38,9 +39,17 @@ export function parseJsonBodies(app: FastifyInstance, maxValues: number, arrivin
   });
 }
 
-/** The `charset` parameter of a Content-Type, unquoted (undefined: none named). */
+/** The charsets a JSON body may name: UTF-8, which JSON is (RFC 8259), and ASCII, a part of it. */
+const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
+
+/** The `charset` parameter of a Content-Type, unquoted (undefined: none named, or a header too malformed to read one from). */
 function charsetOf(contentType: string | undefined): string | undefined {
-  return contentType === undefined ? undefined : /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(contentType)?.[1];
+  if (contentType === undefined) return undefined;
+  try {
+    return parseContentType(contentType).parameters['charset'];
+  } catch {
+    return undefined;
+  }
 }
 
 /** `declared`: the Content-Length (NaN for a chunked body); `emptyAllowed`: an empty body is no body rather than a 400. */
