@@ -24,7 +24,7 @@ export class TextMemo<V> {
     return known;
   }
 
-  /** Whether a value is kept for `text`, without touching its place. */
+  /** The value kept for `text` (undefined when none is), without making it the most recently used. */
   peek(text: string): V | undefined {
     return this.#known.get(text);
   }
