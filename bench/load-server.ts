@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, mkdtempSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { join } from 'node:path';
@@ -182,6 +182,25 @@ export function rssBytes(pid: number): number | undefined {
 export function cpuSeconds(pid: number): number | undefined {
   const cpuMs = cpuMsFromStat(`/proc/${pid}/stat`);
   return cpuMs === undefined ? undefined : cpuMs / 1000;
+}
+
+/**
+ * CPU milliseconds (user + system) each thread of a process has used, by thread id, from
+ * /proc/<pid>/task (Linux); empty once the process is gone. The main thread's id is the pid.
+ */
+export function threadCpuMs(pid: number): Map<number, number> {
+  const byThread = new Map<number, number>();
+  let threads: string[];
+  try {
+    threads = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return byThread;
+  }
+  for (const tid of threads) {
+    const cpuMs = cpuMsFromStat(`/proc/${pid}/task/${tid}/stat`);
+    if (cpuMs !== undefined) byThread.set(Number(tid), cpuMs);
+  }
+  return byThread;
 }
 
 /** The worker pids GET /health reports (`workers: [pids]`), or [] for a server without workers. */

@@ -1,9 +1,11 @@
 // Entry point of `npm run bench:profile`: the seed conversation at BENCH_PROFILE_CLIENTS clients
-// against the server as a real child process, run under `node --cpu-prof`; after a warm-up, the
-// samples of the measured window are summed by function and by where their code lives, for the
-// server's loop (the HTTP path) and for its threads. The .cpuprofile
-// files are kept, for a viewer (Chrome DevTools, speedscope). It reports; it fails only on a
-// wrong answer, as bench:load does.
+// against the server as a real child process, run under `node --cpu-prof` (its worker processes
+// inherit the flag); after a warm-up, the samples of the measured window are summed by function
+// and by where their code lives, for the server's loop (the HTTP path), its threads, and each
+// worker's main thread; and the CPU each process's threads used in the window is read from /proc,
+// since isolated-vm runs programs' steps on threads of its own that no profile samples. The
+// .cpuprofile files are kept, for a viewer (Chrome DevTools, speedscope). It reports; it fails
+// only on a wrong answer, as bench:load does.
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type CpuProfile, type ProfileSummary, summarizeProfile } from './cpu-profile.ts';
 import { describeEnvironment } from './environment.ts';
 import { Tally, virtualClient, type Window } from './load-client.ts';
-import { spawnBenchServer } from './load-server.ts';
+import { spawnBenchServer, threadCpuMs, workerPids } from './load-server.ts';
 import { summarize } from './measure.ts';
 import { SEED_SCENARIO_PATH } from './seed.ts';
 import { positiveNumberFromEnv } from './settings.ts';
@@ -69,6 +71,18 @@ function printSummary(title: string, summary: ProfileSummary, windowMicros: numb
   );
 }
 
+/** CPU ms a process's main thread and its other threads used between two readings of threadCpuMs. */
+function splitThreadCpu(pid: number, before: Map<number, number>, after: Map<number, number>): { main: number; others: number } {
+  let main = 0;
+  let others = 0;
+  for (const [tid, cpuMs] of after) {
+    const used = cpuMs - (before.get(tid) ?? 0);
+    if (tid === pid) main += used;
+    else others += used;
+  }
+  return { main, others };
+}
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'ptc-profile-'));
   const server = await spawnBenchServer({
@@ -79,13 +93,18 @@ async function main(): Promise<void> {
   });
   let window: { from: number; to: number };
   let tally: Tally;
+  let workers: number[] = [];
+  let threadsCpu: { main: number; others: number }[] = [];
   try {
     process.stderr.write(`running: warm-up, ${WARMUP_SECONDS} s at ${CLIENTS} clients\n`);
     await drive(server.origin, WARMUP_SECONDS);
+    workers = await workerPids(server.origin);
     process.stderr.write(`running: measured window, ${SECONDS} s\n`);
+    const cpuBefore = [server.pid, ...workers].map(threadCpuMs);
     const from = monotonicMicros();
     tally = await drive(server.origin, SECONDS);
     window = { from, to: monotonicMicros() };
+    threadsCpu = [server.pid, ...workers].map((pid, index) => splitThreadCpu(pid, cpuBefore[index]!, threadCpuMs(pid)));
   } finally {
     // A profile is written as its process exits.
     await server.stop();
@@ -107,10 +126,35 @@ async function main(): Promise<void> {
   );
   printSummary(`The server's process (${serverFile})`, summarizeProfile(read(serverFile), window.from, window.to), windowMicros, true);
   // The server's threads beside its loop (JSON bodies, token counts, schemas, autopilot plans).
-  // Its worker processes are stopped by a signal, as the server closes, and write no profile.
   for (const file of ofServer.filter((file) => file !== serverFile)) {
     printSummary(`A thread of the server (${file})`, summarizeProfile(read(file), window.from, window.to), windowMicros, false);
   }
+  // Each worker's main thread: the runtime's host side (isolates made, replies checked, the channel).
+  for (const pid of workers) {
+    const file = files.find((candidate) => candidate.split('.')[3] === String(pid) && candidate.split('.')[4] === '0');
+    if (file) printSummary(`Worker ${pid}'s main thread (${file})`, summarizeProfile(read(file), window.from, window.to), windowMicros, true);
+    else console.log(`\nWorker ${pid} wrote no profile (it did not exit by itself)`);
+  }
+  const conversations = tally.conversations;
+  console.log(
+    `\nCPU in the window, from /proc (% of one core; per conversation, ${conversations} conversations). "Other threads" of a worker are mostly isolated-vm's, where programs' steps run:`,
+  );
+  console.log(
+    formatTable(
+      [
+        { header: 'process', align: 'left' },
+        { header: 'main thread', align: 'right' },
+        { header: 'other threads', align: 'right' },
+        { header: 'ms / conversation', align: 'right' },
+      ],
+      threadsCpu.map(({ main, others }, index) => [
+        index === 0 ? `server ${server.pid}` : `worker ${workers[index - 1]}`,
+        percent(main * 1000, windowMicros),
+        percent(others * 1000, windowMicros),
+        conversations > 0 ? ((main + others) / conversations).toFixed(2) : '-',
+      ]),
+    ),
+  );
   console.log(`\nProfiles kept in ${dir}`);
   if (tally.otherTotal > 0) {
     console.error(`wrong answers: ${[...tally.other].map(([key, count]) => `${count} x ${key}`).join('; ')}\n${tally.examples.join('\n')}`);

@@ -57,6 +57,19 @@ const EXERCISE = {
   ],
 } as const satisfies { config: SandboxConfig; code: string; answers: readonly { seq: number; output: string }[] };
 
+/**
+ * A new context in `isolate` with the prelude compiled (from `cachedData` when given), run and
+ * installed in it for a program; `timeoutMs` bounds each of the two runs.
+ */
+function installPrelude(isolate: ivm.Isolate, cachedData: ivm.ExternalCopy<ArrayBuffer> | undefined, timeoutMs: number): Omit<PreparedIsolate, 'isolate'> {
+  const context = isolate.createContextSync();
+  const script = isolate.compileScriptSync(PRELUDE_SOURCE, { filename: PRELUDE_FILENAME, ...(cachedData ? { cachedData } : {}) });
+  const install = script.runSync(context, { reference: true, timeout: timeoutMs }) as ivm.Reference<InstallSandbox>;
+  const dispatch = install.applySync(undefined, [PROGRAM_SETUP_JSON], { result: { reference: true }, timeout: timeoutMs }) as ivm.Reference<Dispatch>;
+  install.release();
+  return { context, script, dispatch };
+}
+
 let preludeCache: ivm.ExternalCopy<ArrayBuffer> | undefined;
 
 /**
@@ -72,13 +85,7 @@ function preludeCachedData(): ivm.ExternalCopy<ArrayBuffer> | undefined {
   if (preludeCache) return preludeCache;
   const scratch = new ivm.Isolate({ memoryLimit: 16 });
   try {
-    const context = scratch.createContextSync();
-    const script = scratch.compileScriptSync(PRELUDE_SOURCE, { filename: PRELUDE_FILENAME });
-    const install = script.runSync(context, { reference: true, timeout: PRELUDE_TIMEOUT_MS }) as ivm.Reference<InstallSandbox>;
-    const dispatch = install.applySync(undefined, [PROGRAM_SETUP_JSON], {
-      result: { reference: true },
-      timeout: PRELUDE_TIMEOUT_MS,
-    }) as ivm.Reference<Dispatch>;
+    const { dispatch } = installPrelude(scratch, undefined, PRELUDE_TIMEOUT_MS);
     const send = (op: string, payload: unknown): unknown => dispatch.applySync(undefined, [op, JSON.stringify(payload)], { timeout: PRELUDE_TIMEOUT_MS });
     send('start', { config: EXERCISE.config, code: EXERCISE.code });
     send('report', null);
@@ -106,12 +113,7 @@ export function prepareIsolate(memoryMb: number, timeoutMs: number = PRELUDE_TIM
   const cachedData = preludeCachedData();
   const isolate = new ivm.Isolate({ memoryLimit: memoryMb });
   try {
-    const context = isolate.createContextSync();
-    const script = isolate.compileScriptSync(PRELUDE_SOURCE, { filename: PRELUDE_FILENAME, ...(cachedData ? { cachedData } : {}) });
-    const install = script.runSync(context, { reference: true, timeout: timeoutMs }) as ivm.Reference<InstallSandbox>;
-    const dispatch = install.applySync(undefined, [PROGRAM_SETUP_JSON], { result: { reference: true }, timeout: timeoutMs }) as ivm.Reference<Dispatch>;
-    install.release();
-    return { isolate, context, script, dispatch };
+    return { isolate, ...installPrelude(isolate, cachedData, timeoutMs) };
   } catch (error) {
     if (!isolate.isDisposed) isolate.dispose();
     throw error;

@@ -18,12 +18,25 @@ const FROM_SOURCES = import.meta.url.endsWith('.ts');
 export const WORKER_ENTRY = fileURLToPath(new URL(FROM_SOURCES ? './worker-main.ts' : './worker-main.js', import.meta.url));
 
 /**
+ * V8 CPU profiling flags (`--cpu-prof`, `--cpu-prof-dir=…`, `--cpu-prof-interval=…`) the server
+ * runs under, from its own flags or NODE_OPTIONS: a server profiled (as `npm run bench:profile`
+ * runs it) profiles its workers too, which write theirs as they exit. A worker's environment is
+ * not inherited, so NODE_OPTIONS would not reach it. Only the `=` forms are read; a
+ * `--cpu-prof-name` is not passed on, since every worker would write its profile over the last.
+ */
+function inheritedProfilingFlags(): string[] {
+  const flags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
+  return flags.filter((flag) => /^--cpu-prof(-(dir|interval)=\S+)?$/.test(flag));
+}
+
+/**
  * Node flags of a worker. A TypeScript entry (the sources, or a test's misbehaving worker) is
  * loaded through tsx, resolved from here so that the worker finds it whatever the current
  * directory; the package's built workers need no loader, and tsx is not installed with it.
  */
 function workerExecArgv(entry: string): string[] {
-  return entry.endsWith('.ts') ? ['--no-node-snapshot', '--import', import.meta.resolve('tsx')] : ['--no-node-snapshot'];
+  const loader = entry.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
+  return ['--no-node-snapshot', ...inheritedProfilingFlags(), ...loader];
 }
 const PAGE_BYTES = 4096;
 /**
