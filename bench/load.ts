@@ -46,6 +46,8 @@ const SERVER_ENV: Record<string, string> = {
   PTC_SCENARIOS: SEED_SCENARIO_PATH,
   PTC_MAX_CONCURRENT_TURNS: String(MAX_CONCURRENT),
   PTC_MAX_QUEUED_TURNS: String(MAX_QUEUED),
+  // BENCH_LOAD_CPU_PINNING=off measures the workers left where the kernel puts them.
+  PTC_WORKER_CPU_PINNING: process.env['BENCH_LOAD_CPU_PINNING'] || 'on',
   LOG_LEVEL,
 };
 

@@ -115,6 +115,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
           heartbeatTimeoutMs: config.workerHeartbeatTimeoutMs,
           maxRssBytes: config.workerMaxRssBytes,
           maxIdleCpuShare: config.workerMaxIdleCpuShare,
+          pinCpus: config.workerCpuPinning,
           onWorkerDeath: (pid, reason, detail) => onWorkerDeath(pid, reason, detail),
         })
       : new ProgramRuntime(runtimeOptions);

@@ -4,6 +4,7 @@ import { ProgramBusyError, WorkerDeathError, type RunawayLimit } from '../errors
 import type { ProgramLimits } from '../limits.ts';
 import { emptyRuntimeStats, type ProgramEngine, type ProgramRuntimeOptions, type ProgramRuntimeStats, type ResumePath } from '../program-runtime.ts';
 import type { WorkerDeath } from '../errors.ts';
+import { allowedCpus } from './cpu-pinning.ts';
 import { RecordDigest } from './record-digest.ts';
 import { answersToWire, eventFromWire } from './wire-codec.ts';
 import { WorkerProcess, type ContinueRequest, type StepRequest, type WorkerLimits } from './worker-process.ts';
@@ -17,6 +18,11 @@ export interface WorkerPoolOptions extends WorkerLimits {
   readonly onWorkerDeath?: (pid: number | undefined, reason: WorkerDeath, detail: string) => void;
   /** The worker script (default: worker-main.ts); tests give one that misbehaves. */
   readonly entry?: string;
+  /**
+   * Whether each worker is pinned to one CPU of those this process may use, in turn (default
+   * true; see cpu-pinning.ts). Nothing is pinned where there is one CPU, or no taskset.
+   */
+  readonly pinCpus?: boolean;
 }
 
 interface Placement {
@@ -104,10 +110,14 @@ export class WorkerPool implements ProgramEngine {
   readonly #leaving = new Set<WorkerProcess>();
   /** Workers stopped on purpose (an idle spare, a retired worker): their exit is no death. */
   readonly #stopped = new WeakSet<WorkerProcess>();
+  /** The CPUs workers are pinned to, the worker in slot i to the i-th (in turn); none when empty. */
+  readonly #cpus: readonly number[];
 
   constructor(options: WorkerPoolOptions) {
     this.#options = options;
-    for (let i = 0; i < options.size; i++) this.#workers.push(this.#spawn());
+    const cpus = options.pinCpus === false ? [] : allowedCpus();
+    this.#cpus = cpus.length > 1 ? cpus : [];
+    for (let i = 0; i < options.size; i++) this.#workers.push(this.#spawn(i));
     // Placements of programs never resumed would pile up: forget them once their TTL has run.
     this.#sweeper = setInterval(() => this.#forgetStale(), Math.max(1000, Math.min(options.runtime.pausedTtlMs, 60_000)));
     this.#sweeper.unref();
@@ -336,7 +346,7 @@ export class WorkerPool implements ProgramEngine {
       if (this.#closing) return undefined;
       // A worker takes requests while it starts (they wait in its channel), as the others do.
       if (this.#spare?.alive && this.#spare.frozen) this.#stopOnPurpose(this.#spare);
-      if (!this.#spare?.alive || this.#spare.frozen) this.#spare = this.#spawn(true);
+      if (!this.#spare?.alive || this.#spare.frozen) this.#spare = this.#spawn(this.#options.size);
       return await step(this.#spare);
     } finally {
       this.#nextAlone();
@@ -382,7 +392,7 @@ export class WorkerPool implements ProgramEngine {
       return;
     }
     this.#leaving.add(worker);
-    this.#workers[index] = this.#spawn();
+    this.#workers[index] = this.#spawn(index);
     this.#tellFrozen();
   }
 
@@ -416,13 +426,19 @@ export class WorkerPool implements ProgramEngine {
     return rotated.reduce((best, worker) => (worker.load < best.load ? worker : best));
   }
 
-  #spawn(spare = false): WorkerProcess {
+  /** A worker for slot `slot` (the spare's slot is the pool's size). */
+  #spawn(slot: number): WorkerProcess {
+    const spare = slot === this.#options.size;
+    const cpu = this.#cpus.length > 0 ? this.#cpus[slot % this.#cpus.length] : undefined;
     return new WorkerProcess(
       this.#options.runtime,
       this.#options,
       { onDeath: (dead, reason, detail) => this.#replace(dead, reason, detail, spare), onFrozen: (frozen) => this.#frozen(frozen) },
-      this.#options.entry,
-      this.#frozenPids(),
+      {
+        ...(this.#options.entry === undefined ? {} : { entry: this.#options.entry }),
+        frozenSiblings: this.#frozenPids(),
+        ...(cpu === undefined ? {} : { cpu }),
+      },
     );
   }
 
@@ -440,7 +456,7 @@ export class WorkerPool implements ProgramEngine {
     const index = this.#workers.indexOf(dead);
     // Spawn the replacement at once so requests always find a worker; pause only a crash loop.
     const spawn = (): void => {
-      if (!this.#closing && index >= 0) this.#workers[index] = this.#spawn();
+      if (!this.#closing && index >= 0) this.#workers[index] = this.#spawn(index);
     };
     if (this.#deaths[reason] > this.#workers.length * 3) setTimeout(spawn, RESPAWN_DELAY_MS).unref();
     else spawn();

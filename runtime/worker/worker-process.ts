@@ -6,6 +6,7 @@ import type { RecordedCall } from '../program-events.ts';
 import type { ProgramRuntimeOptions, ProgramRuntimeStats } from '../program-runtime.ts';
 import { WorkerDeathError, type RunawayLimit, type WorkerDeath } from '../errors.ts';
 import { cpuMsFromStat } from '../proc-stat.ts';
+import { pinToCpu } from './cpu-pinning.ts';
 import { PROTOCOL_VERSION, RUNAWAY_THRESHOLDS_MS, WorkerMessage, type HostMessage } from './protocol.ts';
 
 /**
@@ -75,6 +76,16 @@ export interface WorkerLimits {
   readonly maxIdleCpuShare: number;
 }
 
+/** How a worker is started: its script, the frozen workers it must kill should the server go, its CPU. */
+export interface WorkerStart {
+  /** The worker script (default WORKER_ENTRY); tests give one that misbehaves. */
+  readonly entry?: string;
+  /** The pids of the workers frozen when it starts (see worker-main.ts). */
+  readonly frozenSiblings?: readonly number[];
+  /** The CPU to pin it to, once it is ready (cpu-pinning.ts); none when undefined. */
+  readonly cpu?: number;
+}
+
 type Reply = Exclude<WorkerMessage, { kind: 'ready' | 'pong' | 'runaways' | 'prepared' }>;
 
 /**
@@ -141,14 +152,10 @@ export class WorkerProcess {
   readonly #ranAway = new Set<string>();
   /** prepareIsolates calls waiting for the worker's answer, by request id. */
   readonly #preparing = new Map<number, () => void>();
+  #cpu: number | undefined;
 
-  constructor(
-    runtimeOptions: ProgramRuntimeOptions,
-    limits: WorkerLimits,
-    events: WorkerEvents,
-    entry: string = WORKER_ENTRY,
-    frozenSiblings: readonly number[] = [],
-  ) {
+  constructor(runtimeOptions: ProgramRuntimeOptions, limits: WorkerLimits, events: WorkerEvents, start: WorkerStart = {}) {
+    const { entry = WORKER_ENTRY, frozenSiblings = [], cpu } = start;
     this.#limits = limits;
     this.#events = events;
     this.#child = fork(entry, [], {
@@ -175,10 +182,21 @@ export class WorkerProcess {
       }
       const message = parsed.data;
       if (message.kind === 'ready') {
-        this.#isReady = true;
-        this.#lastPong = Date.now();
-        if (this.#frozenSiblings) this.#send({ v: PROTOCOL_VERSION, kind: 'frozen_siblings', pids: [...this.#frozenSiblings] });
-        markReady();
+        const ready = (): void => {
+          this.#isReady = true;
+          this.#lastPong = Date.now();
+          if (this.#frozenSiblings) this.#send({ v: PROTOCOL_VERSION, kind: 'frozen_siblings', pids: [...this.#frozenSiblings] });
+          markReady();
+        };
+        // Pinned once its threads have started (those it starts later inherit the pinning),
+        // before it is given any step.
+        const pid = this.#child.pid;
+        if (cpu === undefined || pid === undefined) ready();
+        else
+          void pinToCpu(pid, cpu).then((pinned) => {
+            if (pinned) this.#cpu = cpu;
+            ready();
+          });
       } else if (message.kind === 'prepared') {
         this.stats = message.stats;
         this.#preparing.get(message.id)?.();
@@ -275,6 +293,11 @@ export class WorkerProcess {
 
   get pid(): number | undefined {
     return this.#child.pid;
+  }
+
+  /** The CPU the worker is pinned to (see cpu-pinning.ts), or undefined when it is not. */
+  get cpu(): number | undefined {
+    return this.#cpu;
   }
 
   get alive(): boolean {

@@ -72,6 +72,11 @@ export const SETTINGS = {
     default: '50',
     description: 'CPU a worker with no step running may use, in percent of one core, before it is killed (a runaway isolate).',
   },
+  PTC_WORKER_CPU_PINNING: {
+    default: 'on',
+    description:
+      "`on` pins each worker to one CPU of those the server may use, in turn (Linux, with `taskset`; nothing is pinned where there is one CPU): a program's steps then hand its isolate between the worker's threads without waking another CPU, which on a virtual machine goes through the hypervisor. `off` leaves workers where the kernel puts them.",
+  },
   PTC_MAX_CONCURRENT_TURNS: { default: '32', description: 'Requests running a turn at once; more wait.' },
   PTC_MAX_QUEUED_TURNS: {
     default: '128',
@@ -230,6 +235,8 @@ export interface ServerConfig {
   readonly workerHeartbeatMs: number;
   readonly workerHeartbeatTimeoutMs: number;
   readonly workerMaxIdleCpuShare: number;
+  /** Each worker pinned to one CPU (runtime/worker/cpu-pinning.ts). */
+  readonly workerCpuPinning: boolean;
   readonly maxConcurrentTurns: number;
   readonly maxQueuedTurns: number;
   readonly busyRetryAfterMs: number;
@@ -508,6 +515,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     workerHeartbeatMs: integer(env, 'PTC_WORKER_HEARTBEAT_MS', SETTINGS.PTC_WORKER_HEARTBEAT_MS.default, 10),
     workerHeartbeatTimeoutMs: integer(env, 'PTC_WORKER_HEARTBEAT_TIMEOUT_MS', SETTINGS.PTC_WORKER_HEARTBEAT_TIMEOUT_MS.default, 100),
     workerMaxIdleCpuShare: integer(env, 'PTC_WORKER_MAX_IDLE_CPU_PERCENT', SETTINGS.PTC_WORKER_MAX_IDLE_CPU_PERCENT.default, 1) / 100,
+    workerCpuPinning: onOff(env, 'PTC_WORKER_CPU_PINNING', SETTINGS.PTC_WORKER_CPU_PINNING.default),
     maxConcurrentTurns: integer(env, 'PTC_MAX_CONCURRENT_TURNS', SETTINGS.PTC_MAX_CONCURRENT_TURNS.default, 1),
     maxQueuedTurns: integer(env, 'PTC_MAX_QUEUED_TURNS', SETTINGS.PTC_MAX_QUEUED_TURNS.default, 0),
     busyRetryAfterMs: integer(env, 'PTC_BUSY_RETRY_AFTER_MS', SETTINGS.PTC_BUSY_RETRY_AFTER_MS.default, 0),
