@@ -106,6 +106,11 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     warmMemoryMb: limits.memoryMb,
   };
   let onWorkerDeath: (pid: number | undefined, reason: string, detail: string) => void = () => {};
+  // A worker not pinned is found as the pool starts, before the app's logger exists: kept until then.
+  let unpinned: { pid: number | undefined; detail: string } | undefined;
+  let onPinFailed: (pid: number | undefined, detail: string) => void = (pid, detail) => {
+    unpinned = { pid, detail };
+  };
   const runtime: ProgramEngine =
     config.workers > 0
       ? new WorkerPool({
@@ -116,6 +121,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
           maxRssBytes: config.workerMaxRssBytes,
           maxIdleCpuShare: config.workerMaxIdleCpuShare,
           pinCpus: config.workerCpuPinning,
+          onPinFailed: (pid, detail) => onPinFailed(pid, detail),
           onWorkerDeath: (pid, reason, detail) => onWorkerDeath(pid, reason, detail),
         })
       : new ProgramRuntime(runtimeOptions);
@@ -182,6 +188,8 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   });
 
   onWorkerDeath = (pid, reason, detail) => app.log.warn({ worker: pid, reason }, `worker replaced: ${detail}`);
+  onPinFailed = (pid, detail) => app.log.warn({ worker: pid }, `workers are not pinned to CPUs (PTC_WORKER_CPU_PINNING): ${detail}`);
+  if (unpinned) onPinFailed(unpinned.pid, unpinned.detail);
 
   // Bodies are JSON only: Fastify would otherwise read text/plain into a string. Large ones are
   // parsed off the loop (json-body.ts).

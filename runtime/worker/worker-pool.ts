@@ -4,7 +4,7 @@ import { ProgramBusyError, WorkerDeathError, type RunawayLimit } from '../errors
 import type { ProgramLimits } from '../limits.ts';
 import { emptyRuntimeStats, type ProgramEngine, type ProgramRuntimeOptions, type ProgramRuntimeStats, type ResumePath } from '../program-runtime.ts';
 import type { WorkerDeath } from '../errors.ts';
-import { allowedCpus } from './cpu-pinning.ts';
+import { cpusToPinTo } from './cpu-pinning.ts';
 import { RecordDigest } from './record-digest.ts';
 import { answersToWire, eventFromWire } from './wire-codec.ts';
 import { WorkerProcess, type ContinueRequest, type StepRequest, type WorkerLimits } from './worker-process.ts';
@@ -19,10 +19,12 @@ export interface WorkerPoolOptions extends WorkerLimits {
   /** The worker script (default: worker-main.ts); tests give one that misbehaves. */
   readonly entry?: string;
   /**
-   * Whether each worker is pinned to one CPU of those this process may use, in turn (default
-   * true; see cpu-pinning.ts). Nothing is pinned where there is one CPU, or no taskset.
+   * Whether each worker is pinned to one CPU of those this process may use, in turn, where the
+   * pool fills them evenly (default true; see cpusToPinTo). The spare is never pinned.
    */
   readonly pinCpus?: boolean;
+  /** Told, once, that a worker could not be pinned (no taskset, say), for the log. */
+  readonly onPinFailed?: (pid: number | undefined, detail: string) => void;
 }
 
 interface Placement {
@@ -110,13 +112,11 @@ export class WorkerPool implements ProgramEngine {
   readonly #leaving = new Set<WorkerProcess>();
   /** Workers stopped on purpose (an idle spare, a retired worker): their exit is no death. */
   readonly #stopped = new WeakSet<WorkerProcess>();
-  /** The CPUs workers are pinned to, the worker in slot i to the i-th (in turn); none when empty. */
-  readonly #cpus: readonly number[];
+  /** Whether a worker that could not be pinned was reported (onPinFailed tells once). */
+  #pinFailureTold = false;
 
   constructor(options: WorkerPoolOptions) {
     this.#options = options;
-    const cpus = options.pinCpus === false ? [] : allowedCpus();
-    this.#cpus = cpus.length > 1 ? cpus : [];
     for (let i = 0; i < options.size; i++) this.#workers.push(this.#spawn(i));
     // Placements of programs never resumed would pile up: forget them once their TTL has run.
     this.#sweeper = setInterval(() => this.#forgetStale(), Math.max(1000, Math.min(options.runtime.pausedTtlMs, 60_000)));
@@ -426,14 +426,28 @@ export class WorkerPool implements ProgramEngine {
     return rotated.reduce((best, worker) => (worker.load < best.load ? worker : best));
   }
 
-  /** A worker for slot `slot` (the spare's slot is the pool's size). */
+  /**
+   * A worker for slot `slot` (the spare's slot is the pool's size). The CPUs are read again for
+   * each: the server may have been moved to others since it started. The spare is not pinned:
+   * it runs steps that killed a worker, and pinned beside a busy worker one burning its CPU
+   * would show only its share of it, too little for the supervisor's idle-CPU check.
+   */
   #spawn(slot: number): WorkerProcess {
     const spare = slot === this.#options.size;
-    const cpu = this.#cpus.length > 0 ? this.#cpus[slot % this.#cpus.length] : undefined;
+    const cpus = this.#options.pinCpus === false || spare ? [] : cpusToPinTo(this.#options.size);
+    const cpu = cpus.length > 0 ? cpus[slot % cpus.length] : undefined;
     return new WorkerProcess(
       this.#options.runtime,
       this.#options,
-      { onDeath: (dead, reason, detail) => this.#replace(dead, reason, detail, spare), onFrozen: (frozen) => this.#frozen(frozen) },
+      {
+        onDeath: (dead, reason, detail) => this.#replace(dead, reason, detail, spare),
+        onFrozen: (frozen) => this.#frozen(frozen),
+        onPinFailed: (worker, detail) => {
+          if (this.#pinFailureTold) return;
+          this.#pinFailureTold = true;
+          this.#options.onPinFailed?.(worker.pid, detail);
+        },
+      },
       {
         ...(this.#options.entry === undefined ? {} : { entry: this.#options.entry }),
         frozenSiblings: this.#frozenPids(),

@@ -60,6 +60,8 @@ export interface WorkerEvents {
   onDeath(worker: WorkerProcess, reason: WorkerDeath, detail: string): void;
   /** It was frozen for a runaway (see WorkerProcess.frozen): it takes no new step. */
   onFrozen(worker: WorkerProcess): void;
+  /** It could not be pinned to the CPU it was given, and why: it runs where the kernel puts it. */
+  onPinFailed(worker: WorkerProcess, detail: string): void;
 }
 
 export interface WorkerLimits {
@@ -82,7 +84,7 @@ export interface WorkerStart {
   readonly entry?: string;
   /** The pids of the workers frozen when it starts (see worker-main.ts). */
   readonly frozenSiblings?: readonly number[];
-  /** The CPU to pin it to, once it is ready (cpu-pinning.ts); none when undefined. */
+  /** The CPU to pin it to once it is ready, before its first step (cpu-pinning.ts); none when undefined. */
   readonly cpu?: number;
 }
 
@@ -193,8 +195,11 @@ export class WorkerProcess {
         const pid = this.#child.pid;
         if (cpu === undefined || pid === undefined) ready();
         else
-          void pinToCpu(pid, cpu).then((pinned) => {
-            if (pinned) this.#cpu = cpu;
+          void pinToCpu(pid, cpu).then((failure) => {
+            // Dead meanwhile: its replacement is started and made ready instead.
+            if (!this.#alive) return;
+            if (failure === undefined) this.#cpu = cpu;
+            else this.#events.onPinFailed(this, failure);
             ready();
           });
       } else if (message.kind === 'prepared') {

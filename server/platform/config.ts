@@ -75,7 +75,7 @@ export const SETTINGS = {
   PTC_WORKER_CPU_PINNING: {
     default: 'on',
     description:
-      "`on` pins each worker to one CPU of those the server may use, in turn (Linux, with `taskset`; nothing is pinned where there is one CPU): a program's steps then hand its isolate between the worker's threads without waking another CPU, which on a virtual machine goes through the hypervisor. `off` leaves workers where the kernel puts them.",
+      "`on` pins each worker to one CPU of those the server may use, in turn (Linux, with `taskset`), where the pool fills them evenly: `PTC_WORKERS` a multiple of their count (the default, one per CPU), and no CPU quota narrower than them; a program's steps then hand its isolate between the worker's threads without waking another CPU, which on a virtual machine goes through the hypervisor. Elsewhere, and with `off`, the kernel places the workers. A worker that cannot be pinned (no `taskset`) runs unpinned, and the log says so once.",
   },
   PTC_MAX_CONCURRENT_TURNS: { default: '32', description: 'Requests running a turn at once; more wait.' },
   PTC_MAX_QUEUED_TURNS: {
