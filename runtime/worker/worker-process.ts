@@ -154,7 +154,6 @@ export class WorkerProcess {
   readonly #ranAway = new Set<string>();
   /** prepareIsolates calls waiting for the worker's answer, by request id. */
   readonly #preparing = new Map<number, () => void>();
-  #cpu: number | undefined;
 
   constructor(runtimeOptions: ProgramRuntimeOptions, limits: WorkerLimits, events: WorkerEvents, start: WorkerStart = {}) {
     const { entry = WORKER_ENTRY, frozenSiblings = [], cpu } = start;
@@ -198,8 +197,7 @@ export class WorkerProcess {
           void pinToCpu(pid, cpu).then((failure) => {
             // Dead meanwhile: its replacement is started and made ready instead.
             if (!this.#alive) return;
-            if (failure === undefined) this.#cpu = cpu;
-            else this.#events.onPinFailed(this, failure);
+            if (failure !== undefined) this.#events.onPinFailed(this, failure);
             ready();
           });
       } else if (message.kind === 'prepared') {
@@ -298,11 +296,6 @@ export class WorkerProcess {
 
   get pid(): number | undefined {
     return this.#child.pid;
-  }
-
-  /** The CPU the worker is pinned to (see cpu-pinning.ts), or undefined when it is not. */
-  get cpu(): number | undefined {
-    return this.#cpu;
   }
 
   get alive(): boolean {
