@@ -114,7 +114,7 @@ describe.skipIf(!linux || PER_CPU < 2 || PER_CPU > 4)('workers pinned to CPUs', 
       ['on', true],
       ['off', false],
     ] as const) {
-      const server = await spawnServer({ PTC_WORKERS: String(PER_CPU), PTC_WORKER_CPU_PINNING: setting });
+      const server = await spawnServer({ PTC_STORE: 'memory', PTC_WORKERS: String(PER_CPU), PTC_WORKER_CPU_PINNING: setting });
       try {
         const health = (await (await fetch(`${server.baseURL.replace(/\/v1$/, '')}/health`)).json()) as { workers: number[] };
         expect(health.workers.map(threadCpus)).toEqual(CPUS.map((cpu) => [pinned ? String(cpu) : OWN]));
@@ -127,7 +127,7 @@ describe.skipIf(!linux || PER_CPU < 2 || PER_CPU > 4)('workers pinned to CPUs', 
   it('serves unpinned where there is no taskset, and its log says so once', async () => {
     const noTaskset = mkdtempSync(join(tmpdir(), 'ptc-no-taskset-'));
     try {
-      const server = await spawnServer({ PATH: noTaskset, PTC_WORKERS: String(PER_CPU) });
+      const server = await spawnServer({ PATH: noTaskset, PTC_STORE: 'memory', PTC_WORKERS: String(PER_CPU) });
       try {
         const health = (await (await fetch(`${server.baseURL.replace(/\/v1$/, '')}/health`)).json()) as { workers: number[] };
         expect(health.workers.map(threadCpus)).toEqual(CPUS.map(() => [OWN]));
