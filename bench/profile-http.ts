@@ -112,8 +112,10 @@ async function main(): Promise<void> {
   }
   // Named CPU.<date>.<time>.<pid>.<thread id>.<sequence>.cpuprofile: thread 0 is the process's main thread.
   const files = readdirSync(dir).filter((file) => file.endsWith('.cpuprofile'));
-  const ofServer = files.filter((file) => file.split('.')[3] === String(server.pid));
-  const serverFile = ofServer.find((file) => file.split('.')[4] === '0');
+  const ofProcess = (pid: number): string[] => files.filter((file) => file.split('.')[3] === String(pid));
+  const mainThreadOf = (pid: number): string | undefined => ofProcess(pid).find((file) => file.split('.')[4] === '0');
+  const ofServer = ofProcess(server.pid);
+  const serverFile = mainThreadOf(server.pid);
   if (!serverFile) throw new Error(`no profile of the server's main thread (pid ${server.pid}) in ${dir}: ${files.join(', ')}`);
   const read = (file: string): CpuProfile => JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
   const windowMicros = window.to - window.from;
@@ -131,7 +133,7 @@ async function main(): Promise<void> {
   }
   // Each worker's main thread: the runtime's host side (isolates made, replies checked, the channel).
   for (const pid of workers) {
-    const file = files.find((candidate) => candidate.split('.')[3] === String(pid) && candidate.split('.')[4] === '0');
+    const file = mainThreadOf(pid);
     if (file) printSummary(`Worker ${pid}'s main thread (${file})`, summarizeProfile(read(file), window.from, window.to), windowMicros, true);
     else console.log(`\nWorker ${pid} wrote no profile (it did not exit by itself)`);
   }
