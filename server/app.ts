@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { z } from 'zod';
 import fastifyWebsocket from '@fastify/websocket';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { ProgramRuntime, resolveLimits, WorkerPool, type ProgramEngine, type ProgramLimits } from '../runtime/index.ts';
 import { ArrivingBodies } from './api/http/arriving-bodies.ts';
 import { parseJsonBodies } from './api/http/json-body-reader.ts';
@@ -105,11 +105,11 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     // Isolates are made ahead for the memory limit programs run with here.
     warmMemoryMb: limits.memoryMb,
   };
-  let onWorkerDeath: (pid: number | undefined, reason: string, detail: string) => void = () => {};
-  // A worker not pinned is found as the pool starts, before the app's logger exists: kept until then.
-  let unpinned: { pid: number | undefined; detail: string } | undefined;
-  let onPinFailed: (pid: number | undefined, detail: string) => void = (pid, detail) => {
-    unpinned = { pid, detail };
+  // What the pool reports as it starts (a worker that died, one not pinned) comes before the
+  // app's logger exists: kept, and written once it does.
+  const early: ((log: FastifyBaseLogger) => void)[] = [];
+  let logPool = (write: (log: FastifyBaseLogger) => void): void => {
+    early.push(write);
   };
   const runtime: ProgramEngine =
     config.workers > 0
@@ -121,8 +121,8 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
           maxRssBytes: config.workerMaxRssBytes,
           maxIdleCpuShare: config.workerMaxIdleCpuShare,
           pinCpus: config.workerCpuPinning,
-          onPinFailed: (pid, detail) => onPinFailed(pid, detail),
-          onWorkerDeath: (pid, reason, detail) => onWorkerDeath(pid, reason, detail),
+          onPinFailed: (pid, detail) => logPool((log) => log.warn({ worker: pid }, `workers are not pinned to CPUs (PTC_WORKER_CPU_PINNING): ${detail}`)),
+          onWorkerDeath: (pid, reason, detail) => logPool((log) => log.warn({ worker: pid, reason }, `worker replaced: ${detail}`)),
         })
       : new ProgramRuntime(runtimeOptions);
   if (runtime instanceof WorkerPool) await runtime.ready();
@@ -187,9 +187,8 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     preClose: (done) => done(),
   });
 
-  onWorkerDeath = (pid, reason, detail) => app.log.warn({ worker: pid, reason }, `worker replaced: ${detail}`);
-  onPinFailed = (pid, detail) => app.log.warn({ worker: pid }, `workers are not pinned to CPUs (PTC_WORKER_CPU_PINNING): ${detail}`);
-  if (unpinned) onPinFailed(unpinned.pid, unpinned.detail);
+  logPool = (write) => write(app.log);
+  for (const write of early.splice(0)) write(app.log);
 
   // Bodies are JSON only: Fastify would otherwise read text/plain into a string. Large ones are
   // parsed off the loop (json-body.ts).
