@@ -696,9 +696,10 @@
 
   // isolated-vm throws a promise rejection nothing handled out of whichever call was running
   // when the microtasks ran, in place of its result. `dispatch` itself never throws and keeps
-  // its last reply, so the host can tell such a rejection from a fault and ask for the reply
-  // again (the `repeat` op).
-  let lastReply = FAULT;
+  // its last reply to each op, so the host can tell such a rejection from a fault and ask for
+  // that op's reply again (the `repeat` op, naming it): by then the host may have sent the next
+  // op already (a `report` queued right behind each step's op).
+  const lastReplies = { __proto__: null };
   /**
    * The host's check of a call's arguments against its tool's strict parameters, run in a
    * context of its own where no program ever ran (so every built-in the validator uses is
@@ -726,7 +727,10 @@
 
   /** The ops (GuestOp and CheckerOp in runtime/guest-protocol.ts): each one's name, and its payload as JSON. */
   return function dispatch(op, payloadJson) {
-    if (op === 'repeat') return lastReply;
+    if (op === 'repeat') {
+      const last = lastReplies[payloadJson];
+      return typeof last === 'string' ? last : FAULT;
+    }
     let reply = FAULT;
     try {
       const payload = jsonParse(payloadJson);
@@ -751,7 +755,8 @@
     } catch {
       reply = FAULT;
     }
-    lastReply = reply;
+    // Keyed by the op's name as JSON, as `repeat` names it: no parse there, so no throw.
+    lastReplies[jsonStringify(op)] = reply;
     return reply;
   };
 });

@@ -49,11 +49,12 @@ export interface GuestPayloads {
    */
   readonly report: null;
   /**
-   * Nothing: the reply to the op before, again. isolated-vm throws a promise rejection the
+   * The name of an op: the last reply to it, again. isolated-vm throws a promise rejection the
    * program left unhandled out of whichever call was running, in place of that call's reply;
-   * the prelude keeps its last reply for the host to fetch.
+   * the prelude keeps its last reply to each op for the host to fetch, the host having queued
+   * the next op meanwhile (a `report` right behind each step's op).
    */
-  readonly repeat: null;
+  readonly repeat: RepliedGuestOp;
 }
 export type GuestOp = { readonly [Op in keyof GuestPayloads]: { readonly op: Op; readonly payload: GuestPayloads[Op] } }[keyof GuestPayloads];
 export type GuestOpName = GuestOp['op'];

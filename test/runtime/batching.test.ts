@@ -77,6 +77,18 @@ describe('batching: every call made before the program goes idle is one batch', 
     ).toMatchObject({ type: 'completed', result: 'ok' });
   });
 
+  it('a promise rejection the program leaves unhandled, at every step, changes neither its batches nor its result', async () => {
+    // isolated-vm throws such a rejection out of the call that ran the program's code, in place
+    // of its reply, while the report queued behind it has run: the host asks for that op's reply again.
+    const code = 'Promise.reject(new Error("s")); const x = await tools.a({}); Promise.reject(new Error("d")); const y = await tools.b({}); text(x + y)';
+    expect(await batches(code)).toEqual({ batches: [['a{}'], ['b{}']], result: 'a0b1' });
+    // And in a replay, where the recorded batch is answered by a report.
+    const replayed = new IsolateProgram({ code, tools: TOOLS, seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+    const paused = await replayed.start([{ tool: 'a', argumentsJson: '{}', output: 'a0' }]);
+    expect(paused).toMatchObject({ type: 'paused', calls: [{ seq: 1, tool: 'b', argumentsJson: '{}' }] });
+    expect(await replayed.resume([{ seq: 1, output: 'b1' }])).toMatchObject({ type: 'completed', result: 'a0b1' });
+  });
+
   it('refuses a resume that does not answer every pending call', async () => {
     const { program, first } = start('await Promise.all([tools.a({}), tools.b({})])');
     await first;

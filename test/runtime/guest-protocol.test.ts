@@ -114,7 +114,7 @@ describe('dispatchArguments', () => {
   it.each<[GuestOp | CheckerOp, [string, string]]>([
     [{ op: 'start', payload: { config, code: 'text("a")' } }, ['start', `{"config":${configJson},"code":"text(\\"a\\")"}`]],
     [{ op: 'report', payload: null }, ['report', 'null']],
-    [{ op: 'repeat', payload: null }, ['repeat', 'null']],
+    [{ op: 'repeat', payload: 'report' }, ['repeat', '"report"']],
     [{ op: 'deliver', payload: [{ seq: 0, output: 'x' }] }, ['deliver', '[{"seq":0,"output":"x"}]']],
     [
       { op: 'start', payload: { config, record: { count: 2, entries: [{ seq: 0, tool: 'a', args: '{}', withheld: true }] }, code: '' } },
@@ -152,7 +152,7 @@ describe('the prelude answers every op with a reply of the protocol', () => {
     limits: { maxCalls: 10, maxCallsInFlight: 10, maxArgumentBytes: 100, maxOutputBytes: 100, maxResumes: 10 },
   };
 
-  it('a live run: start, report, deliver, report; an unknown op and a repeat', async () => {
+  it('a live run: start, report, deliver, report; an unknown op and repeats', async () => {
     const dispatch = await install();
     const send = (op: GuestOp) => dispatch(...dispatchArguments(op));
     expect(parseGuestReply('start', send({ op: 'start', payload: { config, code: 'text(await tools.a({n: 1}))' } }))).toEqual({ state: 'done' });
@@ -163,7 +163,10 @@ describe('the prelude answers every op with a reply of the protocol', () => {
     });
     expect(parseGuestReply('deliver', send({ op: 'deliver', payload: [{ seq: 0, output: 'out' }] }))).toEqual({ state: 'done' });
     expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'settled', status: 'completed', result: 'out' });
-    expect(parseGuestReply('report', send({ op: 'repeat', payload: null }))).toEqual({ state: 'settled', status: 'completed', result: 'out' });
+    expect(parseGuestReply('report', send({ op: 'repeat', payload: 'report' }))).toEqual({ state: 'settled', status: 'completed', result: 'out' });
+    // Each op's last reply is kept: the host may have queued the next op before it asks again.
+    expect(parseGuestReply('deliver', send({ op: 'repeat', payload: 'deliver' }))).toEqual({ state: 'done' });
+    expect(parseGuestReply('report', dispatch('repeat', '"poll"'))).toEqual({ state: 'fault' });
     expect(parseGuestReply('report', dispatch('poll', 'null'))).toEqual({ state: 'fault' });
     expect(parseGuestReply('deliver', dispatch('deliver', 'not json'))).toEqual({ state: 'fault' });
     // A program is configured once: a second start is a fault, and changes nothing.
