@@ -31,6 +31,7 @@ import { compileToolSchema } from './schema-compiler.ts';
 import { GUEST_SCHEMA_MODULES } from './tool-schemas.ts';
 import { toolKeys } from './tool-keys.ts';
 import { disposeSoon } from './isolate-disposal.ts';
+import { confinedToOneCpu } from './one-cpu.ts';
 import { prepareIsolate, sandboxSetupJson, type Dispatch } from './prepared-isolate.ts';
 import type { WarmIsolates } from './warm-isolates.ts';
 
@@ -158,9 +159,8 @@ class LimitReached extends Error {
  *
  * The host never calls into the isolate per tool call: the program queues calls inside it and
  * the host collects the whole batch with one `report` once the program is idle (isolated-vm
- * drains the microtask queue before an `apply` returns). That `report` is queued right behind
- * the step's own op, so both run on the isolate's thread in one go (see #callThenReport). No
- * host function, promise or reference is ever reachable from the program.
+ * drains the microtask queue before an `apply` returns), sent with the step's own op (see
+ * #callThenReport). No host function, promise or reference is ever reachable from the program.
  */
 export class IsolateProgram {
   readonly #spec: ProgramSpec;
@@ -477,9 +477,14 @@ export class IsolateProgram {
     return { ms: Math.floor(binding.left), code: binding.code };
   }
 
-  /** Sends one op to `dispatch` within what is left of the step; the call is made before this returns. */
-  #send(dispatch: ivm.Reference<Dispatch>, op: GuestOp | CheckerOp, started: number): Promise<unknown> {
-    return this.#within(started, (timeout) => dispatch.apply(undefined, dispatchArguments(op), { timeout }));
+  /**
+   * Sends one op to `dispatch` within what is left of the step; the call is made before this
+   * returns. `sync` runs it on this thread, for an op that runs none of the program's code.
+   */
+  #send(dispatch: ivm.Reference<Dispatch>, op: GuestOp | CheckerOp, started: number, crossing: 'async' | 'sync' = 'async'): Promise<unknown> {
+    return this.#within(started, async (timeout) =>
+      crossing === 'sync' ? dispatch.applySync(undefined, dispatchArguments(op), { timeout }) : dispatch.apply(undefined, dispatchArguments(op), { timeout }),
+    );
   }
 
   /**
@@ -513,15 +518,26 @@ export class IsolateProgram {
   }
 
   /**
-   * Sends `op`, and a `report` queued right behind it, and returns the report's reply once
-   * `op`'s reply is `done`. isolated-vm runs an isolate's calls in the order they were made,
-   * each with its microtasks drained before the next begins, so the report finds the program
-   * idle, as if it were asked once `op` had returned; but both run on the isolate's thread in
-   * one go, and the host is woken once for the two. (Asking the report after `op` returned took
-   * 25 to 55 µs more a step here: a synchronous call moves the isolate to this thread and back.)
+   * Sends `op`, then a `report`, and returns the report's reply once `op`'s reply is `done`.
+   *
+   * Where this thread has more than one CPU, the report is queued right behind `op`. isolated-vm
+   * runs an isolate's calls in the order they were made, each with its microtasks drained before
+   * the next begins, so the report finds the program idle, as if it were asked once `op` had
+   * returned; but both run on the isolate's thread in one go, and the host is woken once for the
+   * two. (Asked after `op` returned, synchronously, the report took 56 µs a step here idle: the
+   * isolate moves to this thread and back, each move waking a CPU.)
+   *
+   * Confined to one CPU (a pinned worker, a process under `taskset`), the isolate's thread and
+   * this one take turns on it: each call queued wakes that thread and switches to it, so two
+   * cost more than one asynchronous call and a synchronous report (W2 in process: 4.45 ms
+   * against 3.96). There the report is asked after `op`, as #report asks it.
    */
   async #callThenReport(op: GuestOp & { readonly op: RepliedGuestOp }, started: number): Promise<Exclude<GuestReplyTo<'report'>, { state: 'fault' }>> {
     const dispatch = this.#running();
+    if (confinedToOneCpu()) {
+      await this.#reply(op.op, this.#send(dispatch, op, started), started);
+      return this.#report(started);
+    }
     const sent = this.#send(dispatch, op, started);
     const reported = this.#send(dispatch, REPORT, started);
     // Read below unless `op` failed the step, which then ends whatever the report says.
@@ -530,9 +546,15 @@ export class IsolateProgram {
     return this.#reply('report', reported, started);
   }
 
-  /** Asks where the program stands (a replay's next batch: see #runStep). */
+  /**
+   * Asks where the program stands. Outside a replay the report runs none of the program's code
+   * (it settles nothing, so no microtask of the program is queued) and its reply is bounded by
+   * the batch limits: it is asked synchronously, on this thread, which spares the switch to the
+   * isolate's thread and back. A replay's report answers recorded calls, and the program runs on
+   * as it returns: that one stays asynchronous.
+   */
   #report(started: number): Promise<Exclude<GuestReplyTo<'report'>, { state: 'fault' }>> {
-    return this.#reply('report', this.#send(this.#running(), REPORT, started), started);
+    return this.#reply('report', this.#send(this.#running(), REPORT, started, this.#record.length === 0 ? 'sync' : 'async'), started);
   }
 
   /** Runs one step: the op `begin` gives (after what it does first), then the program until it is idle. */
