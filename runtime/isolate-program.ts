@@ -520,30 +520,48 @@ export class IsolateProgram {
   /**
    * Sends `op`, then a `report`, and returns the report's reply once `op`'s reply is `done`.
    *
-   * Where this thread has more than one CPU, the report is queued right behind `op`. isolated-vm
-   * runs an isolate's calls in the order they were made, each with its microtasks drained before
-   * the next begins, so the report finds the program idle, as if it were asked once `op` had
-   * returned; but both run on the isolate's thread in one go, and the host is woken once for the
-   * two. (Asked after `op` returned, synchronously, the report took 56 µs a step here idle: the
-   * isolate moves to this thread and back, each move waking a CPU.)
+   * Outside a replay, and where this thread has more than one CPU, the report is queued right
+   * behind `op`. isolated-vm runs an isolate's calls in the order they were made, each with its
+   * microtasks drained before the next begins, so the report finds the program idle, as if it
+   * were asked once `op` had returned; but both run on the isolate's thread in one go, and the
+   * host is woken once for the two. (Asked after `op` returned, synchronously, the report took
+   * 56 µs a step here idle: the isolate moves to this thread and back, each move waking a CPU.)
    *
-   * Confined to one CPU (a pinned worker, a process under `taskset`), the isolate's thread and
-   * this one take turns on it: each call queued wakes that thread and switches to it, so two
-   * cost more than one asynchronous call and a synchronous report (W2 in process: 4.45 ms
-   * against 3.96). There the report is asked after `op`, as #report asks it.
+   * Otherwise the report is asked after `op` has returned (#report). During a replay the report
+   * answers recorded batches, so the program runs on in it: it must start with the time then
+   * left, and not at all once `op` has ended the step. Confined to one CPU (a pinned worker, a
+   * process under `taskset`), the isolate's thread and this one take turns on it: each call
+   * queued wakes that thread and switches to it, so two cost more than one asynchronous call and
+   * a synchronous report (W2 in process: 4.45 ms against 3.96).
    */
   async #callThenReport(op: GuestOp & { readonly op: RepliedGuestOp }, started: number): Promise<Exclude<GuestReplyTo<'report'>, { state: 'fault' }>> {
     const dispatch = this.#running();
-    if (confinedToOneCpu()) {
+    if (this.#record.length > 0 || confinedToOneCpu()) {
       await this.#reply(op.op, this.#send(dispatch, op, started), started);
       return this.#report(started);
     }
     const sent = this.#send(dispatch, op, started);
     const reported = this.#send(dispatch, REPORT, started);
-    // Read below unless `op` failed the step, which then ends whatever the report says.
-    reported.catch(() => {});
+    // Whether either call threw in place of its reply (a rejection the program left unhandled, or
+    // the step's end); seen here without handling it, which #reply does.
+    const threw = Promise.all(
+      [sent, reported].map((call) =>
+        call.then(
+          () => false,
+          () => true,
+        ),
+      ),
+    );
     await this.#reply(op.op, sent, started);
-    return this.#reply('report', reported, started);
+    const first = await this.#reply('report', reported, started);
+    if (!(await threw).includes(true)) return first;
+    // isolated-vm copied a rejection the program left unhandled out of the isolate after that
+    // call's microtasks had run, and copying it can run the program's code (a getter of it), which
+    // can make calls or queue microtasks that make them: those ran after the queued report had
+    // replied. Asked again now, the report names them; the batch is what both replies name, as
+    // one report asked after them all would have.
+    const second = await this.#report(started);
+    return first.state === 'running' && second.state === 'running' ? { ...second, calls: [...first.calls, ...second.calls] } : second;
   }
 
   /**

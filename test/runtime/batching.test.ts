@@ -89,6 +89,37 @@ describe('batching: every call made before the program goes idle is one batch', 
     expect(await replayed.resume([{ seq: 1, output: 'b1' }])).toMatchObject({ type: 'completed', result: 'a0b1' });
   });
 
+  it.each([
+    [
+      'calls made by microtasks that a getter of the rejection queued, at the start',
+      'Promise.reject({ get message() { Promise.resolve().then(() => tools.b({})); return "m"; } }); const x = await tools.a({}); text(x)',
+      [['a{}', 'b{}']],
+      'a0',
+    ],
+    [
+      'a call made by the getter itself',
+      'Promise.reject({ get message() { tools.b({}); return "m"; } }); const x = await tools.a({}); text(x)',
+      [['a{}', 'b{}']],
+      'a0',
+    ],
+    [
+      'calls made by microtasks that a getter of the rejection queued, after a delivery',
+      'const x = await tools.a({}); Promise.reject({ get stack() { Promise.resolve().then(() => tools.c({})); return "s"; } }); text(x + await tools.b({}))',
+      [['a{}'], ['b{}', 'c{}']],
+      'a0b1',
+    ],
+  ])(
+    'a rejection left unhandled, whose copying out of the isolate runs the program: %s join the batch, live and replayed',
+    async (_, code, expectedBatches, expectedResult) => {
+      // isolated-vm copies such a rejection (reading its message and stack) after the call's
+      // microtasks ran: what the program does then runs after a report queued behind the call.
+      expect(await batches(code)).toEqual({ batches: expectedBatches, result: expectedResult });
+      const record = expectedBatches.flat().map((call, seq) => ({ tool: call[0]!, argumentsJson: call.slice(1), output: `${call[0]}${seq}` }));
+      const replayed = new IsolateProgram({ code, tools: TOOLS, seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+      expect(await replayed.start(record)).toMatchObject({ type: 'completed', result: expectedResult });
+    },
+  );
+
   it('refuses a resume that does not answer every pending call', async () => {
     const { program, first } = start('await Promise.all([tools.a({}), tools.b({})])');
     await first;
