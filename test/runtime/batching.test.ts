@@ -120,6 +120,12 @@ describe('batching: every call made before the program goes idle is one batch', 
     },
   );
 
+  it("a rejection left unhandled that reads like isolated-vm's timeout is still only a rejection", async () => {
+    const code =
+      'Promise.reject(new Error("Script execution timed out.")); const x = await tools.a({}); Promise.reject(new Error("timed out")); text(x + await tools.b({}))';
+    expect(await batches(code)).toEqual({ batches: [['a{}'], ['b{}']], result: 'a0b1' });
+  });
+
   it('refuses a resume that does not answer every pending call', async () => {
     const { program, first } = start('await Promise.all([tools.a({}), tools.b({})])');
     await first;
