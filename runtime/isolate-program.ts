@@ -527,23 +527,21 @@ export class IsolateProgram {
   /**
    * Sends `op`, then a `report`, and returns the report's reply once `op`'s reply is `done`.
    *
-   * Outside a replay, and where this thread has more than one CPU, the report is queued right
-   * behind `op`. isolated-vm runs an isolate's calls in the order they were made, each with its
+   * Outside a replay (#runStep asks a replay's reports itself), and where this thread has more
+   * than one CPU, the report is queued right behind `op`. isolated-vm runs an isolate's calls in the order they were made, each with its
    * microtasks drained before the next begins, so the report finds the program idle, as if it
    * were asked once `op` had returned; but both run on the isolate's thread in one go, and the
    * host is woken once for the two. (Asked after `op` returned, synchronously, the report took
    * 56 µs a step here idle: the isolate moves to this thread and back, each move waking a CPU.)
    *
-   * Otherwise the report is asked after `op` has returned (#report). During a replay the report
-   * answers recorded batches, so the program runs on in it: it must start with the time then
-   * left, and not at all once `op` has ended the step. Confined to one CPU (a pinned worker, a
-   * process under `taskset`), the isolate's thread and this one take turns on it: each call
+   * Confined to one CPU (a pinned worker, a process under `taskset`), the report is asked after
+   * `op` has returned (#report): the isolate's thread and this one take turns on it, each call
    * queued wakes that thread and switches to it, so two cost more than one asynchronous call and
    * a synchronous report (W2 in process: 4.45 ms against 3.96).
    */
   async #callThenReport(op: GuestOp & { readonly op: RepliedGuestOp }, started: number): Promise<Exclude<GuestReplyTo<'report'>, { state: 'fault' }>> {
     const dispatch = this.#running();
-    if (this.#record.length > 0 || confinedToOneCpu()) {
+    if (confinedToOneCpu()) {
       await this.#reply(op.op, this.#send(dispatch, op, started), started);
       return this.#report(started);
     }
@@ -582,6 +580,17 @@ export class IsolateProgram {
     return this.#reply('report', this.#send(this.#running(), REPORT, started, this.#record.length === 0 ? 'sync' : 'async'), started);
   }
 
+  /**
+   * During a replay, before a report that may answer the next recorded batch: the step run since
+   * `started` has ended, within its own wall-clock budget or not; returns the clock of the next.
+   */
+  #replayStepEnded(started: number): number {
+    const now = this.#readWallTime();
+    if (now - started > this.#spec.limits.stepWallTimeMs) throw new LimitReached('wall_time_exceeded');
+    this.#stepStartedAt = now;
+    return now;
+  }
+
   /** Runs one step: the op `begin` gives (after what it does first), then the program until it is idle. */
   async #step(begin: (started: number) => Promise<GuestOp & { readonly op: RepliedGuestOp }>): Promise<ProgramEvent> {
     this.#warm?.stepBegan();
@@ -601,15 +610,29 @@ export class IsolateProgram {
     this.#stepStartedAt = started;
     let state: ProgramState;
     try {
-      let reply = await this.#callThenReport(await begin(started), started);
       // Each recorded batch answered during a replay is a step of its own, with its own wall-clock
-      // budget, as it was in the recorded run; CPU time keeps adding up across all of them.
+      // budget, as it was in the recorded run; CPU time keeps adding up across all of them. The
+      // report that answers a batch runs the program on as it returns (as `deliver` did live), so
+      // during a replay each report starts a new step's clock, once the step before has been
+      // checked against its own (#replayStepEnded).
+      const replaying = this.#record.length > 0;
+      let reply: Exclude<GuestReplyTo<'report'>, { state: 'fault' }>;
+      const op = await begin(started);
+      if (replaying) {
+        await this.#reply(op.op, this.#send(this.#running(), op, started), started);
+        started = this.#replayStepEnded(started);
+        reply = await this.#report(started);
+      } else {
+        reply = await this.#callThenReport(op, started);
+      }
       for (;;) {
         if (reply.state === 'needs_answers') {
           // The next part of the record, then the same batch again.
           const part = this.#entriesFrom(reply.from);
           if (part.length === 0) throw new Error(`The replay asked for recorded calls from call ${reply.from}, which the record does not have`);
-          reply = await this.#callThenReport({ op: 'answers', payload: part }, started);
+          await this.#reply('answers', this.#send(this.#running(), { op: 'answers', payload: part }, started), started);
+          started = this.#replayStepEnded(started);
+          reply = await this.#report(started);
           continue;
         }
         if (reply.state === 'resume_limit') throw new LimitReached('resume_limit_exceeded');
@@ -620,8 +643,7 @@ export class IsolateProgram {
         // A replay passes every resume the recorded run had: the same count, the same limit.
         if (this.#steps > this.#spec.limits.maxResumes) throw new LimitReached('resume_limit_exceeded');
         this.#steps += 1;
-        started = this.#readWallTime();
-        this.#stepStartedAt = started;
+        started = this.#replayStepEnded(started);
         reply = await this.#report(started);
       }
     } catch (error) {
