@@ -528,10 +528,10 @@ export class IsolateProgram {
    * Sends `op`, then a `report`, and returns the report's reply once `op`'s reply is `done`.
    *
    * Outside a replay (#runStep asks a replay's reports itself), and where this thread has more
-   * than one CPU, the report is queued right behind `op`. isolated-vm runs an isolate's calls in the order they were made, each with its
-   * microtasks drained before the next begins, so the report finds the program idle, as if it
-   * were asked once `op` had returned; but both run on the isolate's thread in one go, and the
-   * host is woken once for the two. (Asked after `op` returned, synchronously, the report took
+   * than one CPU, the report is queued right behind `op`. isolated-vm runs an isolate's calls in
+   * the order they were made, each with its microtasks drained before the next begins, so the
+   * report finds the program idle, as if it were asked once `op` had returned; but both run on
+   * the isolate's thread in one go, and the host is woken once for the two. (Asked after `op` returned, synchronously, the report took
    * 56 µs a step here idle: the isolate moves to this thread and back, each move waking a CPU.)
    *
    * Confined to one CPU (a pinned worker, a process under `taskset`), the report is asked after
