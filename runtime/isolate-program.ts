@@ -616,6 +616,9 @@ export class IsolateProgram {
       // during a replay each report starts a new step's clock, once the step before has been
       // checked against its own (#replayStepEnded).
       const replaying = this.#record.length > 0;
+      // The clock of the step whose code ran last: a report that answers no batch runs none, and
+      // what follows the last one (the host's checks of the calls it names) is that step's.
+      let ranFrom = started;
       let reply: Exclude<GuestReplyTo<'report'>, { state: 'fault' }>;
       const op = await begin(started);
       if (replaying) {
@@ -640,11 +643,16 @@ export class IsolateProgram {
           state = reply;
           break;
         }
+        ranFrom = started;
         // A replay passes every resume the recorded run had: the same count, the same limit.
         if (this.#steps > this.#spec.limits.maxResumes) throw new LimitReached('resume_limit_exceeded');
         this.#steps += 1;
         started = this.#replayStepEnded(started);
         reply = await this.#report(started);
+      }
+      if (replaying) {
+        started = ranFrom;
+        this.#stepStartedAt = ranFrom;
       }
     } catch (error) {
       return this.#fail(this.#classify(error));
