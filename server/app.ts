@@ -289,6 +289,8 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     maxInputItems: config.maxInputItems,
     maxBodyValues: config.maxBodyValues,
     bodyLimitBytes: config.bodyLimitBytes,
+    arrivingBodies,
+    requestTimeoutMs: config.requestTimeoutMs,
     draining: () => draining,
     recordSocketMessage: recorder.recordSocketMessage,
   });

@@ -149,12 +149,12 @@ export const SETTINGS = {
   PTC_REQUEST_TIMEOUT_MS: {
     default: '300000',
     description:
-      "Time a client has to send one whole request, its headers and body, from its first byte (Node's own default, which Fastify turns off; the headers alone within 60 s, Node's `headersTimeout`, or this if less): past it a 408 `request_timeout` and the connection closed, so a client that stops in the middle of a body does not hold what it sent. A response already under way (a route that answered without reading a body) is cut off, not interrupted by the 408. Checked every quarter of it, at most every 30 s. At least 1000: it cannot be turned off.",
+      "Time a client has to send one whole request, its headers and body, from its first byte (Node's own default, which Fastify turns off; the headers alone within 60 s, Node's `headersTimeout`, or this if less): past it a 408 `request_timeout` and the connection closed, so a client that stops in the middle of a body does not hold what it sent. A response already under way (a route that answered without reading a body) is cut off, not interrupted by the 408. Checked every quarter of it, at most every 30 s. A WebSocket message has as long from its first byte: past it an `error` event `request_timeout` and the socket closed with 1008. At least 1000: it cannot be turned off.",
   },
   PTC_MAX_ARRIVING_BODY_BYTES: {
     default: '536870912',
     description:
-      'Bytes of request bodies being received at once, all connections together (each body is bounded by `PTC_BODY_LIMIT_BYTES`): a body of 64 KiB or more that would take them past it is a 429 `server_busy` with `retry-after` (answered once the client has sent it, read and dropped), unless it is the only one arriving; smaller bodies are always read, so that large ones held half-sent refuse no one else. `GET /metrics` shows them (`ptc_request_body_bytes_arriving`).',
+      'Bytes of request bodies being received at once, all connections together (each body is bounded by `PTC_BODY_LIMIT_BYTES`): a body of 64 KiB or more that would take them past it is a 429 `server_busy` with `retry-after` (answered once the client has sent it, read and dropped), unless it is the only one arriving; smaller bodies are always read, so that large ones held half-sent refuse no one else. WebSocket messages being received count too: one of 64 KiB or more past the bound is an `error` event `server_busy` and its socket closed with 1013 (try again later). `GET /metrics` shows them (`ptc_request_body_bytes_arriving`).',
   },
   PTC_MAX_INPUT_ITEMS: {
     default: '5000',

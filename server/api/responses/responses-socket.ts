@@ -22,6 +22,8 @@ import { finishedJournal, requestJournal } from '../../engine/journal-details.ts
 import { isTooDeep, OFF_LOOP_JSON_BYTES, parseOffLoop, parseOnLoop } from '../http/json-body.ts';
 import type { BodyBounds } from '../../../schemas/body-bounds.ts';
 import { SocketSteering, type Successor } from './socket-steering.ts';
+import type { ArrivingBodies } from '../http/arriving-bodies.ts';
+import { type SocketRefusal, watchArrivingMessages } from './socket-arrivals.ts';
 
 // WebSocket mode (docs/STREAMING.md): the SDK's `ResponsesWS` opens a socket on the Responses
 // URL and sends `response.create` client events, each the body of a POST /v1/responses plus
@@ -108,6 +110,10 @@ export interface ResponsesSocketDeps {
   readonly maxBodyValues: number;
   /** PTC_BODY_LIMIT_BYTES, which the plugin also applies to each message (its `maxPayload`). */
   readonly bodyLimitBytes: number;
+  /** The request bodies being received, which a message being received counts among (socket-arrivals.ts). */
+  readonly arrivingBodies: ArrivingBodies;
+  /** PTC_REQUEST_TIMEOUT_MS: the time a message has to arrive whole, from its first byte. */
+  readonly requestTimeoutMs: number;
   /** True once the server drains: requests are refused `shutting_down`, and sockets closed once idle. */
   readonly draining: () => boolean;
   readonly recordSocketMessage: JournalRecorder['recordSocketMessage'];
@@ -283,6 +289,7 @@ class SocketSession {
       });
     });
     socket.on('message', (data, isBinary) => this.#receive({ data, isBinary }));
+    watchArrivingMessages(upgrade.raw.socket, socket, { arriving: deps.arrivingBodies, timeoutMs: deps.requestTimeoutMs }, (refusal) => this.#refuse(refusal));
   }
 
   /** Closes the socket once the request being served (if any) has been answered. */
@@ -386,6 +393,23 @@ class SocketSession {
       this.#serving = false;
     }
     if (this.#open() && (this.#shuttingDown || this.#deps.draining())) this.#goAway();
+  }
+
+  /**
+   * A message that took too long to arrive, or too many bytes while many arrive: the rest of it is
+   * not read (it waits in the client's connection, not in the server's memory), the client is
+   * told why, and the socket closed. Journaled as the request it would have been.
+   */
+  #refuse({ error, closeCode }: SocketRefusal): void {
+    this.#socket.pause();
+    this.#send(socketErrorEvent(error));
+    this.#deps.recordSocketMessage({ requestId: newId('req'), path: RESPONSES_SOCKET_PATH, status: error.status, durationMs: 0, ...errorJournal(error) });
+    if (this.#socket.readyState !== this.#socket.OPEN) return;
+    this.#socket.close(closeCode, closeCode === 1013 ? 'The server is busy: retry shortly.' : 'A message did not arrive whole in time.');
+    // Not read any more, the client's answer to the close frame is not seen: the socket is ended after a grace.
+    const timer = setTimeout(() => this.#socket.terminate(), CLOSE_GRACE_MS);
+    timer.unref();
+    this.#socket.once('close', () => clearTimeout(timer));
   }
 
   #goAway(): void {
