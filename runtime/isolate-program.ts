@@ -63,8 +63,12 @@ function firstPart<T>(items: Iterable<T>, budget: number): T[] {
 
 /** The op asking where the program stands. */
 const REPORT = { op: 'report', payload: null } as const satisfies GuestOp;
-/** Each call throws at most one unhandled rejection; more in a row than this is a fault, not the program. */
-const UNHANDLED_REJECTIONS_BEFORE_FAULT = 8;
+/**
+ * Each call throws at most one rejection the program left unhandled, and the report asked again
+ * finds it idle; more in a row than this means the program makes a new one each time the last is
+ * read (a getter of its message or stack): it ends `program_threw`, not in an endless exchange.
+ */
+const UNHANDLED_REJECTIONS_IN_A_ROW = 8;
 
 /**
  * The index of the first answer, in the order given, larger than a program may receive
@@ -151,6 +155,9 @@ class LimitReached extends Error {
     super(code);
   }
 }
+
+/** The program left a rejection unhandled at every call, more than UNHANDLED_REJECTIONS_IN_A_ROW times in a row. */
+class EndlessRejections extends Error {}
 
 /**
  * One program in one fresh isolate. `start` runs it until it settles or pauses on tool calls;
@@ -508,7 +515,8 @@ export class IsolateProgram {
       try {
         text = await attempt;
       } catch (error) {
-        if (error instanceof LimitReached || this.#isolate?.isDisposed || rejections >= UNHANDLED_REJECTIONS_BEFORE_FAULT) throw error;
+        if (error instanceof LimitReached || this.#isolate?.isDisposed) throw error;
+        if (rejections >= UNHANDLED_REJECTIONS_IN_A_ROW) throw new EndlessRejections();
         attempt = this.#send(this.#running(), { op: 'repeat', payload: op }, started);
         continue;
       }
@@ -745,8 +753,15 @@ export class IsolateProgram {
 
   #classify(error: unknown): ProgramFailure {
     if (error instanceof LimitReached) return this.#limitFailure(error.code);
-    const message = error instanceof Error ? error.message : String(error);
-    if (this.#isolate?.isDisposed || /memory limit/i.test(message)) return this.#limitFailure('memory_limit_exceeded');
+    // Only the isolate itself tells: its memory limit disposes it. An error's text does not, as a
+    // program's rejection may say anything.
+    if (this.#isolate?.isDisposed) return this.#limitFailure('memory_limit_exceeded');
+    if (error instanceof EndlessRejections) {
+      return {
+        code: 'program_threw',
+        message: `The program left a promise rejection unhandled at each of ${UNHANDLED_REJECTIONS_IN_A_ROW + 1} calls in a row, each made as the one before was read`,
+      };
+    }
     return { code: 'runtime_error', message: 'The emulator failed to run the program', cause: error };
   }
 

@@ -126,6 +126,19 @@ describe('batching: every call made before the program goes idle is one batch', 
     expect(await batches(code)).toEqual({ batches: [['a{}'], ['b{}']], result: 'a0b1' });
   });
 
+  it.each(['message', 'stack'])(
+    "rejections left unhandled without end, each made as the last one's %s is read, end program_threw, whatever their text says",
+    async (property) => {
+      const forged = 'Isolate was disposed during execution due to memory limit';
+      const code = `const forge = () => { const e = new Error(${JSON.stringify(forged)}); Object.defineProperty(e, '${property}', { get() { Promise.resolve().then(forge); return ${JSON.stringify(forged)} } }); Promise.reject(e) }
+forge(); text(await tools.a({}))`;
+      const program = new IsolateProgram({ code, tools: TOOLS, seed: 1, clock: 0, limits: DEFAULT_LIMITS });
+      const event = await program.start();
+      expect(event).toMatchObject({ type: 'incomplete', error: { code: 'program_threw' } });
+      expect(event.type === 'incomplete' && event.error.message).toMatch(/unhandled at each of \d+ calls in a row/);
+    },
+  );
+
   it('refuses a resume that does not answer every pending call', async () => {
     const { program, first } = start('await Promise.all([tools.a({}), tools.b({})])');
     await first;
