@@ -59,7 +59,7 @@ export const FIXED_LIMITS = {
   oversizedBodyDiscardBytes: {
     value: 67_108_864,
     description:
-      'Bytes past `PTC_BODY_LIMIT_BYTES` the server reads of a body over it, dropping them, before it answers the 413 `request_too_large`: the client, done sending, reads the status, and its keep-alive connection serves its next request. A body that declares more (its `Content-Length`) is answered at once, one sent in chunks when it passes the bound, and the connection is closed after the answer: a client still sending may then see the connection reset (EPIPE, ECONNRESET) rather than the 413.',
+      'Bytes past `PTC_BODY_LIMIT_BYTES` the server reads of a body over it, dropping them, before it answers the 413 `request_too_large`: the client, done sending, reads the status, and its keep-alive connection serves its next request. A body that declares more (its `Content-Length`) is answered at once, one sent in chunks when it passes the bound, and the connection is closed after the answer: a client still sending may then see the connection reset (EPIPE, ECONNRESET) rather than the 413. A client that sent `Expect: 100-continue` is answered the 413 at once, with no `100 Continue` and so no body, and the connection closed.',
   },
   oversizedBodyDiscardMs: {
     value: 30_000,

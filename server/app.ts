@@ -4,6 +4,7 @@ import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { ProgramRuntime, resolveLimits, WorkerPool, type ProgramEngine, type ProgramLimits } from '../runtime/index.ts';
 import { ArrivingBodies } from './api/http/arriving-bodies.ts';
+import { holdContinues } from './api/http/expect-continue.ts';
 import { parseJsonBodies } from './api/http/json-body-reader.ts';
 import { ApiError } from './platform/api-error.ts';
 import { BackgroundResponses } from './api/responses/background.ts';
@@ -195,6 +196,9 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   app.removeContentTypeParser('text/plain');
   const arrivingBodies = new ArrivingBodies(config.maxArrivingBodyBytes);
   parseJsonBodies(app, config.maxBodyValues, arrivingBodies);
+  // `Expect: 100-continue`: the 100 is sent as the body reader starts, not by Node as the head
+  // comes, so that a client never uploads a body the server refuses by its head.
+  holdContinues(app);
 
   let draining = false;
   app.decorate('drain', () => {

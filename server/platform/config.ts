@@ -154,7 +154,7 @@ export const SETTINGS = {
   PTC_MAX_ARRIVING_BODY_BYTES: {
     default: '536870912',
     description:
-      'Bytes of request bodies being received at once, all connections together (each body is bounded by `PTC_BODY_LIMIT_BYTES`): a body of 64 KiB or more that would take them past it is a 429 `server_busy` with `retry-after` (answered once the client has sent it, read and dropped), unless it is the only one arriving; smaller bodies are always read, so that large ones held half-sent refuse no one else. WebSocket messages being received count too: one of 64 KiB or more past the bound is an `error` event `server_busy` and its socket closed with 1013 (try again later). `GET /metrics` shows them (`ptc_request_body_bytes_arriving`).',
+      'Bytes of request bodies being received at once, all connections together (each body is bounded by `PTC_BODY_LIMIT_BYTES`): a body of 64 KiB or more that would take them past it is a 429 `server_busy` with `retry-after` (answered once the client has sent it, read and dropped; at once, never asked for, when the client waits for `100 Continue`), unless it is the only one arriving; smaller bodies are always read, so that large ones held half-sent refuse no one else. WebSocket messages being received count too: one of 64 KiB or more past the bound is an `error` event `server_busy` and its socket closed with 1013 (try again later). `GET /metrics` shows them (`ptc_request_body_bytes_arriving`).',
   },
   PTC_MAX_INPUT_ITEMS: {
     default: '5000',

@@ -45,7 +45,23 @@ export class RawConnection {
     this.#socket.write(bytes);
   }
 
-  /** Waits for the next answer not yet returned; undefined when the connection closed without one. */
+  /** Everything received so far, interim answers (`100 Continue`) included, byte for byte (latin1). */
+  get received(): string {
+    return this.#received.toString('latin1');
+  }
+
+  /** Waits until what was received meets `holds`; false when the connection closed first. */
+  async until(holds: (received: string) => boolean): Promise<boolean> {
+    for (;;) {
+      if (holds(this.received)) return true;
+      if (this.#closed) return false;
+      await new Promise<void>((resolve) => {
+        this.#waiting = resolve;
+      });
+    }
+  }
+
+  /** Waits for the next answer not yet returned (interim ones skipped); undefined when the connection closed without one. */
   async next(): Promise<RawResponse | undefined> {
     for (;;) {
       const responses = parseResponses(this.#received).responses;

@@ -8,6 +8,7 @@ import type { JournalRecorder } from '../journal/journal-hooks.ts';
 import type { JournalDetails } from '../../engine/journal-details.ts';
 import { StoreUnavailableError } from '../../platform/stores/response-store.ts';
 import { SchemaThreadBusyError } from '../../../runtime/index.ts';
+import { bodyWithheld } from './expect-continue.ts';
 import { discardOversizedBody } from './oversized-body.ts';
 import { isUnreadBodyRefusal } from './unread-body.ts';
 
@@ -81,6 +82,13 @@ export function registerErrorHandlers(
     options.journal.note(request, errorJournal(apiError));
     const answer = () => reply.status(apiError.status).headers(apiError.headers).send(apiError.toEnvelope());
     if (!isBodyTooLarge(error) && !isUnreadBodyRefusal(error)) return answer();
+    // A client waiting for a 100 Continue it was not sent (expect-continue.ts) has not sent the
+    // body, and may never: answered at once, and the connection closed, the body that may still
+    // come read by no one.
+    if (bodyWithheld(request.raw)) {
+      reply.header('connection', 'close');
+      return answer();
+    }
     // A body left unread (too large, refused before it was read) is answered only once the client
     // has sent it (oversized-body.ts): before, the client may meet a reset connection rather than
     // the answer.

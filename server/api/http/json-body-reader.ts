@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import type { BodyBounds, RouteBounds } from '../../../schemas/body-bounds.ts';
 import { parse as parseContentType } from 'content-type';
 import type { ArrivingBodies, ArrivingBody } from './arriving-bodies.ts';
+import { askForBody, bodyWithheld } from './expect-continue.ts';
 import { type BodyInThread, OFF_LOOP_JSON_BYTES, openBodyInThread, parseOnLoop } from './json-body.ts';
 import { unreadBodyRefusal } from './unread-body.ts';
 
@@ -14,7 +15,8 @@ import { unreadBodyRefusal } from './unread-body.ts';
  * its Content-Length or as it arrives (FST_ERR_CTP_BODY_TOO_LARGE, which the handler answers once
  * the client has sent it, oversized-body.ts), one shorter or longer than its Content-Length, an
  * empty one (but on a DELETE or GET, where it is no body); and a charset other than UTF-8, which
- * JSON bodies are (RFC 8259), is a 415.
+ * JSON bodies are (RFC 8259), is a 415. A client waiting for `100 Continue` (expect-continue.ts) is
+ * sent it once none of the refusals by the head came: only then is the body read.
  */
 
 declare module 'fastify' {
@@ -28,6 +30,9 @@ declare module 'fastify' {
 export function parseJsonBodies(app: FastifyInstance, maxValues: number, arriving: ArrivingBodies): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', (request: FastifyRequest, payload: Readable) => {
+    // Fastify reads the body of a request to a URL no route serves too, before its 404: a client
+    // waiting for 100 Continue (expect-continue.ts) is answered the 404 without being asked for it.
+    if (request.is404 && bodyWithheld(request.raw)) return Promise.resolve(undefined);
     const charset = charsetOf(request.headers['content-type']);
     if (charset !== undefined && !UTF8_CHARSETS.has(charset.toLowerCase())) {
       return Promise.reject(unreadBodyRefusal('unsupported_media_type', `The request body must be JSON in UTF-8; its Content-Type names charset=${charset}.`));
@@ -35,7 +40,9 @@ export function parseJsonBodies(app: FastifyInstance, maxValues: number, arrivin
     const bounds: BodyBounds = { values: maxValues, ...request.routeOptions.config.bodyBounds };
     // A body-less request that names JSON anyway (curl's habit on DELETE) is read as having none.
     const emptyAllowed = request.method === 'DELETE' || request.method === 'GET';
-    return readJsonBody(payload, Number(request.headers['content-length']), request.routeOptions.bodyLimit, bounds, emptyAllowed, arriving);
+    return readJsonBody(payload, Number(request.headers['content-length']), request.routeOptions.bodyLimit, bounds, emptyAllowed, arriving, () =>
+      askForBody(request.raw),
+    );
   });
 }
 
@@ -52,7 +59,10 @@ function charsetOf(contentType: string | undefined): string | undefined {
   }
 }
 
-/** `declared`: the Content-Length (NaN for a chunked body); `emptyAllowed`: an empty body is no body rather than a 400. */
+/**
+ * `declared`: the Content-Length (NaN for a chunked body); `emptyAllowed`: an empty body is no body
+ * rather than a 400; `reading`: called once the body is to be read, after the refusals by the head.
+ */
 function readJsonBody(
   payload: Readable,
   declared: number,
@@ -60,6 +70,7 @@ function readJsonBody(
   bounds: BodyBounds,
   emptyAllowed: boolean,
   arriving: ArrivingBodies,
+  reading: () => void,
 ): Promise<unknown> {
   if (declared > limit) return Promise.reject(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
   let body: ArrivingBody;
@@ -68,6 +79,7 @@ function readJsonBody(
   } catch (error) {
     return Promise.reject(error);
   }
+  reading();
   return new Promise((resolve, reject) => {
     let received = 0;
     let gathered: Buffer[] = [];

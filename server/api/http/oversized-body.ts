@@ -9,7 +9,9 @@ import { FIXED_LIMITS } from '../../../schemas/fixed-limits.ts';
  * socket right after the answer with the client's bytes still arriving, the kernel resets the
  * connection, and the client, still writing, meets EPIPE or ECONNRESET rather than the status.
  * Read to its end, the connection stays open for the next request. Reading is bounded in bytes
- * and in time, so that a client sending without end cannot hold a socket.
+ * and in time, so that a client sending without end cannot hold a socket. A client that sent
+ * `Expect: 100-continue` and was not sent the 100 is answered at once instead, with its connection
+ * closed (expect-continue.ts): nothing here would ask it for its body.
  */
 
 /** `read`: the body was read to its end; `cut`: a bound was reached first; `gone`: the client went away. */
