@@ -160,6 +160,17 @@ class LimitReached extends Error {
 class EndlessRejections extends Error {}
 
 /**
+ * How far past its wall-clock limit, by its isolate's own running time, a step that isolated-vm's
+ * timeout did not stop is stopped by disposing its isolate (where the program stops its own
+ * runaways: in this process, not in a worker, whose supervisor freezes and kills it instead). A
+ * step the timeout stops is over its limit for a few milliseconds. What runs outside the timeout:
+ * a getter of a rejection the program left unhandled, which isolated-vm reads as it copies the
+ * rejection out after the call. Native code that ignores the timeout ignores the disposal too, and
+ * goes on holding its thread (docs/SANDBOX.md); the step's outcome is settled when it returns.
+ */
+const RUNAWAY_STOP_MS = 200;
+
+/**
  * One program in one fresh isolate. `start` runs it until it settles or pauses on tool calls;
  * `resume` delivers the outputs of the pending batch and runs it again. Every step ends with
  * one `ProgramEvent`; a program that completes or fails has its isolate disposed at once.
@@ -206,11 +217,16 @@ export class IsolateProgram {
 
   /** `warm`: where to take an isolate made ahead of demand, if the runtime keeps some. */
   readonly #warm: WarmIsolates | undefined;
+  /** Whether a step past its wall-clock limit by RUNAWAY_STOP_MS is stopped here (false in a worker: its supervisor does it). */
+  readonly #stopsRunaways: boolean;
+  /** The step was stopped by disposing its isolate (RUNAWAY_STOP_MS): its outcome, whatever the call throws. */
+  #stoppedFor: 'wall_time_exceeded' | undefined;
 
-  constructor(spec: ProgramSpec, warm?: WarmIsolates) {
+  constructor(spec: ProgramSpec, warm?: WarmIsolates, options: { readonly stopsRunaways?: boolean } = {}) {
     assertCanMakeIsolates();
     this.#spec = spec;
     this.#warm = warm;
+    this.#stopsRunaways = options.stopsRunaways ?? true;
   }
 
   /** Calls the program is paused on, in creation order. Empty unless paused. */
@@ -607,12 +623,34 @@ export class IsolateProgram {
   /** Runs one step: the op `begin` gives (after what it does first), then the program until it is idle. */
   async #step(begin: (started: number) => Promise<GuestOp & { readonly op: RepliedGuestOp }>): Promise<ProgramEvent> {
     this.#warm?.stepBegan();
+    const watch = this.#stopsRunaways ? this.#watchForRunaway() : undefined;
     try {
       return await this.#runStep(begin);
     } finally {
+      watch?.stop();
       this.#stepStartedAt = undefined;
       this.#warm?.stepEnded();
     }
+  }
+
+  /**
+   * Stops the step running now if it runs RUNAWAY_STOP_MS past its wall-clock limit: looked at
+   * once that much time has passed on this host's clock (never less than the isolate's), then
+   * every RUNAWAY_STOP_MS until it ends.
+   */
+  #watchForRunaway(): { stop(): void } {
+    let timer = setTimeout(() => look(), this.#spec.limits.stepWallTimeMs + RUNAWAY_STOP_MS);
+    const look = (): void => {
+      const runaway = this.runaway;
+      if (runaway?.limit === 'wall_time' && runaway.overMs >= RUNAWAY_STOP_MS) {
+        this.#stoppedFor = 'wall_time_exceeded';
+        const isolate = this.#isolate;
+        if (isolate && !isolate.isDisposed) isolate.dispose();
+        return;
+      }
+      timer = setTimeout(look, RUNAWAY_STOP_MS);
+    };
+    return { stop: () => clearTimeout(timer) };
   }
 
   async #runStep(begin: (started: number) => Promise<GuestOp & { readonly op: RepliedGuestOp }>): Promise<ProgramEvent> {
@@ -753,6 +791,7 @@ export class IsolateProgram {
 
   #classify(error: unknown): ProgramFailure {
     if (error instanceof LimitReached) return this.#limitFailure(error.code);
+    if (this.#stoppedFor) return this.#limitFailure(this.#stoppedFor);
     // Only the isolate itself tells: its memory limit disposes it. An error's text does not, as a
     // program's rejection may say anything.
     if (this.#isolate?.isDisposed) return this.#limitFailure('memory_limit_exceeded');

@@ -15,6 +15,12 @@ export interface ProgramRuntimeOptions {
   readonly warmIsolates?: number;
   /** The memory limit (MiB) programs are expected to ask for, which isolates are made ahead for until one asks for another (default DEFAULT_LIMITS.memoryMb). */
   readonly warmMemoryMb?: number;
+  /**
+   * Whether a step that runs on past its wall-clock limit, which isolated-vm's timeout did not
+   * stop, is stopped by disposing its isolate (IsolateProgram's RUNAWAY_STOP_MS; default true).
+   * False in a worker, whose supervisor freezes and kills it for such a step (its runaways()).
+   */
+  readonly stopsRunaways?: boolean;
 }
 
 /** How a resume was served: from the paused isolate, or by replaying the program from the start. */
@@ -127,7 +133,7 @@ export class ProgramRuntime implements ProgramEngine {
   async start(programId: string, spec: ProgramSpec): Promise<ProgramEvent> {
     if (this.#live.has(programId)) throw new Error(`Program ${programId} already exists`);
     this.#started += 1;
-    return this.#run(programId, new IsolateProgram(spec, this.#warm), (program) => program.start());
+    return this.#run(programId, new IsolateProgram(spec, this.#warm, { stopsRunaways: this.#options.stopsRunaways ?? true }), (program) => program.start());
   }
 
   /**
@@ -146,7 +152,12 @@ export class ProgramRuntime implements ProgramEngine {
     }
     if (entry) this.dispose(programId);
     this.#resumes.replay += 1;
-    return { event: await this.#run(programId, new IsolateProgram(spec, this.#warm), (program) => program.start(recorded)), path: 'replay' };
+    return {
+      event: await this.#run(programId, new IsolateProgram(spec, this.#warm, { stopsRunaways: this.#options.stopsRunaways ?? true }), (program) =>
+        program.start(recorded),
+      ),
+      path: 'replay',
+    };
   }
 
   /**

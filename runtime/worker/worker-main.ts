@@ -10,7 +10,9 @@ import { HostMessage, PROTOCOL_VERSION, RUNAWAY_THRESHOLDS_MS, type WorkerMessag
 import { answersFromWire, eventToWire } from './wire-codec.ts';
 
 const options = JSON.parse(process.env.PTC_WORKER_OPTIONS ?? '{}') as ProgramRuntimeOptions;
-const runtime = new ProgramRuntime(options);
+// A step that runs away is the supervisor's to stop: it freezes and kills this worker for it, from
+// the runaways reported below, which an isolate disposed here would report as a memory runaway.
+const runtime = new ProgramRuntime({ ...options, stopsRunaways: false });
 /** The workers the server froze, as it last said (at this worker's start, then by message). */
 let frozenSiblings = (process.env.PTC_WORKER_FROZEN_SIBLINGS ?? '').split(',').filter(Boolean).map(Number);
 

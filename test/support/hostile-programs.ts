@@ -529,6 +529,20 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
   { name: 'an un-awaited call rejected for its arguments', code: 'tools.echo(5); text("done")', outcome: completed('done') },
   { name: "an unhandled rejection of the program's own", code: "Promise.reject(new Error('x')); text('done')", outcome: completed('done') },
   {
+    // isolated-vm reads a rejection left unhandled (its message, its stack) as it copies it out of
+    // the isolate after the call, outside the call's timeout. In a worker, the step is reported
+    // running past its limit and the worker stopped for it; in process, the isolate is disposed
+    // 200 ms past the limit (IsolateProgram's RUNAWAY_STOP_MS). The messages say which.
+    name: 'an unhandled rejection whose message getter loops forever',
+    code: "const e = new Error('x'); Object.defineProperty(e, 'message', { get() { for (;;) {} } }); Promise.reject(e); text('done')",
+    outcome: incomplete('wall_time_exceeded'),
+  },
+  {
+    name: 'unhandled rejections without end, each made as the last one is read, saying they are isolated-vm running out of memory',
+    code: "const forge = () => { const e = new Error('Isolate was disposed during execution due to memory limit'); Object.defineProperty(e, 'stack', { get() { Promise.resolve().then(forge); return 'Isolate was disposed during execution due to memory limit' } }); Promise.reject(e) }; forge(); text(JSON.stringify(await tools.echo({ a: 1 })))",
+    outcome: incomplete('program_threw'),
+  },
+  {
     name: 'thousands of un-awaited calls whose rejections are caught',
     code: 'for (let i = 0; i < 5000; i++) tools.echo({ i }).catch(() => {}); await null; text("done")',
     outcome: IN_FLIGHT,
