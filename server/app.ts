@@ -5,6 +5,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServ
 import { ProgramRuntime, resolveLimits, WorkerPool, type ProgramEngine, type ProgramLimits } from '../runtime/index.ts';
 import { ArrivingBodies } from './api/http/arriving-bodies.ts';
 import { holdContinues } from './api/http/expect-continue.ts';
+import { newRequestId } from './api/http/request-timeout.ts';
 import { parseJsonBodies } from './api/http/json-body-reader.ts';
 import { ApiError } from './platform/api-error.ts';
 import { BackgroundResponses } from './api/responses/background.ts';
@@ -17,7 +18,6 @@ import { registerJournalEventRoutes } from './api/inspector/journal-events.ts';
 import { TurnGate } from './engine/turn-gate.ts';
 import { loadSealingKeys } from './platform/sealing-keys.ts';
 import { ConfigError, dataDirOf, keepsKeyFile, loadConfig, type ServerConfig } from './platform/config.ts';
-import { newId } from './platform/ids.ts';
 import { modelBackend } from './engine/stand-ins/backend/backend-model.ts';
 import { inlineModel } from './engine/stand-ins/inline-model.ts';
 import type { ModelFunction } from './engine/stand-ins/model-decision.ts';
@@ -170,7 +170,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     // never checked), and looks for requests past it every so often: 30 s by default, too seldom
     // for a short one.
     http: { requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: Math.min(30_000, Math.ceil(config.requestTimeoutMs / 4)) },
-    genReqId: () => newId('req'),
+    genReqId: newRequestId,
     requestIdHeader: false,
     // Ids reach the routes (and their 404s) whatever their length, up to this.
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },

@@ -44,7 +44,8 @@ describe('a client that stops in the middle of its body (PTC_REQUEST_TIMEOUT_MS)
   });
   afterAll(() => server?.kill());
 
-  it('gets a 408 request_timeout in the envelope, the connection is closed, and what it sent is let go', async () => {
+  it('gets a 408 request_timeout in the envelope, the connection is closed, what it sent is let go, and it is journaled', async () => {
+    let requestId: string | undefined;
     await withRawConnection(port, async (connection) => {
       const body = requestOf(200_000);
       // All but the last byte: the body never ends.
@@ -56,8 +57,24 @@ describe('a client that stops in the middle of its body (PTC_REQUEST_TIMEOUT_MS)
       expect(answer?.headers['content-type']).toMatch(/^application\/json/);
       expect(errorOf(answer!.body)).toMatchObject({ code: 'request_timeout', type: 'invalid_request_error', param: null });
       expect(errorOf(answer!.body).message).toContain('PTC_REQUEST_TIMEOUT_MS');
+      requestId = answer?.headers['x-request-id'];
       expect(await connection.next()).toBeUndefined();
       expect(connection.closed).toBe(true);
+    });
+    // Journaled as any answer is, under the id the 408 carried (Node's timer answers it, not Fastify),
+    // once the server has seen the connection close.
+    const journaled = async () => {
+      const journal = (await (await fetch(new URL('/v1/emulator/journal', server!.baseURL))).json()) as {
+        data: { request_id: string; method: string; path: string; status: number; error?: { code: string } }[];
+      };
+      return journal.data.find((entry) => entry.request_id === requestId);
+    };
+    while ((await journaled()) === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await journaled()).toMatchObject({
+      method: 'POST',
+      path: '/v1/responses',
+      status: 408,
+      error: { code: 'request_timeout' },
     });
     // What it sent is let go once the server has seen the connection close.
     await untilArriving(server!, (bytes) => bytes === 0);

@@ -11,6 +11,7 @@ import { SchemaThreadBusyError } from '../../../runtime/index.ts';
 import { bodyWithheld } from './expect-continue.ts';
 import { discardOversizedBody } from './oversized-body.ts';
 import { isUnreadBodyRefusal } from './unread-body.ts';
+import { noteCutOff, requestTimeoutError, wasCutOff } from './request-timeout.ts';
 
 /**
  * What a route or Fastify threw, as the ApiError the client is answered with; undefined for a
@@ -75,11 +76,17 @@ export function errorJournal(apiError: ApiError): JournalDetails {
  */
 export function registerErrorHandlers(
   app: FastifyInstance,
-  options: { readonly bodyLimitBytes: number; readonly journal: Pick<JournalRecorder, 'note'> },
+  options: { readonly bodyLimitBytes: number; readonly journal: Pick<JournalRecorder, 'note' | 'recordAnsweredOnSocket'> },
 ): void {
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {
     const apiError = answerableError(error, options.bodyLimitBytes, request);
     options.journal.note(request, errorJournal(apiError));
+    // Already answered 408 on its socket (answerClientError), which is closed: only journaled.
+    if (wasCutOff(request.raw)) {
+      reply.hijack();
+      options.journal.recordAnsweredOnSocket(request, apiError.status, reply.elapsedTime);
+      return;
+    }
     const answer = () => reply.status(apiError.status).headers(apiError.headers).send(apiError.toEnvelope());
     if (!isBodyTooLarge(error) && !isUnreadBodyRefusal(error)) return answer();
     // A client waiting for a 100 Continue it was not sent (expect-continue.ts) has not sent the
@@ -134,7 +141,7 @@ function clientErrorAnswer(error: Error): ApiError {
     case 'HPE_HEADER_OVERFLOW':
       return new ApiError('request_too_large', 'The request headers are too large.', null, {}, 431);
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return new ApiError('request_timeout', 'The request was not received whole within PTC_REQUEST_TIMEOUT_MS: the connection is closed.');
+      return requestTimeoutError();
     default:
       return new ApiError('invalid_json', `The HTTP request is malformed: ${error.message}.`);
   }
@@ -154,8 +161,10 @@ export function answerClientError(error: Error, socket: Socket): void {
     return;
   }
   const apiError = clientErrorAnswer(error);
+  // A request Fastify has (its head came whole, its body did not) keeps its id, and is journaled 408.
+  const requestId = (apiError.code === 'request_timeout' ? noteCutOff(socket) : undefined) ?? newId('req');
   const json = JSON.stringify(apiError.toEnvelope());
   socket.end(
-    `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nx-request-id: ${newId('req')}\r\nConnection: close\r\n\r\n${json}`,
+    `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nx-request-id: ${requestId}\r\nConnection: close\r\n\r\n${json}`,
   );
 }

@@ -6,6 +6,7 @@ import type { ArrivingBodies, ArrivingBody } from './arriving-bodies.ts';
 import { askForBody, bodyWithheld } from './expect-continue.ts';
 import { type BodyInThread, OFF_LOOP_JSON_BYTES, openBodyInThread, parseOnLoop } from './json-body.ts';
 import { unreadBodyRefusal } from './unread-body.ts';
+import { requestTimeoutError, wasCutOff } from './request-timeout.ts';
 
 /**
  * Reads a JSON request body in place of Fastify's reader, which gathers every body whole on the
@@ -40,9 +41,10 @@ export function parseJsonBodies(app: FastifyInstance, maxValues: number, arrivin
     const bounds: BodyBounds = { values: maxValues, ...request.routeOptions.config.bodyBounds };
     // A body-less request that names JSON anyway (curl's habit on DELETE) is read as having none.
     const emptyAllowed = request.method === 'DELETE' || request.method === 'GET';
-    return readJsonBody(payload, Number(request.headers['content-length']), request.routeOptions.bodyLimit, bounds, emptyAllowed, arriving, () =>
-      askForBody(request.raw),
-    );
+    return readJsonBody(payload, Number(request.headers['content-length']), request.routeOptions.bodyLimit, bounds, emptyAllowed, arriving, {
+      reading: () => askForBody(request.raw),
+      cutOff: () => wasCutOff(request.raw),
+    });
   });
 }
 
@@ -61,7 +63,8 @@ function charsetOf(contentType: string | undefined): string | undefined {
 
 /**
  * `declared`: the Content-Length (NaN for a chunked body); `emptyAllowed`: an empty body is no body
- * rather than a 400; `reading`: called once the body is to be read, after the refusals by the head.
+ * rather than a 400; `reading`: called once the body is to be read, after the refusals by the head; `cutOff`: whether
+ * the request was answered 408 on its socket, past PTC_REQUEST_TIMEOUT_MS (request-timeout.ts).
  */
 function readJsonBody(
   payload: Readable,
@@ -70,7 +73,7 @@ function readJsonBody(
   bounds: BodyBounds,
   emptyAllowed: boolean,
   arriving: ArrivingBodies,
-  reading: () => void,
+  request: { readonly reading: () => void; readonly cutOff: () => boolean },
 ): Promise<unknown> {
   if (declared > limit) return Promise.reject(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
   let body: ArrivingBody;
@@ -79,7 +82,7 @@ function readJsonBody(
   } catch (error) {
     return Promise.reject(error);
   }
-  reading();
+  request.reading();
   return new Promise((resolve, reject) => {
     let received = 0;
     let gathered: Buffer[] = [];
@@ -128,12 +131,14 @@ function readJsonBody(
     };
     // The client went away or sent a malformed body: a 400 (as Fastify's reader answers).
     const onError = (error: Error & { statusCode?: number }): void => {
+      if (request.cutOff()) return fail(requestTimeoutError());
       if (!(typeof error.statusCode === 'number' && error.statusCode >= 400)) error.statusCode = 400;
       fail(error);
     };
     // Closed before its end with no error: its connection was closed under it (a request past
     // PTC_REQUEST_TIMEOUT_MS), and what it sent is let go.
-    const onClose = (): void => fail(Object.assign(new Error('The connection closed before the request body ended'), { statusCode: 400 }));
+    const onClose = (): void =>
+      fail(request.cutOff() ? requestTimeoutError() : Object.assign(new Error('The connection closed before the request body ended'), { statusCode: 400 }));
     payload.on('data', onData);
     payload.on('end', onEnd);
     payload.on('error', onError);

@@ -18,6 +18,8 @@ export interface JournalRecorder {
   note(request: FastifyRequest, details: JournalDetails): void;
   /** Records a request whose reply was written by hand (a stream), in place of the onResponse hook. */
   recordStream(request: FastifyRequest, reply: FastifyReply): void;
+  /** Records a request answered on its socket outside Fastify (a 408 past PTC_REQUEST_TIMEOUT_MS), in place of the onResponse hook. */
+  recordAnsweredOnSocket(request: FastifyRequest, status: number, elapsedMs: number): void;
   /** Records how a background response ended, as an entry of its own. */
   recordBackground(details: JournalDetails & { readonly requestId: string; readonly status: number }): void;
   /**
@@ -71,6 +73,7 @@ export function journalRequests(app: FastifyInstance, journal: RequestJournal): 
       request.journal = { ...request.journal, ...details };
     },
     recordStream: (request, reply) => record(request, reply.raw.statusCode, reply.elapsedTime),
+    recordAnsweredOnSocket: (request, status, elapsedMs) => record(request, status, elapsedMs),
     recordBackground: ({ requestId, status, ...details }) =>
       journal.record({
         request_id: requestId,
