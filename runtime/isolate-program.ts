@@ -610,6 +610,22 @@ export class IsolateProgram {
   }
 
   /**
+   * A replay's report. One that answers the next recorded batch runs the program on as it returns,
+   * as the `deliver` it stands for did live: thrown in place of its reply (a limit reached, the
+   * isolate disposed), it ran a step of the program, which counts as it did live. One sent with no
+   * time left is not sent, and ran nothing.
+   */
+  async #replayReport(started: number): Promise<Exclude<GuestReplyTo<'report'>, { state: 'fault' }>> {
+    this.#timeout(started);
+    try {
+      return await this.#report(started);
+    } catch (error) {
+      this.#steps += 1;
+      throw error;
+    }
+  }
+
+  /**
    * During a replay, before a report that may answer the next recorded batch: the step run since
    * `started` has ended, within its own wall-clock budget or not; returns the clock of the next.
    */
@@ -675,7 +691,7 @@ export class IsolateProgram {
       if (replaying) {
         await this.#call(op, started);
         started = this.#replayStepEnded(started);
-        reply = await this.#report(started);
+        reply = await this.#replayReport(started);
       } else {
         reply = await this.#callThenReport(op, started);
       }
@@ -686,7 +702,7 @@ export class IsolateProgram {
           if (part.length === 0) throw new Error(`The replay asked for recorded calls from call ${reply.from}, which the record does not have`);
           await this.#call({ op: 'answers', payload: part }, started);
           started = this.#replayStepEnded(started);
-          reply = await this.#report(started);
+          reply = await this.#replayReport(started);
           continue;
         }
         if (reply.state === 'resume_limit') throw new LimitReached('resume_limit_exceeded');
@@ -699,7 +715,7 @@ export class IsolateProgram {
         if (this.#steps > this.#spec.limits.maxResumes) throw new LimitReached('resume_limit_exceeded');
         this.#steps += 1;
         started = this.#replayStepEnded(started);
-        reply = await this.#report(started);
+        reply = await this.#replayReport(started);
       }
       if (replaying) {
         started = ranFrom;

@@ -35,6 +35,34 @@ async function liveRun(code: string): Promise<{ events: ProgramEvent[]; history:
 }
 
 describe('replay', () => {
+  it.each([
+    ['its CPU budget', 'for (;;) {}', 'cpu_time_exceeded', { cpuTimeMs: 150, stepWallTimeMs: 20_000 }],
+    [
+      'its heap',
+      'const kept = []; for (;;) kept.push(new Array(1e5).fill(a + b))',
+      'memory_limit_exceeded',
+      { memoryMb: 16, cpuTimeMs: 20_000, stepWallTimeMs: 20_000 },
+    ],
+  ] as const)('counts the step that runs out of %s after a recorded batch, as the live run did', async (_, tail, code, limits) => {
+    const program = `const a = await tools.alpha({}); const b = await tools.beta({ a }); ${tail}`;
+    const limited = { ...spec(program), limits: { ...DEFAULT_LIMITS, ...limits } };
+    const { events, history } = await (async () => {
+      const live = new IsolateProgram(limited);
+      const steps: ProgramEvent[] = [await live.start()];
+      const record: RecordedCall[] = [];
+      while (steps.at(-1)!.type === 'paused') {
+        const { calls } = steps.at(-1) as Extract<ProgramEvent, { type: 'paused' }>;
+        for (const call of calls) record.push({ tool: call.tool, argumentsJson: call.argumentsJson, output: answer(call.tool, call.argumentsJson) });
+        steps.push(await live.resume(calls.map((call) => ({ seq: call.seq, output: answer(call.tool, call.argumentsJson) }))));
+      }
+      return { events: steps, history: record };
+    })();
+    const ended = events.at(-1)!;
+    expect(ended).toMatchObject({ type: 'incomplete', error: { code }, stats: { steps: 3, calls: 2 } });
+    const replayed = await new IsolateProgram(limited).start(history);
+    expect(replayed).toMatchObject({ type: 'incomplete', error: { code }, stats: { steps: 3, calls: 2 } });
+  });
+
   it('gives the same event as the live run at every pause, for generated programs', async () => {
     await fc.assert(
       fc.asyncProperty(generatedProgram, async (code) => {
