@@ -56,12 +56,12 @@ class RawSocket {
     socket.on('error', () => undefined);
   }
 
-  static async open(port: number): Promise<RawSocket> {
+  static async open(port: number, headers: readonly string[] = []): Promise<RawSocket> {
     const socket = net.connect({ port, host: '127.0.0.1' });
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
     const raw = new RawSocket(socket);
     socket.write(
-      `GET /v1/responses HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer test-key\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-version: 13\r\nsec-websocket-key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
+      `GET /v1/responses HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer test-key\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-version: 13\r\nsec-websocket-key: ${randomBytes(16).toString('base64')}\r\n${headers.map((header) => `${header}\r\n`).join('')}\r\n`,
     );
     await raw.#until(() => raw.#upgraded);
     return raw;
@@ -75,6 +75,15 @@ class RawSocket {
   async next(): Promise<Received | undefined> {
     await this.#until(() => this.#frames.length > 0);
     return this.#frames.shift();
+  }
+
+  /** The next text event whose `type` (and `code`, if given) is that, the events before it passed over. */
+  async find(type: string, code?: string): Promise<Record<string, unknown>> {
+    for (;;) {
+      const received = await this.next();
+      if (received === undefined) throw new Error(`the socket closed before an event ${type}`);
+      if (received.kind === 'text' && received.event.type === type && (code === undefined || received.event.code === code)) return received.event;
+    }
   }
 
   /** Text events up to the first whose type is `type` (or the end). */
@@ -167,8 +176,8 @@ function sendPart(socket: RawSocket, message: Buffer, sent: number): () => void 
 }
 
 const opened: RawSocket[] = [];
-async function open(server: ServerProcess): Promise<RawSocket> {
-  const socket = await RawSocket.open(Number(new URL(server.baseURL).port));
+async function open(server: ServerProcess, headers: readonly string[] = []): Promise<RawSocket> {
+  const socket = await RawSocket.open(Number(new URL(server.baseURL).port), headers);
   opened.push(socket);
   return socket;
 }
@@ -198,6 +207,25 @@ describe('a message that does not arrive whole (PTC_REQUEST_TIMEOUT_MS)', () => 
       data: { method: string; status: number; error?: { code: string } }[];
     };
     expect(journal.data.some((entry) => entry.method === 'WS' && entry.status === 408 && entry.error?.code === 'request_timeout')).toBe(true);
+  });
+
+  it('a message that begins in the read that ended the one before is counted and timed from there', async () => {
+    const socket = await open(server!);
+    // One write: a whole request, then the first part of the next.
+    socket.write(Buffer.concat([frame(1, createOf(10)), frame(1, createOf(30_000), { sent: 20_000 })]));
+    await socket.find('response.completed');
+    await untilArriving(server!, (bytes) => bytes >= 20_000);
+    expect(await socket.next()).toMatchObject({ kind: 'text', event: { type: 'error', code: 'request_timeout' } });
+    expect(await socket.next()).toEqual({ kind: 'close', code: 1008 });
+    await untilArriving(server!, (bytes) => bytes === 0);
+  });
+
+  it('control frames together in one read count for nothing', async () => {
+    const socket = await open(server!);
+    socket.write(Buffer.concat([frame(9, Buffer.from('one')), frame(9, Buffer.from('two')), frame(10, Buffer.from('unasked'))]));
+    expect(await socket.next()).toEqual({ kind: 'pong' });
+    expect(await socket.next()).toEqual({ kind: 'pong' });
+    expect(await arrivingBytes(server!)).toBe(0);
   });
 
   it('a ping between messages starts none: nothing is left counted once it is answered, and the socket serves on', async () => {
@@ -246,6 +274,24 @@ describe('messages arriving on many sockets at once (PTC_MAX_ARRIVING_BODY_BYTES
     sendRest();
     const events = await first.eventsUntil('response.completed');
     expect(events[0]?.type).toBe('response.created');
+    second.destroy();
+    await untilArriving(server!, (bytes) => bytes === 0);
+  });
+
+  it('messages waiting on their sockets count too: past the bound, one more is answered server_busy and its socket serves on', async () => {
+    // Each socket's first request is streamed a minute an event: what the client sends after it waits.
+    const slow = ['x-ptc-event-latency-ms: 60000'];
+    const first = await open(server!, slow);
+    first.write(Buffer.concat([frame(1, createOf(10)), frame(1, createOf(40_000)), frame(1, createOf(40_000))]));
+    await untilArriving(server!, (bytes) => bytes >= 80_000);
+
+    const second = await open(server!, slow);
+    second.write(Buffer.concat([frame(1, createOf(10)), frame(1, createOf(40_000)), frame(1, createOf(40_000))]));
+    expect(await second.find('error')).toMatchObject({ code: 'server_busy', status: 429 });
+    // Its socket stays open: a ping is answered.
+    second.write(frame(9, Buffer.from('still there?')));
+    expect(await second.next()).toEqual({ kind: 'pong' });
+    first.destroy();
     second.destroy();
     await untilArriving(server!, (bytes) => bytes === 0);
   });

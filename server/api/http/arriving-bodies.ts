@@ -36,6 +36,12 @@ export class ArrivingBodies {
         this.#bytes += bytes;
         if (mine >= OFF_LOOP_JSON_BYTES && this.#bytes > this.#maxBytes && this.#bytes > mine) throw this.#busy();
       },
+      released: (bytes) => {
+        if (ended) return;
+        const freed = Math.min(bytes, mine);
+        mine -= freed;
+        this.#bytes -= freed;
+      },
       end: () => {
         if (ended) return;
         ended = true;
@@ -54,8 +60,12 @@ export class ArrivingBodies {
   }
 }
 
-/** One body as it arrives: each chunk's size as it comes (throws the 429 when past the bound), then its end however it ends. */
+/**
+ * One body as it arrives: each chunk's size as it comes (throws the 429 when past the bound), then
+ * its end however it ends. What is held longer (a socket's waiting messages) is released in parts.
+ */
 export interface ArrivingBody {
   received(bytes: number): void;
+  released(bytes: number): void;
   end(): void;
 }

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { setImmediate } from 'node:timers/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from '@fastify/websocket';
@@ -22,7 +23,7 @@ import { finishedJournal, requestJournal } from '../../engine/journal-details.ts
 import { isTooDeep, OFF_LOOP_JSON_BYTES, parseOffLoop, parseOnLoop } from '../http/json-body.ts';
 import type { BodyBounds } from '../../../schemas/body-bounds.ts';
 import { SocketSteering, type Successor } from './socket-steering.ts';
-import type { ArrivingBodies } from '../http/arriving-bodies.ts';
+import type { ArrivingBodies, ArrivingBody } from '../http/arriving-bodies.ts';
 import { type SocketRefusal, watchArrivingMessages } from './socket-arrivals.ts';
 
 // WebSocket mode (docs/STREAMING.md): the SDK's `ResponsesWS` opens a socket on the Responses
@@ -44,6 +45,13 @@ const CLOSE_GRACE_MS = 2_000;
  * the client's further requests wait in its connection's buffers, not in the server's memory.
  */
 const MAX_WAITING_MESSAGES = 16;
+
+/**
+ * What a message waiting on its socket is counted as at least, among the bytes arriving
+ * (PTC_MAX_ARRIVING_BODY_BYTES): its parsed event and its place in the queue cost the server more
+ * than a short message's bytes, and one read of the connection can hold thousands of them.
+ */
+const WAITING_MESSAGE_MIN_BYTES = 1024;
 
 /**
  * The `error` event a request on a socket is refused with: the fields of the SDK's
@@ -192,6 +200,11 @@ function withHeld(store: ResponseStore, held: () => StoredResponse | undefined):
  */
 type ParsedMessage = { readonly value: unknown } | { readonly fault: 'syntax' | 'too_deep' | 'binary' | 'empty' } | { readonly refused: ApiError };
 
+/** What a waiting message of `size` bytes is counted as among the bytes arriving. */
+function heldBytesOf(size: number): number {
+  return Math.max(size, WAITING_MESSAGE_MIN_BYTES);
+}
+
 function sizeOf(data: RawData): number {
   return Array.isArray(data) ? data.reduce((total, chunk) => total + chunk.length, 0) : data.byteLength;
 }
@@ -240,6 +253,8 @@ function inputItemsOf(input: unknown): unknown[] | undefined {
 /** One socket: its requests, served one after another in the order they came. */
 class SocketSession {
   readonly #socket: WebSocket;
+  /** The connection under the socket: what it has not yet sent of the answers. */
+  readonly #raw: Socket;
   readonly #upgrade: FastifyRequest;
   readonly #settings: Omit<RequestSettings, 'retryCount'>;
   readonly #deps: ResponsesSocketDeps;
@@ -251,6 +266,11 @@ class SocketSession {
   /** The response whose events are being sent, and how to send the rest at once once it is steered. */
   #streaming: { readonly id: string; readonly hurry: AbortController } | undefined;
   #waitingBytes = 0;
+  /**
+   * The messages waiting here, counted among the bytes arriving on the whole server: each socket
+   * holds at most 16 and PTC_BODY_LIMIT_BYTES of them, but sockets are as many as clients open.
+   */
+  readonly #waitingHeld: ArrivingBody;
   readonly #closed: Promise<void>;
   #serving = false;
   #shuttingDown = false;
@@ -274,22 +294,27 @@ class SocketSession {
 
   constructor(socket: WebSocket, upgrade: FastifyRequest, settings: Omit<RequestSettings, 'retryCount'>, deps: ResponsesSocketDeps) {
     this.#socket = socket;
+    this.#raw = upgrade.raw.socket;
     this.#upgrade = upgrade;
     this.#settings = settings;
     this.#deps = deps;
     this.#respondWithHeld = { ...deps.respond, store: withHeld(deps.respond.store, () => this.#latest) };
     this.#steering = new SocketSteering(deps.bodyLimitBytes);
+    this.#waitingHeld = deps.arrivingBodies.begin(Number.NaN);
     this.#closed = new Promise((resolve) => {
       socket.once('close', () => {
         // A client that has gone costs nothing more: what it had sent and not yet been served is
         // dropped, and the request being served ends with its turn (its events are not sent).
         this.#waiting.length = 0;
         this.#waitingBytes = 0;
+        this.#waitingHeld.end();
         resolve();
       });
     });
     socket.on('message', (data, isBinary) => this.#receive({ data, isBinary }));
-    watchArrivingMessages(upgrade.raw.socket, socket, { arriving: deps.arrivingBodies, timeoutMs: deps.requestTimeoutMs }, (refusal) => this.#refuse(refusal));
+    // Answers read by the client: the socket is read again if that was what held it.
+    this.#raw.on('drain', () => this.#resumeIfUnder());
+    watchArrivingMessages(this.#raw, socket, { arriving: deps.arrivingBodies, timeoutMs: deps.requestTimeoutMs }, (refusal) => this.#refuse(refusal));
   }
 
   /** Closes the socket once the request being served (if any) has been answered. */
@@ -316,8 +341,16 @@ class SocketSession {
   #receive(message: ClientMessage): void {
     const size = sizeOf(message.data);
     // Counted from now: what is being parsed is held too.
+    try {
+      this.#waitingHeld.received(heldBytesOf(size));
+    } catch (busy) {
+      // The server holds as much as it may of what clients sent: this one is answered, not kept.
+      this.#refuseMessage(busy as ApiError);
+      this.#pauseIfOver();
+      return;
+    }
     this.#waitingBytes += size;
-    if (this.#waiting.length + this.#messagesReading > MAX_WAITING_MESSAGES || this.#waitingBytes > this.#deps.bodyLimitBytes) this.#socket.pause();
+    this.#pauseIfOver();
     const bytes = message.isBinary ? undefined : bytesOf(message.data);
     if (bytes !== undefined && bytes.length >= OFF_LOOP_JSON_BYTES) {
       this.#messagesReading += 1;
@@ -340,9 +373,36 @@ class SocketSession {
     this.#reading = this.#reading.then(step).catch((error: unknown) => this.#upgrade.log.error({ err: error }, 'a WebSocket message could not be taken'));
   }
 
+  /**
+   * What the socket holds is past its bounds: too many messages waiting, or too many of their
+   * bytes, or answers the client has not read yet (a client that sends and never reads would
+   * otherwise have its answers pile up in the server's memory).
+   */
+  #overBounds(): boolean {
+    return this.#waiting.length + this.#messagesReading > MAX_WAITING_MESSAGES || this.#waitingBytes > this.#deps.bodyLimitBytes || this.#raw.writableNeedDrain;
+  }
+
+  /** Reads the socket no more while what it holds is past its bounds: what the client sends meanwhile waits in its connection. */
+  #pauseIfOver(): void {
+    if (this.#overBounds()) this.#socket.pause();
+  }
+
+  /** A message taken off the socket's queue (served, or a steer answered): no longer held. */
+  #letGo(size: number): void {
+    this.#waitingBytes -= size;
+    this.#waitingHeld.released(heldBytesOf(size));
+  }
+
+  /** A message not kept, the server holding as much as it may: answered with an error event (its socket stays open), and journaled. */
+  #refuseMessage(error: ApiError): void {
+    this.#send(socketErrorEvent(error));
+    this.#deps.recordSocketMessage({ requestId: newId('req'), path: RESPONSES_SOCKET_PATH, status: error.status, durationMs: 0, ...errorJournal(error) });
+  }
+
   /** Reads the socket again once what it holds is back under its bounds. */
   #resumeIfUnder(): void {
-    if (this.#socket.isPaused && this.#waiting.length + this.#messagesReading <= MAX_WAITING_MESSAGES && this.#waitingBytes <= this.#deps.bodyLimitBytes) {
+    // A socket closing (refused, going away) is read only as its closing needs.
+    if (this.#socket.isPaused && this.#open() && !this.#overBounds()) {
       this.#socket.resume();
     }
   }
@@ -360,7 +420,7 @@ class SocketSession {
     // A steer is answered as it arrives, even while a response's events are being sent: it names
     // the response it steers and changes what follows that response, not the order of requests.
     if ('event' in read && read.event.type === 'response.steer') {
-      this.#waitingBytes -= size;
+      this.#letGo(size);
       this.#steer(read.event);
       // No request follows it to resume the socket when served.
       if (!this.#serving) this.#resumeIfUnder();
@@ -369,7 +429,7 @@ class SocketSession {
     this.#waiting.push({ kind: 'request', read, size });
     // Below the bound the socket is still read while a request is served, so that a client
     // closing it is seen at once (and what it had queued dropped) rather than after its turns.
-    if (this.#waiting.length + this.#messagesReading > MAX_WAITING_MESSAGES || this.#waitingBytes > this.#deps.bodyLimitBytes) this.#socket.pause();
+    this.#pauseIfOver();
     void this.#serveWaiting();
   }
 
@@ -379,12 +439,29 @@ class SocketSession {
     try {
       while (this.#waiting.length > 0 && this.#open()) {
         const next = this.#waiting.shift()!;
-        this.#waitingBytes -= next.size;
+        if (next.kind === 'request') this.#letGo(next.size);
+        // Read again only once what waits is under its bounds: one read can bring thousands of
+        // short messages, and reading on after each one served would queue them without end.
         if (this.#socket.isPaused) {
-          this.#socket.resume();
-          // What the client sent while the socket was not read (a close, say) is read before the
-          // next turn starts.
-          await setImmediate();
+          this.#resumeIfUnder();
+          if (!this.#socket.isPaused) {
+            // What the client sent while the socket was not read (a close, say) is read before the
+            // next turn starts.
+            await setImmediate();
+            if (!this.#open()) break;
+          }
+        }
+        // Answers the client has not read wait for it before the next is made.
+        if (this.#raw.writableNeedDrain) {
+          await new Promise<void>((resolve) => {
+            const done = (): void => {
+              this.#raw.off('drain', done);
+              this.#raw.off('close', done);
+              resolve();
+            };
+            this.#raw.on('drain', done);
+            this.#raw.on('close', done);
+          });
           if (!this.#open()) break;
         }
         await this.#serve(next);
@@ -402,8 +479,7 @@ class SocketSession {
    */
   #refuse({ error, closeCode }: SocketRefusal): void {
     this.#socket.pause();
-    this.#send(socketErrorEvent(error));
-    this.#deps.recordSocketMessage({ requestId: newId('req'), path: RESPONSES_SOCKET_PATH, status: error.status, durationMs: 0, ...errorJournal(error) });
+    this.#refuseMessage(error);
     if (this.#socket.readyState !== this.#socket.OPEN) return;
     this.#socket.close(closeCode, closeCode === 1013 ? 'The server is busy: retry shortly.' : 'A message did not arrive whole in time.');
     // Not read any more, the client's answer to the close frame is not seen: the socket is ended after a grace.

@@ -12,10 +12,11 @@ import type { ArrivingBodies, ArrivingBody } from '../http/arriving-bodies.ts';
  * PTC_REQUEST_TIMEOUT_MS of its first byte, or the socket is refused: an `error` event, then
  * closed (ws cannot drop the rest of a message without reading it).
  *
- * Counted on the connection's own reads, before ws parses them: a message begins with the first
- * byte read after the last one ended, and ends when ws hands it over (or a ping or pong alone).
- * What a read holds past the end of a message goes uncounted: at most one read (64 KiB), as an
- * HTTP body under 64 KiB is always read.
+ * The connection's reads are followed frame by frame (RFC 6455 §5.2: only each frame's header is
+ * read, its payload skipped), before ws parses them: a message begins with the first byte of its
+ * first data frame and ends with the last byte of its final one, wherever those fall in a read.
+ * Control frames (ping, pong, close: 131 bytes at most) are neither counted nor timed. Once ws
+ * no longer reads the socket as open (it closed it, or is closing), nothing more is counted.
  */
 
 /** Why a socket is refused, and the close code that says so: 1008 policy violation, 1013 try again later. */
@@ -24,8 +25,68 @@ export interface SocketRefusal {
   readonly closeCode: 1008 | 1013;
 }
 
-/** A masked control frame's header: two bytes, and the four of its mask (its payload is at most 125 bytes). */
-const CONTROL_FRAME_HEADER_BYTES = 6;
+/** A frame header's bytes at most: 2, 8 of an extended length, 4 of the mask. */
+const MAX_HEADER_BYTES = 14;
+
+/** Where a connection's bytes stand in the frames they carry. */
+class FrameReader {
+  readonly #header = Buffer.alloc(MAX_HEADER_BYTES);
+  #headerBytes = 0;
+  #payloadLeft = 0;
+  /** The frame being read carries data (text, binary, continuation), not control. */
+  #data = false;
+  #final = false;
+
+  /**
+   * Follows `chunk`: `messageBytes` for each run of it inside a message's data frames (`begins`
+   * when it starts a message), `ended` when a message's final frame ends.
+   */
+  read(chunk: Buffer, on: { messageBytes(bytes: number, begins: boolean): void; ended(): void }): void {
+    let offset = 0;
+    while (offset < chunk.length) {
+      const from = offset;
+      let begins = false;
+      if (this.#payloadLeft > 0) {
+        const taken = Math.min(this.#payloadLeft, chunk.length - offset);
+        this.#payloadLeft -= taken;
+        offset += taken;
+      } else {
+        if (this.#headerBytes === 0) {
+          const opcode = chunk[offset]! & 0x0f;
+          this.#data = opcode < 0x8;
+          this.#final = (chunk[offset]! & 0x80) !== 0;
+          // A data frame other than a continuation starts a message.
+          begins = this.#data && opcode !== 0x0;
+        }
+        this.#header[this.#headerBytes++] = chunk[offset++]!;
+        const length = this.#headerLength();
+        if (length === undefined || this.#headerBytes < length) {
+          if (this.#data) on.messageBytes(offset - from, begins);
+          continue;
+        }
+        this.#payloadLeft = this.#payloadLength();
+        this.#headerBytes = 0;
+      }
+      if (this.#data) on.messageBytes(offset - from, begins);
+      if (this.#payloadLeft === 0 && this.#headerBytes === 0 && this.#data && this.#final) on.ended();
+    }
+  }
+
+  /** The header's whole length, once its first two bytes are in. */
+  #headerLength(): number | undefined {
+    if (this.#headerBytes < 2) return undefined;
+    const second = this.#header[1]!;
+    const short = second & 0x7f;
+    return 2 + (short === 126 ? 2 : short === 127 ? 8 : 0) + ((second & 0x80) !== 0 ? 4 : 0);
+  }
+
+  #payloadLength(): number {
+    const short = this.#header[1]! & 0x7f;
+    if (short === 126) return this.#header.readUInt16BE(2);
+    if (short === 127) return Number(this.#header.readBigUInt64BE(2));
+    return short;
+  }
+}
 
 export function watchArrivingMessages(
   raw: Socket,
@@ -33,18 +94,19 @@ export function watchArrivingMessages(
   bounds: { readonly arriving: ArrivingBodies; readonly timeoutMs: number },
   refuse: (refusal: SocketRefusal) => void,
 ): void {
-  let message: { readonly body: ArrivingBody; bytes: number; readonly timer: NodeJS.Timeout } | undefined;
-  let refused = false;
+  const frames = new FrameReader();
+  let message: { readonly body: ArrivingBody; readonly timer: NodeJS.Timeout } | undefined;
+  let done = false;
   const end = (): void => {
     if (!message) return;
     clearTimeout(message.timer);
     message.body.end();
     message = undefined;
   };
-  const stop = (refusal: SocketRefusal): void => {
+  const stop = (refusal?: SocketRefusal): void => {
     end();
-    refused = true;
-    refuse(refusal);
+    done = true;
+    if (refusal) refuse(refusal);
   };
   const expire = (): void => {
     if (!message) return;
@@ -58,27 +120,29 @@ export function watchArrivingMessages(
       closeCode: 1008,
     });
   };
+  const events = {
+    messageBytes: (bytes: number, begins: boolean): void => {
+      if (done) return;
+      if (begins || !message) {
+        end();
+        const timer = setTimeout(expire, bounds.timeoutMs);
+        timer.unref();
+        message = { body: bounds.arriving.begin(Number.NaN), timer };
+      }
+      try {
+        message.body.received(bytes);
+      } catch (busy) {
+        stop({ error: busy as ApiError, closeCode: 1013 });
+      }
+    },
+    ended: end,
+  };
   // Before ws's own listener: the bytes are counted before ws parses them (and hands a message over).
   raw.prependListener('data', (chunk: Buffer) => {
-    if (refused) return;
-    if (!message) {
-      const timer = setTimeout(expire, bounds.timeoutMs);
-      timer.unref();
-      message = { body: bounds.arriving.begin(Number.NaN), bytes: 0, timer };
-    }
-    message.bytes += chunk.length;
-    try {
-      message.body.received(chunk.length);
-    } catch (busy) {
-      stop({ error: busy as ApiError, closeCode: 1013 });
-    }
+    if (done) return;
+    // ws has closed the socket (a frame it refused, the client's close frame) and reads no more.
+    if (socket.readyState !== socket.OPEN) return stop();
+    frames.read(chunk, events);
   });
-  socket.on('message', end);
-  // A ping or pong ends only what it alone began: one between the frames of a message leaves it counted.
-  const control = (data: Buffer): void => {
-    if (message?.bytes === CONTROL_FRAME_HEADER_BYTES + data.length) end();
-  };
-  socket.on('ping', control);
-  socket.on('pong', control);
-  socket.once('close', end);
+  socket.once('close', () => stop());
 }
