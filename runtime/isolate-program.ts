@@ -160,15 +160,19 @@ class LimitReached extends Error {
 class EndlessRejections extends Error {}
 
 /**
- * How far past its wall-clock limit, by its isolate's own running time, a step that isolated-vm's
- * timeout did not stop is stopped by disposing its isolate (where the program stops its own
- * runaways: in this process, not in a worker, whose supervisor freezes and kills it instead). A
- * step the timeout stops is over its limit for a few milliseconds. What runs outside the timeout:
- * a getter of a rejection the program left unhandled, which isolated-vm reads as it copies the
- * rejection out after the call. Native code that ignores the timeout ignores the disposal too, and
- * goes on holding its thread (docs/SANDBOX.md); the step's outcome is settled when it returns.
+ * Where a program stops its own runaways (in this process; in a worker its supervisor freezes and
+ * kills the worker instead): a step still running this far past its wall-clock limit, by its
+ * isolate's own running time, or this long after its isolate was disposed under it at its heap
+ * limit, ends then, with that limit's code, and its isolate is disposed. A step isolated-vm's
+ * timeout stops is over its limit for a few milliseconds. What runs on: code outside the
+ * timeout (getters of a rejection the program left unhandled, which isolated-vm reads as it
+ * copies the rejection out after the call: the disposal stops the first one read), and native
+ * code, which ignores both. Those hold isolated-vm's thread until they return (docs/SANDBOX.md);
+ * the step's caller is not kept waiting for them.
  */
-const RUNAWAY_STOP_MS = 200;
+const RUNAWAY_STOP_MS = { wall_time: 200, memory: 250 } as const;
+/** How often a step that runs long is looked at for a runaway. */
+const RUNAWAY_POLL_MS = 100;
 
 /**
  * One program in one fresh isolate. `start` runs it until it settles or pauses on tool calls;
@@ -219,8 +223,8 @@ export class IsolateProgram {
   readonly #warm: WarmIsolates | undefined;
   /** Whether a step past its wall-clock limit by RUNAWAY_STOP_MS is stopped here (false in a worker: its supervisor does it). */
   readonly #stopsRunaways: boolean;
-  /** The step was stopped by disposing its isolate (RUNAWAY_STOP_MS): its outcome, whatever the call throws. */
-  #stoppedFor: 'wall_time_exceeded' | undefined;
+  /** The step was stopped as a runaway (RUNAWAY_STOP_MS): its outcome, whatever the call throws after. */
+  #stoppedFor: 'wall_time_exceeded' | 'memory_limit_exceeded' | undefined;
 
   constructor(spec: ProgramSpec, warm?: WarmIsolates, options: { readonly stopsRunaways?: boolean } = {}) {
     assertCanMakeIsolates();
@@ -641,7 +645,8 @@ export class IsolateProgram {
     this.#warm?.stepBegan();
     const watch = this.#stopsRunaways ? this.#watchForRunaway() : undefined;
     try {
-      return await this.#runStep(begin);
+      // A step stopped as a runaway ends then: what still runs of it in the isolate is not waited for.
+      return await (watch ? Promise.race([this.#runStep(begin), watch.stopped]) : this.#runStep(begin));
     } finally {
       watch?.stop();
       this.#stepStartedAt = undefined;
@@ -650,23 +655,33 @@ export class IsolateProgram {
   }
 
   /**
-   * Stops the step running now if it runs RUNAWAY_STOP_MS past its wall-clock limit: looked at
-   * once that much time has passed on this host's clock (never less than the isolate's), then
-   * every RUNAWAY_STOP_MS until it ends.
+   * Watches the step running now for a runaway (RUNAWAY_STOP_MS), every RUNAWAY_POLL_MS while it
+   * runs: `stopped` gives its outcome if it is one, the program then ended and its isolate
+   * disposed, whatever of the step still runs in it.
    */
-  #watchForRunaway(): { stop(): void } {
-    let timer = setTimeout(() => look(), this.#spec.limits.stepWallTimeMs + RUNAWAY_STOP_MS);
+  #watchForRunaway(): { readonly stopped: Promise<ProgramEvent>; stop(): void } {
+    let settle: (event: ProgramEvent) => void = () => undefined;
+    const stopped = new Promise<ProgramEvent>((resolve) => {
+      settle = resolve;
+    });
     const look = (): void => {
       const runaway = this.runaway;
-      if (runaway?.limit === 'wall_time' && runaway.overMs >= RUNAWAY_STOP_MS) {
-        this.#stoppedFor = 'wall_time_exceeded';
+      if (runaway && runaway.overMs >= RUNAWAY_STOP_MS[runaway.limit]) {
+        const code = runaway.limit === 'wall_time' ? 'wall_time_exceeded' : 'memory_limit_exceeded';
+        this.#stoppedFor = code;
         const isolate = this.#isolate;
-        if (isolate && !isolate.isDisposed) isolate.dispose();
+        try {
+          if (isolate && !isolate.isDisposed) isolate.dispose();
+        } catch {
+          // Disposed meanwhile, at its heap limit, on isolated-vm's thread.
+        }
+        settle(this.#fail(this.#limitFailure(code)));
         return;
       }
-      timer = setTimeout(look, RUNAWAY_STOP_MS);
+      timer = setTimeout(look, RUNAWAY_POLL_MS);
     };
-    return { stop: () => clearTimeout(timer) };
+    let timer = setTimeout(look, RUNAWAY_POLL_MS);
+    return { stopped, stop: () => clearTimeout(timer) };
   }
 
   async #runStep(begin: (started: number) => Promise<GuestOp & { readonly op: RepliedGuestOp }>): Promise<ProgramEvent> {
