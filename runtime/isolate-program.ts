@@ -15,6 +15,7 @@ import {
 } from './guest-protocol.ts';
 import { limitMessage, limitNamed, type PlainLimitCode, type ProgramLimits } from './limits.ts';
 import type { RunawayLimit } from './errors.ts';
+import { RUNAWAY_THRESHOLDS_MS } from './runaway-thresholds.ts';
 import {
   answersDigest,
   type ProgramEvent,
@@ -160,18 +161,16 @@ class LimitReached extends Error {
 class EndlessRejections extends Error {}
 
 /**
- * Where a program stops its own runaways (in this process; in a worker its supervisor freezes and
- * kills the worker instead): a step still running this far past its wall-clock limit, by its
- * isolate's own running time, or this long after its isolate was disposed under it at its heap
- * limit, ends then, with that limit's code, and its isolate is disposed. A step isolated-vm's
- * timeout stops is over its limit for a few milliseconds. What runs on: code outside the
+ * How often a step that runs long is looked at for a runaway, where a program stops its own (in
+ * this process; in a worker its supervisor freezes and kills the worker instead): a step still
+ * running RUNAWAY_THRESHOLDS_MS' `freeze` past its wall-clock limit, by its isolate's own running
+ * time, or that long after its isolate was disposed under it at its heap limit, ends then, with
+ * that limit's code, and its isolate is disposed. What runs on: code outside isolated-vm's
  * timeout (getters of a rejection the program left unhandled, which isolated-vm reads as it
  * copies the rejection out after the call: the disposal stops the first one read), and native
  * code, which ignores both. Those hold isolated-vm's thread until they return (docs/SANDBOX.md);
  * the step's caller is not kept waiting for them.
  */
-const RUNAWAY_STOP_MS = { wall_time: 200, memory: 250 } as const;
-/** How often a step that runs long is looked at for a runaway. */
 const RUNAWAY_POLL_MS = 100;
 
 /**
@@ -221,9 +220,9 @@ export class IsolateProgram {
 
   /** `warm`: where to take an isolate made ahead of demand, if the runtime keeps some. */
   readonly #warm: WarmIsolates | undefined;
-  /** Whether a step past its wall-clock limit by RUNAWAY_STOP_MS is stopped here (false in a worker: its supervisor does it). */
+  /** Whether a step past its wall-clock limit by RUNAWAY_THRESHOLDS_MS' `freeze` is stopped here (false in a worker: its supervisor does it). */
   readonly #stopsRunaways: boolean;
-  /** The step was stopped as a runaway (RUNAWAY_STOP_MS): its outcome, whatever the call throws after. */
+  /** The step was stopped as a runaway (RUNAWAY_THRESHOLDS_MS): its outcome, whatever the call throws after. */
   #stoppedFor: 'wall_time_exceeded' | 'memory_limit_exceeded' | undefined;
 
   constructor(spec: ProgramSpec, warm?: WarmIsolates, options: { readonly stopsRunaways?: boolean } = {}) {
@@ -655,7 +654,7 @@ export class IsolateProgram {
   }
 
   /**
-   * Watches the step running now for a runaway (RUNAWAY_STOP_MS), every RUNAWAY_POLL_MS while it
+   * Watches the step running now for a runaway (RUNAWAY_THRESHOLDS_MS), every RUNAWAY_POLL_MS while it
    * runs: `stopped` gives its outcome if it is one, the program then ended and its isolate
    * disposed, whatever of the step still runs in it.
    */
@@ -666,7 +665,7 @@ export class IsolateProgram {
     });
     const look = (): void => {
       const runaway = this.runaway;
-      if (runaway && runaway.overMs >= RUNAWAY_STOP_MS[runaway.limit]) {
+      if (runaway && runaway.overMs >= RUNAWAY_THRESHOLDS_MS[runaway.limit].freeze) {
         const code = runaway.limit === 'wall_time' ? 'wall_time_exceeded' : 'memory_limit_exceeded';
         this.#stoppedFor = code;
         const isolate = this.#isolate;

@@ -16,9 +16,9 @@ export interface ProgramRuntimeOptions {
   /** The memory limit (MiB) programs are expected to ask for, which isolates are made ahead for until one asks for another (default DEFAULT_LIMITS.memoryMb). */
   readonly warmMemoryMb?: number;
   /**
-   * Whether a step that runs on past its wall-clock limit, which isolated-vm's timeout did not
-   * stop, is stopped by disposing its isolate (IsolateProgram's RUNAWAY_STOP_MS; default true).
-   * False in a worker, whose supervisor freezes and kills it for such a step (its runaways()).
+   * Whether a step that runs on past its limits where isolated-vm cannot stop it ends for its
+   * caller, its isolate disposed (at RUNAWAY_THRESHOLDS_MS' `freeze`; default true). False in a
+   * worker, whose supervisor freezes and kills it for such a step (its runaways()).
    */
   readonly stopsRunaways?: boolean;
 }
@@ -92,11 +92,13 @@ export class ProgramRuntime implements ProgramEngine {
   readonly #resumes = { warm: 0, replay: 0 };
   readonly #evictions = { ttl: 0, count: 0, memory: 0 };
   readonly #warm: WarmIsolates;
+  readonly #programOptions: { readonly stopsRunaways: boolean };
 
   constructor(options: ProgramRuntimeOptions) {
     // Refused here rather than at the first program: a server built without the flag says so at once.
     assertCanMakeIsolates();
     this.#options = options;
+    this.#programOptions = { stopsRunaways: options.stopsRunaways ?? true };
     this.#warm = new WarmIsolates(options.warmIsolates, undefined, options.warmMemoryMb === undefined ? {} : { memoryMb: options.warmMemoryMb });
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(1000, Math.min(options.pausedTtlMs, 60_000)));
     this.#sweeper.unref();
@@ -133,7 +135,7 @@ export class ProgramRuntime implements ProgramEngine {
   async start(programId: string, spec: ProgramSpec): Promise<ProgramEvent> {
     if (this.#live.has(programId)) throw new Error(`Program ${programId} already exists`);
     this.#started += 1;
-    return this.#run(programId, new IsolateProgram(spec, this.#warm, { stopsRunaways: this.#options.stopsRunaways ?? true }), (program) => program.start());
+    return this.#run(programId, new IsolateProgram(spec, this.#warm, this.#programOptions), (program) => program.start());
   }
 
   /**
@@ -153,9 +155,7 @@ export class ProgramRuntime implements ProgramEngine {
     if (entry) this.dispose(programId);
     this.#resumes.replay += 1;
     return {
-      event: await this.#run(programId, new IsolateProgram(spec, this.#warm, { stopsRunaways: this.#options.stopsRunaways ?? true }), (program) =>
-        program.start(recorded),
-      ),
+      event: await this.#run(programId, new IsolateProgram(spec, this.#warm, this.#programOptions), (program) => program.start(recorded)),
       path: 'replay',
     };
   }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { PROGRAM_ERRORS, type ProgramErrorCode } from '../../schemas/error-codes.ts';
 import { LIMIT_DEFINITIONS, type LimitName } from '../limits.ts';
 import { ProgramTool } from '../program-tool.ts';
-import { RUNAWAY_LIMITS, type RunawayLimit } from '../errors.ts';
+import { RUNAWAY_LIMITS } from '../errors.ts';
 
 /**
  * The messages between the server and its worker processes, over Node's IPC channel with
@@ -90,29 +90,6 @@ export const WireEvent = z.discriminatedUnion('type', [
   }),
 ]);
 export type WireEvent = z.infer<typeof WireEvent>;
-
-/**
- * What the supervisor does about a step past a limit without ending (see IsolateProgram.runaway),
- * by how long it is past it. The worker reports every such step (so that whatever kills the
- * worker, that step is known for the cause); at `freeze` the supervisor freezes the worker
- * (WorkerProcess.frozen); past `kill` it kills the worker for it, rather than at the step's
- * hard deadline or for its memory, and only that step ends for it. The step's answer comes
- * with the kill: a client sending runaways one after another gets one answer per runaway every
- * `kill` or so, so the others pay a worker's start (about a third of a core-second) that often,
- * not every few hundred milliseconds.
- * - `wall_time`: isolated-vm's timeout stops a step at its limit within milliseconds, unless a
- *   native loop ignores it (an ICU call, `indexOf` over a huge array-like), which goes on for good.
- * - `memory`: a call into an isolate disposed at its heap limit ends once the native operation
- *   it was in returns (flattening a 2 ** 24-character rope takes 1.3 s after the disposal here;
- *   an ICU call may never return). The step's outcome is settled at the disposal: a call that
- *   returns within 250 ms keeps its worker.
- */
-export const RUNAWAY_THRESHOLDS_MS: Readonly<Record<RunawayLimit, { readonly freeze: number; readonly kill: number }>> = {
-  // A step its timeout stops is over its limit for a few milliseconds before it ends: a report
-  // of it is no reason to freeze its worker.
-  wall_time: { freeze: 200, kill: 1_000 },
-  memory: { freeze: 250, kill: 6_000 },
-};
 
 // Steps past a limit without ending: their wall-clock limit by their isolate's own running
 // time, or their heap limit, their isolate disposed (see IsolateProgram.runaway).

@@ -6,7 +6,8 @@
 import { ProgramBusyError } from '../errors.ts';
 import { isStopped } from '../proc-stat.ts';
 import { ProgramRuntime, type ProgramRuntimeOptions } from '../program-runtime.ts';
-import { HostMessage, PROTOCOL_VERSION, RUNAWAY_THRESHOLDS_MS, type WorkerMessage } from './protocol.ts';
+import { HostMessage, PROTOCOL_VERSION, type WorkerMessage } from './protocol.ts';
+import { RUNAWAY_THRESHOLDS_MS } from '../runaway-thresholds.ts';
 import { answersFromWire, eventToWire } from './wire-codec.ts';
 
 const options = JSON.parse(process.env.PTC_WORKER_OPTIONS ?? '{}') as ProgramRuntimeOptions;

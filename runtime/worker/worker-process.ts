@@ -7,7 +7,8 @@ import type { ProgramRuntimeOptions, ProgramRuntimeStats } from '../program-runt
 import { WorkerDeathError, type RunawayLimit, type WorkerDeath } from '../errors.ts';
 import { cpuMsFromStat } from '../proc-stat.ts';
 import { pinToCpu } from './cpu-pinning.ts';
-import { PROTOCOL_VERSION, RUNAWAY_THRESHOLDS_MS, WorkerMessage, type HostMessage } from './protocol.ts';
+import { PROTOCOL_VERSION, WorkerMessage, type HostMessage } from './protocol.ts';
+import { RUNAWAY_THRESHOLDS_MS } from '../runaway-thresholds.ts';
 
 /**
  * Whether this module runs from the TypeScript sources (a clone, under tsx) rather than from
