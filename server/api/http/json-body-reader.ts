@@ -62,9 +62,10 @@ function charsetOf(contentType: string | undefined): string | undefined {
 }
 
 /**
- * `declared`: the Content-Length (NaN for a chunked body); `emptyAllowed`: an empty body is no body
- * rather than a 400; `reading`: called once the body is to be read, after the refusals by the head; `cutOff`: whether
- * the request was answered 408 on its socket, past PTC_REQUEST_TIMEOUT_MS (request-timeout.ts).
+ * `declared`: the Content-Length (NaN for a chunked body); `emptyAllowed`: an empty body is no
+ * body rather than a 400; `request.reading`: called once the body is to be read, after the
+ * refusals by the head; `request.cutOff`: whether the request was answered 408 on its socket,
+ * past PTC_REQUEST_TIMEOUT_MS (request-timeout.ts).
  */
 function readJsonBody(
   payload: Readable,
