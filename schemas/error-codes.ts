@@ -41,6 +41,11 @@ export const API_ERRORS = {
     type: 'invalid_request_error',
     description: 'The client did not send the whole request (headers and body) within `PTC_REQUEST_TIMEOUT_MS`; the connection is closed after the answer.',
   },
+  expectation_failed: {
+    status: 417,
+    type: 'invalid_request_error',
+    description: 'The request names an `Expect` other than `100-continue`, the only one the server meets; the connection is closed after the answer.',
+  },
   unknown_parameter: {
     status: 400,
     type: 'invalid_request_error',

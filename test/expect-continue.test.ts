@@ -148,6 +148,11 @@ describe('Expect: 100-continue, a request refused by its head: answered at once,
     expect(error.message).toContain('PTC_BODY_LIMIT_BYTES');
   });
 
+  it('an expectation other than 100-continue: 417 expectation_failed in the envelope (Node answers it bare)', async () => {
+    const error = await expectRefusedAtOnce(postHead([AUTHORIZED, 'expect: a-teapot', 'content-length: 1000']), 417, 'expectation_failed');
+    expect(error.message).toContain('a-teapot');
+  });
+
   it('a bad API key: 401 invalid_api_key', async () => {
     const head = postHead(['authorization: Bearer wrong-key', EXPECT, 'content-length: 1000']);
     await expectRefusedAtOnce(head, 401, 'invalid_api_key');

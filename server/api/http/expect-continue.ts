@@ -1,5 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import { ApiError } from '../../platform/api-error.ts';
+import { newId } from '../../platform/ids.ts';
 
 /**
  * `Expect: 100-continue`: the client (curl, for a large body) sends its request's head and
@@ -19,13 +21,33 @@ import type { FastifyInstance } from 'fastify';
 /** Requests whose client waits for a 100 Continue not sent yet, and the response to send it on. */
 const withheld = new WeakMap<IncomingMessage, ServerResponse>();
 
-/** Takes `Expect: 100-continue` requests from Node, which would send the 100 at once. */
+/** The longest `Expect` value a 417 names back. */
+const MAX_EXPECT_SHOWN = 100;
+
+/**
+ * Takes `Expect: 100-continue` requests from Node, which would send the 100 at once; and answers
+ * any other expectation, which Node answers with a bare 417, in the envelope. That answer comes
+ * before routing, as Node's refusals of a malformed request do (error-handler.ts,
+ * answerClientError), and is not journaled either.
+ */
 export function holdContinues(app: FastifyInstance): void {
   const server: Server = app.server;
   server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
     withheld.set(request, response);
     // What Node does without this listener, less the 100.
     server.emit('request', request, response);
+  });
+  server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    const named = String(request.headers.expect).slice(0, MAX_EXPECT_SHOWN);
+    const error = new ApiError('expectation_failed', `The server meets no expectation but 100-continue; this request names Expect: ${JSON.stringify(named)}.`);
+    const json = JSON.stringify(error.toEnvelope());
+    response.writeHead(error.status, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(json),
+      'x-request-id': newId('req'),
+      connection: 'close',
+    });
+    response.end(json);
   });
 }
 
