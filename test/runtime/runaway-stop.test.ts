@@ -40,9 +40,10 @@ async function outcomesInProcess(programs: readonly string[]): Promise<unknown[]
 }
 
 // In process, a step that runs on past its limits where isolated-vm cannot stop it ends at
-// RUNAWAY_STOP_MS (IsolateProgram), with its limit's code, and the next program runs; what of it
-// still runs holds one of isolated-vm's threads (docs/SANDBOX.md). In a worker, the supervisor
-// stops the worker instead (test/containment.test.ts).
+// RUNAWAY_THRESHOLDS_MS' `freeze` (runtime/runaway-thresholds.ts), with its limit's code, and
+// the next program runs; what of it still runs holds one of isolated-vm's threads
+// (docs/SANDBOX.md). In a worker, the supervisor stops the worker instead
+// (test/containment.test.ts).
 describe('runaways in process', () => {
   it('end at their wall-clock limit whatever still runs of them: a rejection getter read once, getters read one after another, a native loop', async () => {
     const outcomes = await outcomesInProcess([

@@ -532,7 +532,7 @@ export const HOSTILE_PROGRAMS: readonly HostileProgram[] = [
     // isolated-vm reads a rejection left unhandled (its message, its stack) as it copies it out of
     // the isolate after the call, outside the call's timeout. In a worker, the step is reported
     // running past its limit and the worker stopped for it; in process, the isolate is disposed
-    // 200 ms past the limit (IsolateProgram's RUNAWAY_STOP_MS). The messages say which.
+    // 200 ms past the limit (RUNAWAY_THRESHOLDS_MS' `freeze`). The messages say which.
     name: 'an unhandled rejection whose message getter loops forever',
     code: "const e = new Error('x'); Object.defineProperty(e, 'message', { get() { for (;;) {} } }); Promise.reject(e); text('done')",
     outcome: incomplete('wall_time_exceeded'),
