@@ -339,6 +339,11 @@ export const API_ERRORS = {
     description:
       "Backpressure: `PTC_MAX_CONCURRENT_TURNS` turns are running and `PTC_MAX_QUEUED_TURNS` waiting, or `PTC_MAX_ARRIVING_BODY_BYTES` of request bodies are arriving, or a queue of work done beside the server's loop is full (large bodies to parse, long texts to count, schemas to compile or check, autopilot plans: the fixed limits `jsonBodyQueue`, `tokenCountQueue`, `schemaJobQueue`, `autopilotQueuedPlans`); `retry-after` (and for turns `retry-after-ms`) says when to retry.",
   },
+  too_many_queued_messages: {
+    status: 429,
+    type: 'rate_limit_error',
+    description: `A WebSocket on \`/v1/responses\`: more than ${FIXED_LIMITS.socketMessagesPastBound.value} messages came on it past the 16 requests (or \`PTC_BODY_LIMIT_BYTES\` of them) that may wait there (\`socketMessagesPastBound\` of the fixed limits); sent as an \`error\` event, and the socket is closed with 1008.`,
+  },
   too_many_event_streams: {
     status: 429,
     type: 'rate_limit_error',

@@ -66,6 +66,11 @@ export const FIXED_LIMITS = {
     description:
       'Time the server spends reading (and dropping) the rest of a body over `PTC_BODY_LIMIT_BYTES` before its 413; past it the 413 is sent and the connection closed, as past `oversizedBodyDiscardBytes`.',
   },
+  socketMessagesPastBound: {
+    value: 256,
+    description:
+      'Messages a WebSocket on `/v1/responses` may bring while it is not read (16 requests, or `PTC_BODY_LIMIT_BYTES` of them, already wait there, or its client has not read its answers): those its last read brought. Past them the client is flooding the socket: an `error` event `too_many_queued_messages`, and the socket closed with 1008.',
+  },
   journalEventStreams: {
     value: 64,
     description: 'Journal event streams (`GET /v1/emulator/journal/events`, the inspector) open at once; one more is a 429 `too_many_event_streams`.',

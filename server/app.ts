@@ -181,9 +181,10 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
 
   // WebSocket mode (routes/responses-ws.ts). A message is bounded as a body is; the route closes
   // its sockets at shutdown, after the request each is serving, so the plugin's own closing
-  // (every socket at once, with no close code) is left out.
+  // (every socket at once, with no close code) is left out. One read of a socket can carry
+  // thousands of short messages: ws hands them over one a turn of the loop, not all in one.
   await app.register(fastifyWebsocket, {
-    options: { maxPayload: config.bodyLimitBytes },
+    options: { maxPayload: config.bodyLimitBytes, allowSynchronousEvents: false },
     errorHandler: socketErrorHandler,
     preClose: (done) => done(),
   });

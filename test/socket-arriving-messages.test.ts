@@ -291,8 +291,27 @@ describe('messages arriving on many sockets at once (PTC_MAX_ARRIVING_BODY_BYTES
     // Its socket stays open: a ping is answered.
     second.write(frame(9, Buffer.from('still there?')));
     expect(await second.next()).toEqual({ kind: 'pong' });
+    // What the refused message brought is let go: the second socket holds its one waiting message.
     first.destroy();
+    await untilArriving(server!, (bytes) => bytes > 0 && bytes <= createOf(40_000).length);
     second.destroy();
+    await untilArriving(server!, (bytes) => bytes === 0);
+  });
+
+  it('a socket flooded with more messages than one read of a waiting client brings is told so and closed', async () => {
+    const socket = await open(server!, ['x-ptc-event-latency-ms: 60000']);
+    // A request served a minute an event, then hundreds behind it in one write (7 bytes each).
+    const flood = Array.from({ length: 300 }, () => frame(1, Buffer.from('{}')));
+    socket.write(Buffer.concat([frame(1, createOf(10)), ...flood]));
+    expect(await socket.find('error', 'too_many_queued_messages')).toMatchObject({ status: 429 });
+    for (;;) {
+      const received = await socket.next();
+      if (received === undefined) throw new Error('the socket closed without a close frame');
+      if (received.kind === 'close') {
+        expect(received.code).toBe(1008);
+        break;
+      }
+    }
     await untilArriving(server!, (bytes) => bytes === 0);
   });
 });

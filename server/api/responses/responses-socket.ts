@@ -23,6 +23,7 @@ import { finishedJournal, requestJournal } from '../../engine/journal-details.ts
 import { isTooDeep, OFF_LOOP_JSON_BYTES, parseOffLoop, parseOnLoop } from '../http/json-body.ts';
 import type { BodyBounds } from '../../../schemas/body-bounds.ts';
 import { SocketSteering, type Successor } from './socket-steering.ts';
+import { FIXED_LIMITS } from '../../../schemas/fixed-limits.ts';
 import type { ArrivingBodies, ArrivingBody } from '../http/arriving-bodies.ts';
 import { type SocketRefusal, watchArrivingMessages } from './socket-arrivals.ts';
 
@@ -52,6 +53,9 @@ const MAX_WAITING_MESSAGES = 16;
  * than a short message's bytes, and one read of the connection can hold thousands of them.
  */
 const WAITING_MESSAGE_MIN_BYTES = 1024;
+
+/** Messages a socket may bring while it is not read, those its last read brought (FIXED_LIMITS). */
+const MAX_MESSAGES_PAST_BOUND = FIXED_LIMITS.socketMessagesPastBound.value;
 
 /**
  * The `error` event a request on a socket is refused with: the fields of the SDK's
@@ -266,6 +270,9 @@ class SocketSession {
   /** The response whose events are being sent, and how to send the rest at once once it is steered. */
   #streaming: { readonly id: string; readonly hurry: AbortController } | undefined;
   #waitingBytes = 0;
+  /** Messages received since the socket was last paused, and not read any further: what its last read brought. */
+  #pastBound = 0;
+  #flooded = false;
   /**
    * The messages waiting here, counted among the bytes arriving on the whole server: each socket
    * holds at most 16 and PTC_BODY_LIMIT_BYTES of them, but sockets are as many as clients open.
@@ -314,7 +321,18 @@ class SocketSession {
     socket.on('message', (data, isBinary) => this.#receive({ data, isBinary }));
     // Answers read by the client: the socket is read again if that was what held it.
     this.#raw.on('drain', () => this.#resumeIfUnder());
-    watchArrivingMessages(this.#raw, socket, { arriving: deps.arrivingBodies, timeoutMs: deps.requestTimeoutMs }, (refusal) => this.#refuse(refusal));
+    watchArrivingMessages(
+      this.#raw,
+      socket,
+      {
+        arriving: deps.arrivingBodies,
+        timeoutMs: deps.requestTimeoutMs,
+        // Not read because requests wait to be served, the client is not late; because it has not
+        // read its answers, it is.
+        excused: () => this.#socket.isPaused && !this.#raw.writableNeedDrain,
+      },
+      (refusal) => this.#refuse(refusal),
+    );
   }
 
   /** Closes the socket once the request being served (if any) has been answered. */
@@ -339,14 +357,20 @@ class SocketSession {
    * then taken in the order messages came.
    */
   #receive(message: ClientMessage): void {
+    // A socket closing (flooded, refused, going away): what it brought meanwhile is dropped.
+    if (this.#flooded || !this.#open()) return;
+    if (this.#socket.isPaused && ++this.#pastBound > MAX_MESSAGES_PAST_BOUND) {
+      this.#flood();
+      return;
+    }
     const size = sizeOf(message.data);
     // Counted from now: what is being parsed is held too.
     try {
       this.#waitingHeld.received(heldBytesOf(size));
     } catch (busy) {
+      this.#waitingHeld.released(heldBytesOf(size));
       // The server holds as much as it may of what clients sent: this one is answered, not kept.
       this.#refuseMessage(busy as ApiError);
-      this.#pauseIfOver();
       return;
     }
     this.#waitingBytes += size;
@@ -384,7 +408,23 @@ class SocketSession {
 
   /** Reads the socket no more while what it holds is past its bounds: what the client sends meanwhile waits in its connection. */
   #pauseIfOver(): void {
-    if (this.#overBounds()) this.#socket.pause();
+    if (this.#overBounds() && !this.#socket.isPaused) {
+      this.#socket.pause();
+      this.#pastBound = 0;
+    }
+  }
+
+  /**
+   * More messages came than one read of a client that waits for its answers brings: the client
+   * is told, and the socket closed, what else it sent dropped unread.
+   */
+  #flood(): void {
+    this.#flooded = true;
+    const error = new ApiError(
+      'too_many_queued_messages',
+      `More than ${MAX_MESSAGES_PAST_BOUND} messages came on this socket while ${MAX_WAITING_MESSAGES} requests (or PTC_BODY_LIMIT_BYTES of them) already waited, or its answers were left unread: the socket is closed. Send requests as their answers come.`,
+    );
+    this.#refuse({ error, closeCode: 1008 });
   }
 
   /** A message taken off the socket's queue (served, or a steer answered): no longer held. */

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { WebSocket } from '@fastify/websocket';
 import { ApiError } from '../../platform/api-error.ts';
-import type { ArrivingBodies, ArrivingBody } from '../http/arriving-bodies.ts';
+import type { ArrivingBodies } from '../http/arriving-bodies.ts';
 
 /**
  * A socket's message as it arrives, held to what an HTTP body is held to: ws gathers each message
@@ -91,46 +91,65 @@ class FrameReader {
 export function watchArrivingMessages(
   raw: Socket,
   socket: WebSocket,
-  bounds: { readonly arriving: ArrivingBodies; readonly timeoutMs: number },
+  bounds: {
+    readonly arriving: ArrivingBodies;
+    readonly timeoutMs: number;
+    /** Whether the message's time is stopped for now: the server does not read the socket, by no fault of the client's. */
+    readonly excused: () => boolean;
+  },
   refuse: (refusal: SocketRefusal) => void,
 ): void {
   const frames = new FrameReader();
-  let message: { readonly body: ArrivingBody; readonly timer: NodeJS.Timeout } | undefined;
+  // One count and one timer for the socket, not one of each per message: a read can carry
+  // thousands of short messages.
+  const counted = bounds.arriving.begin(Number.NaN);
+  /** Bytes counted of the message being received; when its first byte came (undefined: none is). */
+  let messageBytes = 0;
+  let startedAt: number | undefined;
+  let timer: NodeJS.Timeout | undefined;
   let done = false;
   const end = (): void => {
-    if (!message) return;
-    clearTimeout(message.timer);
-    message.body.end();
-    message = undefined;
+    if (startedAt === undefined) return;
+    counted.released(messageBytes);
+    messageBytes = 0;
+    startedAt = undefined;
   };
   const stop = (refusal?: SocketRefusal): void => {
-    end();
     done = true;
+    clearTimeout(timer);
+    counted.end();
     if (refusal) refuse(refusal);
   };
   const expire = (): void => {
-    if (!message) return;
-    // Not read because the server paused the socket (its requests wait): the client is not late.
-    if (socket.isPaused) {
-      message.timer.refresh();
-      return;
+    timer = undefined;
+    if (done || startedAt === undefined) return;
+    const left = startedAt + bounds.timeoutMs - performance.now();
+    if (left > 0) return arm(left);
+    if (bounds.excused()) {
+      startedAt = performance.now();
+      return arm(bounds.timeoutMs);
     }
     stop({
       error: new ApiError('request_timeout', `A message was not received whole within PTC_REQUEST_TIMEOUT_MS (${bounds.timeoutMs} ms): the socket is closed.`),
       closeCode: 1008,
     });
   };
+  const arm = (ms: number): void => {
+    timer = setTimeout(expire, ms);
+    timer.unref();
+  };
   const events = {
     messageBytes: (bytes: number, begins: boolean): void => {
       if (done) return;
-      if (begins || !message) {
+      if (begins || startedAt === undefined) {
         end();
-        const timer = setTimeout(expire, bounds.timeoutMs);
-        timer.unref();
-        message = { body: bounds.arriving.begin(Number.NaN), timer };
+        startedAt = performance.now();
+        // Armed once; a message that begins while it runs is looked at when it fires.
+        if (timer === undefined) arm(bounds.timeoutMs);
       }
+      messageBytes += bytes;
       try {
-        message.body.received(bytes);
+        counted.received(bytes);
       } catch (busy) {
         stop({ error: busy as ApiError, closeCode: 1013 });
       }
