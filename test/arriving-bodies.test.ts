@@ -1,6 +1,8 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postHead, postWithLength, RawConnection, withRawConnection } from './support/raw-connection.ts';
+import { envelopeErrorOf } from './support/api-errors.ts';
+import { untilArriving } from './support/arriving-gauge.ts';
 import { spawnServer, type ServerProcess } from './support/server-process.ts';
 
 /**
@@ -12,25 +14,6 @@ import { spawnServer, type ServerProcess } from './support/server-process.ts';
 
 const MODEL = 'ptc-emulator';
 const MiB = 1024 * 1024;
-
-interface ErrorBody {
-  error: { code: string; message: string; type: string; param: string | null };
-}
-
-const errorOf = (body: string): ErrorBody['error'] => (JSON.parse(body) as ErrorBody).error;
-
-/** The server's gauge of bytes received of bodies not yet whole. */
-async function arrivingBytes(server: ServerProcess): Promise<number> {
-  const text = await (await fetch(new URL('/metrics', server.baseURL))).text();
-  const match = /^ptc_request_body_bytes_arriving (\d+)$/m.exec(text);
-  if (!match) throw new Error(`no ptc_request_body_bytes_arriving in /metrics:\n${text}`);
-  return Number(match[1]);
-}
-
-/** Waits until the server's bytes of bodies still arriving meet `holds` (it reads, and lets go, in its own time). */
-async function untilArriving(server: ServerProcess, holds: (bytes: number) => boolean): Promise<void> {
-  while (!holds(await arrivingBytes(server))) await new Promise((resolve) => setTimeout(resolve, 20));
-}
 
 /** A valid request whose JSON is `size` bytes or a little more. */
 const requestOf = (size: number): string => JSON.stringify({ model: MODEL, input: 'x'.repeat(size) });
@@ -55,8 +38,8 @@ describe('a client that stops in the middle of its body (PTC_REQUEST_TIMEOUT_MS)
       expect(answer?.status, answer?.body ?? 'no answer: the connection closed').toBe(408);
       expect(answer?.headers.connection).toBe('close');
       expect(answer?.headers['content-type']).toMatch(/^application\/json/);
-      expect(errorOf(answer!.body)).toMatchObject({ code: 'request_timeout', type: 'invalid_request_error', param: null });
-      expect(errorOf(answer!.body).message).toContain('PTC_REQUEST_TIMEOUT_MS');
+      expect(envelopeErrorOf(answer!.body)).toMatchObject({ code: 'request_timeout', type: 'invalid_request_error', param: null });
+      expect(envelopeErrorOf(answer!.body).message).toContain('PTC_REQUEST_TIMEOUT_MS');
       requestId = answer?.headers['x-request-id'];
       expect(await connection.next()).toBeUndefined();
       expect(connection.closed).toBe(true);
@@ -117,8 +100,8 @@ describe('bodies arriving at once, all connections together (PTC_MAX_ARRIVING_BO
   function expectBusy(answer: Awaited<ReturnType<RawConnection['next']>>): void {
     expect(answer?.status, answer?.body ?? 'no answer: the connection closed').toBe(429);
     expect(answer?.headers['retry-after']).toBe('1');
-    expect(errorOf(answer!.body)).toMatchObject({ code: 'server_busy', type: 'rate_limit_error' });
-    expect(errorOf(answer!.body).message).toContain('PTC_MAX_ARRIVING_BODY_BYTES');
+    expect(envelopeErrorOf(answer!.body)).toMatchObject({ code: 'server_busy', type: 'rate_limit_error' });
+    expect(envelopeErrorOf(answer!.body).message).toContain('PTC_MAX_ARRIVING_BODY_BYTES');
   }
 
   it('past the bound a body is a 429 server_busy, by its Content-Length or as it arrives; within it, and once the first ends, bodies are served', async () => {
@@ -186,8 +169,8 @@ describe('bodies arriving at once, all connections together (PTC_MAX_ARRIVING_BO
       const head = postHead([`content-length: ${body.length}`]).replace('content-type: application/json', 'content-type: application/json; charset=latin1');
       const answer = await connection.exchange([head + body]);
       expect(answer?.status, answer?.body ?? 'no answer: the connection closed').toBe(415);
-      expect(errorOf(answer!.body)).toMatchObject({ code: 'unsupported_media_type', param: null });
-      expect(errorOf(answer!.body).message).toContain('charset=latin1');
+      expect(envelopeErrorOf(answer!.body)).toMatchObject({ code: 'unsupported_media_type', param: null });
+      expect(envelopeErrorOf(answer!.body).message).toContain('charset=latin1');
       const next = await connection.exchange([postWithLength(requestOf(10))]);
       expect(next?.status, next?.body).toBe(200);
     });

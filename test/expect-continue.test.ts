@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postHead, RawConnection, withRawConnection } from './support/raw-connection.ts';
+import { envelopeErrorOf } from './support/api-errors.ts';
+import { untilArriving } from './support/arriving-gauge.ts';
 import { spawnServer, type ServerProcess } from './support/server-process.ts';
 
 /**
@@ -32,12 +34,6 @@ beforeAll(async () => {
 });
 afterAll(() => server?.kill());
 
-interface ErrorBody {
-  error: { code: string; message: string; type: string; param: string | null };
-}
-
-const errorOf = (body: string): ErrorBody['error'] => (JSON.parse(body) as ErrorBody).error;
-
 /** A valid request whose JSON is `size` bytes or a little more. */
 const requestOf = (size: number): string => JSON.stringify({ model: MODEL, input: 'x'.repeat(size) });
 
@@ -56,26 +52,13 @@ const chunked = (body: string): string => `${Buffer.byteLength(body).toString(16
 /** Waits for the first head the server sends, interim or final. */
 const firstHead = (connection: RawConnection): Promise<boolean> => connection.until((received) => received.includes('\r\n\r\n'));
 
-/** The server's gauge of bytes received of bodies not yet whole. */
-async function arrivingBytes(): Promise<number> {
-  const text = await (await fetch(new URL('/metrics', server!.baseURL))).text();
-  const match = /^ptc_request_body_bytes_arriving (\d+)$/m.exec(text);
-  if (!match) throw new Error(`no ptc_request_body_bytes_arriving in /metrics:\n${text}`);
-  return Number(match[1]);
-}
-
-/** Waits until the server's bytes of bodies still arriving meet `holds` (it reads in its own time). */
-async function untilArriving(holds: (bytes: number) => boolean): Promise<void> {
-  while (!holds(await arrivingBytes())) await new Promise((resolve) => setTimeout(resolve, 20));
-}
-
 /**
  * A request refused by its head, only the head sent: its answer comes with no 100 before it, and
  * says the connection closes, which it then does (the body, were it sent now, would be read by no
  * one, neither as this request's nor as another).
  */
-async function expectRefusedAtOnce(head: string, status: number, code: string): Promise<ErrorBody['error']> {
-  let error: ErrorBody['error'] | undefined;
+async function expectRefusedAtOnce(head: string, status: number, code: string): Promise<ReturnType<typeof envelopeErrorOf>> {
+  let error: ReturnType<typeof envelopeErrorOf> | undefined;
   await withRawConnection(port, async (connection) => {
     connection.write(head);
     const answer = await connection.next();
@@ -83,7 +66,7 @@ async function expectRefusedAtOnce(head: string, status: number, code: string): 
     expect(connection.received.startsWith(`HTTP/1.1 ${status} `), connection.received.slice(0, 200)).toBe(true);
     expect(connection.received).not.toContain('100 Continue');
     expect(answer?.headers.connection).toBe('close');
-    error = errorOf(answer!.body);
+    error = envelopeErrorOf(answer!.body);
     expect(error.code).toBe(code);
     expect(await connection.next()).toBeUndefined();
     expect(connection.closed).toBe(true);
@@ -133,7 +116,7 @@ describe('Expect: 100-continue, a body the server reads', () => {
       const chunks = body.match(/[\s\S]{1,65536}/g)!.map((chunk) => `${chunk.length.toString(16)}\r\n${chunk}\r\n`);
       const answer = await connection.exchange([...chunks, '0\r\n\r\n']);
       expect(answer?.status, answer?.body ?? 'no answer: the connection closed').toBe(413);
-      expect(errorOf(answer!.body).code).toBe('request_too_large');
+      expect(envelopeErrorOf(answer!.body).code).toBe('request_too_large');
       // Read to its end: the connection serves the next request.
       const next = await connection.exchange([post(requestOf(10))]);
       expect(next?.status, next?.body).toBe(200);
@@ -184,7 +167,7 @@ describe('Expect: 100-continue, a request refused by its head: answered at once,
       // 1.5 MiB of a body sent, the last bytes held back.
       const heldRequest = post(requestOf(1.5 * MiB));
       held.write(heldRequest.slice(0, -2));
-      await untilArriving((bytes) => bytes >= 1.5 * MiB);
+      await untilArriving(server!, (bytes) => bytes >= 1.5 * MiB);
       // 1.5 + 1.8 MiB would not fit in 3.
       const declared = Buffer.byteLength(requestOf(1.8 * MiB));
       const error = await expectRefusedAtOnce(expectHead([`content-length: ${declared}`]), 429, 'server_busy');

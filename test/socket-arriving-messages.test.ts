@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { arrivingBytes, untilArriving } from './support/arriving-gauge.ts';
 import { spawnServer, type ServerProcess } from './support/server-process.ts';
 
 /**
@@ -141,18 +142,6 @@ class RawSocket {
       else if (opcode === 10) this.#frames.push({ kind: 'pong' });
     }
   }
-}
-
-/** The server's gauge of bytes received of bodies (and messages) not yet whole. */
-async function arrivingBytes(server: ServerProcess): Promise<number> {
-  const text = await (await fetch(new URL('/metrics', server.baseURL))).text();
-  const match = /^ptc_request_body_bytes_arriving (\d+)$/m.exec(text);
-  if (!match) throw new Error(`no ptc_request_body_bytes_arriving in /metrics:\n${text}`);
-  return Number(match[1]);
-}
-
-async function untilArriving(server: ServerProcess, holds: (bytes: number) => boolean): Promise<void> {
-  while (!holds(await arrivingBytes(server))) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
 /** A `response.create` event's JSON of `size` bytes or a little more. */

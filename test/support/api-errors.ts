@@ -95,3 +95,8 @@ export function expectSdkError(error: unknown, expected: ExpectedApiError): asse
   expect(typeof body?.message).toBe('string');
   expectMessage(String(body?.message), expected);
 }
+
+/** The `error` of a raw answer's JSON envelope. */
+export function envelopeErrorOf(body: string): { code: string; message: string; type: string; param: string | null } {
+  return (JSON.parse(body) as { error: { code: string; message: string; type: string; param: string | null } }).error;
+}
