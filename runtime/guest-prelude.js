@@ -1,9 +1,11 @@
 // Runs inside a program's isolate before the program, as a plain script (never transpiled).
-// Its completion value is `installSandbox`; the host calls it once (SandboxSetup: our own
-// constants, nothing of any request) and keeps the returned `dispatch` function. That much is
-// done while the isolate is made ahead of demand; the program's configuration comes with its
-// code, in the `start` op. Nothing defined here is reachable from the program except the three
-// globals `start` installs: `tools`, `text` and `image`.
+// It is one expression statement, `installSandbox`; the snapshot every program's isolate is made
+// from (runtime/prepared-isolate.ts) runs it once per process and calls it (SandboxSetup: our own
+// constants, nothing of any request), so every context of such an isolate starts with the
+// returned `dispatch` function, which the host takes and keeps. The program's configuration
+// comes with its code, in the `start` op (the checker's context takes one with `configure`).
+// Nothing defined here is reachable from the program except the three globals `start` installs:
+// `tools`, `text` and `image`.
 //
 // Every intrinsic used after the program starts is captured first, so a program that replaces
 // `JSON`, `Promise`, `Map.prototype.set` or adds setters to `Object.prototype` changes only
@@ -235,9 +237,9 @@
   }
 
   // ---- globals that are not ECMAScript built-ins, or that leak timing, go ----------------
-  for (const name of ['console', 'Atomics', 'SharedArrayBuffer', 'WebAssembly']) {
-    delete globalThis[name];
-  }
+  // In `configure`, not here: this runs as the prelude's snapshot is made, and V8 adds to
+  // `Atomics` as it makes each context from a snapshot (with it gone, the whole process aborts).
+  const REMOVED_GLOBALS = ['console', 'Atomics', 'SharedArrayBuffer', 'WebAssembly'];
 
   // ---- text() and image() -----------------------------------------------------------------
   function appendOutput(chunk) {
@@ -421,6 +423,7 @@
    */
   function configure(programConfig) {
     if (config !== null) throw new ErrorCtor('ptc-emulator: the sandbox is configured already');
+    for (const name of REMOVED_GLOBALS) delete globalThis[name];
     config = programConfig;
     limits = config.limits;
     seedRandom(config.seed);
@@ -722,12 +725,10 @@
     return CONFORMS;
   }
 
-  // The checker's context takes its configuration at once: it runs no program.
-  if (setup.config !== undefined) configure(setup.config);
-  // A program's context makes one AsyncFunction of ours now, while it is made ahead: the first
-  // one a context makes costs V8 about 30 µs more than the next (measured in a made-ahead
-  // isolate, `start` took 104 µs without this and 75 with it), and `start` makes the program's.
-  else new AsyncFunction('');
+  // The context makes one AsyncFunction of ours now, while it is made ahead: the first one a
+  // context makes costs V8 about 30 µs more than the next (measured in a made-ahead isolate,
+  // `start` took 104 µs without this and 75 with it), and `start` makes the program's.
+  new AsyncFunction('');
 
   /** The ops (GuestOp and CheckerOp in runtime/guest-protocol.ts): each one's name, and its payload as JSON. */
   return function dispatch(op, payloadJson) {
@@ -739,6 +740,11 @@
     try {
       const payload = jsonParse(payloadJson);
       if (op === 'check') reply = checkArguments(payload);
+      else if (op === 'configure') {
+        // The checker's context: its configuration alone, since it runs no program.
+        configure(payload);
+        reply = DONE;
+      }
       else if (op === 'answers') {
         loadEntries(payload);
         reply = DONE;

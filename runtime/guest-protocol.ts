@@ -61,6 +61,8 @@ export type GuestOpName = GuestOp['op'];
 
 /** What each op the checker's context takes carries, sent as JSON. */
 export interface CheckerPayloads {
+  /** The checker's configuration (the program's, with its strict tools only), once, before any `check`. */
+  readonly configure: SandboxConfig;
   /** Calls to strict tools, in order: the first whose arguments break its tool's parameters is named. */
   readonly check: readonly { readonly tool: string; readonly args: string }[];
 }
@@ -120,6 +122,8 @@ export type ProgramState = Extract<GuestReply, { state: 'running' | 'settled' | 
 
 /** The reply of a CheckerOp. */
 export const CheckerReply = z.union([
+  // configure: done.
+  z.strictObject({ state: z.literal('done') }),
   // Every call's arguments conform.
   z.strictObject({ state: z.literal('conforms') }),
   // The call at `index` of the part checked breaks its tool's strict parameters: `violation` says how.
@@ -156,9 +160,19 @@ export function parseGuestReply<Op extends RepliedGuestOp>(op: Op, text: unknown
   return reply as GuestReplyTo<Op>;
 }
 
-/** The reply of the checker's context, parsed and checked; anything but a CheckerReply throws. */
-export function parseCheckerReply(text: unknown): CheckerReply {
-  return parseReply(CheckerReply, text, "checker's context");
+/** The states each CheckerOp replies with; every op may also reply `fault`. */
+const CHECKER_REPLY_STATES = {
+  configure: ['done'],
+  check: ['conforms', 'violation'],
+} as const satisfies { readonly [Op in CheckerOp['op']]: readonly CheckerReply['state'][] };
+export type CheckerReplyTo<Op extends CheckerOp['op']> = Extract<CheckerReply, { state: (typeof CHECKER_REPLY_STATES)[Op][number] | 'fault' }>;
+
+/** The reply of the checker's context to `op`, parsed and checked; anything but a reply `op` may give throws. */
+export function parseCheckerReply<Op extends CheckerOp['op']>(op: Op, text: unknown): CheckerReplyTo<Op> {
+  const states: readonly string[] = CHECKER_REPLY_STATES[op];
+  const reply = parseReply(CheckerReply, text, "checker's context");
+  if (reply.state !== 'fault' && !states.includes(reply.state)) throw new Error(`The checker's context replied ${reply.state} to ${op}`);
+  return reply as CheckerReplyTo<Op>;
 }
 
 /** The limits whose breach the prelude reports itself, with the message it formats from their template. */
@@ -176,14 +190,12 @@ export function guestLimitMessages(): SandboxSetup['limitMessages'] {
 }
 
 /**
- * What `installSandbox` receives when the isolate is made, ahead of any program: our own
- * constants only. The checker's context, made for one program, takes that program's
- * configuration here too (it runs no program, so gets no `start`).
+ * What `installSandbox` receives as the prelude's snapshot is made, ahead of any program: our
+ * own constants only.
  */
 export interface SandboxSetup {
   /** The templates of the messages the prelude ends a program with for a limit (GUEST_LIMIT_CODES). */
   readonly limitMessages: { readonly [Code in GuestLimitCode]: string };
-  readonly config?: SandboxConfig;
 }
 
 /** A program's configuration, which the prelude takes with the program's code (the `start` op). */

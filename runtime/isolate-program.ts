@@ -33,7 +33,7 @@ import { GUEST_SCHEMA_MODULES } from './tool-schemas.ts';
 import { toolKeys } from './tool-keys.ts';
 import { disposeSoon } from './isolate-disposal.ts';
 import { confinedToOneCpu } from './one-cpu.ts';
-import { prepareIsolate, sandboxSetupJson, type Dispatch } from './prepared-isolate.ts';
+import { checkerContext, prepareIsolate, type Dispatch } from './prepared-isolate.ts';
 import type { WarmIsolates } from './warm-isolates.ts';
 
 /**
@@ -220,7 +220,7 @@ export class IsolateProgram {
    */
   #checker: ivm.Reference<Dispatch> | undefined;
   /** What #startChecker needs, kept from the boot until the first call to a strict tool. */
-  #checkerSetup: { readonly script: ivm.Script; readonly setup: string } | undefined;
+  #checkerConfig: SandboxConfig | undefined;
   #pending: readonly ToolCallRequest[] = [];
   /** A running digest of every output the program has received, in seq order: a warm resume checks none changed. */
   readonly #received = new ReceivedDigest();
@@ -403,7 +403,7 @@ export class IsolateProgram {
     this.#isolate = undefined;
     this.#dispatch = undefined;
     this.#checker = undefined;
-    this.#checkerSetup = undefined;
+    this.#checkerConfig = undefined;
     return isolate;
   }
 
@@ -420,8 +420,8 @@ export class IsolateProgram {
       spec.tools.some((tool) => tool.parameters !== undefined || tool.outputSchema !== undefined) ? await compileValidators(spec.tools) : undefined,
     );
     // One made ahead when the runtime keeps some, else one made now on the step's clock.
-    const prepared = this.#warm?.take(spec.limits.memoryMb) ?? (await this.#within(started, async (timeout) => prepareIsolate(spec.limits.memoryMb, timeout)));
-    const { isolate, script, dispatch } = prepared;
+    const prepared = this.#warm?.take(spec.limits.memoryMb) ?? prepareIsolate(spec.limits.memoryMb);
+    const { isolate, dispatch } = prepared;
     if (this.#finished) {
       // Disposed while the isolate was being made: nothing may keep it.
       isolate.dispose();
@@ -445,9 +445,7 @@ export class IsolateProgram {
     if (tools.some((tool) => tool.checkInput !== undefined)) {
       // The checker needs only the strict tools' argument validators; it starts on the first call to one.
       const strictTools = tools.filter((tool) => tool.checkInput !== undefined).map(({ checkOutput: _checkOutput, ...tool }) => tool);
-      this.#checkerSetup = { script, setup: sandboxSetupJson({ ...config, tools: strictTools }) };
-    } else {
-      script.release();
+      this.#checkerConfig = { ...config, tools: strictTools };
     }
     return config;
   }
@@ -475,21 +473,15 @@ export class IsolateProgram {
     }
   }
 
-  /** Starts #checker: the prelude once more, in a context of its own. */
+  /** Starts #checker: a second context of the program's isolate, configured for the strict tools alone. */
   async #startChecker(started: number): Promise<ivm.Reference<Dispatch>> {
     const isolate = this.#isolate;
-    const setup = this.#checkerSetup;
-    if (!isolate || !setup) throw new Error('The program is not running');
-    const context = await isolate.createContext();
-    const install = (await this.#within(started, (timeout) => setup.script.run(context, { reference: true, timeout }))) as ivm.Reference<
-      (setupJson: string) => unknown
-    >;
-    const checker = (await this.#within(started, (timeout) =>
-      install.apply(undefined, [setup.setup], { result: { reference: true }, timeout }),
-    )) as ivm.Reference<Dispatch>;
-    install.release();
-    setup.script.release();
-    this.#checkerSetup = undefined;
+    const config = this.#checkerConfig;
+    if (!isolate || !config) throw new Error('The program is not running');
+    const checker = await checkerContext(isolate);
+    const reply = parseCheckerReply('configure', await this.#send(checker, { op: 'configure', payload: config }, started));
+    if (reply.state !== 'done') throw new Error("The checker's context could not be configured");
+    this.#checkerConfig = undefined;
     this.#checker = checker;
     return checker;
   }
@@ -514,7 +506,7 @@ export class IsolateProgram {
         this.#partBytes(),
       );
       const op: CheckerOp = { op: 'check', payload: part };
-      const reply = parseCheckerReply(await this.#send(checker, op, started));
+      const reply = parseCheckerReply('check', await this.#send(checker, op, started));
       if (reply.state === 'fault') return { index: strict[from]!.index, failure: unchecked };
       if (reply.state === 'violation') {
         const { index, violation } = reply;

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -11,8 +10,8 @@ import {
   type GuestOp,
   type RepliedGuestOp,
   type SandboxConfig,
-  type SandboxSetup,
 } from '../../runtime/guest-protocol.ts';
+import { checkerContext, prepareIsolate } from '../../runtime/prepared-isolate.ts';
 import { type DEFAULT_LIMITS, LIMIT_DEFINITIONS, limitMessage, limitTemplate, type LimitCode } from '../../runtime/limits.ts';
 import { runProgram, type HostTool } from '../../runtime/run-program.ts';
 
@@ -84,7 +83,7 @@ describe('parseCheckerReply', () => {
     '{"state":"violation","index":12,"violation":""}',
     '{"state":"fault"}',
   ])('accepts %s', (text) => {
-    expect(parseCheckerReply(text)).toEqual(JSON.parse(text));
+    expect(parseCheckerReply('check', text)).toEqual(JSON.parse(text));
   });
 
   it.each<[string, unknown]>([
@@ -94,12 +93,18 @@ describe('parseCheckerReply', () => {
     ['a violation at a fractional index', '{"state":"violation","index":1.5,"violation":"x"}'],
     ['a violation that does not say what', '{"state":"violation","index":0}'],
     ['a violation that is not text', '{"state":"violation","index":0,"violation":["x"]}'],
-    ["a program context's reply", '{"state":"done"}'],
+    ["a program context's reply", '{"state":"running","inFlight":0,"calls":[]}'],
     ['a key the shape does not have', '{"state":"conforms","index":0}'],
     ['a value that is not a string', { state: 'conforms' }],
     ['text that is not JSON', 'conforms'],
   ])('refuses %s', (_, text) => {
-    expect(() => parseCheckerReply(text)).toThrow("The checker's context gave a reply the guest protocol does not have");
+    expect(() => parseCheckerReply('check', text)).toThrow("The checker's context gave a reply the guest protocol does not have");
+  });
+
+  it("refuses a reply of another op's: `done` to a check, a verdict to `configure`", () => {
+    expect(() => parseCheckerReply('check', '{"state":"done"}')).toThrow("The checker's context replied done to check");
+    expect(() => parseCheckerReply('configure', '{"state":"conforms"}')).toThrow("The checker's context replied conforms to configure");
+    expect(parseCheckerReply('configure', '{"state":"done"}')).toEqual({ state: 'done' });
   });
 });
 
@@ -127,22 +132,23 @@ describe('dispatchArguments', () => {
 });
 
 describe('the prelude answers every op with a reply of the protocol', () => {
-  const PRELUDE = readFileSync(new URL('../../runtime/guest-prelude.js', import.meta.url), 'utf8');
   let isolate: ivm.Isolate | undefined;
   let context: ivm.Context | undefined;
   afterEach(() => isolate?.dispose());
 
-  /** The prelude installed as an isolate made ahead has it (no program's configuration yet), or as a checker's context with `config`. */
+  /**
+   * An isolate made from the prelude's snapshot, as every program's is: its context's `dispatch`
+   * (no program's configuration yet), or with `config` a checker's context, configured with it.
+   */
   async function install(config?: SandboxConfig): Promise<(op: string, payload: string) => unknown> {
-    isolate = new ivm.Isolate({ memoryLimit: 32 });
-    context = await isolate.createContext();
-    const script = await isolate.compileScript(PRELUDE);
-    const installSandbox = (await script.run(context, { reference: true })) as ivm.Reference<(setupJson: string) => unknown>;
-    const setup: SandboxSetup = { limitMessages: guestLimitMessages(), ...(config ? { config } : {}) };
-    const dispatch = (await installSandbox.apply(undefined, [JSON.stringify(setup)], { result: { reference: true } })) as ivm.Reference<
-      (op: string, payload: string) => string
-    >;
-    return (op, payload) => dispatch.applySync(undefined, [op, payload]);
+    const prepared = prepareIsolate(32);
+    isolate = prepared.isolate;
+    context = prepared.context;
+    const dispatch = config === undefined ? prepared.dispatch : await checkerContext(prepared.isolate);
+    const call = (op: string, payload: string) => dispatch.applySync(undefined, [op, payload]);
+    if (config !== undefined)
+      expect(parseCheckerReply('configure', call(...dispatchArguments({ op: 'configure', payload: config })))).toEqual({ state: 'done' });
+    return call;
   }
 
   const config: SandboxConfig = {
@@ -221,9 +227,10 @@ describe('the prelude answers every op with a reply of the protocol', () => {
       'module.exports = function validate(data) { validate.errors = [{ keyword: "type", instancePath: "", params: {}, message: "must be object" }]; return typeof data === "object"; }';
     const check = await install({ ...config, tools: [{ id: 'a', keys: ['a'], text: false, parseJson: false, checkInput: schema }] });
     const send = (op: CheckerOp) => check(...dispatchArguments(op));
-    expect(parseCheckerReply(send({ op: 'check', payload: [{ tool: 'a', args: '{}' }] }))).toEqual({ state: 'conforms' });
+    expect(parseCheckerReply('check', send({ op: 'check', payload: [{ tool: 'a', args: '{}' }] }))).toEqual({ state: 'conforms' });
     expect(
       parseCheckerReply(
+        'check',
         send({
           op: 'check',
           payload: [
@@ -233,12 +240,12 @@ describe('the prelude answers every op with a reply of the protocol', () => {
         }),
       ),
     ).toEqual({ state: 'violation', index: 1, violation: 'arguments must be object' });
-    expect(parseCheckerReply(send({ op: 'check', payload: [{ tool: 'b', args: '{}' }] }))).toEqual({
+    expect(parseCheckerReply('check', send({ op: 'check', payload: [{ tool: 'b', args: '{}' }] }))).toEqual({
       state: 'violation',
       index: 0,
       violation: 'names no strict tool of this program',
     });
-    expect(parseCheckerReply(send({ op: 'check', payload: [{ tool: 'a', args: 'not json' }] }))).toEqual({ state: 'fault' });
+    expect(parseCheckerReply('check', send({ op: 'check', payload: [{ tool: 'a', args: 'not json' }] }))).toEqual({ state: 'fault' });
   });
 });
 
