@@ -1,4 +1,4 @@
-import ivm from 'isolated-vm';
+import type ivm from 'isolated-vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   dispatchArguments,
