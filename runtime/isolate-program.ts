@@ -219,8 +219,8 @@ export class IsolateProgram {
    * program's time limits. Present when the program has strict tools.
    */
   #checker: ivm.Reference<Dispatch> | undefined;
-  /** What #startChecker needs, kept from the boot until the first call to a strict tool. */
-  #checkerConfig: SandboxConfig | undefined;
+  /** The checker's `configure`, sent at the boot; its reply is read at the first check. */
+  #checkerConfigured: Promise<unknown> | undefined;
   #pending: readonly ToolCallRequest[] = [];
   /** A running digest of every output the program has received, in seq order: a warm resume checks none changed. */
   readonly #received = new ReceivedDigest();
@@ -403,7 +403,7 @@ export class IsolateProgram {
     this.#isolate = undefined;
     this.#dispatch = undefined;
     this.#checker = undefined;
-    this.#checkerConfig = undefined;
+    this.#checkerConfigured = undefined;
     return isolate;
   }
 
@@ -443,9 +443,16 @@ export class IsolateProgram {
       },
     };
     if (tools.some((tool) => tool.checkInput !== undefined)) {
-      // The checker needs only the strict tools' argument validators; it starts on the first call to one.
+      // The checker needs only the strict tools' argument validators. Its context is made now, on
+      // this thread, and its `configure` is queued ahead of the program's `start`: isolated-vm
+      // runs both on the isolate's thread in one go, where made at the first call to a strict
+      // tool they cost two more hand-overs to that thread and back. Its reply is read at the
+      // first check; a program that makes none leaves it unread.
       const strictTools = tools.filter((tool) => tool.checkInput !== undefined).map(({ checkOutput: _checkOutput, ...tool }) => tool);
-      this.#checkerConfig = { ...config, tools: strictTools };
+      const checker = checkerContext(isolate);
+      this.#checker = checker;
+      this.#checkerConfigured = this.#send(checker, { op: 'configure', payload: { ...config, tools: strictTools } }, started);
+      this.#checkerConfigured.catch(() => {});
     }
     return config;
   }
@@ -473,16 +480,16 @@ export class IsolateProgram {
     }
   }
 
-  /** Starts #checker: a second context of the program's isolate, configured for the strict tools alone. */
-  async #startChecker(started: number): Promise<ivm.Reference<Dispatch>> {
-    const isolate = this.#isolate;
-    const config = this.#checkerConfig;
-    if (!isolate || !config) throw new Error('The program is not running');
-    const checker = await checkerContext(isolate);
-    const reply = parseCheckerReply('configure', await this.#send(checker, { op: 'configure', payload: config }, started));
-    if (reply.state !== 'done') throw new Error("The checker's context could not be configured");
-    this.#checkerConfig = undefined;
-    this.#checker = checker;
+  /** #checker, once its `configure` has replied `done`. */
+  async #configuredChecker(): Promise<ivm.Reference<Dispatch>> {
+    const checker = this.#checker;
+    const configured = this.#checkerConfigured;
+    if (!checker) throw new Error('The program is not running');
+    if (configured) {
+      const reply = parseCheckerReply('configure', await configured);
+      if (reply.state !== 'done') throw new Error("The checker's context could not be configured");
+      this.#checkerConfigured = undefined;
+    }
     return checker;
   }
 
@@ -496,7 +503,7 @@ export class IsolateProgram {
   ): Promise<{ index: number; failure: ProgramFailure } | undefined> {
     const strict = calls.filter((call) => this.#spec.tools.find((candidate) => toolId(candidate) === call.tool)?.parameters !== undefined);
     if (strict.length === 0) return undefined;
-    const checker = this.#checker ?? (await this.#startChecker(started));
+    const checker = await this.#configuredChecker();
     const unchecked = { code: 'runtime_error' as const, message: "The arguments of the program's calls could not be checked" };
     // In parts of at most a share of the program's memory as JSON (one call at least): the
     // arguments are parsed in the program's heap, and live they were checked one call at a time.

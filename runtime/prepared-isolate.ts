@@ -123,10 +123,11 @@ export function prepareIsolate(memoryMb: number): PreparedIsolate {
 
 /**
  * Another context in a prepared isolate, for the strict-arguments checker: the prelude installed
- * as in every context made from the snapshot, no program ever run in it.
+ * as in every context made from the snapshot, no program ever run in it. Synchronous, on this
+ * thread, as prepareIsolate: only our own snapshot is deserialized.
  */
-export async function checkerContext(isolate: ivm.Isolate): Promise<ivm.Reference<Dispatch>> {
-  return takeDispatch(await isolate.createContext());
+export function checkerContext(isolate: ivm.Isolate): ivm.Reference<Dispatch> {
+  return takeDispatch(isolate.createContextSync());
 }
 
 /**

@@ -144,7 +144,7 @@ describe('the prelude answers every op with a reply of the protocol', () => {
     const prepared = prepareIsolate(32);
     isolate = prepared.isolate;
     context = prepared.context;
-    const dispatch = config === undefined ? prepared.dispatch : await checkerContext(prepared.isolate);
+    const dispatch = config === undefined ? prepared.dispatch : checkerContext(prepared.isolate);
     const call = (op: string, payload: string) => dispatch.applySync(undefined, [op, payload]);
     if (config !== undefined)
       expect(parseCheckerReply('configure', call(...dispatchArguments({ op: 'configure', payload: config })))).toEqual({ state: 'done' });
