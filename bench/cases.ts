@@ -1,6 +1,8 @@
 import { IsolateProgram } from '../runtime/isolate-program.ts';
 import { DEFAULT_LIMITS } from '../runtime/limits.ts';
 import { runProgram, type HostTool } from '../runtime/run-program.ts';
+import { sharedWarmIsolates } from '../runtime/warm-isolates.ts';
+import { SEED_TOOLS } from '../test/fixtures/seed-tools.ts';
 import { bareIsolateAndContext, bareRunProgram } from './bare-isolated-vm.ts';
 import { startSeedServer } from './http-seed-loop.ts';
 import { assertSeedResult, SEED_IMPLEMENTATIONS, SEED_PROGRAM } from './seed.ts';
@@ -28,6 +30,38 @@ const COLD_START_FLOOR = 'bare isolate + context + dispose';
 const HOST_TOOLS: Record<string, HostTool> = Object.fromEntries(
   Object.entries(SEED_IMPLEMENTATIONS).map(([name, implementation]) => [name, { json: true, run: (args: unknown) => implementation(args as { sku: string }) }]),
 );
+
+/**
+ * The seed tools as the server hands them to the runtime: each with its strict `parameters`
+ * (checked in the program's context, then again in the checker's) and its `output_schema`.
+ */
+const STRICT_SEED_TOOLS = SEED_TOOLS.flatMap((tool) =>
+  tool.type === 'function'
+    ? [
+        {
+          name: tool.name,
+          parseOutputAsJson: true,
+          ...(tool.parameters ? { parameters: tool.parameters } : {}),
+          ...(tool.output_schema ? { outputSchema: tool.output_schema } : {}),
+        },
+      ]
+    : [],
+);
+
+/** The seed program with STRICT_SEED_TOOLS, driven as runProgram drives a program (isolates made ahead, shared). */
+async function runStrictSeed(): Promise<string> {
+  const program = new IsolateProgram({ code: SEED_PROGRAM, tools: STRICT_SEED_TOOLS, seed: 1, clock: 0, limits: DEFAULT_LIMITS }, sharedWarmIsolates());
+  try {
+    let event = await program.start();
+    while (event.type === 'paused') {
+      const outputs = event.calls.map((call) => ({ seq: call.seq, output: JSON.stringify(SEED_IMPLEMENTATIONS[call.tool]!(JSON.parse(call.argumentsJson))) }));
+      event = await program.resume(outputs);
+    }
+    return event.type === 'completed' ? event.result : JSON.stringify(event.error);
+  } finally {
+    program.dispose();
+  }
+}
 
 /** Programs this far apart leave the runtime idle time between them, as real clients do. */
 const APART_MS = 5;
@@ -85,7 +119,7 @@ export const CASES: readonly BenchCase[] = [
     floor: COLD_START_FLOOR,
     prepare: async () => ({
       iteration: async () => {
-        // No tools, default limits: isolate + context + prelude compile/run + install + one report.
+        // No tools, default limits: an isolate and its context from the prelude's snapshot, `start` and one report.
         const program = new IsolateProgram({ code: '', tools: [], seed: 1, clock: 0, limits: DEFAULT_LIMITS });
         const event = await program.start();
         if (event.type !== 'completed') throw new Error(`cold start: expected completed, got ${JSON.stringify(event)}`);
@@ -101,6 +135,11 @@ export const CASES: readonly BenchCase[] = [
         assertSeedResult('runProgram', run.status === 'completed' ? run.result : JSON.stringify(run.error));
       },
     }),
+  },
+  {
+    name: 'seed program in-process, strict tools with output_schema',
+    floor: SEED_FLOOR,
+    prepare: async () => ({ iteration: async () => assertSeedResult('strict tools', await runStrictSeed()) }),
   },
   {
     name: 'seed program over HTTP, isolates in-process',
