@@ -2,6 +2,8 @@ import { IsolateProgram } from '../runtime/isolate-program.ts';
 import { DEFAULT_LIMITS } from '../runtime/limits.ts';
 import { runProgram, type HostTool } from '../runtime/run-program.ts';
 import { sharedWarmIsolates } from '../runtime/warm-isolates.ts';
+import { Tool } from '../schemas/tools.ts';
+import { readToolSet } from '../server/engine/conversation/tool-set.ts';
 import { SEED_TOOLS } from '../test/fixtures/seed-tools.ts';
 import { bareIsolateAndContext, bareRunProgram } from './bare-isolated-vm.ts';
 import { startSeedServer } from './http-seed-loop.ts';
@@ -32,21 +34,11 @@ const HOST_TOOLS: Record<string, HostTool> = Object.fromEntries(
 );
 
 /**
- * The seed tools as the server hands them to the runtime: each with its strict `parameters`
- * (checked in the program's context, then again in the checker's) and its `output_schema`.
+ * The seed tools as the server hands them to the runtime (its own reading of a request's tools):
+ * each with its strict `parameters` (checked in the program's context, then again in the
+ * checker's) and its `output_schema`.
  */
-const STRICT_SEED_TOOLS = SEED_TOOLS.flatMap((tool) =>
-  tool.type === 'function'
-    ? [
-        {
-          name: tool.name,
-          parseOutputAsJson: true,
-          ...(tool.parameters ? { parameters: tool.parameters } : {}),
-          ...(tool.output_schema ? { outputSchema: tool.output_schema } : {}),
-        },
-      ]
-    : [],
-);
+const STRICT_SEED_TOOLS = readToolSet(SEED_TOOLS.map((tool) => Tool.parse(tool))).programTools;
 
 /** The seed program with STRICT_SEED_TOOLS, driven as runProgram drives a program (isolates made ahead, shared). */
 async function runStrictSeed(): Promise<string> {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postHead, RawConnection, withRawConnection } from './support/raw-connection.ts';
-import { envelopeErrorOf } from './support/api-errors.ts';
+import { envelopeErrorOf, type EnvelopeError } from './support/api-errors.ts';
 import { untilArriving } from './support/arriving-gauge.ts';
 import { spawnServer, type ServerProcess } from './support/server-process.ts';
 
@@ -57,8 +57,8 @@ const firstHead = (connection: RawConnection): Promise<boolean> => connection.un
  * says the connection closes, which it then does (the body, were it sent now, would be read by no
  * one, neither as this request's nor as another).
  */
-async function expectRefusedAtOnce(head: string, status: number, code: string): Promise<ReturnType<typeof envelopeErrorOf>> {
-  let error: ReturnType<typeof envelopeErrorOf> | undefined;
+async function expectRefusedAtOnce(head: string, status: number, code: string): Promise<EnvelopeError> {
+  let error: EnvelopeError | undefined;
   await withRawConnection(port, async (connection) => {
     connection.write(head);
     const answer = await connection.next();

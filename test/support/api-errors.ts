@@ -96,7 +96,15 @@ export function expectSdkError(error: unknown, expected: ExpectedApiError): asse
   expectMessage(String(body?.message), expected);
 }
 
+/** The `error` of the OpenAI error envelope, as a raw answer's body carries it. */
+export interface EnvelopeError {
+  readonly code: string;
+  readonly message: string;
+  readonly type: string;
+  readonly param: string | null;
+}
+
 /** The `error` of a raw answer's JSON envelope. */
-export function envelopeErrorOf(body: string): { code: string; message: string; type: string; param: string | null } {
-  return (JSON.parse(body) as { error: { code: string; message: string; type: string; param: string | null } }).error;
+export function envelopeErrorOf(body: string): EnvelopeError {
+  return (JSON.parse(body) as { error: EnvelopeError }).error;
 }
