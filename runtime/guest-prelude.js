@@ -237,9 +237,18 @@
   }
 
   // ---- globals that are not ECMAScript built-ins, or that leak timing, go ----------------
-  // In `configure`, not here: this runs as the prelude's snapshot is made, and V8 adds to
-  // `Atomics` as it makes each context from a snapshot (with it gone, the whole process aborts).
+  // In `configure` (or `warm`, before it), not here: this runs as the prelude's snapshot is made,
+  // and V8 adds to `Atomics` as it makes each context from a snapshot (with it gone, the whole
+  // process aborts).
   const REMOVED_GLOBALS = ['console', 'Atomics', 'SharedArrayBuffer', 'WebAssembly'];
+
+  let globalsRemoved = false;
+  /** Removes REMOVED_GLOBALS from this context, once. */
+  function removeGlobals() {
+    if (globalsRemoved) return;
+    globalsRemoved = true;
+    for (const name of REMOVED_GLOBALS) delete globalThis[name];
+  }
 
   // ---- text() and image() -----------------------------------------------------------------
   function appendOutput(chunk) {
@@ -423,7 +432,7 @@
    */
   function configure(programConfig) {
     if (config !== null) throw new ErrorCtor('ptc-emulator: the sandbox is configured already');
-    for (const name of REMOVED_GLOBALS) delete globalThis[name];
+    removeGlobals();
     config = programConfig;
     limits = config.limits;
     seedRandom(config.seed);
@@ -512,6 +521,26 @@
       () => finish({ __proto__: null, status: 'completed', result: output }),
       (error) => finish({ __proto__: null, status: 'failed', code: 'program_threw', message: describeThrown(error) }),
     ]);
+  }
+
+  /**
+   * The `warm` op, in a context made ahead of its program: removes the globals configure would,
+   * and does once, on things of its own that nothing keeps, what `start` does (its payload is a
+   * start of the host's own making, parsed as a start's is): makes tools, compiles and runs an
+   * AsyncFunction, settles its promise, writes a reply. V8 sets up much of that on first use in
+   * each isolate; done here, it is off the program's first step. Nothing of the program's state
+   * changes: `config` stays unset, no call is made, no output written.
+   */
+  function warm(sample) {
+    if (config !== null) throw new ErrorCtor('ptc-emulator: the sandbox is configured already');
+    removeGlobals();
+    const scratch = { __proto__: null };
+    for (const tool of sample.config.tools) defineProperty(scratch, tool.keys[0], { value: makeTool(tool), enumerable: true });
+    freeze(scratch);
+    const running = reflectApply(new AsyncFunction(STRICT_PREFIX + sample.code), undefined, []);
+    defineProperty(running, 'constructor', { value: undefined });
+    reflectApply(promiseThen, running, [() => undefined, () => undefined]);
+    jsonStringify({ __proto__: null, state: 'settled', status: 'completed', result: '' });
   }
 
   /** Settles one pending call with its output: the string, or its parsed JSON for output_schema tools. */
@@ -725,11 +754,6 @@
     return CONFORMS;
   }
 
-  // The context makes one AsyncFunction of ours now, while it is made ahead: the first one a
-  // context makes costs V8 about 30 µs more than the next (measured in a made-ahead isolate,
-  // `start` took 104 µs without this and 75 with it), and `start` makes the program's.
-  new AsyncFunction('');
-
   /** The ops (GuestOp and CheckerOp in runtime/guest-protocol.ts): each one's name, and its payload as JSON. */
   return function dispatch(op, payloadJson) {
     if (op === 'repeat') {
@@ -757,6 +781,9 @@
           loadEntries(payload.record.entries);
         }
         start(payload.code);
+        reply = DONE;
+      } else if (op === 'warm') {
+        warm(payload);
         reply = DONE;
       } else if (op === 'deliver') {
         deliver(payload);

@@ -55,6 +55,13 @@ export interface GuestPayloads {
    * the next op meanwhile (a `report` right behind each step's op).
    */
   readonly repeat: RepliedGuestOp;
+  /**
+   * A start of the host's own making (never a request's), in a context made ahead of its
+   * program: the context removes the globals no program has and does once, on things of its own,
+   * what a start does, so that V8's first-use work in the isolate is off the program's first
+   * step. Nothing of the program's state changes.
+   */
+  readonly warm: GuestPayloads['start'];
 }
 export type GuestOp = { readonly [Op in keyof GuestPayloads]: { readonly op: Op; readonly payload: GuestPayloads[Op] } }[keyof GuestPayloads];
 export type GuestOpName = GuestOp['op'];
@@ -80,7 +87,7 @@ const Fault = z.strictObject({ state: z.literal('fault') });
 
 /** The reply of each GuestOp; which op may give which is GUEST_REPLY_STATES. */
 export const GuestReply = z.union([
-  // answers, start, deliver: done.
+  // answers, start, deliver, warm: done.
   z.strictObject({ state: z.literal('done') }),
   // report: the program awaits the calls it made since the last report (`inFlight` pending in all).
   z.strictObject({
@@ -111,6 +118,7 @@ const GUEST_REPLY_STATES = {
   answers: ['done'],
   start: ['done'],
   deliver: ['done'],
+  warm: ['done'],
   report: ['running', 'settled', 'withheld', 'replaying', 'needs_answers', 'resume_limit'],
 } as const satisfies { readonly [Op in Exclude<GuestOpName, 'repeat'>]: readonly GuestReply['state'][] };
 /** An op whose reply the host reads: every op but `repeat`, which stands in for one of them. */

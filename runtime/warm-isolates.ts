@@ -1,5 +1,5 @@
 import { DEFAULT_LIMITS } from './limits.ts';
-import { bindToThread, prepareIsolate, type PreparedIsolate } from './prepared-isolate.ts';
+import { prepareIsolate, warmUp, type PreparedIsolate } from './prepared-isolate.ts';
 
 /** How many isolates a runtime keeps made ahead when not told (PTC_WARM_ISOLATES's default). */
 export const DEFAULT_WARM_ISOLATES = 2;
@@ -58,7 +58,7 @@ export class WarmIsolates {
   readonly #idleMs: number;
   readonly #availableBytes: () => number;
   #memoryMb: number;
-  /** Each with its bindToThread, which a program's first step waits behind if it takes the isolate first. */
+  /** Each with its warmUp, which a program's first step waits behind if it takes the isolate first. */
   #ready: { readonly prepared: PreparedIsolate; readonly madeAt: number; readonly bound: Promise<void> }[] = [];
   #running = 0;
   /** Steps begun so far: a fill on its own goes on only if none began since it was scheduled. */
@@ -161,8 +161,8 @@ export class WarmIsolates {
   /**
    * Makes isolates one per turn of the event loop while the pool is short: for as long as a
    * whenFull caller waits, else only while no step begins (a message that arrived while one was
-   * made has started its step by the time the next turn comes). Each is bound to an isolated-vm
-   * thread while the next is made on this one.
+   * made has started its step by the time the next turn comes). Each is warmed up on an
+   * isolated-vm thread (warmUp) while the next is made on this one.
    */
   async #fill(): Promise<void> {
     if (this.#filling) return;
@@ -186,7 +186,7 @@ export class WarmIsolates {
           break;
         }
         // An isolate disposed meanwhile (taken and ended, expired, closed) fails its binding: nothing lost.
-        const bound = bindToThread(prepared).catch(() => {});
+        const bound = warmUp(prepared).catch(() => {});
         this.#ready.push({ prepared, madeAt: performance.now(), bound });
         this.#made += 1;
         this.#armExpiry();

@@ -32,7 +32,7 @@ describe('parseGuestReply', () => {
     ['report', '{"state":"needs_answers","from":0}'],
     ['report', '{"state":"needs_answers","from":17}'],
     ['report', '{"state":"resume_limit"}'],
-    ...(['answers', 'start', 'deliver', 'report'] as const).map((op): [RepliedGuestOp, string] => [op, '{"state":"fault"}']),
+    ...(['answers', 'start', 'deliver', 'warm', 'report'] as const).map((op): [RepliedGuestOp, string] => [op, '{"state":"fault"}']),
   ])('accepts the reply to %s %s', (op, text) => {
     expect(parseGuestReply(op, text)).toEqual(JSON.parse(text));
   });
@@ -184,6 +184,31 @@ describe('the prelude answers every op with a reply of the protocol', () => {
     const dispatch = await install();
     expect(parseGuestReply('report', dispatch('report', 'null'))).toEqual({ state: 'running', inFlight: 0, calls: [] });
     expect(context!.evalSync('[typeof tools, typeof text, typeof image].join()')).toBe('undefined,undefined,undefined');
+  });
+
+  it('warm, in a context made ahead: the globals no program has go, and nothing of a program is there; its start then runs as any', async () => {
+    const dispatch = await install();
+    const send = (op: GuestOp) => dispatch(...dispatchArguments(op));
+    const globals = '[typeof console, typeof Atomics, typeof SharedArrayBuffer, typeof WebAssembly, typeof tools, typeof text, typeof image].join()';
+    expect(context!.evalSync(globals)).toBe('object,object,function,object,undefined,undefined,undefined');
+    const sample = { config: { ...config, tools: [{ id: 'probe', keys: ['probe'], text: false, parseJson: true }] }, code: 'text("warm")' };
+    expect(parseGuestReply('warm', send({ op: 'warm', payload: sample }))).toEqual({ state: 'done' });
+    expect(context!.evalSync(globals)).toBe(Array(7).fill('undefined').join());
+    // The sample's code ran, but wrote nothing a program would read, and made no call.
+    expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'running', inFlight: 0, calls: [] });
+    expect(parseGuestReply('start', send({ op: 'start', payload: { config, code: 'text(typeof Atomics + " " + await tools.a({}))' } }))).toEqual({
+      state: 'done',
+    });
+    expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({
+      state: 'running',
+      inFlight: 1,
+      calls: [{ seq: 0, tool: 'a', args: '{}' }],
+    });
+    expect(parseGuestReply('deliver', send({ op: 'deliver', payload: [{ seq: 0, output: 'out' }] }))).toEqual({ state: 'done' });
+    expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'settled', status: 'completed', result: 'undefined out' });
+    // Once a program is configured, a warm is a fault and changes nothing.
+    expect(parseGuestReply('warm', send({ op: 'warm', payload: sample }))).toEqual({ state: 'fault' });
+    expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'settled', status: 'completed', result: 'undefined out' });
   });
 
   it('a replay: start with the record, report (needs_answers), answers, report (replaying), report (settled)', async () => {
