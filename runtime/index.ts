@@ -7,6 +7,7 @@ import './node-version-check.ts';
 export { IsolateProgram, type ProgramSpec } from './isolate-program.ts';
 export { ProgramTool, sealTool, takesText, toolId, unsealTools, type SealedTool } from './program-tool.ts';
 export { DEFAULT_WARM_ISOLATES } from './warm-isolates.ts';
+export { DEFAULT_SPIN_WAIT_MS, MAX_SPIN_WAIT_MS } from './spin-wait.ts';
 export { ProgramRuntime, type ProgramEngine, type ProgramRuntimeOptions, type ProgramRuntimeStats, type ResumePath } from './program-runtime.ts';
 export { isolatesReady, runProgram, type HostTool, type RunProgramOptions, type RunProgramResult } from './run-program.ts';
 export { DEFAULT_LIMITS, LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from './limits.ts';

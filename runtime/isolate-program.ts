@@ -35,6 +35,7 @@ import { disposeSoon } from './isolate-disposal.ts';
 import { confinedToOneCpu } from './one-cpu.ts';
 import { checkerContext, prepareIsolate, type Dispatch } from './prepared-isolate.ts';
 import type { WarmIsolates } from './warm-isolates.ts';
+import { DEFAULT_SPIN_WAIT_MS, MAX_SPIN_WAIT_MS, spinWhileStepRuns } from './spin-wait.ts';
 
 /**
  * A replay's record, and a batch's arguments sent to the checker, enter the isolate in parts of
@@ -248,14 +249,20 @@ export class IsolateProgram {
   readonly #warm: WarmIsolates | undefined;
   /** Whether a step past its wall-clock limit by RUNAWAY_THRESHOLDS_MS' `freeze` is stopped here (false in a worker: its supervisor does it). */
   readonly #stopsRunaways: boolean;
+  /** How long each step keeps this thread's event loop turning while it runs alone (spinWhileStepRuns). */
+  readonly #spinWaitMs: number;
   /** The step was stopped as a runaway (RUNAWAY_THRESHOLDS_MS): its outcome, whatever the call throws after. */
   #stoppedFor: 'wall_time_exceeded' | 'memory_limit_exceeded' | undefined;
 
-  constructor(spec: ProgramSpec, warm?: WarmIsolates, options: { readonly stopsRunaways?: boolean } = {}) {
+  constructor(spec: ProgramSpec, warm?: WarmIsolates, options: { readonly stopsRunaways?: boolean; readonly spinWaitMs?: number } = {}) {
     assertCanMakeIsolates();
     this.#spec = spec;
     this.#warm = warm;
     this.#stopsRunaways = options.stopsRunaways ?? true;
+    this.#spinWaitMs = options.spinWaitMs ?? DEFAULT_SPIN_WAIT_MS;
+    if (!(this.#spinWaitMs >= 0 && this.#spinWaitMs <= MAX_SPIN_WAIT_MS)) {
+      throw new RangeError(`spinWaitMs must be a number of milliseconds from 0 to ${MAX_SPIN_WAIT_MS}, got ${String(this.#spinWaitMs)}`);
+    }
   }
 
   /** Calls the program is paused on, in creation order. Empty unless paused. */
@@ -667,12 +674,14 @@ export class IsolateProgram {
   /** Runs one step: the op `begin` gives (after what it does first), then the program until it is idle. */
   async #step(begin: (started: number) => Promise<GuestOp & { readonly op: RepliedGuestOp }>): Promise<ProgramEvent> {
     this.#warm?.stepBegan();
+    const stepEnded = spinWhileStepRuns(this.#spinWaitMs);
     const watch = this.#stopsRunaways ? this.#watchForRunaway() : undefined;
     try {
       // A step stopped as a runaway ends then: what still runs of it in the isolate is not waited for.
       return await (watch ? Promise.race([this.#runStep(begin), watch.stopped]) : this.#runStep(begin));
     } finally {
       watch?.stop();
+      stepEnded();
       this.#stepStartedAt = undefined;
       this.#warm?.stepEnded();
     }

@@ -21,6 +21,11 @@ export interface ProgramRuntimeOptions {
    * worker, whose supervisor freezes and kills it for such a step (its runaways()).
    */
   readonly stopsRunaways?: boolean;
+  /**
+   * How long, at most, each step keeps this process's event loop turning while it is the only
+   * step running, instead of letting it sleep (spinWhileStepRuns; default DEFAULT_SPIN_WAIT_MS); 0 never.
+   */
+  readonly spinWaitMs?: number;
 }
 
 /** How a resume was served: from the paused isolate, or by replaying the program from the start. */
@@ -92,13 +97,13 @@ export class ProgramRuntime implements ProgramEngine {
   readonly #resumes = { warm: 0, replay: 0 };
   readonly #evictions = { ttl: 0, count: 0, memory: 0 };
   readonly #warm: WarmIsolates;
-  readonly #programOptions: { readonly stopsRunaways: boolean };
+  readonly #programOptions: { readonly stopsRunaways: boolean; readonly spinWaitMs?: number };
 
   constructor(options: ProgramRuntimeOptions) {
     // Refused here rather than at the first program: a server built without the flag says so at once.
     assertCanMakeIsolates();
     this.#options = options;
-    this.#programOptions = { stopsRunaways: options.stopsRunaways ?? true };
+    this.#programOptions = { stopsRunaways: options.stopsRunaways ?? true, ...(options.spinWaitMs === undefined ? {} : { spinWaitMs: options.spinWaitMs }) };
     this.#warm = new WarmIsolates(options.warmIsolates, undefined, options.warmMemoryMb === undefined ? {} : { memoryMb: options.warmMemoryMb });
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(1000, Math.min(options.pausedTtlMs, 60_000)));
     this.#sweeper.unref();

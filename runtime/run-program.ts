@@ -19,6 +19,8 @@ export interface RunProgramOptions {
   readonly limits?: Partial<ProgramLimits>;
   readonly seed?: number;
   readonly clock?: number;
+  /** How long, at most, each step keeps the event loop turning while it runs alone (ProgramRuntimeOptions.spinWaitMs). */
+  readonly spinWaitMs?: number;
 }
 
 export interface RunProgramResult {
@@ -60,6 +62,7 @@ export async function runProgram(code: string, options: RunProgramOptions = {}):
       // taken by one program only.
     },
     sharedWarmIsolates(),
+    options.spinWaitMs === undefined ? {} : { spinWaitMs: options.spinWaitMs },
   );
   const calls: ToolCallRequest[] = [];
   let event: ProgramEvent = await program.start();

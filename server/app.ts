@@ -103,6 +103,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     maxPausedPrograms: config.maxPausedPrograms,
     maxPausedHeapBytes: config.maxPausedHeapBytes,
     warmIsolates: config.warmIsolates,
+    spinWaitMs: config.spinWaitMs,
     // Isolates are made ahead for the memory limit programs run with here.
     warmMemoryMb: limits.memoryMb,
   };

@@ -1,5 +1,14 @@
 import { availableParallelism } from 'node:os';
-import { DEFAULT_WARM_ISOLATES, EmulatorError, LIMIT_DEFINITIONS, resolveLimits, type LimitName, type ProgramLimits } from '../../runtime/index.ts';
+import {
+  DEFAULT_SPIN_WAIT_MS,
+  DEFAULT_WARM_ISOLATES,
+  EmulatorError,
+  MAX_SPIN_WAIT_MS,
+  LIMIT_DEFINITIONS,
+  resolveLimits,
+  type LimitName,
+  type ProgramLimits,
+} from '../../runtime/index.ts';
 import { STORE_KINDS, type StoreKind } from './stores/create-store.ts';
 
 export type ClientChecks = 'strict' | 'lenient';
@@ -142,6 +151,10 @@ export const SETTINGS = {
     description:
       'Isolates each process that runs programs keeps made ahead of demand, with the prelude loaded, so that a program does not wait for one (each is fresh: one program, never reused; made while no step runs, for `PTC_MEMORY_MB`, no more than free memory holds at that limit; disposed after 30 s unused). `0` makes each isolate as its program starts.',
   },
+  PTC_SPIN_WAIT_MS: {
+    default: String(DEFAULT_SPIN_WAIT_MS),
+    description: `How long, at most, each program step keeps the event loop of the process that runs it turning instead of sleeping, while it is the only step that process runs: isolated-vm's thread then hands the step back without waking a sleeping CPU, which on a virtual machine goes through the hypervisor (README, "Waiting awake for a step"). Never in a process confined to one CPU (a pinned worker, \`PTC_WORKER_CPU_PINNING\`). Up to ${MAX_SPIN_WAIT_MS}; \`0\` lets it sleep at once.`,
+  },
   PTC_MAX_PAUSED_HEAP_MB: { default: '512', description: 'Heap of all paused isolates together, in MiB; beyond, the least recently used are dropped.' },
   PTC_INSPECTOR: { default: 'on', description: '`on` serves the inspector page at `/inspector` (docs/INSPECTOR.md); `off` answers 404 there.' },
   PTC_JOURNAL_SIZE: { default: '200', description: 'Requests kept by the journal (`GET /v1/emulator/journal`); `0` turns it off.' },
@@ -252,6 +265,7 @@ export interface ServerConfig {
   readonly pausedTtlMs: number;
   readonly maxPausedPrograms: number;
   readonly warmIsolates: number;
+  readonly spinWaitMs: number;
   readonly maxPausedHeapBytes: number;
   readonly bodyLimitBytes: number;
   readonly requestTimeoutMs: number;
@@ -532,6 +546,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServerConfig {
     pausedTtlMs: integer(env, 'PTC_PAUSED_TTL_MS', SETTINGS.PTC_PAUSED_TTL_MS.default, 1),
     maxPausedPrograms: integer(env, 'PTC_MAX_PAUSED_PROGRAMS', SETTINGS.PTC_MAX_PAUSED_PROGRAMS.default, 0),
     warmIsolates: integer(env, 'PTC_WARM_ISOLATES', SETTINGS.PTC_WARM_ISOLATES.default, 0),
+    spinWaitMs: integer(env, 'PTC_SPIN_WAIT_MS', SETTINGS.PTC_SPIN_WAIT_MS.default, 0, MAX_SPIN_WAIT_MS),
     maxPausedHeapBytes: integer(env, 'PTC_MAX_PAUSED_HEAP_MB', SETTINGS.PTC_MAX_PAUSED_HEAP_MB.default, 1) * 1024 * 1024,
     bodyLimitBytes: integer(env, 'PTC_BODY_LIMIT_BYTES', SETTINGS.PTC_BODY_LIMIT_BYTES.default, 1024),
     requestTimeoutMs: integer(env, 'PTC_REQUEST_TIMEOUT_MS', SETTINGS.PTC_REQUEST_TIMEOUT_MS.default, 1000),
