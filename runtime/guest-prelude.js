@@ -246,8 +246,8 @@
   /** Removes REMOVED_GLOBALS from this context, once. */
   function removeGlobals() {
     if (globalsRemoved) return;
-    globalsRemoved = true;
     for (const name of REMOVED_GLOBALS) delete globalThis[name];
+    globalsRemoved = true;
   }
 
   // ---- text() and image() -----------------------------------------------------------------
@@ -526,10 +526,11 @@
   /**
    * The `warm` op, in a context made ahead of its program: removes the globals configure would,
    * and does once, on things of its own that nothing keeps, what `start` does (its payload is a
-   * start of the host's own making, parsed as a start's is): makes tools, compiles and runs an
-   * AsyncFunction, settles its promise, writes a reply. V8 sets up much of that on first use in
-   * each isolate; done here, it is off the program's first step. Nothing of the program's state
-   * changes: `config` stays unset, no call is made, no output written.
+   * configuration of the host's own making, parsed as a start's is): makes tools, compiles and
+   * runs an empty AsyncFunction, settles its promise, writes a reply. V8 sets up much of that on
+   * first use in each isolate; done here, it is off the program's first step. Nothing of the
+   * program's state changes: `config` stays unset, no call is made, no output written, and no code
+   * but the prelude's own runs.
    */
   function warm(sample) {
     if (config !== null) throw new ErrorCtor('ptc-emulator: the sandbox is configured already');
@@ -537,7 +538,7 @@
     const scratch = { __proto__: null };
     for (const tool of sample.config.tools) defineProperty(scratch, tool.keys[0], { value: makeTool(tool), enumerable: true });
     freeze(scratch);
-    const running = reflectApply(new AsyncFunction(STRICT_PREFIX + sample.code), undefined, []);
+    const running = reflectApply(new AsyncFunction(STRICT_PREFIX), undefined, []);
     defineProperty(running, 'constructor', { value: undefined });
     reflectApply(promiseThen, running, [() => undefined, () => undefined]);
     jsonStringify({ __proto__: null, state: 'settled', status: 'completed', result: '' });

@@ -56,12 +56,13 @@ export interface GuestPayloads {
    */
   readonly repeat: RepliedGuestOp;
   /**
-   * A start of the host's own making (never a request's), in a context made ahead of its
+   * A configuration of the host's own making (never a request's), in a context made ahead of its
    * program: the context removes the globals no program has and does once, on things of its own,
-   * what a start does, so that V8's first-use work in the isolate is off the program's first
-   * step. Nothing of the program's state changes.
+   * what a start does (no code is sent: it compiles and runs an empty function), so that V8's
+   * first-use work in the isolate is off the program's first step. Nothing of the program's
+   * state changes.
    */
-  readonly warm: GuestPayloads['start'];
+  readonly warm: { readonly config: SandboxConfig };
 }
 export type GuestOp = { readonly [Op in keyof GuestPayloads]: { readonly op: Op; readonly payload: GuestPayloads[Op] } }[keyof GuestPayloads];
 export type GuestOpName = GuestOp['op'];

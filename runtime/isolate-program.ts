@@ -35,7 +35,7 @@ import { disposeSoon } from './isolate-disposal.ts';
 import { confinedToOneCpu } from './one-cpu.ts';
 import { checkerContext, prepareIsolate, type Dispatch } from './prepared-isolate.ts';
 import type { WarmIsolates } from './warm-isolates.ts';
-import { DEFAULT_SPIN_WAIT_MS, MAX_SPIN_WAIT_MS, spinWhileStepRuns } from './spin-wait.ts';
+import { assertSpinWaitMs, DEFAULT_SPIN_WAIT_MS, spinWhileStepRuns, type SpinningStep } from './spin-wait.ts';
 
 /**
  * A replay's record, and a batch's arguments sent to the checker, enter the isolate in parts of
@@ -251,6 +251,8 @@ export class IsolateProgram {
   readonly #stopsRunaways: boolean;
   /** How long each step keeps this thread's event loop turning while it runs alone (spinWhileStepRuns). */
   readonly #spinWaitMs: number;
+  /** The running step, as spinWhileStepRuns marks it: told of each call into the isolate. */
+  #spinning: SpinningStep | undefined;
   /** The step was stopped as a runaway (RUNAWAY_THRESHOLDS_MS): its outcome, whatever the call throws after. */
   #stoppedFor: 'wall_time_exceeded' | 'memory_limit_exceeded' | undefined;
 
@@ -260,9 +262,7 @@ export class IsolateProgram {
     this.#warm = warm;
     this.#stopsRunaways = options.stopsRunaways ?? true;
     this.#spinWaitMs = options.spinWaitMs ?? DEFAULT_SPIN_WAIT_MS;
-    if (!(this.#spinWaitMs >= 0 && this.#spinWaitMs <= MAX_SPIN_WAIT_MS)) {
-      throw new RangeError(`spinWaitMs must be a number of milliseconds from 0 to ${MAX_SPIN_WAIT_MS}, got ${String(this.#spinWaitMs)}`);
-    }
+    assertSpinWaitMs(this.#spinWaitMs);
   }
 
   /** Calls the program is paused on, in creation order. Empty unless paused. */
@@ -547,6 +547,7 @@ export class IsolateProgram {
    * returns. `sync` runs it on this thread, for an op that runs none of the program's code.
    */
   #send(dispatch: ivm.Reference<Dispatch>, op: GuestOp | CheckerOp, started: number, crossing: 'async' | 'sync' = 'async'): Promise<unknown> {
+    if (crossing === 'async') this.#spinning?.handOver();
     return this.#within(started, async (timeout) =>
       crossing === 'sync' ? dispatch.applySync(undefined, dispatchArguments(op), { timeout }) : dispatch.apply(undefined, dispatchArguments(op), { timeout }),
     );
@@ -674,14 +675,17 @@ export class IsolateProgram {
   /** Runs one step: the op `begin` gives (after what it does first), then the program until it is idle. */
   async #step(begin: (started: number) => Promise<GuestOp & { readonly op: RepliedGuestOp }>): Promise<ProgramEvent> {
     this.#warm?.stepBegan();
-    const stepEnded = spinWhileStepRuns(this.#spinWaitMs);
-    const watch = this.#stopsRunaways ? this.#watchForRunaway() : undefined;
+    const spinning = spinWhileStepRuns(this.#spinWaitMs);
+    this.#spinning = spinning;
+    let watch: { readonly stopped: Promise<ProgramEvent>; stop(): void } | undefined;
     try {
+      watch = this.#stopsRunaways ? this.#watchForRunaway() : undefined;
       // A step stopped as a runaway ends then: what still runs of it in the isolate is not waited for.
       return await (watch ? Promise.race([this.#runStep(begin), watch.stopped]) : this.#runStep(begin));
     } finally {
       watch?.stop();
-      stepEnded();
+      spinning.end();
+      this.#spinning = undefined;
       this.#stepStartedAt = undefined;
       this.#warm?.stepEnded();
     }

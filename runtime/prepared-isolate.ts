@@ -135,12 +135,11 @@ export function checkerContext(isolate: ivm.Isolate): ivm.Reference<Dispatch> {
  * op, with a start of our own (EXERCISE). The first asynchronous call into an isolate sets up
  * V8's state for the isolated-vm thread it lands on (0.1 to 0.3 ms here against 0.03 for the next
  * ones), and `warm` has V8 set up in the program's context what `start` first uses, so that a
- * program's `start` does not pay for it (README, "Isolates made from a snapshot of the installed
- * prelude"). Throws what the call throws (the isolate disposed meanwhile), and a reply other than
+ * program's `start` does not pay for it (README, "Waiting awake for a step"). Throws what the call throws (the isolate disposed meanwhile), and a reply other than
  * `done`.
  */
 export async function warmUp(prepared: PreparedIsolate): Promise<void> {
-  const reply = await prepared.dispatch.apply(undefined, dispatchArguments({ op: 'warm', payload: { config: EXERCISE.config, code: '' } }), {
+  const reply = await prepared.dispatch.apply(undefined, dispatchArguments({ op: 'warm', payload: { config: EXERCISE.config } }), {
     timeout: PREPARE_TIMEOUT_MS,
   });
   if (parseGuestReply('warm', reply).state !== 'done') throw new Error('The prelude could not warm its context');

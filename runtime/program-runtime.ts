@@ -1,6 +1,7 @@
 import { IsolateProgram, type ProgramSpec } from './isolate-program.ts';
 import { WarmIsolates, type WarmIsolatesStats } from './warm-isolates.ts';
 import { assertCanMakeIsolates } from './node-flags.ts';
+import { assertSpinWaitMs } from './spin-wait.ts';
 import type { ProgramEvent, RecordedCall, ToolCallOutput } from './program-events.ts';
 import { ProgramBusyError, type RunawayLimit } from './errors.ts';
 
@@ -102,6 +103,7 @@ export class ProgramRuntime implements ProgramEngine {
   constructor(options: ProgramRuntimeOptions) {
     // Refused here rather than at the first program: a server built without the flag says so at once.
     assertCanMakeIsolates();
+    if (options.spinWaitMs !== undefined) assertSpinWaitMs(options.spinWaitMs);
     this.#options = options;
     this.#programOptions = { stopsRunaways: options.stopsRunaways ?? true, ...(options.spinWaitMs === undefined ? {} : { spinWaitMs: options.spinWaitMs }) };
     this.#warm = new WarmIsolates(options.warmIsolates, undefined, options.warmMemoryMb === undefined ? {} : { memoryMb: options.warmMemoryMb });

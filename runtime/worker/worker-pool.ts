@@ -1,3 +1,4 @@
+import { assertSpinWaitMs } from '../spin-wait.ts';
 import type { ProgramSpec } from '../isolate-program.ts';
 import type { ProgramEvent, RecordedCall } from '../program-events.ts';
 import { ProgramBusyError, WorkerDeathError, type RunawayLimit } from '../errors.ts';
@@ -116,6 +117,8 @@ export class WorkerPool implements ProgramEngine {
   #pinFailureTold = false;
 
   constructor(options: WorkerPoolOptions) {
+    // Refused here, not by each worker as it starts (which would die, and be replaced, for it).
+    if (options.runtime.spinWaitMs !== undefined) assertSpinWaitMs(options.runtime.spinWaitMs);
     this.#options = options;
     for (let i = 0; i < options.size; i++) this.#workers.push(this.#spawn(i));
     // Placements of programs never resumed would pile up: forget them once their TTL has run.

@@ -134,7 +134,10 @@ describe('dispatchArguments', () => {
 describe('the prelude answers every op with a reply of the protocol', () => {
   let isolate: ivm.Isolate | undefined;
   let context: ivm.Context | undefined;
-  afterEach(() => isolate?.dispose());
+  afterEach(() => {
+    if (isolate && !isolate.isDisposed) isolate.dispose();
+    isolate = undefined;
+  });
 
   /**
    * An isolate made from the prelude's snapshot, as every program's is: its context's `dispatch`
@@ -191,10 +194,10 @@ describe('the prelude answers every op with a reply of the protocol', () => {
     const send = (op: GuestOp) => dispatch(...dispatchArguments(op));
     const globals = '[typeof console, typeof Atomics, typeof SharedArrayBuffer, typeof WebAssembly, typeof tools, typeof text, typeof image].join()';
     expect(context!.evalSync(globals)).toBe('object,object,function,object,undefined,undefined,undefined');
-    const sample = { config: { ...config, tools: [{ id: 'probe', keys: ['probe'], text: false, parseJson: true }] }, code: 'text("warm")' };
+    const sample = { config: { ...config, tools: [{ id: 'probe', keys: ['probe'], text: false, parseJson: true }] } };
     expect(parseGuestReply('warm', send({ op: 'warm', payload: sample }))).toEqual({ state: 'done' });
     expect(context!.evalSync(globals)).toBe(Array(7).fill('undefined').join());
-    // The sample's code ran, but wrote nothing a program would read, and made no call.
+    // Nothing of a program is there yet: no call, no outcome.
     expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'running', inFlight: 0, calls: [] });
     expect(parseGuestReply('start', send({ op: 'start', payload: { config, code: 'text(typeof Atomics + " " + await tools.a({}))' } }))).toEqual({
       state: 'done',

@@ -1,11 +1,14 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ProgramRuntime } from '../../runtime/program-runtime.ts';
 import { runProgram } from '../../runtime/run-program.ts';
-import { MAX_SPIN_WAIT_MS, spinWhileStepRuns } from '../../runtime/spin-wait.ts';
+import { WorkerPool } from '../../runtime/worker/worker-pool.ts';
+import { MAX_SPIN_WAIT_MS, spinWhileStepRuns, type SpinningStep } from '../../runtime/spin-wait.ts';
 import { confinedToOneCpu } from '../../runtime/one-cpu.ts';
 
 const run = promisify(execFile);
+const RUNTIME = { pausedTtlMs: 60_000, maxPausedPrograms: 10, maxPausedHeapBytes: 2 ** 30, warmIsolates: 0 };
 
 /** The immediates pending in this process: what keeps its event loop turning. */
 function immediates(): number {
@@ -18,53 +21,75 @@ async function turns(times: number): Promise<void> {
 }
 
 describe('a step waiting awake (spinWhileStepRuns)', () => {
-  const ends: (() => void)[] = [];
+  const steps: SpinningStep[] = [];
   afterEach(() => {
-    for (const end of ends.splice(0)) end();
+    for (const running of steps.splice(0)) running.end();
   });
-  const step = (spinMs: number): (() => void) => {
-    const end = spinWhileStepRuns(spinMs);
-    ends.push(end);
-    return end;
+  const step = (spinMs: number): SpinningStep => {
+    const running = spinWhileStepRuns(spinMs);
+    steps.push(running);
+    return running;
   };
 
   it.skipIf(confinedToOneCpu())('keeps the loop turning while the one step runs, and stops as it ends', async () => {
     const before = immediates();
-    const end = step(MAX_SPIN_WAIT_MS);
+    const running = step(MAX_SPIN_WAIT_MS);
     expect(immediates()).toBe(before + 1);
     await turns(3);
+    running.handOver();
     expect(immediates()).toBe(before + 1);
-    end();
+    running.end();
     expect(immediates()).toBe(before);
-    // Ending twice changes nothing.
-    end();
+    // Ending twice, or a hand-over once ended, changes nothing.
+    running.end();
+    running.handOver();
     expect(immediates()).toBe(before);
   });
 
   it('never with 0, and not while a second step runs: their threads need the CPUs', async () => {
     const before = immediates();
-    step(0);
+    step(0).handOver();
     expect(immediates()).toBe(before);
-    for (const end of ends.splice(0)) end();
+    for (const running of steps.splice(0)) running.end();
     const first = step(MAX_SPIN_WAIT_MS);
     const second = step(MAX_SPIN_WAIT_MS);
+    first.handOver();
     expect(immediates()).toBe(before);
-    second();
-    first();
+    second.end();
+    first.end();
     expect(immediates()).toBe(before);
   });
 
-  it('stops by itself once the step has run longer than it may spin', async () => {
+  it.skipIf(confinedToOneCpu())('stops by itself once the step has waited longer than it may, and turns again at its next hand-over', async () => {
     const before = immediates();
-    step(0.001);
+    const running = step(0.001);
     // However slow the machine, a thousandth of a millisecond is over after a turn or two.
     for (let turn = 0; turn < 1000 && immediates() > before; turn++) await turns(1);
+    expect(immediates()).toBe(before);
+    // A step that first made its isolate on this thread hands it over later: it waits awake then.
+    running.handOver();
+    expect(immediates()).toBe(before + 1);
+    running.end();
     expect(immediates()).toBe(before);
   });
 
   it('is refused outside 0 to MAX_SPIN_WAIT_MS, by name', async () => {
+    const message = `spinWaitMs must be a number of milliseconds from 0 to ${MAX_SPIN_WAIT_MS}`;
     for (const spinWaitMs of [-1, MAX_SPIN_WAIT_MS + 1, Number.NaN]) {
-      await expect(runProgram("text('x')", { spinWaitMs })).rejects.toThrow(`spinWaitMs must be a number of milliseconds from 0 to ${MAX_SPIN_WAIT_MS}`);
+      await expect(runProgram("text('x')", { spinWaitMs })).rejects.toThrow(message);
+      // A runtime or a pool refuses it as it is made, not at its first program.
+      expect(() => new ProgramRuntime({ ...RUNTIME, spinWaitMs })).toThrow(message);
+      expect(
+        () =>
+          new WorkerPool({
+            size: 1,
+            heartbeatMs: 500,
+            heartbeatTimeoutMs: 5000,
+            maxRssBytes: 2 ** 30,
+            maxIdleCpuShare: 0.5,
+            runtime: { ...RUNTIME, spinWaitMs },
+          }),
+      ).toThrow(message);
     }
     expect((await runProgram("text('x')", { spinWaitMs: 0 })).result).toBe('x');
   });
@@ -81,9 +106,10 @@ describe('a step waiting awake (spinWhileStepRuns)', () => {
   it('does not spin in a process confined to one CPU (taskset), where the isolate thread would share it', async () => {
     const script = `
       import { spinWhileStepRuns } from ${JSON.stringify(new URL('../../runtime/spin-wait.ts', import.meta.url).href)};
-      const end = spinWhileStepRuns(50);
+      const running = spinWhileStepRuns(50);
+      running.handOver();
       console.log(process.getActiveResourcesInfo().filter((r) => r === 'Immediate').length);
-      end();`;
+      running.end();`;
     const { stdout } = await run('taskset', ['-c', '0', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], {
       env: { PATH: process.env.PATH ?? '' },
       timeout: 60_000,
