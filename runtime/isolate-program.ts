@@ -33,9 +33,9 @@ import { GUEST_SCHEMA_MODULES } from './tool-schemas.ts';
 import { toolKeys } from './tool-keys.ts';
 import { disposeSoon } from './isolate-disposal.ts';
 import { confinedToOneCpu } from './one-cpu.ts';
-import { checkerContext, prepareIsolate, type Dispatch } from './prepared-isolate.ts';
+import { checkerContext, prepareIsolate, prepareIsolateBeside, type Dispatch } from './prepared-isolate.ts';
 import type { WarmIsolates } from './warm-isolates.ts';
-import { assertSpinWaitMs, DEFAULT_SPIN_WAIT_MS, spinWhileStepRuns, type SpinningStep } from './spin-wait.ts';
+import { assertSpinWaitMs, DEFAULT_SPIN_WAIT_MS, spinWhileStepRuns, stepsRunning, type SpinningStep } from './spin-wait.ts';
 
 /**
  * A replay's record, and a batch's arguments sent to the checker, enter the isolate in parts of
@@ -251,18 +251,25 @@ export class IsolateProgram {
   readonly #stopsRunaways: boolean;
   /** How long each step keeps this thread's event loop turning while it runs alone (spinWhileStepRuns). */
   readonly #spinWaitMs: number;
+  /** Whether an isolate made for a step while others run has its context made beside this thread (ProgramRuntimeOptions). */
+  readonly #makesContextsBeside: boolean;
   /** The running step, as spinWhileStepRuns marks it: told of each call into the isolate. */
   #spinning: SpinningStep | undefined;
   /** The step was stopped as a runaway (RUNAWAY_THRESHOLDS_MS): its outcome, whatever the call throws after. */
   #stoppedFor: 'wall_time_exceeded' | 'memory_limit_exceeded' | undefined;
 
-  constructor(spec: ProgramSpec, warm?: WarmIsolates, options: { readonly stopsRunaways?: boolean; readonly spinWaitMs?: number } = {}) {
+  constructor(
+    spec: ProgramSpec,
+    warm?: WarmIsolates,
+    options: { readonly stopsRunaways?: boolean; readonly spinWaitMs?: number; readonly makesContextsBeside?: boolean } = {},
+  ) {
     assertCanMakeIsolates();
     this.#spec = spec;
     this.#warm = warm;
     this.#stopsRunaways = options.stopsRunaways ?? true;
     this.#spinWaitMs = options.spinWaitMs ?? DEFAULT_SPIN_WAIT_MS;
     assertSpinWaitMs(this.#spinWaitMs);
+    this.#makesContextsBeside = options.makesContextsBeside ?? true;
   }
 
   /** Calls the program is paused on, in creation order. Empty unless paused. */
@@ -426,8 +433,13 @@ export class IsolateProgram {
       spec.tools,
       spec.tools.some((tool) => tool.parameters !== undefined || tool.outputSchema !== undefined) ? await compileValidators(spec.tools) : undefined,
     );
-    // One made ahead when the runtime keeps some, else one made now on the step's clock.
-    const prepared = this.#warm?.take(spec.limits.memoryMb) ?? prepareIsolate(spec.limits.memoryMb);
+    // One made ahead when the runtime keeps some; else one made now, its context beside this
+    // thread when other steps keep it busy (prepareIsolateBeside).
+    const prepared =
+      this.#warm?.take(spec.limits.memoryMb) ??
+      (this.#makesContextsBeside && stepsRunning() > 1 && !confinedToOneCpu()
+        ? await prepareIsolateBeside(spec.limits.memoryMb)
+        : prepareIsolate(spec.limits.memoryMb));
     const { isolate, dispatch } = prepared;
     if (this.#finished) {
       // Disposed while the isolate was being made: nothing may keep it.

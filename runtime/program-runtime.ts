@@ -27,6 +27,14 @@ export interface ProgramRuntimeOptions {
    * step running, instead of letting it sleep (spinWhileStepRuns; default DEFAULT_SPIN_WAIT_MS); 0 never.
    */
   readonly spinWaitMs?: number;
+  /**
+   * Whether an isolate made for a step while other steps run (none made ahead) has its context
+   * made on isolated-vm's thread, beside this one (prepareIsolateBeside; default true). A pool
+   * gives its workers false when it has one per CPU or more: the other workers keep the other
+   * CPUs busy, and the hand-overs then cost more than they spare (`bench:load` with unpinned
+   * workers: 4 % fewer conversations).
+   */
+  readonly makesContextsBeside?: boolean;
 }
 
 /** How a resume was served: from the paused isolate, or by replaying the program from the start. */
@@ -98,14 +106,18 @@ export class ProgramRuntime implements ProgramEngine {
   readonly #resumes = { warm: 0, replay: 0 };
   readonly #evictions = { ttl: 0, count: 0, memory: 0 };
   readonly #warm: WarmIsolates;
-  readonly #programOptions: { readonly stopsRunaways: boolean; readonly spinWaitMs?: number };
+  readonly #programOptions: { readonly stopsRunaways: boolean; readonly spinWaitMs?: number; readonly makesContextsBeside?: boolean };
 
   constructor(options: ProgramRuntimeOptions) {
     // Refused here rather than at the first program: a server built without the flag says so at once.
     assertCanMakeIsolates();
     if (options.spinWaitMs !== undefined) assertSpinWaitMs(options.spinWaitMs);
     this.#options = options;
-    this.#programOptions = { stopsRunaways: options.stopsRunaways ?? true, ...(options.spinWaitMs === undefined ? {} : { spinWaitMs: options.spinWaitMs }) };
+    this.#programOptions = {
+      stopsRunaways: options.stopsRunaways ?? true,
+      ...(options.spinWaitMs === undefined ? {} : { spinWaitMs: options.spinWaitMs }),
+      ...(options.makesContextsBeside === undefined ? {} : { makesContextsBeside: options.makesContextsBeside }),
+    };
     this.#warm = new WarmIsolates(options.warmIsolates, undefined, options.warmMemoryMb === undefined ? {} : { memoryMb: options.warmMemoryMb });
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(1000, Math.min(options.pausedTtlMs, 60_000)));
     this.#sweeper.unref();

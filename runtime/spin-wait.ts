@@ -23,6 +23,11 @@ let turning: NodeJS.Immediate | undefined;
 /** When the loop stops turning, whatever still runs (performance.now()). */
 let turnUntil = 0;
 
+/** How many steps of programs this process runs now. */
+export function stepsRunning(): number {
+  return running;
+}
+
 function turn(): void {
   turning = running === 1 && performance.now() < turnUntil ? setImmediate(turn) : undefined;
 }

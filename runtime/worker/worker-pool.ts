@@ -1,10 +1,11 @@
-import { assertSpinWaitMs } from '../spin-wait.ts';
+import { availableParallelism } from 'node:os';
 import type { ProgramSpec } from '../isolate-program.ts';
 import type { ProgramEvent, RecordedCall } from '../program-events.ts';
 import { ProgramBusyError, WorkerDeathError, type RunawayLimit } from '../errors.ts';
 import type { ProgramLimits } from '../limits.ts';
 import { emptyRuntimeStats, type ProgramEngine, type ProgramRuntimeOptions, type ProgramRuntimeStats, type ResumePath } from '../program-runtime.ts';
 import type { WorkerDeath } from '../errors.ts';
+import { assertSpinWaitMs } from '../spin-wait.ts';
 import { cpusToPinTo } from './cpu-pinning.ts';
 import { RecordDigest } from './record-digest.ts';
 import { answersToWire, eventFromWire } from './wire-codec.ts';
@@ -440,7 +441,8 @@ export class WorkerPool implements ProgramEngine {
     const cpus = this.#options.pinCpus === false || spare ? [] : cpusToPinTo(this.#options.size);
     const cpu = cpus.length > 0 ? cpus[slot % cpus.length] : undefined;
     return new WorkerProcess(
-      this.#options.runtime,
+      // With a worker per CPU or more, its siblings keep the other CPUs busy (see makesContextsBeside).
+      { ...this.#options.runtime, makesContextsBeside: this.#options.size < availableParallelism() },
       this.#options,
       {
         onDeath: (dead, reason, detail) => this.#replace(dead, reason, detail, spare),

@@ -11,8 +11,9 @@ import {
   type RepliedGuestOp,
   type SandboxConfig,
 } from '../../runtime/guest-protocol.ts';
-import { checkerContext, prepareIsolate } from '../../runtime/prepared-isolate.ts';
-import { type DEFAULT_LIMITS, LIMIT_DEFINITIONS, limitMessage, limitTemplate, type LimitCode } from '../../runtime/limits.ts';
+import { checkerContext, prepareIsolate, prepareIsolateBeside } from '../../runtime/prepared-isolate.ts';
+import { ProgramRuntime } from '../../runtime/program-runtime.ts';
+import { DEFAULT_LIMITS, LIMIT_DEFINITIONS, limitMessage, limitTemplate, type LimitCode } from '../../runtime/limits.ts';
 import { runProgram, type HostTool } from '../../runtime/run-program.ts';
 
 const running = '{"state":"running","inFlight":2,"calls":[{"seq":0,"tool":"a","args":"{}"},{"seq":1,"tool":"ns.b","args":"text"}]}';
@@ -181,6 +182,50 @@ describe('the prelude answers every op with a reply of the protocol', () => {
     // A program is configured once: a second start is a fault, and changes nothing.
     expect(parseGuestReply('start', send({ op: 'start', payload: { config, code: 'text("again")' } }))).toEqual({ state: 'fault' });
     expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'settled', status: 'completed', result: 'out' });
+  });
+
+  it("an isolate whose context was made on isolated-vm's thread (under load) holds the same prelude, unconfigured", async () => {
+    const prepared = await prepareIsolateBeside(32);
+    isolate = prepared.isolate;
+    const send = (op: GuestOp) => prepared.dispatch.applySync(undefined, dispatchArguments(op));
+    expect(prepared.context.evalSync('[typeof tools, typeof text, typeof __ptcDispatch, typeof __ptcInstallSandbox].join()')).toBe(
+      'undefined,undefined,undefined,undefined',
+    );
+    expect(parseGuestReply('start', send({ op: 'start', payload: { config, code: 'text(typeof Atomics + " " + await tools.a({}))' } }))).toEqual({
+      state: 'done',
+    });
+    expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({
+      state: 'running',
+      inFlight: 1,
+      calls: [{ seq: 0, tool: 'a', args: '{}' }],
+    });
+    expect(parseGuestReply('deliver', send({ op: 'deliver', payload: [{ seq: 0, output: 'out' }] }))).toEqual({ state: 'done' });
+    expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'settled', status: 'completed', result: 'undefined out' });
+  });
+
+  it('programs started together with no isolate made ahead each make their own, and run as alone', async () => {
+    const runtime = new ProgramRuntime({ pausedTtlMs: 60_000, maxPausedPrograms: 20, maxPausedHeapBytes: 2 ** 30, warmIsolates: 0 });
+    try {
+      const spec = (n: number) => ({
+        code: `text(String(${n} + await tools.a({ n: ${n} })))`,
+        tools: [{ name: 'a', parseOutputAsJson: true }],
+        seed: n,
+        clock: 0,
+        limits: DEFAULT_LIMITS,
+      });
+      const started = await Promise.all(Array.from({ length: 8 }, (_, n) => runtime.start(`p${n}`, spec(n))));
+      expect(started.map((event) => event.type)).toEqual(Array(8).fill('paused'));
+      const ended = await Promise.all(
+        started.map(async (event, n) => {
+          if (event.type !== 'paused') throw new Error(event.type);
+          const recorded = [{ tool: 'a', argumentsJson: event.calls[0]!.argumentsJson, output: String(n * 10) }];
+          return (await runtime.resume(`p${n}`, spec(n), recorded)).event;
+        }),
+      );
+      expect(ended.map((event) => (event.type === 'completed' ? event.result : event.type))).toEqual(Array.from({ length: 8 }, (_, n) => String(n + n * 10)));
+    } finally {
+      await runtime.close();
+    }
   });
 
   it('before its start, an isolate made ahead holds no program: no tools, text or image', async () => {
