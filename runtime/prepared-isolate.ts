@@ -124,8 +124,8 @@ export function prepareIsolate(memoryMb: number): PreparedIsolate {
 /**
  * prepareIsolate with its context made on isolated-vm's thread, for a process whose host thread is
  * what bounds it: with other steps running on more than one CPU, that thread makes every isolate
- * they need, and the context (a fifth of the work, and more from a snapshot) then runs beside it,
- * on another CPU. Alone, the two hand-overs to that thread and back cost more than they spare.
+ * they need, and the context (about a quarter of the work) then runs beside it, on another CPU.
+ * Alone, the two hand-overs to that thread and back cost more than they spare.
  */
 export async function prepareIsolateBeside(memoryMb: number): Promise<PreparedIsolate> {
   const isolate = new ivm.Isolate({ memoryLimit: memoryMb, snapshot: snapshot() });
@@ -149,11 +149,11 @@ export function checkerContext(isolate: ivm.Isolate): ivm.Reference<Dispatch> {
 
 /**
  * One asynchronous call into a prepared isolate, made while it waits for its program: the `warm`
- * op, with a start of our own (EXERCISE). The first asynchronous call into an isolate sets up
- * V8's state for the isolated-vm thread it lands on (0.1 to 0.3 ms here against 0.03 for the next
- * ones), and `warm` has V8 set up in the program's context what `start` first uses, so that a
- * program's `start` does not pay for it (README, "Waiting awake for a step"). Throws what the call throws (the isolate disposed meanwhile), and a reply other than
- * `done`.
+ * op, with a configuration of our own (EXERCISE's). The first asynchronous call into an isolate
+ * sets up V8's state for the isolated-vm thread it lands on (0.1 to 0.3 ms here against 0.03 for
+ * the next ones), and `warm` has V8 set up in the program's context what `start` first uses, so
+ * that a program's `start` does not pay for it (README, "Waiting awake for a step"). Throws what
+ * the call throws (the isolate disposed meanwhile), and on a reply other than `done`.
  */
 export async function warmUp(prepared: PreparedIsolate): Promise<void> {
   const reply = await prepared.dispatch.apply(undefined, dispatchArguments({ op: 'warm', payload: { config: EXERCISE.config } }), {
