@@ -162,6 +162,23 @@ describe('the prelude answers every op with a reply of the protocol', () => {
     limits: { maxCalls: 10, maxCallsInFlight: 10, maxArgumentBytes: 100, maxOutputBytes: 100, maxResumes: 10 },
   };
 
+  /**
+   * Runs, through `send`, a program that reads `typeof Atomics` and makes one call: it starts,
+   * pauses on the call, and ends with the call's output once it is delivered.
+   */
+  function runsAProgram(send: (op: GuestOp) => unknown): void {
+    expect(parseGuestReply('start', send({ op: 'start', payload: { config, code: 'text(typeof Atomics + " " + await tools.a({}))' } }))).toEqual({
+      state: 'done',
+    });
+    expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({
+      state: 'running',
+      inFlight: 1,
+      calls: [{ seq: 0, tool: 'a', args: '{}' }],
+    });
+    expect(parseGuestReply('deliver', send({ op: 'deliver', payload: [{ seq: 0, output: 'out' }] }))).toEqual({ state: 'done' });
+    expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'settled', status: 'completed', result: 'undefined out' });
+  }
+
   it('a live run: start, report, deliver, report; an unknown op and repeats', async () => {
     const dispatch = await install();
     const send = (op: GuestOp) => dispatch(...dispatchArguments(op));
@@ -191,16 +208,7 @@ describe('the prelude answers every op with a reply of the protocol', () => {
     expect(prepared.context.evalSync('[typeof tools, typeof text, typeof __ptcDispatch, typeof __ptcInstallSandbox].join()')).toBe(
       'undefined,undefined,undefined,undefined',
     );
-    expect(parseGuestReply('start', send({ op: 'start', payload: { config, code: 'text(typeof Atomics + " " + await tools.a({}))' } }))).toEqual({
-      state: 'done',
-    });
-    expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({
-      state: 'running',
-      inFlight: 1,
-      calls: [{ seq: 0, tool: 'a', args: '{}' }],
-    });
-    expect(parseGuestReply('deliver', send({ op: 'deliver', payload: [{ seq: 0, output: 'out' }] }))).toEqual({ state: 'done' });
-    expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'settled', status: 'completed', result: 'undefined out' });
+    runsAProgram(send);
   });
 
   it('programs started together with no isolate made ahead each make their own, and run as alone', async () => {
@@ -244,16 +252,7 @@ describe('the prelude answers every op with a reply of the protocol', () => {
     expect(context!.evalSync(globals)).toBe(Array(7).fill('undefined').join());
     // Nothing of a program is there yet: no call, no outcome.
     expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'running', inFlight: 0, calls: [] });
-    expect(parseGuestReply('start', send({ op: 'start', payload: { config, code: 'text(typeof Atomics + " " + await tools.a({}))' } }))).toEqual({
-      state: 'done',
-    });
-    expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({
-      state: 'running',
-      inFlight: 1,
-      calls: [{ seq: 0, tool: 'a', args: '{}' }],
-    });
-    expect(parseGuestReply('deliver', send({ op: 'deliver', payload: [{ seq: 0, output: 'out' }] }))).toEqual({ state: 'done' });
-    expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'settled', status: 'completed', result: 'undefined out' });
+    runsAProgram(send);
     // Once a program is configured, a warm is a fault and changes nothing.
     expect(parseGuestReply('warm', send({ op: 'warm', payload: sample }))).toEqual({ state: 'fault' });
     expect(parseGuestReply('report', send({ op: 'report', payload: null }))).toEqual({ state: 'settled', status: 'completed', result: 'undefined out' });
