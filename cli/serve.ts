@@ -143,6 +143,8 @@ export async function serve(args: readonly string[]): Promise<void> {
   } finally {
     app.log.level = level;
   }
+  // What was logged as it started (a worker not pinned) comes before the start line.
+  app.flushLogs();
   process.stdout.write(`${startLine(config, origin, scenarios)}\n`);
   // Serving goes on (the store may come back: Redis is reconnected to), but not in silence.
   const health = await app.inject({ method: 'GET', url: '/health' });

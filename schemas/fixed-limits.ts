@@ -122,4 +122,15 @@ export const FIXED_LIMITS = {
     description: 'Time counting the tokens of one long text may take in the token thread (10 MiB of prose takes about a second); past it, a 429 `server_busy`.',
   },
   exploredConversations: { value: 10_000, description: 'Explored conversations the report of explore mode keeps (`GET /v1/emulator/explore`), the newest.' },
+  logBatchBytes: {
+    value: 8_192,
+    description:
+      'Bytes of log lines the server gathers before it writes them to stdout, in one write beside its loop; fewer are written `logFlushMs` after the first of them. A write each line took a tenth of the CPU of a busy server (README, "Logs in batches").',
+  },
+  logFlushMs: { value: 100, description: 'The longest a log line waits to be written to stdout while fewer than `logBatchBytes` of them are gathered.' },
+  logBufferBytes: {
+    value: 2_097_152,
+    description:
+      'Bytes of log lines the server holds while stdout is not read (a pipe whose reader stopped): the lines past them are dropped and counted (`GET /metrics`, `ptc_log_lines_dropped_total`), never waited for. As the server closes or exits, the lines held are written for up to a second, then dropped.',
+  },
 } as const satisfies Record<string, { readonly value: number; readonly description: string }>;

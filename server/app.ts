@@ -16,6 +16,7 @@ import { registerJournalRoutes } from './api/journal/journal-routes.ts';
 import { INSPECTOR_PATHS, registerInspectorRoutes } from './api/inspector/routes.ts';
 import { registerJournalEventRoutes } from './api/inspector/journal-events.ts';
 import { TurnGate } from './engine/turn-gate.ts';
+import { createLogDestination } from './platform/log-destination.ts';
 import { loadSealingKeys } from './platform/sealing-keys.ts';
 import { ConfigError, dataDirOf, keepsKeyFile, loadConfig, type ServerConfig } from './platform/config.ts';
 import { modelBackend } from './engine/stand-ins/backend/backend-model.ts';
@@ -53,6 +54,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Stops taking new requests (503 shutting_down) while the running ones finish; then call close(). */
     drain(): void;
+    /** Writes the log lines held for a batch now (the CLI, before its start line): the server's own destination only. */
+    flushLogs(): void;
     /** Explore mode's controls (`ptc-emulator explore`): the seed of requests that set none, and what was explored. */
     explorer: { setSeed(seed: number): void; conversations(): ExploredConversation[] };
   }
@@ -74,7 +77,10 @@ export interface BuildServerOptions {
    * With `memory` and no `dataDir`, the server writes nothing to disk.
    */
   readonly store?: StoreKind | ResponseStore;
-  /** pino logger options, or false for none. Default: pino at the configured level. */
+  /**
+   * pino logger options, or false for none. Default: pino at the configured level, to stdout in
+   * batches and bounded (`logBatchBytes`, `logFlushMs`, `logBufferBytes`).
+   */
   readonly logger?: FastifyServerOptions['logger'];
 }
 
@@ -163,8 +169,10 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   const journal = new RequestJournal(config.journalSize);
   warmTokenizer();
 
+  // Unless the caller brings its own logger: stdout, in batches and bounded (log-destination.ts).
+  const logs = options.logger === undefined ? createLogDestination() : undefined;
   const app = Fastify({
-    logger: options.logger ?? { level: config.logLevel },
+    logger: logs ? { level: config.logLevel, stream: logs.stream } : options.logger,
     bodyLimit: config.bodyLimitBytes,
     requestTimeout: config.requestTimeoutMs,
     // Node's server must be made with its request timeout (set afterwards, as Fastify does, it is
@@ -328,6 +336,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   registerWebhookRoutes(app, { records: store.records, sender: webhooks, allowedUrls: config.webhooks.allowedUrls });
   registerJournalRoutes(app, journal);
   registerExploreRoutes(app, exploreLedger);
+  app.decorate('flushLogs', () => logs?.flush());
   app.decorate('explorer', {
     setSeed: (seed: number) => {
       explorer.seed = seed;
@@ -338,7 +347,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   if (config.inspector) registerInspectorRoutes(app);
   registerModelRoutes(app, config.models, Math.floor(Date.now() / 1000));
   registerHealthRoutes(app, runtime, store);
-  registerMetricsRoutes(app, runtime, arrivingBodies);
+  registerMetricsRoutes(app, runtime, arrivingBodies, logs);
 
   app.addHook('onClose', async () => {
     agents?.stopAll();
@@ -349,6 +358,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     await planner.close();
     await runtime.close();
     await store.close();
+    logs?.close();
   });
   return app;
 }

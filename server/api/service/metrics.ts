@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ProgramEngine } from '../../../runtime/index.ts';
+import type { LogDestination } from '../../platform/log-destination.ts';
 import type { ArrivingBodies } from '../http/arriving-bodies.ts';
 
 interface Metric {
@@ -22,8 +23,12 @@ function exposition(metrics: readonly Metric[]): string {
     .concat('\n');
 }
 
-/** `GET /metrics`: Prometheus text of the program runtime and its cache of paused isolates, and of the request bodies arriving. */
-export function registerMetricsRoutes(app: FastifyInstance, runtime: ProgramEngine, arrivingBodies: ArrivingBodies): void {
+/**
+ * `GET /metrics`: Prometheus text of the program runtime and its cache of paused isolates, of the
+ * request bodies arriving, and of the log lines dropped (`logs`: the server's own destination,
+ * absent when the embedder brought its logger).
+ */
+export function registerMetricsRoutes(app: FastifyInstance, runtime: ProgramEngine, arrivingBodies: ArrivingBodies, logs: LogDestination | undefined): void {
   app.get('/metrics', async (_, reply) => {
     const stats = runtime.stats();
     reply.type('text/plain; version=0.0.4; charset=utf-8');
@@ -72,6 +77,12 @@ export function registerMetricsRoutes(app: FastifyInstance, runtime: ProgramEngi
         type: 'gauge',
         help: 'Bytes received of request bodies not yet whole (at most PTC_MAX_ARRIVING_BODY_BYTES).',
         samples: [['', arrivingBodies.bytes]],
+      },
+      {
+        name: 'ptc_log_lines_dropped_total',
+        type: 'counter',
+        help: 'Log lines dropped: stdout not read while logBufferBytes of them were held, or closed by its reader.',
+        samples: [['', logs?.droppedLines() ?? 0]],
       },
     ]);
   });

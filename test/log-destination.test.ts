@@ -1,0 +1,210 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { closeSync, constants, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
+import { createLogDestination } from '../server/platform/log-destination.ts';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const scratch = mkdtempSync(join(tmpdir(), 'ptc-log-destination-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/**
+ * A named pipe, both ends open and non-blocking, as a pipe to a log reader is once Node has
+ * opened it for stdout: a write to it when it is full fails with EAGAIN instead of waiting.
+ */
+function namedPipe(name: string): { readFd: number; writeFd: number; path: string } {
+  const path = join(scratch, name);
+  execFileSync('mkfifo', [path]);
+  const readFd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  const writeFd = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+  return { readFd, writeFd, path };
+}
+
+/** What the pipe holds now, read without waiting ('' when empty). */
+function readNow(fd: number): string {
+  const chunks: Buffer[] = [];
+  const buffer = Buffer.alloc(1 << 16);
+  for (;;) {
+    try {
+      const n = readSync(fd, buffer, 0, buffer.length, null);
+      if (n === 0) break;
+      chunks.push(Buffer.from(buffer.subarray(0, n)));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EAGAIN') break;
+      throw error;
+    }
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Reads the pipe until `done` says what came is all, polling; fails after 30 s. */
+async function readUntil(fd: number, done: (text: string) => boolean): Promise<string> {
+  let text = '';
+  for (const startedAt = Date.now(); !done(text); await sleep(5)) {
+    if (Date.now() - startedAt > 30_000) throw new Error(`the pipe gave ${text.length} characters and no more`);
+    text += readNow(fd);
+  }
+  return text;
+}
+
+const line = (n: number, width = 100): string => `${JSON.stringify({ n, pad: 'x'.repeat(width) })}\n`;
+const numbersOf = (text: string): number[] =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map((entry) => (JSON.parse(entry) as { n: number }).n);
+
+describe('the log destination', () => {
+  it('writes short lines together once logFlushMs has passed, not one write each', async () => {
+    const pipe = namedPipe('batch');
+    const logs = createLogDestination({ fd: pipe.writeFd, flushMs: 20 });
+    try {
+      for (let n = 0; n < 3; n++) logs.stream.write(line(n));
+      // Nothing is written as the lines come.
+      expect(readNow(pipe.readFd)).toBe('');
+      // The first read takes all three: they went out in one write.
+      const first = await readUntil(pipe.readFd, (text) => text.length > 0);
+      expect(numbersOf(first)).toEqual([0, 1, 2]);
+      expect(logs.droppedLines()).toBe(0);
+    } finally {
+      logs.close();
+      closeSync(pipe.readFd);
+      closeSync(pipe.writeFd);
+    }
+  });
+
+  it('writes once logBatchBytes are held, without waiting for the timer', async () => {
+    const pipe = namedPipe('full-batch');
+    const logs = createLogDestination({ fd: pipe.writeFd, flushMs: 3_600_000 });
+    try {
+      const count = Math.ceil(FIXED_LIMITS.logBatchBytes.value / line(0).length) + 1;
+      for (let n = 0; n < count; n++) logs.stream.write(line(n));
+      const written = await readUntil(pipe.readFd, (text) => text.length >= FIXED_LIMITS.logBatchBytes.value);
+      expect(numbersOf(written)).toEqual(Array.from({ length: numbersOf(written).length }, (_, n) => n));
+    } finally {
+      logs.close();
+      closeSync(pipe.readFd);
+      closeSync(pipe.writeFd);
+    }
+  });
+
+  it('holds no more than its bound while the pipe is not read: the lines past it are dropped and counted, the rest written whole and in order', async () => {
+    const pipe = namedPipe('bounded');
+    const logs = createLogDestination({ fd: pipe.writeFd, flushMs: 10, bufferBytes: 32 * 1024 });
+    try {
+      const count = 2_000;
+      // All in one turn of the loop: no write can finish meanwhile, so the bound is met.
+      for (let n = 0; n < count; n++) logs.stream.write(line(n));
+      const dropped = logs.droppedLines();
+      expect(dropped).toBeGreaterThan(0);
+      const kept = numbersOf(await readUntil(pipe.readFd, (text) => numbersOf(text).length + dropped >= count));
+      expect(kept.length + dropped).toBe(count);
+      expect(kept).toEqual([...kept].sort((a, b) => a - b));
+      // Read again, the pipe takes lines again.
+      logs.stream.write(line(count));
+      expect(numbersOf(await readUntil(pipe.readFd, (text) => text.length > 0))).toEqual([count]);
+      expect(logs.droppedLines()).toBe(dropped);
+    } finally {
+      logs.close();
+      closeSync(pipe.readFd);
+      closeSync(pipe.writeFd);
+    }
+  });
+
+  it('writes what it holds as it closes, and closes on a pipe that stays full (the lines dropped)', { timeout: 60_000 }, async () => {
+    const open = namedPipe('close-open');
+    const logs = createLogDestination({ fd: open.writeFd, flushMs: 3_600_000 });
+    for (let n = 0; n < 3; n++) logs.stream.write(line(n));
+    logs.close();
+    expect(numbersOf(readNow(open.readFd))).toEqual([0, 1, 2]);
+    closeSync(open.readFd);
+    closeSync(open.writeFd);
+
+    const full = namedPipe('close-full');
+    // The reader never reads: the pipe is filled first, to its capacity.
+    const filler = Buffer.alloc(4096, 'f');
+    let filled = 0;
+    for (;;) {
+      try {
+        filled += writeSync(full.writeFd, filler);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') break;
+        throw error;
+      }
+    }
+    const stuck = createLogDestination({ fd: full.writeFd, flushMs: 3_600_000 });
+    stuck.stream.write(line(0));
+    stuck.close();
+    // After its close, a line is written at once or dropped: never waited for.
+    stuck.stream.write(line(1));
+    expect(readNow(full.readFd)).toBe('f'.repeat(filled));
+    closeSync(full.readFd);
+    closeSync(full.writeFd);
+  });
+
+  it('stops writing, without a throw, once the reader has closed the pipe: what follows is counted as dropped', async () => {
+    const pipe = namedPipe('broken');
+    const logs = createLogDestination({ fd: pipe.writeFd, flushMs: 5 });
+    try {
+      closeSync(pipe.readFd);
+      for (let n = 0; logs.droppedLines() === 0; n++) {
+        if (n > 6_000) throw new Error('no line was ever counted as dropped');
+        logs.stream.write(line(n));
+        await sleep(5);
+      }
+    } finally {
+      logs.close();
+      closeSync(pipe.writeFd);
+    }
+  });
+});
+
+describe('a server whose stdout is not read', () => {
+  it('keeps answering, drops and counts the log lines past its bound, and exits on SIGTERM', { timeout: 180_000 }, async () => {
+    const pipe = namedPipe('server-stdout');
+    const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'cli/main.ts', 'serve'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', PTC_STORE: 'memory', PTC_WORKERS: '0' },
+      stdio: ['ignore', pipe.writeFd, 'pipe'],
+    });
+    closeSync(pipe.writeFd);
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const exited = once(child, 'exit');
+    try {
+      // Its start line is read; after it, nothing more ever is.
+      const start = await readUntil(pipe.readFd, (text) => /API at http:\/\/127\.0\.0\.1:\d+\/v1/.test(text));
+      const origin = /API at (http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(start)![1]!;
+      // Each request logs two lines of about 250 bytes: three times the bound, with the pipe full.
+      const requests = Math.ceil((3 * FIXED_LIMITS.logBufferBytes.value) / 500);
+      let next = 0;
+      const statuses = new Map<number, number>();
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (next < requests) {
+            next += 1;
+            const response = await fetch(`${origin}/v1/models`, { signal: AbortSignal.timeout(60_000) });
+            await response.arrayBuffer();
+            statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+          }
+        }),
+      );
+      expect([...statuses]).toEqual([[200, requests]]);
+      const metrics = await (await fetch(`${origin}/metrics`)).text();
+      const dropped = Number(/^ptc_log_lines_dropped_total (\d+)$/m.exec(metrics)?.[1]);
+      expect(dropped).toBeGreaterThan(0);
+      child.kill('SIGTERM');
+      const [code] = await Promise.race([exited, sleep(60_000).then(() => ['still running 60 s after SIGTERM'])]);
+      expect(code, stderr).toBe(0);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+      closeSync(pipe.readFd);
+    }
+  });
+});
