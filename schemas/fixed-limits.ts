@@ -131,6 +131,6 @@ export const FIXED_LIMITS = {
   logBufferBytes: {
     value: 2_097_152,
     description:
-      'Bytes of log lines the server holds while stdout is not read (a pipe whose reader stopped): the lines past them are dropped and counted (`GET /metrics`, `ptc_log_lines_dropped_total`), never waited for. As the server closes or exits, the lines held are written for up to a second, then dropped.',
+      'Bytes of log lines the server holds while stdout is not read as fast as it logs (a pipe whose reader stopped): the lines past them are dropped and counted (`GET /metrics`, `ptc_log_lines_dropped_total`), never waited for. As the server closes, the lines held are written for up to a second, then dropped.',
   },
 } as const satisfies Record<string, { readonly value: number; readonly description: string }>;

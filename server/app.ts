@@ -358,7 +358,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     await planner.close();
     await runtime.close();
     await store.close();
-    logs?.close();
+    await logs?.close();
   });
   return app;
 }

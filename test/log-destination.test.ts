@@ -53,8 +53,10 @@ async function readUntil(fd: number, done: (text: string) => boolean): Promise<s
 }
 
 const line = (n: number, width = 100): string => `${JSON.stringify({ n, pad: 'x'.repeat(width) })}\n`;
+/** The numbers of the whole lines in `text` (a line still arriving is left out). */
 const numbersOf = (text: string): number[] =>
   text
+    .slice(0, text.lastIndexOf('\n') + 1)
     .split('\n')
     .filter(Boolean)
     .map((entry) => (JSON.parse(entry) as { n: number }).n);
@@ -72,7 +74,7 @@ describe('the log destination', () => {
       expect(numbersOf(first)).toEqual([0, 1, 2]);
       expect(logs.droppedLines()).toBe(0);
     } finally {
-      logs.close();
+      await logs.close();
       closeSync(pipe.readFd);
       closeSync(pipe.writeFd);
     }
@@ -87,7 +89,7 @@ describe('the log destination', () => {
       const written = await readUntil(pipe.readFd, (text) => text.length >= FIXED_LIMITS.logBatchBytes.value);
       expect(numbersOf(written)).toEqual(Array.from({ length: numbersOf(written).length }, (_, n) => n));
     } finally {
-      logs.close();
+      await logs.close();
       closeSync(pipe.readFd);
       closeSync(pipe.writeFd);
     }
@@ -110,41 +112,65 @@ describe('the log destination', () => {
       expect(numbersOf(await readUntil(pipe.readFd, (text) => text.length > 0))).toEqual([count]);
       expect(logs.droppedLines()).toBe(dropped);
     } finally {
-      logs.close();
+      await logs.close();
       closeSync(pipe.readFd);
       closeSync(pipe.writeFd);
     }
   });
 
-  it('writes what it holds as it closes, and closes on a pipe that stays full (the lines dropped)', { timeout: 60_000 }, async () => {
-    const open = namedPipe('close-open');
-    const logs = createLogDestination({ fd: open.writeFd, flushMs: 3_600_000 });
-    for (let n = 0; n < 3; n++) logs.stream.write(line(n));
-    logs.close();
-    expect(numbersOf(readNow(open.readFd))).toEqual([0, 1, 2]);
-    closeSync(open.readFd);
-    closeSync(open.writeFd);
+  it('writes what it holds as it closes, whole lines in order, a write under way included', async () => {
+    const pipe = namedPipe('close-open');
+    const logs = createLogDestination({ fd: pipe.writeFd, flushMs: 3_600_000 });
+    try {
+      // More than the pipe takes at once: the write under way is partial, the rest waits for room.
+      const count = 1_500;
+      for (let n = 0; n < count; n++) logs.stream.write(line(n));
+      const [, text] = await Promise.all([logs.close(), readUntil(pipe.readFd, (text) => numbersOf(text).length >= count)]);
+      expect(text.endsWith('\n')).toBe(true);
+      expect(numbersOf(text)).toEqual(Array.from({ length: count }, (_, n) => n));
+      expect(logs.droppedLines()).toBe(0);
+    } finally {
+      closeSync(pipe.readFd);
+      closeSync(pipe.writeFd);
+    }
+  });
 
-    const full = namedPipe('close-full');
+  it('closes on a pipe that stays full, after at most its final wait, and never waits again', { timeout: 60_000 }, async () => {
+    const pipe = namedPipe('close-full');
     // The reader never reads: the pipe is filled first, to its capacity.
     const filler = Buffer.alloc(4096, 'f');
     let filled = 0;
     for (;;) {
       try {
-        filled += writeSync(full.writeFd, filler);
+        filled += writeSync(pipe.writeFd, filler);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'EAGAIN') break;
         throw error;
       }
     }
-    const stuck = createLogDestination({ fd: full.writeFd, flushMs: 3_600_000 });
-    stuck.stream.write(line(0));
-    stuck.close();
-    // After its close, a line is written at once or dropped: never waited for.
-    stuck.stream.write(line(1));
-    expect(readNow(full.readFd)).toBe('f'.repeat(filled));
-    closeSync(full.readFd);
-    closeSync(full.writeFd);
+    const logs = createLogDestination({ fd: pipe.writeFd, flushMs: 3_600_000 });
+    logs.stream.write(line(0));
+    await logs.close();
+    // Closed, it no longer waits for room: its next write to the full pipe ends its logging.
+    for (let n = 1; logs.droppedLines() === 0; n++) {
+      if (n > 1_000) throw new Error('the closed destination went on waiting for room');
+      logs.stream.write(line(n));
+      await sleep(20);
+    }
+    expect(readNow(pipe.readFd)).toBe('f'.repeat(filled));
+    closeSync(pipe.readFd);
+    closeSync(pipe.writeFd);
+  });
+
+  it('adds one exit listener for all its destinations, however many are made', async () => {
+    const pipe = namedPipe('listeners');
+    createLogDestination({ fd: pipe.writeFd }).close();
+    const before = process.listenerCount('exit');
+    const made = Array.from({ length: 12 }, () => createLogDestination({ fd: pipe.writeFd }));
+    expect(process.listenerCount('exit')).toBe(before);
+    await Promise.all(made.map((logs) => logs.close()));
+    closeSync(pipe.readFd);
+    closeSync(pipe.writeFd);
   });
 
   it('stops writing, without a throw, once the reader has closed the pipe: what follows is counted as dropped', async () => {
@@ -158,7 +184,7 @@ describe('the log destination', () => {
         await sleep(5);
       }
     } finally {
-      logs.close();
+      await logs.close();
       closeSync(pipe.writeFd);
     }
   });
