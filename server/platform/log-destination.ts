@@ -8,8 +8,8 @@ import { FIXED_LIMITS } from '../../schemas/fixed-limits.ts';
  * server's CPU (README, "Logs in batches"). It also held every line while stdout was not read,
  * without bound, and as the process exited it waited for that reader: a server whose log reader
  * stopped grew without end and never exited on SIGTERM. A descriptor that blocks (a terminal
- * paused, a pipe Node left blocking) still holds a write beside the loop while it blocks, and a
- * process exit that no close came before, as it holds any program writing there.
+ * paused, a pipe Node left blocking) still holds a write in libuv's thread pool while it blocks,
+ * and with it the process's exit, which waits for that pool's threads.
  */
 export interface LogDestination {
   /** pino's destination: one line per write. */

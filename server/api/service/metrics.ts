@@ -81,7 +81,7 @@ export function registerMetricsRoutes(app: FastifyInstance, runtime: ProgramEngi
       {
         name: 'ptc_log_lines_dropped_total',
         type: 'counter',
-        help: 'Log lines dropped: stdout not read while logBufferBytes of them were held, or closed by its reader.',
+        help: 'Log lines dropped: stdout read slower than the server logs, logBufferBytes of them held, or closed by its reader.',
         samples: [['', logs?.droppedLines() ?? 0]],
       },
     ]);
