@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
-import { createLogDestination } from '../server/platform/log-destination.ts';
+import { createLogDestination, type LogDestination, type LogDestinationOptions } from '../server/platform/log-destination.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), 'ptc-log-destination-'));
@@ -17,12 +17,39 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
  * A named pipe, both ends open and non-blocking, as a pipe to a log reader is once Node has
  * opened it for stdout: a write to it when it is full fails with EAGAIN instead of waiting.
  */
-function namedPipe(name: string): { readFd: number; writeFd: number; path: string } {
+function namedPipe(name: string): { readFd: number; writeFd: number; closeReader(): void; close(): void } {
   const path = join(scratch, name);
   execFileSync('mkfifo', [path]);
   const readFd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   const writeFd = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
-  return { readFd, writeFd, path };
+  let readerOpen = true;
+  const closeReader = (): void => {
+    if (readerOpen) closeSync(readFd);
+    readerOpen = false;
+  };
+  return {
+    readFd,
+    writeFd,
+    closeReader,
+    close: () => {
+      closeReader();
+      closeSync(writeFd);
+    },
+  };
+}
+
+type Pipe = ReturnType<typeof namedPipe>;
+
+/** Runs `body` with a destination writing to a named pipe of its own; both are closed however it ends. */
+async function withDestination(name: string, options: LogDestinationOptions, body: (logs: LogDestination, pipe: Pipe) => Promise<void>): Promise<void> {
+  const pipe = namedPipe(name);
+  const logs = createLogDestination({ fd: pipe.writeFd, ...options });
+  try {
+    await body(logs, pipe);
+  } finally {
+    await logs.close();
+    pipe.close();
+  }
 }
 
 /** What the pipe holds now, read without waiting ('' when empty). */
@@ -62,10 +89,8 @@ const numbersOf = (text: string): number[] =>
     .map((entry) => (JSON.parse(entry) as { n: number }).n);
 
 describe('the log destination', () => {
-  it('writes short lines together once logFlushMs has passed, not one write each', async () => {
-    const pipe = namedPipe('batch');
-    const logs = createLogDestination({ fd: pipe.writeFd, flushMs: 20 });
-    try {
+  it('writes short lines together once logFlushMs has passed, not one write each', () =>
+    withDestination('batch', { flushMs: 20 }, async (logs, pipe) => {
       for (let n = 0; n < 3; n++) logs.stream.write(line(n));
       // Nothing is written as the lines come.
       expect(readNow(pipe.readFd)).toBe('');
@@ -73,32 +98,18 @@ describe('the log destination', () => {
       const first = await readUntil(pipe.readFd, (text) => text.length > 0);
       expect(numbersOf(first)).toEqual([0, 1, 2]);
       expect(logs.droppedLines()).toBe(0);
-    } finally {
-      await logs.close();
-      closeSync(pipe.readFd);
-      closeSync(pipe.writeFd);
-    }
-  });
+    }));
 
-  it('writes once logBatchBytes are held, without waiting for the timer', async () => {
-    const pipe = namedPipe('full-batch');
-    const logs = createLogDestination({ fd: pipe.writeFd, flushMs: 3_600_000 });
-    try {
+  it('writes once logBatchBytes are held, without waiting for the timer', () =>
+    withDestination('full-batch', { flushMs: 3_600_000 }, async (logs, pipe) => {
       const count = Math.ceil(FIXED_LIMITS.logBatchBytes.value / line(0).length) + 1;
       for (let n = 0; n < count; n++) logs.stream.write(line(n));
       const written = await readUntil(pipe.readFd, (text) => text.length >= FIXED_LIMITS.logBatchBytes.value);
       expect(numbersOf(written)).toEqual(Array.from({ length: numbersOf(written).length }, (_, n) => n));
-    } finally {
-      await logs.close();
-      closeSync(pipe.readFd);
-      closeSync(pipe.writeFd);
-    }
-  });
+    }));
 
-  it('holds no more than its bound while the pipe is not read: the lines past it are dropped and counted, the rest written whole and in order', async () => {
-    const pipe = namedPipe('bounded');
-    const logs = createLogDestination({ fd: pipe.writeFd, flushMs: 10, bufferBytes: 32 * 1024 });
-    try {
+  it('holds no more than its bound while the pipe is not read: the lines past it are dropped and counted, the rest written whole and in order', () =>
+    withDestination('bounded', { flushMs: 10, bufferBytes: 32 * 1024 }, async (logs, pipe) => {
       const count = 2_000;
       // All in one turn of the loop: no write can finish meanwhile, so the bound is met.
       for (let n = 0; n < count; n++) logs.stream.write(line(n));
@@ -111,17 +122,10 @@ describe('the log destination', () => {
       logs.stream.write(line(count));
       expect(numbersOf(await readUntil(pipe.readFd, (text) => text.length > 0))).toEqual([count]);
       expect(logs.droppedLines()).toBe(dropped);
-    } finally {
-      await logs.close();
-      closeSync(pipe.readFd);
-      closeSync(pipe.writeFd);
-    }
-  });
+    }));
 
-  it('writes what it holds as it closes, whole lines in order, a write under way included', async () => {
-    const pipe = namedPipe('close-open');
-    const logs = createLogDestination({ fd: pipe.writeFd, flushMs: 3_600_000 });
-    try {
+  it('writes what it holds as it closes, whole lines in order, a write under way included', () =>
+    withDestination('close-open', { flushMs: 3_600_000 }, async (logs, pipe) => {
       // More than the pipe takes at once (about 100 KB): the write under way is partial, the rest
       // waits for room, which the reader makes within one of sonic-boom's 100 ms waits.
       const count = 800;
@@ -130,65 +134,50 @@ describe('the log destination', () => {
       expect(text.endsWith('\n')).toBe(true);
       expect(numbersOf(text)).toEqual(Array.from({ length: count }, (_, n) => n));
       expect(logs.droppedLines()).toBe(0);
-    } finally {
-      closeSync(pipe.readFd);
-      closeSync(pipe.writeFd);
-    }
-  });
+    }));
 
-  it('closes on a pipe that stays full, after at most its final wait, and never waits again', { timeout: 60_000 }, async () => {
-    const pipe = namedPipe('close-full');
-    // The reader never reads: the pipe is filled first, to its capacity.
-    const filler = Buffer.alloc(4096, 'f');
-    let filled = 0;
-    for (;;) {
-      try {
-        filled += writeSync(pipe.writeFd, filler);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') break;
-        throw error;
+  it('closes on a pipe that stays full, after at most its final wait, and never waits again', { timeout: 60_000 }, () =>
+    withDestination('close-full', { flushMs: 3_600_000 }, async (logs, pipe) => {
+      // The reader never reads: the pipe is filled first, to its capacity.
+      const filler = Buffer.alloc(4096, 'f');
+      let filled = 0;
+      for (;;) {
+        try {
+          filled += writeSync(pipe.writeFd, filler);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'EAGAIN') break;
+          throw error;
+        }
       }
-    }
-    const logs = createLogDestination({ fd: pipe.writeFd, flushMs: 3_600_000 });
-    logs.stream.write(line(0));
-    await logs.close();
-    // Closed, it no longer waits for room: its next write to the full pipe ends its logging.
-    for (let n = 1; logs.droppedLines() === 0; n++) {
-      if (n > 1_000) throw new Error('the closed destination went on waiting for room');
-      logs.stream.write(line(n));
-      await sleep(20);
-    }
-    expect(readNow(pipe.readFd)).toBe('f'.repeat(filled));
-    closeSync(pipe.readFd);
-    closeSync(pipe.writeFd);
-  });
+      logs.stream.write(line(0));
+      await logs.close();
+      // Closed, it no longer waits for room: its next write to the full pipe ends its logging.
+      for (let n = 1; logs.droppedLines() === 0; n++) {
+        if (n > 1_000) throw new Error('the closed destination went on waiting for room');
+        logs.stream.write(line(n));
+        await sleep(20);
+      }
+      expect(readNow(pipe.readFd)).toBe('f'.repeat(filled));
+    }),
+  );
 
-  it('adds one exit listener for all its destinations, however many are made', async () => {
-    const pipe = namedPipe('listeners');
-    createLogDestination({ fd: pipe.writeFd }).close();
-    const before = process.listenerCount('exit');
-    const made = Array.from({ length: 12 }, () => createLogDestination({ fd: pipe.writeFd }));
-    expect(process.listenerCount('exit')).toBe(before);
-    await Promise.all(made.map((logs) => logs.close()));
-    closeSync(pipe.readFd);
-    closeSync(pipe.writeFd);
-  });
+  it('adds one exit listener for all its destinations, however many are made', () =>
+    withDestination('listeners', {}, async (_, pipe) => {
+      const before = process.listenerCount('exit');
+      const made = Array.from({ length: 12 }, () => createLogDestination({ fd: pipe.writeFd }));
+      expect(process.listenerCount('exit')).toBe(before);
+      await Promise.all(made.map((logs) => logs.close()));
+    }));
 
-  it('stops writing, without a throw, once the reader has closed the pipe: what follows is counted as dropped', async () => {
-    const pipe = namedPipe('broken');
-    const logs = createLogDestination({ fd: pipe.writeFd, flushMs: 5 });
-    try {
-      closeSync(pipe.readFd);
+  it('stops writing, without a throw, once the reader has closed the pipe: what follows is counted as dropped', () =>
+    withDestination('broken', { flushMs: 5 }, async (logs, pipe) => {
+      pipe.closeReader();
       for (let n = 0; logs.droppedLines() === 0; n++) {
         if (n > 6_000) throw new Error('no line was ever counted as dropped');
         logs.stream.write(line(n));
         await sleep(5);
       }
-    } finally {
-      await logs.close();
-      closeSync(pipe.writeFd);
-    }
-  });
+    }));
 });
 
 describe('a server whose stdout is not read', () => {
@@ -231,7 +220,7 @@ describe('a server whose stdout is not read', () => {
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
-      closeSync(pipe.readFd);
+      pipe.closeReader();
     }
   });
 });
