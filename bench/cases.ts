@@ -2,12 +2,9 @@ import { IsolateProgram } from '../runtime/isolate-program.ts';
 import { DEFAULT_LIMITS } from '../runtime/limits.ts';
 import { runProgram, type HostTool } from '../runtime/run-program.ts';
 import { sharedWarmIsolates } from '../runtime/warm-isolates.ts';
-import { Tool } from '../schemas/tools.ts';
-import { readToolSet } from '../server/engine/conversation/tool-set.ts';
-import { SEED_TOOLS } from '../test/fixtures/seed-tools.ts';
 import { bareIsolateAndContext, bareRunProgram } from './bare-isolated-vm.ts';
 import { startSeedServer } from './http-seed-loop.ts';
-import { assertSeedResult, SEED_IMPLEMENTATIONS, SEED_PROGRAM } from './seed.ts';
+import { assertSeedResult, SEED_IMPLEMENTATIONS, SEED_PROGRAM, SEED_PROGRAM_TOOLS } from './seed.ts';
 import { runBare, runInProcess, startWorkerRunner, WORKLOADS, type Workload } from './workloads.ts';
 
 /** What a case needs while it is measured; built before warm-up so set-up cost is not timed. */
@@ -33,16 +30,9 @@ const HOST_TOOLS: Record<string, HostTool> = Object.fromEntries(
   Object.entries(SEED_IMPLEMENTATIONS).map(([name, implementation]) => [name, { json: true, run: (args: unknown) => implementation(args as { sku: string }) }]),
 );
 
-/**
- * The seed tools as the server hands them to the runtime (its own reading of a request's tools):
- * each with its strict `parameters` (checked in the program's context, then again in the
- * checker's) and its `output_schema`.
- */
-const STRICT_SEED_TOOLS = readToolSet(SEED_TOOLS.map((tool) => Tool.parse(tool))).programTools;
-
-/** The seed program with STRICT_SEED_TOOLS, driven as runProgram drives a program (isolates made ahead, shared). */
+/** The seed program with the seed's strict tools (SEED_PROGRAM_TOOLS), driven as runProgram drives a program (isolates made ahead, shared). */
 async function runStrictSeed(): Promise<string> {
-  const program = new IsolateProgram({ code: SEED_PROGRAM, tools: STRICT_SEED_TOOLS, seed: 1, clock: 0, limits: DEFAULT_LIMITS }, sharedWarmIsolates());
+  const program = new IsolateProgram({ code: SEED_PROGRAM, tools: SEED_PROGRAM_TOOLS, seed: 1, clock: 0, limits: DEFAULT_LIMITS }, sharedWarmIsolates());
   try {
     let event = await program.start();
     while (event.type === 'paused') {

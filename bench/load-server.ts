@@ -70,12 +70,13 @@ export function getJson(origin: string, path: string, timeoutMs = 5_000): Promis
  * loopback port; resolves once GET /health answers 200. Its output goes to a file, as a
  * deployment's log does, read when asked for: through a pipe, a load run writing a line per
  * request would wait on this process (busy being the load) to read them, and measure that.
+ * `script` is what it runs instead of the CLI's `serve` (bench:floor's bare server).
  */
-export async function spawnBenchServer(env: Record<string, string>): Promise<BenchServer> {
+export async function spawnBenchServer(env: Record<string, string>, script: readonly string[] = ['cli/main.ts', 'serve']): Promise<BenchServer> {
   const port = await freePort();
   const logPath = join(mkdtempSync(join(tmpdir(), 'ptc-bench-server-')), 'output.log');
   const logFd = openSync(logPath, 'w');
-  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'cli/main.ts', 'serve'], {
+  const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', ...script], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env, PORT: String(port) },
     stdio: ['ignore', logFd, logFd],
@@ -225,4 +226,10 @@ export async function metrics(origin: string): Promise<Map<string, number>> {
     values.set(line.slice(0, space), Number(line.slice(space + 1)));
   }
   return values;
+}
+
+/** CPU seconds a server process and its workers (together) have used so far; NaN for one gone. */
+export function cpuSecondsOf(serverPid: number, workerPids: readonly number[]): { server: number; workers: number } {
+  const server = cpuSeconds(serverPid) ?? Number.NaN;
+  return { server, workers: workerPids.reduce((sum, pid) => sum + (cpuSeconds(pid) ?? Number.NaN), 0) };
 }

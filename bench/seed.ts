@@ -1,5 +1,8 @@
 import { fileURLToPath } from 'node:url';
+import { Tool } from '../schemas/tools.ts';
+import { readToolSet } from '../server/engine/conversation/tool-set.ts';
 import { loadScenarioFile } from '../server/engine/stand-ins/scenario-model.ts';
+import { SEED_TOOLS } from '../test/fixtures/seed-tools.ts';
 
 /**
  * The seed scenario every case runs: the program comes from the same fixture the server and the
@@ -15,6 +18,13 @@ export const SEED_PROGRAM: string = (() => {
   if (program === undefined) throw new Error(`${SEED_SCENARIO_PATH}: the first rule has no program`);
   return program;
 })();
+
+/**
+ * The seed tools as the server hands them to the runtime (its own reading of a request's tools):
+ * each with its strict `parameters` (checked in the program's context, then again in the
+ * checker's) and its `output_schema`.
+ */
+export const SEED_PROGRAM_TOOLS = readToolSet(SEED_TOOLS.map((tool) => Tool.parse(tool))).programTools;
 
 /** What `text()` must have produced once both tool outputs reach the program. */
 export const SEED_EXPECTED_RESULT = '{"sku":"sku_123","available_units":42,"requested_units":31,"shortage_units":0}';

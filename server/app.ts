@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import type { z } from 'zod';
 import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { ProgramRuntime, resolveLimits, WorkerPool, type ProgramEngine, type ProgramLimits } from '../runtime/index.ts';
+import { resolveLimits, type ProgramLimits } from '../runtime/index.ts';
 import { ArrivingBodies } from './api/http/arriving-bodies.ts';
 import { holdContinues } from './api/http/expect-continue.ts';
 import { newRequestId } from './api/http/request-timeout.ts';
@@ -17,6 +17,7 @@ import { INSPECTOR_PATHS, registerInspectorRoutes } from './api/inspector/routes
 import { registerJournalEventRoutes } from './api/inspector/journal-events.ts';
 import { TurnGate } from './engine/turn-gate.ts';
 import { createLogDestination } from './platform/log-destination.ts';
+import { createProgramEngine } from './platform/program-engine.ts';
 import { loadSealingKeys } from './platform/sealing-keys.ts';
 import { ConfigError, dataDirOf, keepsKeyFile, loadConfig, type ServerConfig } from './platform/config.ts';
 import { modelBackend } from './engine/stand-ins/backend/backend-model.ts';
@@ -104,36 +105,16 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
     typeof options.store === 'object'
       ? options.store
       : createResponseStore({ kind: config.store, dataDir: dataDirOf(config), redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
-  const runtimeOptions = {
-    pausedTtlMs: config.pausedTtlMs,
-    maxPausedPrograms: config.maxPausedPrograms,
-    maxPausedHeapBytes: config.maxPausedHeapBytes,
-    warmIsolates: config.warmIsolates,
-    spinWaitMs: config.spinWaitMs,
-    // Isolates are made ahead for the memory limit programs run with here.
-    warmMemoryMb: limits.memoryMb,
-  };
   // What the pool reports as it starts (a worker that died, one not pinned) comes before the
   // app's logger exists: kept, and written once it does.
   const early: ((log: FastifyBaseLogger) => void)[] = [];
   let logPool = (write: (log: FastifyBaseLogger) => void): void => {
     early.push(write);
   };
-  const runtime: ProgramEngine =
-    config.workers > 0
-      ? new WorkerPool({
-          size: config.workers,
-          runtime: runtimeOptions,
-          heartbeatMs: config.workerHeartbeatMs,
-          heartbeatTimeoutMs: config.workerHeartbeatTimeoutMs,
-          maxRssBytes: config.workerMaxRssBytes,
-          maxIdleCpuShare: config.workerMaxIdleCpuShare,
-          pinCpus: config.workerCpuPinning,
-          onPinFailed: (pid, detail) => logPool((log) => log.warn({ worker: pid }, `workers are not pinned to CPUs (PTC_WORKER_CPU_PINNING): ${detail}`)),
-          onWorkerDeath: (pid, reason, detail) => logPool((log) => log.warn({ worker: pid, reason }, `worker replaced: ${detail}`)),
-        })
-      : new ProgramRuntime(runtimeOptions);
-  if (runtime instanceof WorkerPool) await runtime.ready();
+  const runtime = await createProgramEngine(config, {
+    onPinFailed: (pid, detail) => logPool((log) => log.warn({ worker: pid }, `workers are not pinned to CPUs (PTC_WORKER_CPU_PINNING): ${detail}`)),
+    onWorkerDeath: (pid, reason, detail) => logPool((log) => log.warn({ worker: pid, reason }, `worker replaced: ${detail}`)),
+  });
   const sealingKeys = loadSealingKeys({
     secret: config.fingerprintKey,
     oldSecrets: config.fingerprintOldKeys,
