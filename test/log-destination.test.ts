@@ -10,8 +10,6 @@ import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
 import { createLogDestination, type LogDestination, type LogDestinationOptions } from '../server/platform/log-destination.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-/** A Python with `pty` (any does): .ci/run's venv. */
-const PYTHON = process.env['PTC_TEST_PYTHON'];
 const scratch = mkdtempSync(join(tmpdir(), 'ptc-log-destination-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -225,47 +223,4 @@ describe('a server whose stdout is not read', () => {
       pipe.closeReader();
     }
   });
-
-  // A terminal Node makes blocking: its write waited in libuv's thread pool for a reader that never
-  // came, and the process, which waits for that pool as it exits, never ended.
-  it.skipIf(PYTHON === undefined)(
-    'exits on SIGTERM while its stdout is a terminal nobody reads (PTC_TEST_PYTHON, for a pty)',
-    { timeout: 180_000 },
-    async () => {
-      const server = [process.execPath, '--no-node-snapshot', '--import', 'tsx', 'cli/main.ts', 'serve'];
-      const helper = spawn(PYTHON!, [join(ROOT, 'test/fixtures/pty-run.py'), 'API at http://127\\.0\\.0\\.1:\\d+', '60', ...server], {
-        cwd: ROOT,
-        env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', PTC_STORE: 'memory', PTC_WORKERS: '0' },
-        stdio: ['pipe', 'pipe', 'inherit'],
-      });
-      let said = '';
-      helper.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString('utf8')));
-      const exited = once(helper, 'exit');
-      try {
-        for (const startedAt = Date.now(); !/API at|no match/.test(said); await sleep(20)) {
-          if (Date.now() - startedAt > 90_000) throw new Error(`no start line: ${said}`);
-        }
-        const origin = /API at (http:\/\/127\.0\.0\.1:\d+)/.exec(said)?.[1];
-        expect(origin, said).toBeDefined();
-        // Each request logs two lines of about 250 bytes: far more than the terminal holds unread.
-        let next = 0;
-        await Promise.all(
-          Array.from({ length: 8 }, async () => {
-            for (; next < 2_000; next += 1) {
-              const response = await fetch(`${origin}/v1/models`, { signal: AbortSignal.timeout(60_000) });
-              await response.arrayBuffer();
-              expect(response.status).toBe(200);
-            }
-          }),
-        );
-        helper.stdin!.end('TERM\n');
-        await exited;
-        expect(said.trim().split('\n').at(-1)).toBe('exit 0');
-      } finally {
-        helper.stdin!.destroy();
-        if (helper.exitCode === null && helper.signalCode === null) helper.kill('SIGKILL');
-        await exited;
-      }
-    },
-  );
 });

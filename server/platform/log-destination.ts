@@ -1,4 +1,3 @@
-import { constants, fstatSync, openSync } from 'node:fs';
 import sonicBoom from 'sonic-boom';
 import { FIXED_LIMITS } from '../../schemas/fixed-limits.ts';
 
@@ -8,8 +7,9 @@ import { FIXED_LIMITS } from '../../schemas/fixed-limits.ts';
  * write of each line (handed to libuv's thread pool, which it wakes) took a tenth of a busy
  * server's CPU (README, "Logs in batches"). It also held every line while stdout was not read,
  * without bound, and as the process exited it waited for that reader: a server whose log reader
- * stopped grew without end and never exited on SIGTERM. A terminal or a pipe is written through
- * a descriptor of its own that never blocks (stdoutTwin).
+ * stopped grew without end and never exited on SIGTERM. A descriptor that blocks (a terminal
+ * paused, a pipe Node left blocking) still holds a write in libuv's thread pool while it blocks,
+ * and with it the process's exit, which waits for that pool's threads.
  */
 export interface LogDestination {
   /** pino's destination: one line per write. */
@@ -26,7 +26,7 @@ export interface LogDestination {
 }
 
 export interface LogDestinationOptions {
-  /** The file descriptor written to, as it is (blocking or not): stdout, through stdoutTwin, unless given. */
+  /** The file descriptor written to: stdout unless given. */
   readonly fd?: number;
   readonly batchBytes?: number;
   readonly bufferBytes?: number;
@@ -57,33 +57,6 @@ type Boom = InstanceType<typeof SonicBoom>;
  */
 const writeUnderWay = (boom: Boom): boolean => (boom as unknown as { _writing: boolean })._writing;
 
-/** stdoutTwin's descriptor, opened once per process and kept for its life, as stdout is. */
-let twin: number | undefined;
-
-/**
- * A descriptor of our own onto what stdout writes to, which never blocks, where stdout is a
- * terminal or a pipe; stdout itself otherwise (a file), or where it cannot be had. Node makes a
- * terminal's stdout blocking, and leaves a shell's pipe blocking until something touches
- * `process.stdout`: a write to one whose reader stopped (a terminal paused with Ctrl-S or never
- * read, `| less` scrolled back) held one of libuv's threads, and since a process waits for those
- * as it exits, SIGTERM never ended the server. Opened anew through /proc (Linux), it is a file
- * description of its own, so its O_NONBLOCK changes nothing for the shell or anything else
- * writing to stdout; with O_NOCTTY, so that a server without a controlling terminal does not take
- * this one. A full terminal or pipe is then waited for beside the loop, as any other (retryEAGAIN
- * below). A descriptor given in the options is the caller's, used as it is.
- */
-function stdoutTwin(): number {
-  if (twin !== undefined) return twin;
-  twin = 1;
-  try {
-    const stat = fstatSync(1);
-    if (stat.isCharacterDevice() || stat.isFIFO()) twin = openSync('/proc/self/fd/1', constants.O_WRONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch {
-    // Not Linux, a socket (which /proc cannot open), a pipe whose reader is gone: stdout as it is.
-  }
-  return twin;
-}
-
 /** The destinations not closed: at process exit, each writes what it holds (one listener for all). */
 const open = new Set<() => void>();
 let listening = false;
@@ -95,7 +68,7 @@ export function createLogDestination(options: LogDestinationOptions = {}): LogDe
   let finalAttempts: number | undefined;
   let state: 'open' | 'closing' | 'closed' = 'open';
   const boom = new SonicBoom({
-    fd: options.fd ?? stdoutTwin(),
+    fd: options.fd ?? 1,
     sync: false,
     minLength: options.batchBytes ?? FIXED_LIMITS.logBatchBytes.value,
     maxLength: bufferBytes,
