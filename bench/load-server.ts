@@ -30,7 +30,7 @@ export interface BenchServer {
 }
 
 /** A free loopback port: asked of the kernel, then released for the server to take. */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const probe = createServer();
   probe.listen(0, '127.0.0.1');
   await once(probe, 'listening');

@@ -143,8 +143,11 @@ export async function serve(args: readonly string[]): Promise<void> {
   } finally {
     app.log.level = level;
   }
+  // A reader of stdout that went away (EPIPE) silences the start line as it does the log lines
+  // (server/platform/log-destination.ts): it never stops the server.
+  process.stdout.on('error', () => {});
   // What was logged as it started (a worker not pinned) comes before the start line.
-  app.flushLogs();
+  await app.flushLogs();
   process.stdout.write(`${startLine(config, origin, scenarios)}\n`);
   // Serving goes on (the store may come back: Redis is reconnected to), but not in silence.
   const health = await app.inject({ method: 'GET', url: '/health' });

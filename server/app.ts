@@ -55,8 +55,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Stops taking new requests (503 shutting_down) while the running ones finish; then call close(). */
     drain(): void;
-    /** Writes the log lines held for a batch now (the CLI, before its start line): the server's own destination only. */
-    flushLogs(): void;
+    /** Writes the log lines held for a batch now (the CLI, before its start line), resolving once written (at most a second): the server's own destination only. */
+    flushLogs(): Promise<void>;
     /** Explore mode's controls (`ptc-emulator explore`): the seed of requests that set none, and what was explored. */
     explorer: { setSeed(seed: number): void; conversations(): ExploredConversation[] };
   }
@@ -317,7 +317,7 @@ export async function buildServer(options: BuildServerOptions = {}): Promise<Fas
   registerWebhookRoutes(app, { records: store.records, sender: webhooks, allowedUrls: config.webhooks.allowedUrls });
   registerJournalRoutes(app, journal);
   registerExploreRoutes(app, exploreLedger);
-  app.decorate('flushLogs', () => logs?.flush());
+  app.decorate('flushLogs', async () => logs?.flush());
   app.decorate('explorer', {
     setSeed: (seed: number) => {
       explorer.seed = seed;

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../bench/load-server.ts';
 import { FIXED_LIMITS } from '../schemas/fixed-limits.ts';
 import { createLogDestination, type LogDestination, type LogDestinationOptions } from '../server/platform/log-destination.ts';
 
@@ -178,6 +179,55 @@ describe('the log destination', () => {
         await sleep(5);
       }
     }));
+});
+
+describe('a log reader gone (EPIPE)', () => {
+  // sonic-boom's own synchronous flush tries any failed write again every 100 ms, without end.
+  it('ends the flush and the write at exit: the process exits with its own code', { timeout: 60_000 }, async () => {
+    const fifo = join(scratch, 'reader-gone');
+    execFileSync('mkfifo', [fifo]);
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/log-reader-gone.ts', fifo], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const exited = once(child, 'exit');
+    try {
+      const [code] = await Promise.race([exited, sleep(30_000).then(() => ['still running 30 s on'])]);
+      expect(code, stderr).toBe(3);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    }
+  });
+
+  it("leaves a server whose stdout's reader is gone from the start serving, and it exits on SIGTERM", { timeout: 120_000 }, async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--no-node-snapshot', '--import', 'tsx', 'cli/main.ts', 'serve'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', PTC_STORE: 'memory', PTC_WORKERS: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    // The reader goes before the server has written anything: its start line meets EPIPE.
+    child.stdout!.destroy();
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const exited = once(child, 'exit');
+    try {
+      let status = 0;
+      for (const startedAt = Date.now(); status !== 200; await sleep(100)) {
+        if (child.exitCode !== null || Date.now() - startedAt > 60_000) throw new Error(`the server never answered (exit ${child.exitCode}): ${stderr}`);
+        status = await fetch(`http://127.0.0.1:${port}/v1/models`, { signal: AbortSignal.timeout(2_000) }).then(
+          (response) => response.status,
+          () => 0,
+        );
+      }
+      child.kill('SIGTERM');
+      const [code] = await Promise.race([exited, sleep(30_000).then(() => ['still running 30 s after SIGTERM'])]);
+      expect(code, stderr).toBe(0);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    }
+  });
 });
 
 describe('a server whose stdout is not read', () => {

@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import sonicBoom from 'sonic-boom';
 import { FIXED_LIMITS } from '../../schemas/fixed-limits.ts';
 
@@ -14,8 +15,11 @@ import { FIXED_LIMITS } from '../../schemas/fixed-limits.ts';
 export interface LogDestination {
   /** pino's destination: one line per write. */
   readonly stream: { write(line: string): void };
-  /** Writes the lines held now, before this returns, unless a write is under way or the pipe is full (they then follow it). */
-  flush(): void;
+  /**
+   * Writes the lines held now, beside the loop; resolves once they are written, the pipe broke, or
+   * after at most FINAL_WRITE_MS (the rest then follows as the pipe takes it).
+   */
+  flush(): Promise<void>;
   /** Lines dropped so far: past logBufferBytes (their reader slower than the server logs), or once stdout broke. */
   droppedLines(): number;
   /**
@@ -40,22 +44,44 @@ const MAX_WRITE_BYTES = 65_536;
 const FINAL_WRITE_MS = 1_000;
 
 /**
- * How often a synchronous write at process exit tries a full pipe again: sonic-boom waits
- * 100 ms before each, so about a second in all. (Beside the loop, it tries again for as long as
- * the pipe stays full while the destination is open: the lines held meanwhile are bounded.)
+ * How often the synchronous write at process exit tries a full pipe again, FULL_PIPE_WAIT_MS
+ * apart: about a second in all. (Beside the loop, sonic-boom tries again for as long as the pipe
+ * stays full while the destination is open: the lines held meanwhile are bounded.)
  */
 const FINAL_WRITE_ATTEMPTS = 10;
+const FULL_PIPE_WAIT_MS = 100;
 
 // A CommonJS module whose class is its `module.exports`, also named there as `SonicBoom`.
 const { SonicBoom } = sonicBoom;
 type Boom = InstanceType<typeof SonicBoom>;
 
 /**
- * Whether sonic-boom has a write under way, which it keeps in `_writing` (4.2.1, pinned; it has
- * no public way to tell). Its flushSync skips the buffer of a write under way: called then, it
- * would write later lines first, and cut a line a partial write left unfinished.
+ * What sonic-boom (4.2.1, pinned; text mode) keeps of the lines not written yet, which it has no
+ * public way to hand over: whether a write is under way (or waits to try a full pipe again), the
+ * rest of its last write when none is, and the lines gathered since. The synchronous write at
+ * exit is ours (writeHeldAtExit), since sonic-boom's own flushSync, on any error but a full pipe
+ * (EPIPE from a reader gone, EIO), waits 100 ms and tries again, without end: a server whose log
+ * reader had gone never exited.
  */
-const writeUnderWay = (boom: Boom): boolean => (boom as unknown as { _writing: boolean })._writing;
+interface BoomHeld {
+  _writing: boolean;
+  _writingBuf: string;
+  _bufs: string[];
+  _len: number;
+}
+const heldBy = (boom: Boom): BoomHeld => boom as unknown as BoomHeld;
+
+/** Blocks this thread for `ms` (the process is exiting: nothing else is left to run). */
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/** The lines in what was left unwritten (a last, cut one counts). */
+function linesIn(text: Buffer): number {
+  let lines = 0;
+  for (let at = text.indexOf(10); at >= 0; at = text.indexOf(10, at + 1)) lines += 1;
+  return text.length > 0 && text[text.length - 1] !== 10 ? lines + 1 : lines;
+}
 
 /** The destinations not closed: at process exit, each writes what it holds (one listener for all). */
 const open = new Set<() => void>();
@@ -64,11 +90,10 @@ let listening = false;
 export function createLogDestination(options: LogDestinationOptions = {}): LogDestination {
   const flushMs = options.flushMs ?? FIXED_LIMITS.logFlushMs.value;
   const bufferBytes = options.bufferBytes ?? FIXED_LIMITS.logBufferBytes.value;
-  /** Set while the lines held are written synchronously at exit: how many more waits on a full pipe are left. */
-  let finalAttempts: number | undefined;
+  const fd = options.fd ?? 1;
   let state: 'open' | 'closing' | 'closed' = 'open';
   const boom = new SonicBoom({
-    fd: options.fd ?? 1,
+    fd,
     sync: false,
     minLength: options.batchBytes ?? FIXED_LIMITS.logBatchBytes.value,
     maxLength: bufferBytes,
@@ -77,9 +102,8 @@ export function createLogDestination(options: LogDestinationOptions = {}): LogDe
     // flooded with requests outran a reader that kept up (`cat`) and dropped lines; far larger,
     // sonic-boom's count of the bytes gathered for the next write, made at every line, grows with it.
     maxWrite: MAX_WRITE_BYTES,
-    // A full pipe is waited for beside the loop until the destination is closed; synchronously
-    // at exit, a bounded number of times.
-    retryEAGAIN: () => (finalAttempts === undefined ? state !== 'closed' : finalAttempts-- > 0),
+    // A full pipe is waited for beside the loop until the destination is closed.
+    retryEAGAIN: () => state !== 'closed',
   });
   let dropped = 0;
   /** Bytes handed to the stream and not yet written. */
@@ -116,24 +140,37 @@ export function createLogDestination(options: LogDestinationOptions = {}): LogDe
   // A write ended with fewer than a batch of lines come meanwhile: they wait flushMs, no longer.
   boom.on('drain', armFlush);
 
-  /** Writes what is held before returning, waiting on a full pipe at most `attempts` times; nothing while a write is under way. */
-  const writeHeldNow = (attempts: number): void => {
-    if (broken || held <= 0 || writeUnderWay(boom)) return;
-    finalAttempts = attempts;
-    try {
-      boom.flushSync();
-      held = 0;
-    } catch {
-      // Still full after the last attempt: what is left stays held (at exit, it is lost). A
-      // buffer it had begun is held whole, so its start is written twice if the pipe takes it
-      // later: only the start line's flush (the CLI's) can see that, its pipe full at start.
-    } finally {
-      finalAttempts = undefined;
+  /**
+   * Writes what is held before returning, as the process exits: waiting on a full pipe
+   * FINAL_WRITE_ATTEMPTS times at most, and stopping at any other error. Nothing while a write is
+   * under way: its buffer is sonic-boom's until it ends, and writing later lines first would cut
+   * the line it left unfinished.
+   */
+  const writeHeldAtExit = (): void => {
+    const inner = heldBy(boom);
+    if (broken || held <= 0 || inner._writing) return;
+    let rest = Buffer.from(inner._writingBuf + inner._bufs.join(''), 'utf8');
+    inner._writingBuf = '';
+    inner._bufs = [];
+    inner._len = 0;
+    held = 0;
+    for (let waits = FINAL_WRITE_ATTEMPTS; rest.length > 0; ) {
+      try {
+        rest = rest.subarray(writeSync(fd, rest));
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if ((code === 'EAGAIN' || code === 'EBUSY') && waits-- > 0) {
+          sleepSync(FULL_PIPE_WAIT_MS);
+          continue;
+        }
+        dropped += linesIn(rest);
+        broken = true;
+        return;
+      }
     }
   };
 
-  const atExit = (): void => writeHeldNow(FINAL_WRITE_ATTEMPTS);
-  open.add(atExit);
+  open.add(writeHeldAtExit);
   if (!listening) {
     listening = true;
     process.on('exit', () => {
@@ -141,7 +178,7 @@ export function createLogDestination(options: LogDestinationOptions = {}): LogDe
     });
   }
 
-  /** Resolves once nothing is held, or after FINAL_WRITE_MS. */
+  /** Resolves once nothing is held or the pipe broke, or after FINAL_WRITE_MS. */
   const written = (): Promise<void> =>
     new Promise((resolve) => {
       const deadline = setTimeout(resolve, FINAL_WRITE_MS);
@@ -170,14 +207,14 @@ export function createLogDestination(options: LogDestinationOptions = {}): LogDe
         else boom.flush();
       },
     },
-    flush: () => writeHeldNow(0),
+    flush: written,
     droppedLines: () => dropped,
     async close(): Promise<void> {
       if (state !== 'open') return;
       state = 'closing';
       clearTimeout(timer);
       timer = undefined;
-      open.delete(atExit);
+      open.delete(writeHeldAtExit);
       await written();
       state = 'closed';
     },
