@@ -2,7 +2,8 @@
 // a seed conversation. It answers the two requests of the seed conversation (load-client.ts) with
 // the same output items as the emulator, its programs run by the same engine, made from the same
 // settings (createProgramEngine: the workers, their pinning, the limits, the isolates made ahead),
-// with the seed's tools read as the server reads them. Everything else the emulator does per
+// in the same time zone, with the seed's tools read as the server reads them. It always runs the
+// seed's program, and trusts the `program` item sent back. Everything else the emulator does per
 // request is left out: no validation of the body beyond Fastify's JSON parse, no sealed
 // fingerprint or call ids, no store, no journal, no usage, no log lines, no turn gate. So a
 // figure it reaches is one no change to the server's own code can pass; the gap between the two
@@ -16,6 +17,8 @@ import { loadConfig } from '../server/platform/config.ts';
 import { createProgramEngine } from '../server/platform/program-engine.ts';
 import { SEED_PROGRAM, SEED_PROGRAM_TOOLS } from './seed.ts';
 
+// As the CLI's serve: isolates made after this see UTC.
+process.env['TZ'] = 'UTC';
 const config = loadConfig(process.env);
 const engine = await createProgramEngine(config, {
   onPinFailed: (pid, detail) => process.stderr.write(`worker ${pid} not pinned: ${detail}\n`),

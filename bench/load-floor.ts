@@ -5,7 +5,8 @@
 // both). Per run: conversations a second, latency, and the CPU a conversation took in the server,
 // in its workers and in this load client, from /proc. What the floor reaches, no change to the
 // server's own code can pass; the difference is what that code costs. It reports; it fails only on
-// a wrong answer, as bench:load does.
+// a wrong answer (any status but 200 or 429, a transport error, a 200 of the wrong shape) or an
+// error line in a server's log.
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeEnvironment } from './environment.ts';
@@ -33,8 +34,8 @@ const SERVER_ENV: Record<string, string> = {
 };
 
 const TARGETS = [
-  { name: 'emulator', script: ['cli/main.ts', 'serve'] },
-  { name: 'floor', script: ['bench/floor-server.ts'] },
+  { name: 'server', script: ['cli/main.ts', 'serve'] },
+  { name: 'bare server', script: ['bench/floor-server.ts'] },
 ] as const;
 
 interface Run {
@@ -103,6 +104,7 @@ function row(run: Run): string[] {
     perConversation(cpu.workers, run),
     perConversation(cpu.client, run),
     perConversation(cpu.server + cpu.workers + cpu.client, run),
+    String(tally.busy),
     String(tally.otherTotal),
   ];
 }
@@ -117,9 +119,10 @@ async function main(): Promise<void> {
   console.log(
     `\nThe seed conversation at ${CLIENTS} clients, ${SECONDS} s a run after ${WARMUP_SECONDS} s of warm-up, each target started afresh for each run;`,
   );
-  console.log(`  both with PTC_WORKERS=${WORKERS} and the same settings. emulator = the CLI's server; floor = bench/floor-server.ts, the same`);
+  console.log(`  both with PTC_WORKERS=${WORKERS} and the same settings. server = the CLI's; bare server = bench/floor-server.ts, the same`);
   console.log('  engine under a server that only answers (no validation, seals, store, journal, usage, logs or turn gate).');
-  console.log('  CPU ms a conversation, from /proc: the server process (all its threads), its workers (all theirs), this load client.\n');
+  console.log('  CPU ms a conversation, from /proc: the server process (all its threads), its workers (all theirs), this load client.');
+  console.log('  429 = answered busy (the turn gate) and sent again; other = any status but 200 and 429, transport errors, 200s of the wrong shape.\n');
   console.log(
     formatTable(
       [
@@ -132,14 +135,15 @@ async function main(): Promise<void> {
         { header: 'workers CPU ms', align: 'right' },
         { header: 'client CPU ms', align: 'right' },
         { header: 'all CPU ms', align: 'right' },
-        { header: 'wrong', align: 'right' },
+        { header: '429', align: 'right' },
+        { header: 'other', align: 'right' },
       ],
       runs.map(row),
     ),
   );
   for (let round = 1; round <= ROUNDS; round++) {
-    const [emulator, floor] = TARGETS.map((target) => runs.find((run) => run.round === round && run.target === target.name)!);
-    console.log(`  round ${round}: emulator ÷ floor, conversations a second: ${(emulator!.tally.conversations / floor!.tally.conversations).toFixed(2)}`);
+    const [server, bare] = TARGETS.map((target) => runs.find((run) => run.round === round && run.target === target.name)!);
+    console.log(`  round ${round}: server ÷ bare server, conversations a second: ${(server!.tally.conversations / bare!.tally.conversations).toFixed(2)}`);
   }
   const wrong = runs.filter((run) => run.tally.otherTotal > 0);
   for (const run of wrong)

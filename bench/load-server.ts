@@ -29,6 +29,27 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
+/** Servers spawned and not stopped: told to stop too when this process is (see stopServersOnSignal). */
+const running = new Set<ChildProcess>();
+let listeningForSignals = false;
+
+/**
+ * A bench told to end (SIGTERM from `timeout` or a CI cancel, SIGINT, SIGHUP) first sends SIGTERM
+ * to the servers it started, which take their workers with them: otherwise they outlive it.
+ * Ctrl-C reaches them by itself, through the terminal's process group; a signal to the bench alone
+ * does not.
+ */
+function stopServersOnSignal(): void {
+  if (listeningForSignals) return;
+  listeningForSignals = true;
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      for (const child of running) child.kill('SIGTERM');
+      process.exit(128 + (signal === 'SIGHUP' ? 1 : signal === 'SIGINT' ? 2 : 15));
+    });
+  }
+}
+
 /** A free loopback port: asked of the kernel, then released for the server to take. */
 export async function freePort(): Promise<number> {
   const probe = createServer();
@@ -82,6 +103,8 @@ export async function spawnBenchServer(env: Record<string, string>, script: read
     stdio: ['ignore', logFd, logFd],
   });
   closeSync(logFd);
+  running.add(child);
+  stopServersOnSignal();
   let tail = '';
   let partial = '';
   let readTo = 0;
@@ -121,6 +144,7 @@ export async function spawnBenchServer(env: Record<string, string>, script: read
     }
   };
   const exited = once(child, 'exit');
+  void exited.then(() => running.delete(child));
   let exitedEarly = false;
   void exited.then(() => {
     exitedEarly = true;
