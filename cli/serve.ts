@@ -143,9 +143,14 @@ export async function serve(args: readonly string[]): Promise<void> {
   } finally {
     app.log.level = level;
   }
-  // A reader of stdout that went away (EPIPE) silences the start line as it does the log lines
-  // (server/platform/log-destination.ts): it never stops the server.
+  // A stdout or stderr that fails (a reader gone: EPIPE; a full disk) silences what goes there, as
+  // it does the log lines (server/platform/log-destination.ts): it never stops the server. A
+  // failed stdout is said once on stderr, which may still work: the start line names the port.
+  process.stdout.once('error', (error: NodeJS.ErrnoException) => {
+    process.stderr.write(`ptc-emulator: stdout failed (${error.code ?? error.message}): the start line and the log lines are not written\n`);
+  });
   process.stdout.on('error', () => {});
+  process.stderr.on('error', () => {});
   // What was logged as it started (a worker not pinned) comes before the start line.
   await app.flushLogs();
   process.stdout.write(`${startLine(config, origin, scenarios)}\n`);

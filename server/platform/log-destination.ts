@@ -58,10 +58,10 @@ type Boom = InstanceType<typeof SonicBoom>;
 /**
  * What sonic-boom (4.2.1, pinned; text mode) keeps of the lines not written yet, which it has no
  * public way to hand over: whether a write is under way (or waits to try a full pipe again), the
- * rest of its last write when none is, and the lines gathered since. The synchronous write at
- * exit is ours (writeHeldAtExit), since sonic-boom's own flushSync, on any error but a full pipe
- * (EPIPE from a reader gone, EIO), waits 100 ms and tries again, without end: a server whose log
- * reader had gone never exited.
+ * text of the last write (left there when it failed), and the lines gathered since. The
+ * synchronous write at exit is ours (writeHeldAtExit), since sonic-boom's own flushSync, on any
+ * error but a full pipe (EPIPE from a reader gone, EIO), waits 100 ms and tries again, without
+ * end: a server whose log reader had gone never exited.
  */
 interface BoomHeld {
   _writing: boolean;
@@ -126,6 +126,9 @@ export function createLogDestination(options: LogDestinationOptions = {}): LogDe
     broken = true;
     held = 0;
     clearTimeout(timer);
+    // What the failed write had, and what waited behind it, is lost: counted, as at exit.
+    const inner = heldBy(boom);
+    dropped += linesIn(Buffer.from(inner._writingBuf + inner._bufs.join(''), 'utf8'));
   });
 
   /** Has what is held written flushMs from now, unless a batch goes first. */
