@@ -256,6 +256,16 @@ function badShape(tally: Tally, error: unknown): void {
   tally.addOther('200 (wrong shape)', error.message);
 }
 
+/** `clients` virtual clients for `seconds` from now, on their own connections; what they counted, together. */
+export async function runClients(origin: string, clients: number, seconds: number): Promise<Tally> {
+  const startAt = performance.now();
+  const window: Window = { startAt, endAt: startAt + seconds * 1000 };
+  const tallies = await Promise.all(Array.from({ length: clients }, () => virtualClient({ origin, timeoutMs: 30_000, maxAttempts: 60 }, window)));
+  const tally = new Tally();
+  for (const one of tallies) tally.merge(one);
+  return tally;
+}
+
 /** Runs seed conversations back to back until the window closes; returns what it counted. */
 export async function virtualClient(options: ClientOptions, window: Window): Promise<Tally> {
   const tally = new Tally();

@@ -7,11 +7,11 @@
 // server's own code can pass; the difference is what that code costs. It reports; it fails only on
 // a wrong answer (any status but 200 or 429, a transport error, a 200 of the wrong shape) or an
 // error line in a server's log.
-import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeEnvironment } from './environment.ts';
-import { Tally, virtualClient, type Window } from './load-client.ts';
+import { runClients, type Tally } from './load-client.ts';
 import { cpuSecondsOf, spawnBenchServer, workerPids } from './load-server.ts';
+import { percentileOf } from './measure.ts';
 import { SEED_SCENARIO_PATH } from './seed.ts';
 import { positiveNumberFromEnv } from './settings.ts';
 import { formatTable } from './table.ts';
@@ -50,24 +50,15 @@ const progress = (message: string): void => {
   process.stderr.write(`running: ${message}\n`);
 };
 
-async function drive(origin: string, seconds: number): Promise<Tally> {
-  const startAt = performance.now();
-  const window: Window = { startAt, endAt: startAt + seconds * 1000 };
-  const tallies = await Promise.all(Array.from({ length: CLIENTS }, () => virtualClient({ origin, timeoutMs: 30_000, maxAttempts: 60 }, window)));
-  const tally = new Tally();
-  for (const one of tallies) tally.merge(one);
-  return tally;
-}
-
 async function measure(round: number, target: (typeof TARGETS)[number]): Promise<Run> {
   progress(`round ${round}: ${target.name}, warm-up ${WARMUP_SECONDS} s, then ${SECONDS} s at ${CLIENTS} clients`);
   const server = await spawnBenchServer(SERVER_ENV, target.script);
   try {
     const pids = await workerPids(server.origin);
     if (pids.length !== WORKERS) throw new Error(`${target.name}: GET /health lists ${pids.length} workers, expected ${WORKERS}`);
-    await drive(server.origin, WARMUP_SECONDS);
+    await runClients(server.origin, CLIENTS, WARMUP_SECONDS);
     const before = { ...cpuSecondsOf(server.pid, pids), client: process.cpuUsage() };
-    const tally = await drive(server.origin, SECONDS);
+    const tally = await runClients(server.origin, CLIENTS, SECONDS);
     const after = { ...cpuSecondsOf(server.pid, pids), client: process.cpuUsage(before.client) };
     // Let the server's lines of the window reach its log before they are counted.
     await sleep(300);
@@ -84,12 +75,6 @@ async function measure(round: number, target: (typeof TARGETS)[number]): Promise
   }
 }
 
-/** Nearest-rank percentile (as measure.ts). */
-function percentile(samples: readonly number[], fraction: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1))] ?? Number.NaN;
-}
-
 const perConversation = (seconds: number, run: Run): string => ((1000 * seconds) / run.tally.conversations).toFixed(2);
 
 function row(run: Run): string[] {
@@ -98,8 +83,8 @@ function row(run: Run): string[] {
     String(run.round),
     run.target,
     (tally.conversations / SECONDS).toFixed(1),
-    percentile(tally.okMs, 0.99).toFixed(2),
-    percentile(tally.conversationMs, 0.99).toFixed(2),
+    percentileOf(tally.okMs, 0.99).toFixed(2),
+    percentileOf(tally.conversationMs, 0.99).toFixed(2),
     perConversation(cpu.server, run),
     perConversation(cpu.workers, run),
     perConversation(cpu.client, run),

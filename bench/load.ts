@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describeEnvironment } from './environment.ts';
 import { Tally, virtualClient, type ClientOptions, type Window } from './load-client.ts';
 import { cpuSeconds, getJson, metrics, rssBytes, spawnBenchServer, workerPids, type BenchServer } from './load-server.ts';
-import { summarize, type MeasureOptions } from './measure.ts';
+import { percentileOf, summarize, type MeasureOptions } from './measure.ts';
 import { SEED_SCENARIO_PATH } from './seed.ts';
 import { formatTable, type Column } from './table.ts';
 import { measureEngineHop, measureHttpHop, type HopSamples } from './worker-hop.ts';
@@ -233,12 +233,6 @@ const ms = (value: number): string => (Number.isFinite(value) ? value.toFixed(2)
 const ratio = (value: number): string => `${value.toFixed(2)}x`;
 const percent = (part: number, whole: number): string => (whole === 0 ? '-' : `${((100 * part) / whole).toFixed(2)}%`);
 
-/** Nearest-rank percentile (as measure.ts): always a measured value. */
-function percentile(samples: readonly number[], fraction: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1))] ?? Number.NaN;
-}
-
 const totalRss = (sample: Sample): number | undefined =>
   sample.server === undefined || sample.workers.some((rss) => rss === undefined)
     ? undefined
@@ -252,7 +246,7 @@ function startMaxEnd(samples: readonly Sample[], read: (sample: Sample) => numbe
 
 function perClient(counts: readonly number[]): string {
   const sorted = [...counts].sort((a, b) => a - b);
-  return `${sorted[0] ?? '-'} / ${percentile(sorted, 0.5)} / ${sorted[sorted.length - 1] ?? '-'}`;
+  return `${sorted[0] ?? '-'} / ${percentileOf(sorted, 0.5)} / ${sorted[sorted.length - 1] ?? '-'}`;
 }
 
 function statusLine(step: StepResult): string[] {
@@ -263,10 +257,10 @@ function statusLine(step: StepResult): string[] {
     `${(step.clients / BOUND).toFixed(2)}x`,
     (tally.ok / seconds).toFixed(1),
     (tally.conversations / seconds).toFixed(1),
-    ms(percentile(tally.okMs, 0.5)),
-    ms(percentile(tally.okMs, 0.99)),
-    ms(percentile(tally.conversationMs, 0.5)),
-    ms(percentile(tally.conversationMs, 0.99)),
+    ms(percentileOf(tally.okMs, 0.5)),
+    ms(percentileOf(tally.okMs, 0.99)),
+    ms(percentileOf(tally.conversationMs, 0.5)),
+    ms(percentileOf(tally.conversationMs, 0.99)),
     String(tally.ok),
     String(tally.busy),
     String(tally.otherTotal),

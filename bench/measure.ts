@@ -49,6 +49,14 @@ function percentile(sorted: readonly number[], fraction: number): number {
   return sorted[index] ?? Number.NaN;
 }
 
+/** Nearest-rank percentile of `samples` in any order. */
+export function percentileOf(samples: readonly number[], fraction: number): number {
+  return percentile(
+    [...samples].sort((left, right) => left - right),
+    fraction,
+  );
+}
+
 export function summarize(samples: readonly number[]): Summary {
   const sorted = [...samples].sort((left, right) => left - right);
   return {

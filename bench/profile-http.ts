@@ -9,11 +9,10 @@
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type CpuProfile, type ProfileSummary, summarizeProfile } from './cpu-profile.ts';
 import { describeEnvironment } from './environment.ts';
-import { Tally, virtualClient, type Window } from './load-client.ts';
+import { runClients, type Tally } from './load-client.ts';
 import { spawnBenchServer, threadCpuMs, workerPids } from './load-server.ts';
 import { summarize } from './measure.ts';
 import { SEED_SCENARIO_PATH } from './seed.ts';
@@ -28,15 +27,6 @@ const LOG_LEVEL = process.env['BENCH_PROFILE_LOG_LEVEL'] || 'info';
 
 /** Microseconds on CLOCK_MONOTONIC, the clock of V8's profile timestamps. */
 const monotonicMicros = (): number => Number(process.hrtime.bigint() / 1000n);
-
-async function drive(origin: string, seconds: number): Promise<Tally> {
-  const startAt = performance.now();
-  const window: Window = { startAt, endAt: startAt + seconds * 1000 };
-  const tallies = await Promise.all(Array.from({ length: CLIENTS }, () => virtualClient({ origin, timeoutMs: 30_000, maxAttempts: 60 }, window)));
-  const tally = new Tally();
-  for (const one of tallies) tally.merge(one);
-  return tally;
-}
 
 const percent = (part: number, whole: number): string => `${((100 * part) / whole).toFixed(1)} %`;
 const ms = (micros: number): string => (micros / 1000).toFixed(0);
@@ -97,12 +87,12 @@ async function main(): Promise<void> {
   let threadsCpu: { main: number; others: number }[] = [];
   try {
     process.stderr.write(`running: warm-up, ${WARMUP_SECONDS} s at ${CLIENTS} clients\n`);
-    await drive(server.origin, WARMUP_SECONDS);
+    await runClients(server.origin, CLIENTS, WARMUP_SECONDS);
     workers = await workerPids(server.origin);
     process.stderr.write(`running: measured window, ${SECONDS} s\n`);
     const cpuBefore = [server.pid, ...workers].map(threadCpuMs);
     const from = monotonicMicros();
-    tally = await drive(server.origin, SECONDS);
+    tally = await runClients(server.origin, CLIENTS, SECONDS);
     window = { from, to: monotonicMicros() };
     threadsCpu = [server.pid, ...workers].map((pid, index) => splitThreadCpu(pid, cpuBefore[index]!, threadCpuMs(pid)));
   } finally {

@@ -181,46 +181,43 @@ describe('the log destination', () => {
     }));
 });
 
+/**
+ * Runs test/fixtures/log-reader-gone.ts on the named pipe at `fifo`, as `how` says; its exit code,
+ * or what says it did not exit within 30 s (it is then killed), and what it wrote on stderr.
+ */
+async function runReaderGone(fifo: string, how: 'flush' | 'exit' | 'written'): Promise<{ code: unknown; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/log-reader-gone.ts', fifo, how], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = once(child, 'exit');
+  try {
+    const [code] = await Promise.race([exited, sleep(30_000).then(() => ['still running 30 s on'])]);
+    return { code, stderr };
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  }
+}
+
 describe('a log reader gone (EPIPE)', () => {
   // sonic-boom's own synchronous flush tries any failed write again every 100 ms, without end.
   it.each([
-    { how: 'flush', what: 'a flush' },
-    { how: 'exit', what: 'the write at exit' },
+    { how: 'flush' as const, what: 'a flush' },
+    { how: 'exit' as const, what: 'the write at exit' },
   ])('ends $what that fails: the process exits with its own code', { timeout: 60_000 }, async ({ how }) => {
     const fifo = join(scratch, `reader-gone-${how}`);
     execFileSync('mkfifo', [fifo]);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/log-reader-gone.ts', fifo, how], {
-      cwd: ROOT,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    const exited = once(child, 'exit');
-    try {
-      const [code] = await Promise.race([exited, sleep(30_000).then(() => ['still running 30 s on'])]);
-      expect(code, stderr).toBe(3);
-    } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
-    }
+    const { code, stderr } = await runReaderGone(fifo, how);
+    expect(code, stderr).toBe(3);
   });
 
   it('writes what it holds as the process exits, when the pipe takes it', { timeout: 60_000 }, async () => {
     const pipe = namedPipe('held-at-exit');
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/log-reader-gone.ts', join(scratch, 'held-at-exit'), 'written'], {
-      cwd: ROOT,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    const exited = once(child, 'exit');
     try {
-      const [code] = await Promise.race([exited, sleep(30_000).then(() => ['still running 30 s on'])]);
+      const { code, stderr } = await runReaderGone(join(scratch, 'held-at-exit'), 'written');
       expect(code, stderr).toBe(3);
       expect(readNow(pipe.readFd)).toBe('{"msg":"held"}\n');
     } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
       pipe.close();
     }
   });

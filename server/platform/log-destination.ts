@@ -71,6 +71,9 @@ interface BoomHeld {
 }
 const heldBy = (boom: Boom): BoomHeld => boom as unknown as BoomHeld;
 
+/** The text sonic-boom holds unwritten (see BoomHeld), as the bytes it writes. */
+const unwritten = (inner: BoomHeld): Buffer => Buffer.from(inner._writingBuf + inner._bufs.join(''), 'utf8');
+
 /** Blocks this thread for `ms` (the process is exiting: nothing else is left to run). */
 function sleepSync(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -127,8 +130,7 @@ export function createLogDestination(options: LogDestinationOptions = {}): LogDe
     held = 0;
     clearTimeout(timer);
     // What the failed write had, and what waited behind it, is lost: counted, as at exit.
-    const inner = heldBy(boom);
-    dropped += linesIn(Buffer.from(inner._writingBuf + inner._bufs.join(''), 'utf8'));
+    dropped += linesIn(unwritten(heldBy(boom)));
   });
 
   /** Has what is held written flushMs from now, unless a batch goes first. */
@@ -152,7 +154,7 @@ export function createLogDestination(options: LogDestinationOptions = {}): LogDe
   const writeHeldAtExit = (): void => {
     const inner = heldBy(boom);
     if (broken || held <= 0 || inner._writing) return;
-    let rest = Buffer.from(inner._writingBuf + inner._bufs.join(''), 'utf8');
+    let rest = unwritten(inner);
     inner._writingBuf = '';
     inner._bufs = [];
     inner._len = 0;
