@@ -8,10 +8,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describeEnvironment } from './environment.ts';
 import { Tally, virtualClient, type ClientOptions, type Window } from './load-client.ts';
 import { cpuSeconds, getJson, metrics, rssBytes, spawnBenchServer, workerPids, type BenchServer } from './load-server.ts';
-import { percentileOf, summarize, type MeasureOptions } from './measure.ts';
+import { percentileOf, type MeasureOptions } from './measure.ts';
 import { SEED_SCENARIO_PATH } from './seed.ts';
-import { formatTable, type Column } from './table.ts';
-import { measureEngineHop, measureHttpHop, type HopSamples } from './worker-hop.ts';
+import { formatTable, ms, ratio, type Column } from './table.ts';
+import { measureEngineHop, measureHttpHop, printHop } from './worker-hop.ts';
 import { positiveNumberFromEnv } from './settings.ts';
 
 // ---- Settings ----------------------------------------------------------------------------------
@@ -229,8 +229,6 @@ async function runLoad(): Promise<LoadRun> {
 
 const MIB = 1024 * 1024;
 const mib = (bytes: number | undefined): string => (bytes === undefined ? '-' : (bytes / MIB).toFixed(1));
-const ms = (value: number): string => (Number.isFinite(value) ? value.toFixed(2) : '-');
-const ratio = (value: number): string => `${value.toFixed(2)}x`;
 const percent = (part: number, whole: number): string => (whole === 0 ? '-' : `${((100 * part) / whole).toFixed(2)}%`);
 
 const totalRss = (sample: Sample): number | undefined =>
@@ -379,48 +377,6 @@ function printLoad(run: LoadRun): void {
   for (const note of run.notes) console.log(`  ${note}`);
 }
 
-function printHop(http: HopSamples[], engine: HopSamples[]): void {
-  const columns: Column[] = [
-    { header: 'target', align: 'left' },
-    { header: 'phase', align: 'left' },
-    { header: 'iters', align: 'right' },
-    { header: 'median ms', align: 'right' },
-    { header: 'p95 ms', align: 'right' },
-    { header: 'ratio median', align: 'right' },
-    { header: 'ratio p95', align: 'right' },
-    { header: 'added median ms', align: 'right' },
-  ];
-  const rows = (pair: HopSamples[]): string[][] => {
-    const [base, hop] = pair as [HopSamples, HopSamples];
-    const out: string[][] = [];
-    for (const target of [base, hop]) {
-      for (const [phase, samples] of target.phases) {
-        const summary = summarize(samples);
-        const baseline = summarize(base.phases.get(phase)!);
-        const isBase = target === base;
-        out.push([
-          target.label,
-          phase,
-          `${HOP.warmup}+${summary.iterations}`,
-          ms(summary.medianMs),
-          ms(summary.p95Ms),
-          isBase ? '(baseline)' : ratio(summary.medianMs / baseline.medianMs),
-          isBase ? '' : ratio(summary.p95Ms / baseline.p95Ms),
-          isBase ? '' : `${summary.medianMs - baseline.medianMs >= 0 ? '+' : ''}${ms(summary.medianMs - baseline.medianMs)}`,
-        ]);
-      }
-    }
-    return out;
-  };
-  console.log('\nTable 3: the worker hop, per program (sequential: one conversation or program at a time; ratios = workers / in-process, this run)');
-  console.log('  HTTP: two servers as child processes, identical but for PTC_WORKERS (0: isolates in the server; 1: one worker process),');
-  console.log('        one keep-alive client, measured in rounds (one conversation on each server per round, starting side alternating).');
-  console.log('  no HTTP: the seed program started and resumed (warm) on a ProgramRuntime in this process vs a WorkerPool of 1 worker;');
-  console.log('           "start + resume" excludes the client\'s tool work between the two. Every result is checked.\n');
-  console.log(formatTable(columns, [...rows(http), ...rows(engine)]));
-  for (const target of [...http, ...engine]) for (const note of target.notes) console.log(`  ${target.label}: ${note}`);
-}
-
 // ---- Main --------------------------------------------------------------------------------------
 
 for (const line of describeEnvironment()) console.log(line);
@@ -438,7 +394,7 @@ const load = await runLoad();
 printLoad(load);
 const http = await measureHttpHop(SERVER_ENV, HOP, progress);
 const engine = await measureEngineHop(HOP, progress);
-printHop(http, engine);
+printHop(http, engine, HOP.warmup);
 
 for (const step of [load.warmup, ...load.steps]) {
   if (step.tally.otherTotal > 0) failures.push(`${step.window[0]?.phase}: ${step.tally.otherTotal} response(s) neither a correct 200 nor a 429`);

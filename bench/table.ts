@@ -19,3 +19,9 @@ export function formatTable(columns: readonly Column[], rows: readonly (readonly
   const rule = widths.map((width) => '-'.repeat(width)).join('  ');
   return [line(columns.map((column) => column.header)), rule, ...rows.map(line)].join('\n');
 }
+
+/** Milliseconds as the load and hop tables print them: two decimals, '-' for no figure. */
+export const ms = (value: number): string => (Number.isFinite(value) ? value.toFixed(2) : '-');
+
+/** A ratio as the load and hop tables print it. */
+export const ratio = (value: number): string => `${value.toFixed(2)}x`;

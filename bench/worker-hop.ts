@@ -4,13 +4,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProgramSpec } from '../runtime/isolate-program.ts';
 import { DEFAULT_LIMITS } from '../runtime/limits.ts';
 import type { ProgramEvent, RecordedCall } from '../runtime/program-events.ts';
-import { ProgramRuntime, type ProgramEngine, type ResumePath } from '../runtime/program-runtime.ts';
+import { ProgramRuntime, type ResumePath } from '../runtime/program-runtime.ts';
 import { WorkerPool } from '../runtime/worker/worker-pool.ts';
+import { ChannelFloor, recordingReplies, type StepEngine } from './channel-floor.ts';
 import { sequentialConversation } from './load-client.ts';
 import { metrics, spawnBenchServer } from './load-server.ts';
-import type { MeasureOptions } from './measure.ts';
+import { summarize, type MeasureOptions } from './measure.ts';
+import { formatTable, ms, ratio, type Column } from './table.ts';
 import { DEFAULT_CACHE } from './resume-program.ts';
 import { SEED_EXPECTED_RESULT, SEED_IMPLEMENTATIONS, SEED_PROGRAM } from './seed.ts';
+
+const CHANNEL_LABEL = 'the bare channel (no worker)';
 
 /** Worker counters reach the server with each heartbeat (500 ms by default): wait past two before reading them. */
 const HEARTBEAT_SETTLE_MS = 1_200;
@@ -124,7 +128,7 @@ const LONG_RECORD_SPEC: ProgramSpec = {
 };
 
 /** Runs LONG_RECORD_SPEC to its end, every resume warm; the milliseconds it took. */
-async function longRecord(label: string, engine: ProgramEngine, programId: string): Promise<number> {
+async function longRecord(label: string, engine: StepEngine, programId: string): Promise<number> {
   const started = performance.now();
   let event = await engine.start(programId, LONG_RECORD_SPEC);
   const recorded: RecordedCall[] = [];
@@ -139,6 +143,32 @@ async function longRecord(label: string, engine: ProgramEngine, programId: strin
   return performance.now() - started;
 }
 
+/** The peer bench's W2: 50 sequential awaited calls, each a pause the engine resumes warm. */
+const SEQUENTIAL_SPEC: ProgramSpec = {
+  code: 'let n = 0; for (let i = 0; i < 50; i++) n += await tools.get({ i }); text(String(n))',
+  tools: [{ name: 'get', input: 'json', parseOutputAsJson: true }],
+  seed: 1,
+  clock: 0,
+  limits: DEFAULT_LIMITS,
+};
+
+/** Runs SEQUENTIAL_SPEC to its end, answering each call with 1, every resume warm; the milliseconds it took. */
+async function sequentialCalls(label: string, engine: StepEngine, programId: string): Promise<number> {
+  const started = performance.now();
+  let event = await engine.start(programId, SEQUENTIAL_SPEC);
+  const recorded: RecordedCall[] = [];
+  while (event.type === 'paused') {
+    if (event.calls.length !== 1) throw new Error(`${label}: expected one call a pause, got ${event.calls.length}`);
+    for (const call of event.calls) recorded.push({ tool: call.tool, argumentsJson: call.argumentsJson, output: '1' });
+    const resumed = await engine.resume(programId, SEQUENTIAL_SPEC, recorded);
+    if (resumed.path !== 'warm') throw new Error(`${label}: expected every resume of the sequential calls warm, got ${resumed.path}`);
+    event = resumed.event;
+  }
+  if (event.type !== 'completed' || event.result !== '50' || recorded.length !== 50)
+    throw new Error(`${label}: expected the sequential calls to complete with 50 after 50 calls, got ${JSON.stringify(event)}`);
+  return performance.now() - started;
+}
+
 function checkCompleted(label: string, result: { event: ProgramEvent; path: ResumePath }): void {
   if (result.path !== 'warm') throw new Error(`${label}: expected a warm resume, got ${result.path}`);
   if (result.event.type !== 'completed' || result.event.result !== SEED_EXPECTED_RESULT) {
@@ -146,12 +176,36 @@ function checkCompleted(label: string, result: { event: ProgramEvent; path: Resu
   }
 }
 
+/** One iteration of the engine hop on `engine`: the milliseconds of each phase; every result is checked. */
+export async function engineIteration(label: string, engine: StepEngine, programId: string): Promise<Record<string, number>> {
+  const started = performance.now();
+  const paused = await engine.start(programId, SEED_SPEC);
+  const pausedAt = performance.now();
+  const recorded = recordedFrom(label, paused);
+  const resumedAt = performance.now();
+  const finished = await engine.resume(programId, SEED_SPEC, recorded);
+  const ended = performance.now();
+  checkCompleted(label, finished);
+  const long = await longRecord(label, engine, `${programId}-long`);
+  const sequential = await sequentialCalls(label, engine, `${programId}-sequential`);
+  return {
+    'start + resume': pausedAt - started + (ended - resumedAt),
+    start: pausedAt - started,
+    resume: ended - resumedAt,
+    '1,000 calls, 20 warm resumes': long,
+    '50 sequential calls, 50 warm resumes': sequential,
+  };
+}
+
 /**
- * No HTTP: the seed program's start and warm resume on a ProgramRuntime in this process versus
- * a WorkerPool of one worker process (the same runtime behind a typed IPC channel).
+ * No HTTP: the seed program's start and warm resume, the peer bench's W3 and W2, on a
+ * ProgramRuntime in this process, on a WorkerPool of one worker process (the same runtime behind
+ * a typed IPC channel), and on the bare channel (ChannelFloor: the same messages, answered with
+ * the replies the runtime gave, by a process that runs nothing). In-process plus the bare channel
+ * is the least any engine in another process could take, on this machine.
  */
 export async function measureEngineHop(options: MeasureOptions, progress: (message: string) => void): Promise<HopSamples[]> {
-  progress('worker hop without HTTP: ProgramRuntime vs WorkerPool(size 1)');
+  progress('worker hop without HTTP: ProgramRuntime vs WorkerPool(size 1) vs the bare channel');
   const runtime = new ProgramRuntime(DEFAULT_CACHE);
   const pool = new WorkerPool({
     size: 1,
@@ -161,36 +215,25 @@ export async function measureEngineHop(options: MeasureOptions, progress: (messa
     maxRssBytes: 1536 * 1024 * 1024,
     maxIdleCpuShare: 0.5,
   });
+  let channel: ChannelFloor | undefined;
   try {
+    // The bare channel answers with what the runtime answered to one iteration, checked as every iteration is.
+    const recording = recordingReplies(runtime);
+    await engineIteration(CHANNEL_LABEL, recording.engine, 'hop-script');
+    channel = await ChannelFloor.open(recording.replies);
     await pool.ready();
-    const engines: readonly [string, ProgramEngine][] = [
+    const engines: readonly [string, StepEngine][] = [
       ['ProgramRuntime (in-process)', runtime],
       ['WorkerPool, 1 worker (IPC hop)', pool],
+      [CHANNEL_LABEL, channel],
     ];
     let next = 0;
-    const targets = engines.map(([label, engine]) => ({
-      run: async () => {
-        const programId = `hop-${next++}`;
-        const started = performance.now();
-        const paused = await engine.start(programId, SEED_SPEC);
-        const pausedAt = performance.now();
-        const recorded = recordedFrom(label, paused);
-        const resumedAt = performance.now();
-        const finished = await engine.resume(programId, SEED_SPEC, recorded);
-        const ended = performance.now();
-        checkCompleted(label, finished);
-        const long = await longRecord(label, engine, `${programId}-long`);
-        return {
-          'start + resume': pausedAt - started + (ended - resumedAt),
-          start: pausedAt - started,
-          resume: ended - resumedAt,
-          '1,000 calls, 20 warm resumes': long,
-        };
-      },
-    }));
+    const targets = engines.map(([label, engine]) => ({ run: () => engineIteration(label, engine, `hop-${next++}`) }));
     const samples = await roundRobin(targets, options);
     await sleep(HEARTBEAT_SETTLE_MS);
-    return engines.map(([label, engine], index) => {
+    return engines.map(([label], index) => {
+      const engine = [runtime, pool][index];
+      if (!engine) return { label, phases: samples[index]!, notes: ["runs no program: Node's channel, both processes woken for each message, the copies"] };
       const stats = engine.stats();
       const deaths = stats.workers ? `; worker deaths ${Object.values(stats.workers.deaths).reduce((sum, count) => sum + count, 0)}` : '';
       return {
@@ -200,7 +243,70 @@ export async function measureEngineHop(options: MeasureOptions, progress: (messa
       };
     });
   } finally {
+    channel?.close();
     await runtime.close();
     await pool.close();
   }
+}
+
+/**
+ * Prints Table 3: each target's phases against the in-process baseline of its group (`http`, then
+ * `engine`), and under the engine's the floor (in-process plus the bare channel). `warmup`: the
+ * iterations each target ran unmeasured first.
+ */
+export function printHop(http: readonly HopSamples[], engine: readonly HopSamples[], warmup: number): void {
+  const columns: Column[] = [
+    { header: 'target', align: 'left' },
+    { header: 'phase', align: 'left' },
+    { header: 'iters', align: 'right' },
+    { header: 'median ms', align: 'right' },
+    { header: 'p95 ms', align: 'right' },
+    { header: 'ratio median', align: 'right' },
+    { header: 'ratio p95', align: 'right' },
+    { header: 'added median ms', align: 'right' },
+  ];
+  /** Each target's phases against the first target's (the in-process baseline). */
+  const rows = (targets: readonly HopSamples[]): string[][] => {
+    const base = targets[0]!;
+    const out: string[][] = [];
+    for (const target of targets) {
+      for (const [phase, samples] of target.phases) {
+        const summary = summarize(samples);
+        const baseline = summarize(base.phases.get(phase)!);
+        const isBase = target === base;
+        out.push([
+          target.label,
+          phase,
+          `${warmup}+${summary.iterations}`,
+          ms(summary.medianMs),
+          ms(summary.p95Ms),
+          isBase ? '(baseline)' : ratio(summary.medianMs / baseline.medianMs),
+          isBase ? '' : ratio(summary.p95Ms / baseline.p95Ms),
+          isBase ? '' : `${summary.medianMs - baseline.medianMs >= 0 ? '+' : ''}${ms(summary.medianMs - baseline.medianMs)}`,
+        ]);
+      }
+    }
+    return out;
+  };
+  /** In-process plus the bare channel, phase by phase (medians added): the least a step in another process takes here. */
+  const floorRows = (targets: readonly HopSamples[]): string[][] => {
+    const [base, , channel] = targets;
+    if (!base || !channel) return [];
+    return [...base.phases.keys()].map((phase) => {
+      const baseline = summarize(base.phases.get(phase)!).medianMs;
+      const floor = baseline + summarize(channel.phases.get(phase)!).medianMs;
+      return ['in-process + the bare channel (floor)', phase, '', ms(floor), '', ratio(floor / baseline), '', `+${ms(floor - baseline)}`];
+    });
+  };
+  console.log('\nTable 3: the worker hop, per program (sequential: one conversation or program at a time; ratios = target / in-process, this run)');
+  if (http.length > 0) {
+    console.log('  HTTP: two servers as child processes, identical but for PTC_WORKERS (0: isolates in the server; 1: one worker process),');
+    console.log('        one keep-alive client, measured in rounds (one conversation on each server per round, starting side alternating).');
+  }
+  console.log("  no HTTP: the seed program started and resumed (warm), then the peer bench's W3 and W2, on a ProgramRuntime in this process,");
+  console.log('           on a WorkerPool of 1 worker, and on the bare channel: a process forked as a worker is that answers the same messages');
+  console.log('           with the replies the runtime gave, running nothing. "start + resume" excludes the client\'s tool work between the two.');
+  console.log('           The floor adds the bare channel to in-process: no engine in another process can take less here. Every result is checked.\n');
+  console.log(formatTable(columns, [...rows(http), ...rows(engine), ...floorRows(engine)]));
+  for (const target of [...http, ...engine]) for (const note of target.notes) console.log(`  ${target.label}: ${note}`);
 }

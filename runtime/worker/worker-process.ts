@@ -32,11 +32,12 @@ function inheritedProfilingFlags(): string[] {
 }
 
 /**
- * Node flags of a worker. A TypeScript entry (the sources, or a test's misbehaving worker) is
- * loaded through tsx, resolved from here so that the worker finds it whatever the current
- * directory; the package's built workers need no loader, and tsx is not installed with it.
+ * Node flags of a worker (and of the bench's bare channel, forked as a worker is). A TypeScript
+ * entry (the sources, or a test's misbehaving worker) is loaded through tsx, resolved from here
+ * so that the worker finds it whatever the current directory; the package's built workers need
+ * no loader, and tsx is not installed with it.
  */
-function workerExecArgv(entry: string): string[] {
+export function workerExecArgv(entry: string): string[] {
   const loader = entry.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
   return ['--no-node-snapshot', ...inheritedProfilingFlags(), ...loader];
 }
