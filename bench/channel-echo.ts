@@ -1,25 +1,46 @@
-// The far end of the bare channel that bench/worker-hop.ts times beside a worker (channel-floor.ts):
-// a process forked as a worker is, on Node's IPC channel with the same serialization, that runs
-// no program. Its first message is the script (the replies a real worker gave to one iteration of
-// requests, in order); it answers every message after it with the script's next reply, under that
-// message's id, from the first again after the last.
+// The far end of the bench's bare channel (channel-floor.ts): a process forked as a worker is,
+// that runs no program. Its first message is the script, one iteration's steps in order, each
+// the request a pool sends for it and the reply a worker gave. It answers every message after
+// that with the next step's reply, under the message's id, from the first again after the last;
+// a message that is not that step's request (another kind, a `continue` of other calls or
+// answers) ends it with code 2, and the bench fails, rather than timing a channel that carried
+// something else.
 
-interface Script {
-  readonly script: readonly Record<string, unknown>[];
+interface Step {
+  readonly request: { readonly kind: string; readonly calls?: number; readonly answers?: number };
+  readonly reply: Record<string, unknown>;
 }
 
-let replies: readonly Record<string, unknown>[] = [];
+interface Request {
+  readonly id: number;
+  readonly kind: string;
+  readonly calls?: number;
+  readonly answers?: readonly unknown[];
+}
+
+let script: readonly Step[] = [];
 let next = 0;
 
-process.on('message', (message: Script | { readonly id: number }) => {
+function refuse(reason: string): never {
+  process.stderr.write(`bench channel echo: ${reason}\n`);
+  process.exit(2);
+}
+
+process.on('message', (message: { readonly script: readonly Step[] } | Request) => {
   if ('script' in message) {
-    replies = message.script;
+    if (message.script.length === 0) refuse('an empty script');
+    script = message.script;
     next = 0;
-    process.send?.({ scripted: replies.length });
+    process.send?.({ scripted: script.length });
     return;
   }
-  const reply = replies[next];
-  next = (next + 1) % replies.length;
+  const { request, reply } = script[next]!;
+  if (message.kind !== request.kind || message.calls !== request.calls || message.answers?.length !== request.answers) {
+    refuse(
+      `step ${next} of the script is a ${request.kind} (${JSON.stringify(request)}), got a ${message.kind} of ${message.calls} calls and ${message.answers?.length} answers`,
+    );
+  }
+  next = (next + 1) % script.length;
   process.send?.({ ...reply, id: message.id });
 });
 

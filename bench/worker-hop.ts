@@ -4,9 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProgramSpec } from '../runtime/isolate-program.ts';
 import { DEFAULT_LIMITS } from '../runtime/limits.ts';
 import type { ProgramEvent, RecordedCall } from '../runtime/program-events.ts';
-import { ProgramRuntime, type ResumePath } from '../runtime/program-runtime.ts';
+import { ProgramRuntime, type ProgramRuntimeStats, type ResumePath } from '../runtime/program-runtime.ts';
 import { WorkerPool } from '../runtime/worker/worker-pool.ts';
-import { ChannelFloor, recordingReplies, type StepEngine } from './channel-floor.ts';
+import { ChannelFloor, recordingSteps, type ScriptedStep, type StepEngine } from './channel-floor.ts';
 import { sequentialConversation } from './load-client.ts';
 import { metrics, spawnBenchServer } from './load-server.ts';
 import { summarize, type MeasureOptions } from './measure.ts';
@@ -26,6 +26,8 @@ export interface HopSamples {
   readonly phases: ReadonlyMap<string, number[]>;
   /** Anything the target reported about itself after the run (resume paths, log lines). */
   readonly notes: readonly string[];
+  /** A part of a worker's path (the bare channel), not another way to run programs: compared with nothing. */
+  readonly part?: boolean;
 }
 
 interface HopTarget {
@@ -92,7 +94,7 @@ export async function measureHttpHop(env: Record<string, string>, options: Measu
 }
 
 /** The seed program as the server would start it: both tools declare output_schema. */
-const SEED_SPEC: ProgramSpec = {
+export const SEED_SPEC: ProgramSpec = {
   code: SEED_PROGRAM,
   tools: Object.keys(SEED_IMPLEMENTATIONS).map((name) => ({ name, parseOutputAsJson: true })),
   seed: 1,
@@ -200,9 +202,10 @@ export async function engineIteration(label: string, engine: StepEngine, program
 /**
  * No HTTP: the seed program's start and warm resume, the peer bench's W3 and W2, on a
  * ProgramRuntime in this process, on a WorkerPool of one worker process (the same runtime behind
- * a typed IPC channel), and on the bare channel (ChannelFloor: the same messages, answered with
- * the replies the runtime gave, by a process that runs nothing). In-process plus the bare channel
- * is the least any engine in another process could take, on this machine.
+ * a typed IPC channel), and on the bare channel (ChannelFloor: the pool's messages, answered with
+ * the replies a runtime gave, by a process that runs nothing). In process plus the bare channel
+ * estimates the least a step in another process takes on this machine: one round trip per step
+ * on top of this runtime's step.
  */
 export async function measureEngineHop(options: MeasureOptions, progress: (message: string) => void): Promise<HopSamples[]> {
   progress('worker hop without HTTP: ProgramRuntime vs WorkerPool(size 1) vs the bare channel');
@@ -217,36 +220,50 @@ export async function measureEngineHop(options: MeasureOptions, progress: (messa
   });
   let channel: ChannelFloor | undefined;
   try {
-    // The bare channel answers with what the runtime answered to one iteration, checked as every iteration is.
-    const recording = recordingReplies(runtime);
-    await engineIteration(CHANNEL_LABEL, recording.engine, 'hop-script');
-    channel = await ChannelFloor.open(recording.replies);
+    channel = await ChannelFloor.open(await scriptOfOneIteration());
     await pool.ready();
-    const engines: readonly [string, StepEngine][] = [
-      ['ProgramRuntime (in-process)', runtime],
-      ['WorkerPool, 1 worker (IPC hop)', pool],
-      [CHANNEL_LABEL, channel],
+    const targets: readonly { readonly label: string; readonly engine: StepEngine; readonly stats?: () => ProgramRuntimeStats }[] = [
+      { label: 'ProgramRuntime (in-process)', engine: runtime, stats: () => runtime.stats() },
+      { label: 'WorkerPool, 1 worker (IPC hop)', engine: pool, stats: () => pool.stats() },
+      { label: CHANNEL_LABEL, engine: channel },
     ];
     let next = 0;
-    const targets = engines.map(([label, engine]) => ({ run: () => engineIteration(label, engine, `hop-${next++}`) }));
-    const samples = await roundRobin(targets, options);
+    const samples = await roundRobin(
+      targets.map(({ label, engine }) => ({ run: () => engineIteration(label, engine, `hop-${next++}`) })),
+      options,
+    );
     await sleep(HEARTBEAT_SETTLE_MS);
-    return engines.map(([label], index) => {
-      const engine = [runtime, pool][index];
-      if (!engine) return { label, phases: samples[index]!, notes: ["runs no program: Node's channel, both processes woken for each message, the copies"] };
-      const stats = engine.stats();
-      const deaths = stats.workers ? `; worker deaths ${Object.values(stats.workers.deaths).reduce((sum, count) => sum + count, 0)}` : '';
-      return {
-        label,
-        phases: samples[index]!,
-        notes: [`started ${stats.started}, resumes warm ${stats.resumes.warm}, replay ${stats.resumes.replay}, paused left ${stats.paused}${deaths}`],
-      };
-    });
+    return targets.map(({ label, stats }, index) =>
+      stats
+        ? { label, phases: samples[index]!, notes: [statsNote(stats())] }
+        : { label, phases: samples[index]!, notes: ['runs no program: the channel, both processes woken for each message, the copies'], part: true },
+    );
   } finally {
     channel?.close();
     await runtime.close();
     await pool.close();
   }
+}
+
+/**
+ * The bare channel's script: one iteration's steps on a runtime of its own (so that the measured
+ * runtime's counters are its own iterations'), each result checked as on every target.
+ */
+async function scriptOfOneIteration(): Promise<ScriptedStep[]> {
+  const runtime = new ProgramRuntime(DEFAULT_CACHE);
+  try {
+    const recording = recordingSteps(runtime);
+    await engineIteration(CHANNEL_LABEL, recording.engine, 'hop-script');
+    return recording.steps;
+  } finally {
+    await runtime.close();
+  }
+}
+
+/** A runtime's or pool's counters after the run: its resume paths and, for a pool, its workers' deaths. */
+function statsNote(stats: ProgramRuntimeStats & { readonly workers?: { readonly deaths: Readonly<Record<string, number>> } }): string {
+  const deaths = stats.workers ? `; worker deaths ${Object.values(stats.workers.deaths).reduce((sum, count) => sum + count, 0)}` : '';
+  return `started ${stats.started}, resumes warm ${stats.resumes.warm}, replay ${stats.resumes.replay}, paused left ${stats.paused}${deaths}`;
 }
 
 /**
@@ -274,23 +291,26 @@ export function printHop(http: readonly HopSamples[], engine: readonly HopSample
         const summary = summarize(samples);
         const baseline = summarize(base.phases.get(phase)!);
         const isBase = target === base;
+        // A part of a worker's path (the bare channel) is no other way to run the program: it is compared with nothing.
+        const compared = !isBase && !target.part;
         out.push([
           target.label,
           phase,
           `${warmup}+${summary.iterations}`,
           ms(summary.medianMs),
           ms(summary.p95Ms),
-          isBase ? '(baseline)' : ratio(summary.medianMs / baseline.medianMs),
-          isBase ? '' : ratio(summary.p95Ms / baseline.p95Ms),
-          isBase ? '' : `${summary.medianMs - baseline.medianMs >= 0 ? '+' : ''}${ms(summary.medianMs - baseline.medianMs)}`,
+          isBase ? '(baseline)' : compared ? ratio(summary.medianMs / baseline.medianMs) : '',
+          compared ? ratio(summary.p95Ms / baseline.p95Ms) : '',
+          compared ? `${summary.medianMs - baseline.medianMs >= 0 ? '+' : ''}${ms(summary.medianMs - baseline.medianMs)}` : '',
         ]);
       }
     }
     return out;
   };
-  /** In-process plus the bare channel, phase by phase (medians added): the least a step in another process takes here. */
+  /** In process plus the bare channel, phase by phase (medians added): this runtime's steps with one round trip each. */
   const floorRows = (targets: readonly HopSamples[]): string[][] => {
-    const [base, , channel] = targets;
+    const base = targets[0];
+    const channel = targets.find((target) => target.part);
     if (!base || !channel) return [];
     return [...base.phases.keys()].map((phase) => {
       const baseline = summarize(base.phases.get(phase)!).medianMs;
@@ -304,9 +324,10 @@ export function printHop(http: readonly HopSamples[], engine: readonly HopSample
     console.log('        one keep-alive client, measured in rounds (one conversation on each server per round, starting side alternating).');
   }
   console.log("  no HTTP: the seed program started and resumed (warm), then the peer bench's W3 and W2, on a ProgramRuntime in this process,");
-  console.log('           on a WorkerPool of 1 worker, and on the bare channel: a process forked as a worker is that answers the same messages');
-  console.log('           with the replies the runtime gave, running nothing. "start + resume" excludes the client\'s tool work between the two.');
-  console.log('           The floor adds the bare channel to in-process: no engine in another process can take less here. Every result is checked.\n');
+  console.log("           on a WorkerPool of 1 worker, and on the bare channel (a process forked like a worker, sent the pool's messages, that");
+  console.log('           answers each with the reply a runtime gave and runs nothing). "start + resume" excludes the client\'s tool work between');
+  console.log("           the two. The floor adds the bare channel to in process: this runtime's steps with one round trip each, no checks.");
+  console.log('           Every result is checked.\n');
   console.log(formatTable(columns, [...rows(http), ...rows(engine), ...floorRows(engine)]));
   for (const target of [...http, ...engine]) for (const note of target.notes) console.log(`  ${target.label}: ${note}`);
 }

@@ -1,5 +1,6 @@
 import type { ProgramEvent, RecordedCall, ToolCallOutput, ToolCallRequest } from '../program-events.ts';
-import type { WireEvent } from './protocol.ts';
+import type { RecordDigest } from './record-digest.ts';
+import type { HostMessage, WireEvent } from './protocol.ts';
 
 /**
  * How a step's calls and answers cross the channel: side by side in arrays of strings, not an
@@ -43,6 +44,21 @@ export function answersToWire(recorded: readonly RecordedCall[], answered: numbe
     answers.push(error ?? output);
   }
   return { answers, failed };
+}
+
+/**
+ * The warm resume of a program paused after `recorded.length` calls on a batch of `pending`, as a
+ * `continue` carries it (before the channel adds its version and id): the batch's answers, and
+ * the digest of the answers before it (`digest`, kept for the program from one resume to the next).
+ */
+export function continueMessage(
+  programId: string,
+  recorded: readonly RecordedCall[],
+  pending: number,
+  digest: RecordDigest,
+): Omit<Extract<HostMessage, { kind: 'continue' }>, 'v' | 'id'> {
+  const answered = recorded.length - pending;
+  return { kind: 'continue', programId, calls: recorded.length, answeredDigest: digest.of(recorded, answered), ...answersToWire(recorded, answered) };
 }
 
 /** The outputs a `continue` delivers to a program that made `calls` calls, its last batch answered by `answers`. */

@@ -8,7 +8,7 @@ import type { WorkerDeath } from '../errors.ts';
 import { assertSpinWaitMs } from '../spin-wait.ts';
 import { cpusToPinTo } from './cpu-pinning.ts';
 import { RecordDigest } from './record-digest.ts';
-import { answersToWire, eventFromWire } from './wire-codec.ts';
+import { continueMessage, eventFromWire } from './wire-codec.ts';
 import { WorkerProcess, type ContinueRequest, type StepRequest, type WorkerLimits } from './worker-process.ts';
 
 export interface WorkerPoolOptions extends WorkerLimits {
@@ -193,14 +193,7 @@ export class WorkerPool implements ProgramEngine {
     // Paused there where the record leaves it, as far as this process knows: the worker gets the
     // pending batch's answers and a digest of the earlier ones, not the whole record (which
     // grows with every pause), and checks the digest against what the program received.
-    const answered = recorded.length - pausedAt.pending;
-    const brief: ContinueRequest = {
-      kind: 'continue',
-      programId,
-      calls: recorded.length,
-      answeredDigest: placed!.digest.of(recorded, answered),
-      ...answersToWire(recorded, answered),
-    };
+    const brief: ContinueRequest = continueMessage(programId, recorded, pausedAt.pending, placed!.digest);
     const first = await this.#firstAttempt(programId, worker, full, brief);
     // Not paused there after all (evicted, say): the whole record, to the same worker.
     if ('notPaused' in first) return this.#run(programId, worker, full);

@@ -1,4 +1,4 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess, type ForkOptions } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ProgramSpec } from '../isolate-program.ts';
@@ -32,14 +32,28 @@ function inheritedProfilingFlags(): string[] {
 }
 
 /**
- * Node flags of a worker (and of the bench's bare channel, forked as a worker is). A TypeScript
- * entry (the sources, or a test's misbehaving worker) is loaded through tsx, resolved from here
- * so that the worker finds it whatever the current directory; the package's built workers need
- * no loader, and tsx is not installed with it.
+ * Node flags of a worker. A TypeScript entry (the sources, or a test's misbehaving worker) is
+ * loaded through tsx, resolved from here so that the worker finds it whatever the current
+ * directory; the package's built workers need no loader, and tsx is not installed with it.
  */
-export function workerExecArgv(entry: string): string[] {
+function workerExecArgv(entry: string): string[] {
   const loader = entry.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
   return ['--no-node-snapshot', ...inheritedProfilingFlags(), ...loader];
+}
+
+/**
+ * How a worker process is forked: its Node flags, its environment (only what it is given; the
+ * server's own is not inherited), its channel. Also how the bench's bare channel is forked, so
+ * that what it times is a worker's channel.
+ */
+export function workerForkOptions(entry: string, env: Readonly<Record<string, string>>): ForkOptions {
+  return {
+    execArgv: workerExecArgv(entry),
+    env: { PATH: process.env.PATH ?? '', TZ: process.env.TZ ?? '', ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    // Structured clone: see protocol.ts.
+    serialization: 'advanced',
+  };
 }
 const PAGE_BYTES = 4096;
 /**
@@ -161,18 +175,11 @@ export class WorkerProcess {
     const { entry = WORKER_ENTRY, frozenSiblings = [], cpu } = start;
     this.#limits = limits;
     this.#events = events;
-    this.#child = fork(entry, [], {
-      execArgv: workerExecArgv(entry),
-      env: {
-        PATH: process.env.PATH ?? '',
-        TZ: process.env.TZ ?? '',
-        PTC_WORKER_OPTIONS: JSON.stringify(runtimeOptions),
-        PTC_WORKER_FROZEN_SIBLINGS: frozenSiblings.join(','),
-      },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      // Structured clone: see protocol.ts.
-      serialization: 'advanced',
-    });
+    this.#child = fork(
+      entry,
+      [],
+      workerForkOptions(entry, { PTC_WORKER_OPTIONS: JSON.stringify(runtimeOptions), PTC_WORKER_FROZEN_SIBLINGS: frozenSiblings.join(',') }),
+    );
     let markReady: () => void = () => {};
     this.#ready = new Promise<void>((resolve) => {
       markReady = resolve;
