@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { ProgramSpec } from '../runtime/isolate-program.ts';
 import type { ProgramEvent, RecordedCall } from '../runtime/program-events.ts';
 import type { ProgramEngine, ResumePath } from '../runtime/program-runtime.ts';
-import { RecordDigest } from '../runtime/worker/record-digest.ts';
+import { RecordDigest } from '../runtime/record-digest.ts';
 import { PROTOCOL_VERSION, type WireEvent } from '../runtime/worker/protocol.ts';
 import { continueMessage, eventFromWire, eventToWire } from '../runtime/worker/wire-codec.ts';
 import { workerForkOptions, type ContinueRequest, type StepRequest } from '../runtime/worker/worker-process.ts';

@@ -16,15 +16,7 @@ import {
 import { limitMessage, limitNamed, type PlainLimitCode, type ProgramLimits } from './limits.ts';
 import type { RunawayLimit } from './errors.ts';
 import { RUNAWAY_THRESHOLDS_MS } from './runaway-thresholds.ts';
-import {
-  answersDigest,
-  type ProgramEvent,
-  type ProgramFailure,
-  type ProgramStats,
-  type RecordedCall,
-  type ToolCallOutput,
-  type ToolCallRequest,
-} from './program-events.ts';
+import { type ProgramEvent, type ProgramFailure, type ProgramStats, type RecordedCall, type ToolCallOutput, type ToolCallRequest } from './program-events.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../schemas/json-depth.ts';
 import { ReceivedDigest } from './received-digest.ts';
 import { takesText, toolId, type ProgramTool } from './program-tool.ts';
@@ -358,16 +350,10 @@ export class IsolateProgram {
   }
 
   /**
-   * True when this live program is paused exactly where `recorded` leaves it: it made the same
-   * number of calls, is waiting on the last of them, and received the same outputs for the
-   * earlier ones. Otherwise a resume must replay.
+   * True when this live program is paused where a record of `calls` calls leaves it: it made as
+   * many, is waiting on the last of them, and received answers of `answeredDigest` (answersDigest)
+   * for the earlier ones. Otherwise a resume must replay.
    */
-  isPausedAt(recorded: readonly RecordedCall[]): boolean {
-    if (this.#finished || this.#calls !== recorded.length || this.#pending.length === 0) return false;
-    return this.isPausedWith(recorded.length, answersDigest(recorded.slice(0, recorded.length - this.#pending.length)));
-  }
-
-  /** isPausedAt, given the number of calls made and the digest of the answers received before the pending batch (answersDigest). */
   isPausedWith(calls: number, answeredDigest: string): boolean {
     if (this.#finished || this.#calls !== calls || this.#pending.length === 0) return false;
     if (this.#pending[0]!.seq !== calls - this.#pending.length) return false;

@@ -3,6 +3,7 @@ import { WarmIsolates, type WarmIsolatesStats } from './warm-isolates.ts';
 import { assertCanMakeIsolates } from './node-flags.ts';
 import { assertSpinWaitMs } from './spin-wait.ts';
 import type { ProgramEvent, RecordedCall, ToolCallOutput } from './program-events.ts';
+import { RecordDigest } from './record-digest.ts';
 import { ProgramBusyError, type RunawayLimit } from './errors.ts';
 
 export interface ProgramRuntimeOptions {
@@ -87,6 +88,8 @@ interface LiveProgram {
   busy: boolean;
   lastUsed: number;
   heapBytes: number;
+  /** The digest of the answers its caller's record holds, hashed as far as its last resume (see #pausedAt). */
+  readonly digest: RecordDigest;
 }
 
 /**
@@ -164,7 +167,7 @@ export class ProgramRuntime implements ProgramEngine {
   async resume(programId: string, spec: ProgramSpec, recorded: readonly RecordedCall[]): Promise<{ event: ProgramEvent; path: ResumePath }> {
     const entry = this.#get(programId);
     if (entry?.busy) throw new ProgramBusyError(programId);
-    if (entry?.program.isPausedAt(recorded)) {
+    if (entry && this.#pausedAt(entry, recorded)) {
       const outputs = entry.program.pendingCalls.map((call) => {
         const { output, error } = recorded[call.seq]!;
         return error === undefined ? { seq: call.seq, output } : { seq: call.seq, output, error };
@@ -177,6 +180,19 @@ export class ProgramRuntime implements ProgramEngine {
       event: await this.#run(programId, new IsolateProgram(spec, this.#warm, this.#programOptions), (program) => program.start(recorded)),
       path: 'replay',
     };
+  }
+
+  /**
+   * Whether the program in `entry` is paused exactly where `recorded` leaves it (isPausedWith). The
+   * answers before its pending batch are hashed as a worker's pool hashes them (RecordDigest): only
+   * those added since the last resume with the same array, not the whole record again at every
+   * pause (0.5 to 1.2 ms of a program of 1,000 calls in 20 resumes, here).
+   */
+  #pausedAt(entry: LiveProgram, recorded: readonly RecordedCall[]): boolean {
+    const pending = entry.program.pendingCalls;
+    // Not paused on the record's last calls: nothing to hash.
+    if (pending.at(-1)?.seq !== recorded.length - 1) return false;
+    return entry.program.isPausedWith(recorded.length, entry.digest.of(recorded, recorded.length - pending.length));
   }
 
   /**
@@ -213,7 +229,7 @@ export class ProgramRuntime implements ProgramEngine {
   }
 
   #run(programId: string, program: IsolateProgram, step: (program: IsolateProgram) => Promise<ProgramEvent>): Promise<ProgramEvent> {
-    const entry: LiveProgram = { program, busy: true, lastUsed: Date.now(), heapBytes: 0 };
+    const entry: LiveProgram = { program, busy: true, lastUsed: Date.now(), heapBytes: 0, digest: new RecordDigest() };
     this.#live.set(programId, entry);
     return this.#settle(programId, entry, step(program));
   }

@@ -1,5 +1,5 @@
 import type { ProgramEvent, RecordedCall, ToolCallOutput, ToolCallRequest } from '../program-events.ts';
-import type { RecordDigest } from './record-digest.ts';
+import type { RecordDigest } from '../record-digest.ts';
 import type { HostMessage, WireEvent } from './protocol.ts';
 
 /**

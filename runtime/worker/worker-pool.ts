@@ -7,7 +7,7 @@ import { emptyRuntimeStats, type ProgramEngine, type ProgramRuntimeOptions, type
 import type { WorkerDeath } from '../errors.ts';
 import { assertSpinWaitMs } from '../spin-wait.ts';
 import { cpusToPinTo } from './cpu-pinning.ts';
-import { RecordDigest } from './record-digest.ts';
+import { RecordDigest } from '../record-digest.ts';
 import { continueMessage, eventFromWire } from './wire-codec.ts';
 import { WorkerProcess, type ContinueRequest, type StepRequest, type WorkerLimits } from './worker-process.ts';
 

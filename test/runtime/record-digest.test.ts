@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { answersDigest, type RecordedCall } from '../../runtime/program-events.ts';
-import { RecordDigest } from '../../runtime/worker/record-digest.ts';
+import { RecordDigest } from '../../runtime/record-digest.ts';
 
 const call = (output: string, error?: string): RecordedCall => ({ tool: 't', argumentsJson: '{}', output, ...(error === undefined ? {} : { error }) });
 

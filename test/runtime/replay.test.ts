@@ -108,6 +108,43 @@ describe('replay', () => {
     }
   });
 
+  it('resumes warm only a record whose earlier answers are those the program received, hashing an appended record as it grows (ProgramRuntime)', async () => {
+    const runtime = new ProgramRuntime({ pausedTtlMs: 60_000, maxPausedPrograms: 100, maxPausedHeapBytes: 1e9 });
+    const code = 'const a = await tools.alpha({}); const b = await tools.beta({}); const c = await tools.alpha({ n: 2 }); text(a + b + c)';
+    const call = (event: ProgramEvent): RecordedCall => {
+      if (event.type !== 'paused') throw new Error(`expected a pause, got ${JSON.stringify(event)}`);
+      return { tool: event.calls[0]!.tool, argumentsJson: event.calls[0]!.argumentsJson, output: '' };
+    };
+    try {
+      // One array, appended to at each pause: every resume is warm.
+      const record: RecordedCall[] = [{ ...call(await runtime.start('same', spec(code))), output: '1' }];
+      const second = await runtime.resume('same', spec(code), record);
+      record.push({ ...call(second.event), output: '2' });
+      const third = await runtime.resume('same', spec(code), record);
+      record.push({ ...call(third.event), output: '3' });
+      const done = await runtime.resume('same', spec(code), record);
+      expect([second.path, third.path, done.path]).toEqual(['warm', 'warm', 'warm']);
+      expect(done.event).toMatchObject({ type: 'completed', result: '123' });
+
+      // The same calls (none depends on an answer), the first answer changed, in a new array: the
+      // live program received another one, so the resume replays; the outcome is the new record's.
+      const first = { ...call(await runtime.start('forked', spec(code))), output: '1' };
+      const paused = await runtime.resume('forked', spec(code), [first]);
+      expect(paused.path).toBe('warm');
+      const forked = [
+        { ...first, output: '9' },
+        { ...call(paused.event), output: '2' },
+      ];
+      const resumed = await runtime.resume('forked', spec(code), forked);
+      expect(resumed.path).toBe('replay');
+      forked.push({ ...call(resumed.event), output: '3' });
+      const end = await runtime.resume('forked', spec(code), forked);
+      expect(end.event).toMatchObject({ type: 'completed', result: '923' });
+    } finally {
+      await runtime.close();
+    }
+  });
+
   it('reproduces the microtask interleaving of calls answered as a batch', async () => {
     // Resolving recorded calls as they are made would run `c` before `b` and renumber them.
     const code = 'tools.alpha({}).then(() => tools.gamma({})); await null; text(await tools.beta({})); text(await tools.gamma({x: 1}))';

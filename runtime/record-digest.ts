@@ -1,5 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
-import { hashOutputs, type RecordedCall } from '../program-events.ts';
+import { hashOutputs, type RecordedCall } from './program-events.ts';
 
 /**
  * answersDigest of the answered part of a program's record, kept from one warm resume to the
