@@ -10,7 +10,7 @@ import { measureHttpResume } from './resume-http.ts';
 import { LOOP_PROGRAM, type ResumeSchedule } from './resume-program.ts';
 import { measureRuntimeResume, type PathSamples } from './resume-runtime.ts';
 import { LONG_CHAIN, measureStoreLatency, PAUSED_PROGRAMS_KEPT } from './store-latency.ts';
-import { formatTable, type Column } from './table.ts';
+import { formatTable, ratio, type Column } from './table.ts';
 import { runBare, startReplayRunner, WORKLOADS } from './workloads.ts';
 import { positiveNumberFromEnv } from './settings.ts';
 
@@ -49,7 +49,6 @@ await w3Replay.close();
 const stores = await measureStoreLatency(STORE_OPTIONS, progress);
 
 const ms = (value: number): string => value.toFixed(3);
-const ratio = (value: number): string => `${value.toFixed(2)}x`;
 
 // ---- Table 1 ---------------------------------------------------------------------------------
 const resumeColumns: Column[] = [

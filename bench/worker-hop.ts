@@ -120,54 +120,57 @@ function recordedFrom(label: string, event: ProgramEvent): RecordedCall[] {
   }));
 }
 
-/** The peer bench's W3: 1,000 calls in 20 batches of 50, each batch a pause the engine resumes warm. */
-const LONG_RECORD_SPEC: ProgramSpec = {
-  code: 'let n = 0; for (let b = 0; b < 20; b++) { const r = await Promise.all(Array.from({ length: 50 }, (_, i) => tools.get({ b, i }))); n += r.length; } text(String(n))',
-  tools: [{ name: 'get', input: 'json', parseOutputAsJson: false }],
-  seed: 1,
-  clock: 0,
-  limits: DEFAULT_LIMITS,
-};
-
-/** Runs LONG_RECORD_SPEC to its end, every resume warm; the milliseconds it took. */
-async function longRecord(label: string, engine: StepEngine, programId: string): Promise<number> {
-  const started = performance.now();
-  let event = await engine.start(programId, LONG_RECORD_SPEC);
-  const recorded: RecordedCall[] = [];
-  while (event.type === 'paused') {
-    for (const call of event.calls) recorded.push({ tool: call.tool, argumentsJson: call.argumentsJson, output: '1' });
-    const resumed = await engine.resume(programId, LONG_RECORD_SPEC, recorded);
-    if (resumed.path !== 'warm') throw new Error(`${label}: expected every resume of the long record warm, got ${resumed.path}`);
-    event = resumed.event;
-  }
-  if (event.type !== 'completed' || event.result !== '1000')
-    throw new Error(`${label}: expected the long record to complete with 1000, got ${JSON.stringify(event)}`);
-  return performance.now() - started;
+/** A program run to its end with every call answered `1`, in pauses of `batch` calls, each resumed warm; its result is its number of calls. */
+interface WarmWorkload {
+  readonly name: string;
+  readonly spec: ProgramSpec;
+  readonly batch: number;
+  readonly calls: number;
 }
 
-/** The peer bench's W2: 50 sequential awaited calls, each a pause the engine resumes warm. */
-const SEQUENTIAL_SPEC: ProgramSpec = {
-  code: 'let n = 0; for (let i = 0; i < 50; i++) n += await tools.get({ i }); text(String(n))',
-  tools: [{ name: 'get', input: 'json', parseOutputAsJson: true }],
-  seed: 1,
-  clock: 0,
-  limits: DEFAULT_LIMITS,
+/** The peer bench's W3: 1,000 calls in 20 batches of 50. */
+const LONG_RECORD: WarmWorkload = {
+  name: 'the long record',
+  spec: {
+    code: 'let n = 0; for (let b = 0; b < 20; b++) { const r = await Promise.all(Array.from({ length: 50 }, (_, i) => tools.get({ b, i }))); n += r.length; } text(String(n))',
+    tools: [{ name: 'get', input: 'json', parseOutputAsJson: false }],
+    seed: 1,
+    clock: 0,
+    limits: DEFAULT_LIMITS,
+  },
+  batch: 50,
+  calls: 1_000,
 };
 
-/** Runs SEQUENTIAL_SPEC to its end, answering each call with 1, every resume warm; the milliseconds it took. */
-async function sequentialCalls(label: string, engine: StepEngine, programId: string): Promise<number> {
+/** The peer bench's W2: 50 sequential awaited calls. */
+const SEQUENTIAL_CALLS: WarmWorkload = {
+  name: 'the sequential calls',
+  spec: {
+    code: 'let n = 0; for (let i = 0; i < 50; i++) n += await tools.get({ i }); text(String(n))',
+    tools: [{ name: 'get', input: 'json', parseOutputAsJson: true }],
+    seed: 1,
+    clock: 0,
+    limits: DEFAULT_LIMITS,
+  },
+  batch: 1,
+  calls: 50,
+};
+
+/** Runs `workload` to its end on `engine`, checking every pause, resume and the result; the milliseconds it took. */
+async function runWarm(label: string, engine: StepEngine, programId: string, workload: WarmWorkload): Promise<number> {
+  const { name, spec, batch, calls } = workload;
   const started = performance.now();
-  let event = await engine.start(programId, SEQUENTIAL_SPEC);
+  let event = await engine.start(programId, spec);
   const recorded: RecordedCall[] = [];
   while (event.type === 'paused') {
-    if (event.calls.length !== 1) throw new Error(`${label}: expected one call a pause, got ${event.calls.length}`);
+    if (event.calls.length !== batch) throw new Error(`${label}: expected ${name} to pause on ${batch} calls at a time, got ${event.calls.length}`);
     for (const call of event.calls) recorded.push({ tool: call.tool, argumentsJson: call.argumentsJson, output: '1' });
-    const resumed = await engine.resume(programId, SEQUENTIAL_SPEC, recorded);
-    if (resumed.path !== 'warm') throw new Error(`${label}: expected every resume of the sequential calls warm, got ${resumed.path}`);
+    const resumed = await engine.resume(programId, spec, recorded);
+    if (resumed.path !== 'warm') throw new Error(`${label}: expected every resume of ${name} warm, got ${resumed.path}`);
     event = resumed.event;
   }
-  if (event.type !== 'completed' || event.result !== '50' || recorded.length !== 50)
-    throw new Error(`${label}: expected the sequential calls to complete with 50 after 50 calls, got ${JSON.stringify(event)}`);
+  if (event.type !== 'completed' || event.result !== String(calls) || recorded.length !== calls)
+    throw new Error(`${label}: expected ${name} to complete with ${calls} after ${calls} calls, got ${JSON.stringify(event)}`);
   return performance.now() - started;
 }
 
@@ -188,8 +191,8 @@ export async function engineIteration(label: string, engine: StepEngine, program
   const finished = await engine.resume(programId, SEED_SPEC, recorded);
   const ended = performance.now();
   checkCompleted(label, finished);
-  const long = await longRecord(label, engine, `${programId}-long`);
-  const sequential = await sequentialCalls(label, engine, `${programId}-sequential`);
+  const long = await runWarm(label, engine, `${programId}-long`, LONG_RECORD);
+  const sequential = await runWarm(label, engine, `${programId}-sequential`, SEQUENTIAL_CALLS);
   return {
     'start + resume': pausedAt - started + (ended - resumedAt),
     start: pausedAt - started,
