@@ -7,7 +7,8 @@ let scheduled = false;
  * Disposes the isolate of a program that has ended, on the next turn of the event loop rather
  * than before its caller has the outcome: disposing takes 0.1 to 0.25 ms here, as long as the
  * rest of a light program's step. Only for an isolate no call runs in (the step has returned);
- * nothing holds it meanwhile, and it is never handed out again.
+ * nothing holds it meanwhile, and it is never handed out again. An isolate made meanwhile
+ * disposes those waiting first (disposeEnded).
  */
 export function disposeSoon(isolate: ivm.Isolate): void {
   ended.push(isolate);
@@ -15,6 +16,17 @@ export function disposeSoon(isolate: ivm.Isolate): void {
   scheduled = true;
   setImmediate(() => {
     scheduled = false;
-    for (const each of ended.splice(0)) if (!each.isDisposed) each.dispose();
+    disposeEnded();
   });
+}
+
+/**
+ * Disposes at once the isolates disposeSoon holds: called before an isolate is made, so that the
+ * new one takes the memory they free. Made first, with ended ones still held (eight programs in
+ * flight end and start again before the loop turns), every new isolate's heap was memory the
+ * kernel had to hand over and zero anew: 235 page faults a program here against 134, and 15 %
+ * fewer programs a second (W5, eight in flight, in process).
+ */
+export function disposeEnded(): void {
+  for (const each of ended.splice(0)) if (!each.isDisposed) each.dispose();
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
+import { disposeEnded } from './isolate-disposal.ts';
 import { dispatchArguments, guestLimitMessages, parseGuestReply, type SandboxConfig, type SandboxSetup } from './guest-protocol.ts';
 
 const PRELUDE_SOURCE = readFileSync(new URL('./guest-prelude.js', import.meta.url), 'utf8');
@@ -111,6 +112,7 @@ function takeDispatch(context: ivm.Context): ivm.Reference<Dispatch> {
  * add two thread hand-overs (to the isolate's thread and back), which cost more than the step.
  */
 export function prepareIsolate(memoryMb: number): PreparedIsolate {
+  disposeEnded();
   const isolate = new ivm.Isolate({ memoryLimit: memoryMb, snapshot: snapshot() });
   try {
     const context = isolate.createContextSync();
@@ -128,6 +130,7 @@ export function prepareIsolate(memoryMb: number): PreparedIsolate {
  * Alone, the two hand-overs to that thread and back cost more than they spare.
  */
 export async function prepareIsolateBeside(memoryMb: number): Promise<PreparedIsolate> {
+  disposeEnded();
   const isolate = new ivm.Isolate({ memoryLimit: memoryMb, snapshot: snapshot() });
   try {
     const context = await isolate.createContext();
