@@ -24,8 +24,9 @@ export function disposeSoon(isolate: ivm.Isolate): void {
  * Disposes at once the isolates disposeSoon holds: called before an isolate is made, so that the
  * new one takes the memory they free. Made first, with ended ones still held (eight programs in
  * flight end and start again before the loop turns), every new isolate's heap was memory the
- * kernel had to hand over and zero anew: 235 page faults a program here against 134, and 15 %
- * fewer programs a second (W5, eight in flight, in process).
+ * kernel had to hand over and zero anew: 223 to 325 minor page faults a program here against 132
+ * to 134, and 8 to 10 % fewer programs a second (W1 and W5, eight in flight, in process; README,
+ * "Making an isolate under load").
  */
 export function disposeEnded(): void {
   for (const each of ended.splice(0)) if (!each.isDisposed) each.dispose();
