@@ -22,6 +22,10 @@ let running = 0;
 let turning: NodeJS.Immediate | undefined;
 /** When the loop stops turning, whatever still runs (performance.now()). */
 let turnUntil = 0;
+/** Since when the process awaits its next step (spinUntilNextStep), until one begins (performance.now()). */
+let awaitingSince: number | undefined;
+/** Whether the step last awaited began within the time it was awaited awake: only then is the next awaited so. */
+let nextStepCamePromptly = true;
 
 /** How many steps of programs this process runs now. */
 export function stepsRunning(): number {
@@ -29,7 +33,8 @@ export function stepsRunning(): number {
 }
 
 function turn(): void {
-  turning = running === 1 && performance.now() < turnUntil ? setImmediate(turn) : undefined;
+  // One step running (spinWhileStepRuns), or none while the process awaits its next (spinUntilNextStep).
+  turning = running <= 1 && performance.now() < turnUntil ? setImmediate(turn) : undefined;
 }
 
 function stopTurning(): void {
@@ -63,6 +68,10 @@ export interface SpinningStep {
  * still waits awake for the isolate's thread.
  */
 export function spinWhileStepRuns(spinMs: number): SpinningStep {
+  if (awaitingSince !== undefined) {
+    nextStepCamePromptly = performance.now() - awaitingSince <= spinMs;
+    awaitingSince = undefined;
+  }
   running += 1;
   stopTurning();
   let ended = false;
@@ -81,4 +90,24 @@ export function spinWhileStepRuns(spinMs: number): SpinningStep {
       stopTurning();
     },
   };
+}
+
+/**
+ * Keeps this thread's event loop turning for up to `spinMs` while no step runs, for a process that
+ * has just handed a paused program back and may get its resume at once: a worker process, whose
+ * server sends a program's answers as soon as it has them (a client whose tools answer at once, a
+ * caller driving the engine in a loop). Sleeping meanwhile, the worker's CPU goes idle, and the
+ * server's next message has to wake it, as a hand-back from isolated-vm's thread would
+ * (spinWhileStepRuns). The first step to begin ends it (spinWhileStepRuns).
+ *
+ * Only while the steps awaited so come within `spinMs`: once one comes later (a client over HTTP
+ * that thinks between its calls), the next is awaited asleep, and so on until one comes within it
+ * again; the wait costs no CPU where it would buy nothing. Never with a step running, nor where
+ * this thread is confined to one CPU (a pinned worker), which the server's own work may need.
+ */
+export function spinUntilNextStep(spinMs: number): void {
+  awaitingSince = performance.now();
+  if (!nextStepCamePromptly || running !== 0 || !(spinMs > 0) || confinedToOneCpu()) return;
+  turnUntil = awaitingSince + spinMs;
+  turning ??= setImmediate(turn);
 }

@@ -5,9 +5,11 @@
  */
 import { ProgramBusyError } from '../errors.ts';
 import { isStopped } from '../proc-stat.ts';
+import type { ProgramEvent } from '../program-events.ts';
 import { ProgramRuntime, type ProgramRuntimeOptions } from '../program-runtime.ts';
 import { HostMessage, PROTOCOL_VERSION, type WorkerMessage } from './protocol.ts';
 import { RUNAWAY_THRESHOLDS_MS } from '../runaway-thresholds.ts';
+import { DEFAULT_SPIN_WAIT_MS, spinUntilNextStep } from '../spin-wait.ts';
 import { answersFromWire, eventToWire } from './wire-codec.ts';
 
 const options = JSON.parse(process.env.PTC_WORKER_OPTIONS ?? '{}') as ProgramRuntimeOptions;
@@ -20,6 +22,12 @@ let frozenSiblings = (process.env.PTC_WORKER_FROZEN_SIBLINGS ?? '').split(',').f
 function send(message: WorkerMessage): void {
   // The server may be gone (closing, or dead): a reply with nowhere to go is dropped.
   if (process.connected) process.send?.(message, () => {});
+}
+
+/** A step's outcome to the server; a program paused on calls may be resumed at once: its resume is awaited awake. */
+function sendStep(id: number, event: ProgramEvent, path?: 'warm' | 'replay'): void {
+  send({ v: PROTOCOL_VERSION, kind: 'step', id, event: eventToWire(event), ...(path ? { path } : {}) });
+  if (event.type === 'paused') spinUntilNextStep(options.spinWaitMs ?? DEFAULT_SPIN_WAIT_MS);
 }
 
 async function handle(message: HostMessage): Promise<void> {
@@ -44,16 +52,13 @@ async function handle(message: HostMessage): Promise<void> {
         if (message.kind === 'continue') {
           const outputs = answersFromWire(message.calls, message.answers, message.failed);
           const event = await runtime.continueWarm(message.programId, message.calls, message.answeredDigest, outputs);
-          send(
-            event
-              ? { v: PROTOCOL_VERSION, kind: 'step', id: message.id, event: eventToWire(event), path: 'warm' }
-              : { v: PROTOCOL_VERSION, kind: 'not_paused', id: message.id },
-          );
+          if (event) sendStep(message.id, event, 'warm');
+          else send({ v: PROTOCOL_VERSION, kind: 'not_paused', id: message.id });
         } else if (message.kind === 'start') {
-          send({ v: PROTOCOL_VERSION, kind: 'step', id: message.id, event: eventToWire(await runtime.start(message.programId, message.spec)) });
+          sendStep(message.id, await runtime.start(message.programId, message.spec));
         } else {
           const { event, path } = await runtime.resume(message.programId, message.spec, message.recorded);
-          send({ v: PROTOCOL_VERSION, kind: 'step', id: message.id, event: eventToWire(event), path });
+          sendStep(message.id, event, path);
         }
       } catch (error) {
         if (error instanceof ProgramBusyError) send({ v: PROTOCOL_VERSION, kind: 'busy', id: message.id, programId: message.programId });

@@ -153,7 +153,7 @@ export const SETTINGS = {
   },
   PTC_SPIN_WAIT_MS: {
     default: String(DEFAULT_SPIN_WAIT_MS),
-    description: `How long, at most, each program step keeps the event loop of the process that runs it turning instead of sleeping, from each hand-over of its isolate to isolated-vm's thread, while it is the only step that process runs: isolated-vm's thread then hands the step back without waking a sleeping CPU, which on a virtual machine goes through the hypervisor (README, "Waiting awake for a step"). Never in a process confined to one CPU (a pinned worker, \`PTC_WORKER_CPU_PINNING\`). Up to ${MAX_SPIN_WAIT_MS}; \`0\` lets it sleep at once.`,
+    description: `How long, at most, each program step keeps the event loop of the process that runs it turning instead of sleeping, from each hand-over of its isolate to isolated-vm's thread, while it is the only step that process runs: isolated-vm's thread then hands the step back without waking a sleeping CPU, which on a virtual machine goes through the hypervisor (README, "Waiting awake for a step"). A worker also waits so for the server's next message once it has handed a paused program back, while those messages come within it (README, "Waiting awake for the server"). Never in a process confined to one CPU (a pinned worker, \`PTC_WORKER_CPU_PINNING\`). Up to ${MAX_SPIN_WAIT_MS}; \`0\` lets it sleep at once.`,
   },
   PTC_MAX_PAUSED_HEAP_MB: { default: '512', description: 'Heap of all paused isolates together, in MiB; beyond, the least recently used are dropped.' },
   PTC_INSPECTOR: { default: 'on', description: '`on` serves the inspector page at `/inspector` (docs/INSPECTOR.md); `off` answers 404 there.' },

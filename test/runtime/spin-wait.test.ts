@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ProgramRuntime } from '../../runtime/program-runtime.ts';
 import { runProgram } from '../../runtime/run-program.ts';
 import { WorkerPool } from '../../runtime/worker/worker-pool.ts';
-import { MAX_SPIN_WAIT_MS, spinWhileStepRuns, type SpinningStep } from '../../runtime/spin-wait.ts';
+import { MAX_SPIN_WAIT_MS, spinUntilNextStep, spinWhileStepRuns, type SpinningStep } from '../../runtime/spin-wait.ts';
 import { confinedToOneCpu } from '../../runtime/one-cpu.ts';
 
 const run = promisify(execFile);
@@ -29,6 +29,11 @@ describe('a step waiting awake (spinWhileStepRuns)', () => {
     const running = spinWhileStepRuns(spinMs);
     steps.push(running);
     return running;
+  };
+  /** As after a step that began at once once awaited: the next is awaited awake. */
+  const cameAtOnce = (): void => {
+    spinUntilNextStep(0);
+    step(MAX_SPIN_WAIT_MS).end();
   };
 
   it.skipIf(confinedToOneCpu())('keeps the loop turning while the one step runs, and stops as it ends', async () => {
@@ -103,17 +108,63 @@ describe('a step waiting awake (spinWhileStepRuns)', () => {
     }
   });
 
+  it.skipIf(confinedToOneCpu())('awaits the next step awake while none runs, until one begins', async () => {
+    // What an earlier test's programs left for the next turn (their isolates' disposal) goes first.
+    await turns(2);
+    const before = immediates();
+    cameAtOnce();
+    spinUntilNextStep(MAX_SPIN_WAIT_MS);
+    expect(immediates()).toBe(before + 1);
+    await turns(3);
+    expect(immediates()).toBe(before + 1);
+    // The step begins: the wait is its own now, and ends with it.
+    const running = step(MAX_SPIN_WAIT_MS);
+    expect(immediates()).toBe(before + 1);
+    running.end();
+    expect(immediates()).toBe(before);
+    // Never while a step runs, and never with 0.
+    const other = step(0);
+    spinUntilNextStep(MAX_SPIN_WAIT_MS);
+    expect(immediates()).toBe(before);
+    other.end();
+    spinUntilNextStep(0);
+    expect(immediates()).toBe(before);
+  });
+
+  it.skipIf(confinedToOneCpu())('awaits asleep once a step came later than the wait, and awake again once one came within it', async () => {
+    await turns(2);
+    const before = immediates();
+    cameAtOnce();
+    spinUntilNextStep(0.001);
+    // However slow the machine, a thousandth of a millisecond is over after a turn or two.
+    for (let turn = 0; turn < 1000 && immediates() > before; turn++) await turns(1);
+    expect(immediates()).toBe(before);
+    // This step began later than the wait lasted (a client that thinks between its calls)...
+    step(0.001).end();
+    // ...so the next is awaited asleep, whatever it is given.
+    spinUntilNextStep(MAX_SPIN_WAIT_MS);
+    expect(immediates()).toBe(before);
+    // This one began at once, well within 100 ms: the next is awaited awake again.
+    step(MAX_SPIN_WAIT_MS).end();
+    spinUntilNextStep(MAX_SPIN_WAIT_MS);
+    expect(immediates()).toBe(before + 1);
+    step(0).end();
+    expect(immediates()).toBe(before);
+  });
+
   it('does not spin in a process confined to one CPU (taskset), where the isolate thread would share it', async () => {
     const script = `
-      import { spinWhileStepRuns } from ${JSON.stringify(new URL('../../runtime/spin-wait.ts', import.meta.url).href)};
+      import { spinUntilNextStep, spinWhileStepRuns } from ${JSON.stringify(new URL('../../runtime/spin-wait.ts', import.meta.url).href)};
       const running = spinWhileStepRuns(50);
       running.handOver();
       console.log(process.getActiveResourcesInfo().filter((r) => r === 'Immediate').length);
-      running.end();`;
+      running.end();
+      spinUntilNextStep(50);
+      console.log(process.getActiveResourcesInfo().filter((r) => r === 'Immediate').length);`;
     const { stdout } = await run('taskset', ['-c', '0', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], {
       env: { PATH: process.env.PATH ?? '' },
       timeout: 60_000,
     });
-    expect(stdout.trim()).toBe('0');
+    expect(stdout.trim().split('\n')).toEqual(['0', '0']);
   }, 60_000);
 });
