@@ -32,6 +32,11 @@ export function stepsRunning(): number {
   return running;
 }
 
+/** Whether this module keeps the event loop turning now (for tests, which cannot tell its immediates from others). */
+export function keepsLoopTurning(): boolean {
+  return turning !== undefined;
+}
+
 function turn(): void {
   // One step running (spinWhileStepRuns), or none while the process awaits its next (spinUntilNextStep).
   turning = running <= 1 && performance.now() < turnUntil ? setImmediate(turn) : undefined;

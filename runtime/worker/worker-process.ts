@@ -9,6 +9,7 @@ import { cpuMsFromStat } from '../proc-stat.ts';
 import { pinToCpu } from './cpu-pinning.ts';
 import { PROTOCOL_VERSION, WorkerMessage, type HostMessage } from './protocol.ts';
 import { RUNAWAY_THRESHOLDS_MS } from '../runaway-thresholds.ts';
+import { DEFAULT_SPIN_WAIT_MS } from '../spin-wait.ts';
 
 /**
  * Whether this module runs from the TypeScript sources (a clone, under tsx) rather than from
@@ -160,6 +161,10 @@ export class WorkerProcess {
   #isReady = false;
   /** When the worker last became idle (ready, no step waiting), and its CPU then. */
   #idleSince: { at: number; cpuSeconds: number } | undefined;
+  /** How long the worker may keep its loop turning after a step's answer (spinUntilNextStep): no idle CPU is judged meanwhile. */
+  readonly #awakeAfterStepMs: number;
+  /** Until when the worker may still be awake after its last step's answer (Date.now()). */
+  #awakeUntil = 0;
   #killedFor: { reason: WorkerDeath; detail: string } | undefined;
   #supervisor: NodeJS.Timeout;
   /** The runtime's counters as of the last heartbeat. */
@@ -174,6 +179,7 @@ export class WorkerProcess {
   constructor(runtimeOptions: ProgramRuntimeOptions, limits: WorkerLimits, events: WorkerEvents, start: WorkerStart = {}) {
     const { entry = WORKER_ENTRY, frozenSiblings = [], cpu } = start;
     this.#limits = limits;
+    this.#awakeAfterStepMs = runtimeOptions.spinWaitMs ?? DEFAULT_SPIN_WAIT_MS;
     this.#events = events;
     this.#child = fork(
       entry,
@@ -227,6 +233,9 @@ export class WorkerProcess {
       } else {
         const waiting = this.#waiting.get(message.id);
         this.#waiting.delete(message.id);
+        // A worker that answered a step may wait for the next awake, for up to its spinWaitMs:
+        // that is no CPU burnt idle, and the idle window starts only after it.
+        this.#awakeUntil = Date.now() + this.#awakeAfterStepMs;
         // A step that answered is no runaway, whatever the last report said (its program
         // may run its next step here before the next heartbeat).
         if (waiting) this.#runaways.delete(waiting.programId);
@@ -461,7 +470,7 @@ export class WorkerProcess {
         return;
       }
       // CPU after settle: a ready worker with no step running, making no isolate it was asked for, should be near silent.
-      if (!this.#isReady || this.#waiting.size > 0 || this.#preparing.size > 0) {
+      if (!this.#isReady || this.#waiting.size > 0 || this.#preparing.size > 0 || now < this.#awakeUntil) {
         this.#idleSince = undefined;
       } else if (!this.#idleSince) {
         this.#idleSince = { at: now, cpuSeconds: usage.cpuSeconds };
