@@ -234,8 +234,9 @@ export class WorkerProcess {
         const waiting = this.#waiting.get(message.id);
         this.#waiting.delete(message.id);
         // A worker that answered a step may wait for the next awake, for up to its spinWaitMs:
-        // that is no CPU burnt idle, and the idle window starts only after it.
-        this.#awakeUntil = Date.now() + this.#awakeAfterStepMs;
+        // that is no CPU burnt idle, and the idle window starts only after it. Only for a request
+        // of ours: an answer to none would put the window off for nothing.
+        if (waiting) this.#awakeUntil = Date.now() + this.#awakeAfterStepMs;
         // A step that answered is no runaway, whatever the last report said (its program
         // may run its next step here before the next heartbeat).
         if (waiting) this.#runaways.delete(waiting.programId);
