@@ -14,17 +14,22 @@ import { hashOutputs, type RecordedCall } from './program-events.ts';
 export class RecordDigest {
   #record: WeakRef<readonly RecordedCall[]> | undefined;
   #hashed = 0;
-  #hash: Hash = createHash('sha256');
+  /**
+   * Made at the first digest asked for, not with the program: most programs are never resumed
+   * warm, and making a SHA-256 hash costs more than a light program's answers (see ReceivedDigest).
+   */
+  #hash: Hash | undefined;
 
   /** answersDigest(record.slice(0, answered)). */
   of(record: readonly RecordedCall[], answered: number): string {
-    if (this.#record?.deref() !== record || answered < this.#hashed) {
+    let hash = this.#hash;
+    if (hash === undefined || this.#record?.deref() !== record || answered < this.#hashed) {
       this.#record = new WeakRef(record);
       this.#hashed = 0;
-      this.#hash = createHash('sha256');
+      hash = this.#hash = createHash('sha256');
     }
-    if (answered > this.#hashed) hashOutputs(this.#hash, record.slice(this.#hashed, answered));
+    if (answered > this.#hashed) hashOutputs(hash, record.slice(this.#hashed, answered));
     this.#hashed = answered;
-    return this.#hash.copy().digest('base64');
+    return hash.copy().digest('base64');
   }
 }

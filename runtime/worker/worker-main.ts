@@ -6,7 +6,7 @@
 import { ProgramBusyError } from '../errors.ts';
 import { isStopped } from '../proc-stat.ts';
 import type { ProgramEvent } from '../program-events.ts';
-import { ProgramRuntime, type ProgramRuntimeOptions } from '../program-runtime.ts';
+import { ProgramRuntime, type ProgramRuntimeOptions, type ResumePath } from '../program-runtime.ts';
 import { HostMessage, PROTOCOL_VERSION, type WorkerMessage } from './protocol.ts';
 import { RUNAWAY_THRESHOLDS_MS } from '../runaway-thresholds.ts';
 import { DEFAULT_SPIN_WAIT_MS, spinUntilNextStep } from '../spin-wait.ts';
@@ -25,7 +25,7 @@ function send(message: WorkerMessage): void {
 }
 
 /** A step's outcome to the server; a program paused on calls may be resumed at once: its resume is awaited awake. */
-function sendStep(id: number, event: ProgramEvent, path?: 'warm' | 'replay'): void {
+function sendStep(id: number, event: ProgramEvent, path?: ResumePath): void {
   send({ v: PROTOCOL_VERSION, kind: 'step', id, event: eventToWire(event), ...(path ? { path } : {}) });
   if (event.type === 'paused') spinUntilNextStep(options.spinWaitMs ?? DEFAULT_SPIN_WAIT_MS);
 }
