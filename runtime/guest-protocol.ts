@@ -86,8 +86,14 @@ const ProgramErrorCodeSchema = z.custom<ProgramErrorCode>((value) => typeof valu
 /** Any op, in either context: it threw inside the prelude (or named no op the prelude knows). */
 const Fault = z.strictObject({ state: z.literal('fault') });
 
-/** The reply of each GuestOp; which op may give which is GUEST_REPLY_STATES. */
-export const GuestReply = z.union([
+/**
+ * The reply of each GuestOp; which op may give which is GUEST_REPLY_STATES. Told apart by `state`
+ * (and a settled one by `status`) rather than tried shape by shape: a plain union tries each
+ * member in order and builds the issues of every one that does not fit, which cost a report of
+ * 50 sequential calls' program 0.7 µs a reply warm, several times that right after its isolate
+ * was made.
+ */
+export const GuestReply = z.discriminatedUnion('state', [
   // answers, start, deliver, warm: done.
   z.strictObject({ state: z.literal('done') }),
   // report: the program awaits the calls it made since the last report (`inFlight` pending in all).
@@ -97,8 +103,10 @@ export const GuestReply = z.union([
     calls: z.array(z.strictObject({ seq: z.number().int().min(0), tool: z.string(), args: z.string() })),
   }),
   // report: the program ended.
-  z.strictObject({ state: z.literal('settled'), status: z.literal('completed'), result: z.string() }),
-  z.strictObject({ state: z.literal('settled'), status: z.literal('failed'), code: ProgramErrorCodeSchema, message: z.string() }),
+  z.discriminatedUnion('status', [
+    z.strictObject({ state: z.literal('settled'), status: z.literal('completed'), result: z.string() }),
+    z.strictObject({ state: z.literal('settled'), status: z.literal('failed'), code: ProgramErrorCodeSchema, message: z.string() }),
+  ]),
   // report: a replay stopped, undelivered, on a batch holding an answer the host withheld (too large).
   z.strictObject({ state: z.literal('withheld') }),
   // report: a replay answered a recorded batch from the record; the program runs on.
@@ -129,8 +137,8 @@ export type GuestReplyTo<Op extends RepliedGuestOp> = Extract<GuestReply, { stat
 /** Where the program stands, as a `report` tells once no replay is answering batches. */
 export type ProgramState = Extract<GuestReply, { state: 'running' | 'settled' | 'withheld' }>;
 
-/** The reply of a CheckerOp. */
-export const CheckerReply = z.union([
+/** The reply of a CheckerOp, told apart by `state` (GuestReply). */
+export const CheckerReply = z.discriminatedUnion('state', [
   // configure: done.
   z.strictObject({ state: z.literal('done') }),
   // Every call's arguments conform.

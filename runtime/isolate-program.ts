@@ -16,7 +16,7 @@ import {
 import { limitMessage, limitNamed, type PlainLimitCode, type ProgramLimits } from './limits.ts';
 import type { RunawayLimit } from './errors.ts';
 import { RUNAWAY_THRESHOLDS_MS } from './runaway-thresholds.ts';
-import { type ProgramEvent, type ProgramFailure, type ProgramStats, type RecordedCall, type ToolCallOutput, type ToolCallRequest } from './program-events.ts';
+import type { ProgramEvent, ProgramFailure, ProgramStats, RecordedCall, ToolCallOutput, ToolCallRequest } from './program-events.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../schemas/json-depth.ts';
 import { ReceivedDigest } from './received-digest.ts';
 import { takesText, toolId, type ProgramTool } from './program-tool.ts';
@@ -695,27 +695,29 @@ export class IsolateProgram {
    * disposed, whatever of the step still runs in it.
    */
   #watchForRunaway(): { readonly stopped: Promise<ProgramEvent>; stop(): void } {
-    let settle: (event: ProgramEvent) => void = () => undefined;
+    // No closure named by its binding here, per step: see RunningStep (spin-wait.ts).
+    let settle!: (event: ProgramEvent) => void;
     const stopped = new Promise<ProgramEvent>((resolve) => {
       settle = resolve;
     });
-    const look = (): void => {
-      const runaway = this.runaway;
-      if (runaway && runaway.overMs >= RUNAWAY_THRESHOLDS_MS[runaway.limit].freeze) {
-        unwatch();
-        const code = runaway.limit === 'wall_time' ? 'wall_time_exceeded' : 'memory_limit_exceeded';
-        this.#stoppedFor = code;
-        const isolate = this.#isolate;
-        try {
-          if (isolate && !isolate.isDisposed) isolate.dispose();
-        } catch {
-          // Disposed meanwhile, at its heap limit, on isolated-vm's thread.
-        }
-        settle(this.#fail(this.#limitFailure(code)));
-      }
-    };
-    const unwatch = watchStep(look);
+    const unwatch = watchStep(() => this.#stopIfRunaway(settle, unwatch));
     return { stopped, stop: unwatch };
+  }
+
+  /** A look of #watchForRunaway's: a step run away past its threshold ends the program, its isolate disposed. */
+  #stopIfRunaway(settle: (event: ProgramEvent) => void, unwatch: () => void): void {
+    const runaway = this.runaway;
+    if (!runaway || runaway.overMs < RUNAWAY_THRESHOLDS_MS[runaway.limit].freeze) return;
+    unwatch();
+    const code = runaway.limit === 'wall_time' ? 'wall_time_exceeded' : 'memory_limit_exceeded';
+    this.#stoppedFor = code;
+    const isolate = this.#isolate;
+    try {
+      if (isolate && !isolate.isDisposed) isolate.dispose();
+    } catch {
+      // Disposed meanwhile, at its heap limit, on isolated-vm's thread.
+    }
+    settle(this.#fail(this.#limitFailure(code)));
   }
 
   async #runStep(begin: (started: number) => Promise<GuestOp & { readonly op: RepliedGuestOp }>): Promise<ProgramEvent> {
