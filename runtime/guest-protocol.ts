@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PROGRAM_ERRORS, type ProgramErrorCode } from '../schemas/error-codes.ts';
+import { checkGuestReply, type GuestReply } from './guest-reply.ts';
 import { limitTemplate, type LimitCode } from './limits.ts';
 
 /**
@@ -7,9 +7,10 @@ import { limitTemplate, type LimitCode } from './limits.ts';
  * (runtime/guest-prelude.js) inside a program's isolate, declared once.
  *
  * The host calls the prelude's `dispatch(op, payload)` with an op's name and its payload as
- * JSON, and `dispatch` answers every op with a JSON object: one of the replies below. The host
- * parses every reply with these schemas (parseGuestReply, parseCheckerReply), like any
- * untrusted input: the isolate runs code written by a model.
+ * JSON, and `dispatch` answers every op with a JSON object: one of the replies declared here or,
+ * for the program's context, in runtime/guest-reply.ts. The host parses and checks every reply
+ * (parseGuestReply, parseCheckerReply), like any untrusted input: the isolate runs code written
+ * by a model.
  *
  * The prelude runs in two contexts of one isolate: the program's, which the GuestOps drive, and
  * the checker's, where no program ever runs, which checks arguments (the CheckerOps).
@@ -81,43 +82,8 @@ export function dispatchArguments(op: GuestOp | CheckerOp): [string, string] {
   return [op.op, JSON.stringify(op.payload)];
 }
 
-const ProgramErrorCodeSchema = z.custom<ProgramErrorCode>((value) => typeof value === 'string' && Object.hasOwn(PROGRAM_ERRORS, value));
-
 /** Any op, in either context: it threw inside the prelude (or named no op the prelude knows). */
 const Fault = z.strictObject({ state: z.literal('fault') });
-
-/**
- * The reply of each GuestOp; which op may give which is GUEST_REPLY_STATES. Told apart by `state`
- * (and a settled one by `status`) rather than tried shape by shape: a plain union tries each
- * member in order and builds the issues of every one that does not fit, which cost a report of
- * 50 sequential calls' program 0.7 µs a reply warm, several times that right after its isolate
- * was made.
- */
-export const GuestReply = z.discriminatedUnion('state', [
-  // answers, start, deliver, warm: done.
-  z.strictObject({ state: z.literal('done') }),
-  // report: the program awaits the calls it made since the last report (`inFlight` pending in all).
-  z.strictObject({
-    state: z.literal('running'),
-    inFlight: z.number().int().min(0),
-    calls: z.array(z.strictObject({ seq: z.number().int().min(0), tool: z.string(), args: z.string() })),
-  }),
-  // report: the program ended.
-  z.discriminatedUnion('status', [
-    z.strictObject({ state: z.literal('settled'), status: z.literal('completed'), result: z.string() }),
-    z.strictObject({ state: z.literal('settled'), status: z.literal('failed'), code: ProgramErrorCodeSchema, message: z.string() }),
-  ]),
-  // report: a replay stopped, undelivered, on a batch holding an answer the host withheld (too large).
-  z.strictObject({ state: z.literal('withheld') }),
-  // report: a replay answered a recorded batch from the record; the program runs on.
-  z.strictObject({ state: z.literal('replaying') }),
-  // report: a replay reached recorded calls not handed in yet, from call `from` on.
-  z.strictObject({ state: z.literal('needs_answers'), from: z.number().int().min(0) }),
-  // report: delivering the next recorded batch would pass the resume limit.
-  z.strictObject({ state: z.literal('resume_limit') }),
-  Fault,
-]);
-export type GuestReply = z.infer<typeof GuestReply>;
 
 /** The `done` reply exactly as the prelude writes it (guest-prelude.js DONE). */
 const DONE_TEXT = '{"state":"done"}';
@@ -137,7 +103,7 @@ export type GuestReplyTo<Op extends RepliedGuestOp> = Extract<GuestReply, { stat
 /** Where the program stands, as a `report` tells once no replay is answering batches. */
 export type ProgramState = Extract<GuestReply, { state: 'running' | 'settled' | 'withheld' }>;
 
-/** The reply of a CheckerOp, told apart by `state` (GuestReply). */
+/** The reply of a CheckerOp, told apart by `state`. */
 export const CheckerReply = z.discriminatedUnion('state', [
   // configure: done.
   z.strictObject({ state: z.literal('done') }),
@@ -149,11 +115,11 @@ export const CheckerReply = z.discriminatedUnion('state', [
 ]);
 export type CheckerReply = z.infer<typeof CheckerReply>;
 
-function parseReply<T>(schema: z.ZodType<T>, text: unknown, what: string): T {
+function parseReply<T>(check: (value: unknown) => T, text: unknown, what: string): T {
   let reply: T;
   try {
     if (typeof text !== 'string') throw new TypeError(`a reply of type ${typeof text}`);
-    reply = schema.parse(JSON.parse(text));
+    reply = check(JSON.parse(text));
   } catch (error) {
     // The reply stays out of the message: it can hold the program's text.
     throw new Error(`The ${what} gave a reply the guest protocol does not have`, { cause: error });
@@ -170,7 +136,7 @@ export function parseGuestReply<Op extends RepliedGuestOp>(op: Op, text: unknown
   const states: readonly string[] = GUEST_REPLY_STATES[op];
   // Every step's first reply, written by the prelude as a constant: what parsing it would give.
   if (text === DONE_TEXT && states.includes('done')) return { state: 'done' } as GuestReplyTo<Op>;
-  const reply = parseReply(GuestReply, text, "program's context");
+  const reply = parseReply(checkGuestReply, text, "program's context");
   if (reply.state !== 'fault' && !states.includes(reply.state)) {
     throw new Error(`The program's context replied ${reply.state} to ${op}`);
   }
@@ -187,7 +153,7 @@ export type CheckerReplyTo<Op extends CheckerOp['op']> = Extract<CheckerReply, {
 /** The reply of the checker's context to `op`, parsed and checked; anything but a reply `op` may give throws. */
 export function parseCheckerReply<Op extends CheckerOp['op']>(op: Op, text: unknown): CheckerReplyTo<Op> {
   const states: readonly string[] = CHECKER_REPLY_STATES[op];
-  const reply = parseReply(CheckerReply, text, "checker's context");
+  const reply = parseReply((value) => CheckerReply.parse(value), text, "checker's context");
   if (reply.state !== 'fault' && !states.includes(reply.state)) throw new Error(`The checker's context replied ${reply.state} to ${op}`);
   return reply as CheckerReplyTo<Op>;
 }
