@@ -82,7 +82,7 @@ export function dispatchArguments(op: GuestOp | CheckerOp): [string, string] {
   return [op.op, JSON.stringify(op.payload)];
 }
 
-/** Any op, in either context: it threw inside the prelude (or named no op the prelude knows). */
+/** Any op of the checker's context: it threw inside the prelude (or named no op the prelude knows). */
 const Fault = z.strictObject({ state: z.literal('fault') });
 
 /** The `done` reply exactly as the prelude writes it (guest-prelude.js DONE). */

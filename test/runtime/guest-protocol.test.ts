@@ -22,6 +22,9 @@ describe('parseGuestReply', () => {
   it.each<[RepliedGuestOp, string]>([
     ['answers', '{"state":"done"}'],
     ['start', '{"state":"done"}'],
+    // Not the prelude's constant text: checked as any reply is.
+    ['start', '{ "state": "done" }'],
+    ['warm', '{"state" :"done"}'],
     ['deliver', '{"state":"done"}'],
     ['report', running],
     ['report', '{"state":"running","inFlight":0,"calls":[]}'],
