@@ -1,4 +1,4 @@
-import { PROGRAM_ERRORS, type ProgramErrorCode } from '../schemas/error-codes.ts';
+import { isProgramErrorCode, type ProgramErrorCode } from '../schemas/error-codes.ts';
 
 /**
  * The reply of each GuestOp of the program's context (runtime/guest-protocol.ts), and its check.
@@ -84,8 +84,7 @@ export function checkGuestReply(value: unknown): GuestReply {
       }
       if (status === 'failed') {
         const reply = objectOf(value, 4, 'a failed reply');
-        const code = reply['code'];
-        if (typeof code !== 'string' || !Object.hasOwn(PROGRAM_ERRORS, code)) throw new TypeError('a failed reply has no code of a program error');
+        if (!isProgramErrorCode(reply['code'])) throw new TypeError('a failed reply has no code of a program error');
         if (typeof reply['message'] !== 'string') throw new TypeError('a failed reply has no message');
         return reply as unknown as GuestReply;
       }

@@ -42,6 +42,12 @@ function turn(): void {
   turning = running <= 1 && performance.now() < turnUntil ? setImmediate(turn) : undefined;
 }
 
+/** Keeps the loop turning until `until` (performance.now()), from now on if it does not turn yet. */
+function keepTurningUntil(until: number): void {
+  turnUntil = until;
+  turning ??= setImmediate(turn);
+}
+
 function stopTurning(): void {
   if (turning === undefined) return;
   clearImmediate(turning);
@@ -100,8 +106,7 @@ class RunningStep implements SpinningStep {
 
   handOver(): void {
     if (this.#ended || running !== 1 || !(this.#spinMs > 0) || confinedToOneCpu()) return;
-    turnUntil = performance.now() + this.#spinMs;
-    turning ??= setImmediate(turn);
+    keepTurningUntil(performance.now() + this.#spinMs);
   }
 
   end(): void {
@@ -128,6 +133,5 @@ class RunningStep implements SpinningStep {
 export function spinUntilNextStep(spinMs: number): void {
   awaitingSince = performance.now();
   if (!nextStepCamePromptly || running !== 0 || !(spinMs > 0) || confinedToOneCpu()) return;
-  turnUntil = awaitingSince + spinMs;
-  turning ??= setImmediate(turn);
+  keepTurningUntil(awaitingSince + spinMs);
 }

@@ -450,6 +450,11 @@ export const PROGRAM_ERRORS = {
 
 export type ProgramErrorCode = keyof typeof PROGRAM_ERRORS;
 
+/** Whether `value` names a program error (an own key of PROGRAM_ERRORS, not one an object inherits). */
+export function isProgramErrorCode(value: unknown): value is ProgramErrorCode {
+  return typeof value === 'string' && Object.hasOwn(PROGRAM_ERRORS, value);
+}
+
 export interface SteerErrorDefinition {
   readonly description: string;
 }

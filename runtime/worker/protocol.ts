@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PROGRAM_ERRORS, type ProgramErrorCode } from '../../schemas/error-codes.ts';
+import { isProgramErrorCode, type ProgramErrorCode } from '../../schemas/error-codes.ts';
 import { LIMIT_DEFINITIONS, type LimitName } from '../limits.ts';
 import { ProgramTool } from '../program-tool.ts';
 import { RUNAWAY_LIMITS } from '../errors.ts';
@@ -69,7 +69,7 @@ const RuntimeStats = z.strictObject({
   pausedHeapBytes: z.number(),
   warmIsolates: z.strictObject({ ready: count, made: count, taken: count }),
 });
-const ProgramErrorCodeSchema = z.custom<ProgramErrorCode>((value) => typeof value === 'string' && Object.hasOwn(PROGRAM_ERRORS, value));
+const ProgramErrorCodeSchema = z.custom<ProgramErrorCode>(isProgramErrorCode);
 export const WireEvent = z.discriminatedUnion('type', [
   // The calls of the batch side by side: call i is `seqs[i]`, of `tools[i]`, with `argumentsJson[i]`.
   z
